@@ -1,0 +1,231 @@
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int buf_init(buf_t *b, size_t initial, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+    if (initial > max)
+        return -1;
+    if (initial) {
+        b->data = malloc(initial);
+        if (!b->data)
+            return -1;
+        b->cap = initial;
+    }
+    return 0;
+}
+
+void buf_free(buf_t *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+int buf_reserve(buf_t *b, size_t extra)
+{
+    if (extra > b->max || b->len > b->max - extra)
+        return -1;
+    size_t need = b->len + extra;
+    if (need <= b->cap)
+        return 0;
+    /* Doubling keeps appends amortised O(1); the ceiling keeps the footprint bounded. */
+    size_t ncap = b->cap ? b->cap : 256;
+    while (ncap < need)
+        ncap = ncap > b->max / 2 ? b->max : ncap * 2;
+    if (ncap < need)
+        ncap = need;
+    uint8_t *nd = realloc(b->data, ncap);
+    if (!nd)
+        return -1;
+    b->data = nd;
+    b->cap = ncap;
+    return 0;
+}
+
+int buf_append(buf_t *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (buf_reserve(b, n) != 0)
+        return -1;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+int buf_append_str(buf_t *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
+
+int buf_append_u8(buf_t *b, uint8_t v)
+{
+    return buf_append(b, &v, 1);
+}
+
+int buf_append_be16(buf_t *b, uint16_t v)
+{
+    uint8_t o[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+    return buf_append(b, o, 2);
+}
+
+int buf_append_be32(buf_t *b, uint32_t v)
+{
+    uint8_t o[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    return buf_append(b, o, 4);
+}
+
+int buf_append_be64(buf_t *b, uint64_t v)
+{
+    if (buf_append_be32(b, (uint32_t)(v >> 32)) != 0)
+        return -1;
+    return buf_append_be32(b, (uint32_t)v);
+}
+
+int buf_printf(buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    if ((size_t)n < sizeof small)
+        return buf_append(b, small, (size_t)n);
+    if (buf_reserve(b, (size_t)n + 1) != 0)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+int buf_append_base64(buf_t *b, const void *p, size_t n)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t out = 4 * ((n + 2) / 3);
+    if (buf_reserve(b, out) != 0)
+        return -1;
+    const uint8_t *s = p;
+    char *d = (char *)b->data + b->len;
+    size_t i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+        *d++ = tbl[(v >> 18) & 63];
+        *d++ = tbl[(v >> 12) & 63];
+        *d++ = tbl[(v >> 6) & 63];
+        *d++ = tbl[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)s[i + 1] << 8;
+        *d++ = tbl[(v >> 18) & 63];
+        *d++ = tbl[(v >> 12) & 63];
+        *d++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+        *d++ = '=';
+    }
+    b->len += out;
+    return 0;
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_seq(const uint8_t *s, size_t n)
+{
+    uint8_t c = s[0];
+    size_t len;
+    uint32_t min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2;
+        min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3;
+        min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    uint32_t cp = c & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+int buf_append_json_escaped(buf_t *b, const void *p, size_t n)
+{
+    const uint8_t *s = p;
+    size_t i = 0;
+    while (i < n) {
+        /* Copy the longest run that needs no escaping in one go. */
+        size_t run = i;
+        while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+            run++;
+        if (run > i && buf_append(b, s + i, run - i) != 0)
+            return -1;
+        i = run;
+        if (i >= n)
+            break;
+        uint8_t c = s[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            if (buf_append(b, e, 2) != 0)
+                return -1;
+            i++;
+        } else if (c < 0x20) {
+            char e[8];
+            const char *named = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+            if (named) {
+                if (buf_append_str(b, named) != 0)
+                    return -1;
+            } else {
+                snprintf(e, sizeof e, "\\u%04x", c);
+                if (buf_append(b, e, 6) != 0)
+                    return -1;
+            }
+            i++;
+        } else {
+            size_t l = utf8_seq(s + i, n - i);
+            if (l == 0) {
+                if (buf_append(b, "\xEF\xBF\xBD", 3) != 0)
+                    return -1;
+                i++;
+            } else {
+                if (buf_append(b, s + i, l) != 0)
+                    return -1;
+                i += l;
+            }
+        }
+    }
+    return 0;
+}
+
+void buf_consume(buf_t *b, size_t n)
+{
+    if (n >= b->len) {
+        b->len = 0;
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+}

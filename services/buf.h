@@ -1,0 +1,54 @@
+/* A byte buffer with a hard ceiling: it grows on demand up to `max` and then refuses,
+ * so every user of it has a bounded footprint and a defined "full" behaviour. */
+#ifndef NDD_BUF_H
+#define NDD_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct buf {
+    uint8_t *data;
+    size_t len; /* bytes in use */
+    size_t cap; /* bytes allocated */
+    size_t max; /* ceiling for cap; a growth past it fails with -1 */
+} buf_t;
+
+/* initial may be 0 (allocate on first use). Returns 0, or -1 when initial > max or OOM. */
+int buf_init(buf_t *b, size_t initial, size_t max);
+void buf_free(buf_t *b);
+static inline void buf_reset(buf_t *b)
+{
+    b->len = 0;
+}
+/* Makes room for `extra` more bytes; -1 when that would pass max (buffer unchanged). */
+int buf_reserve(buf_t *b, size_t extra);
+int buf_append(buf_t *b, const void *p, size_t n);
+int buf_append_str(buf_t *b, const char *s);
+int buf_append_u8(buf_t *b, uint8_t v);
+int buf_append_be16(buf_t *b, uint16_t v);
+int buf_append_be32(buf_t *b, uint32_t v);
+int buf_append_be64(buf_t *b, uint64_t v);
+int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Standard base64 (RFC 4648, with padding). */
+int buf_append_base64(buf_t *b, const void *p, size_t n);
+/* The bytes as the inside of a JSON string (quotes not added): escapes ", \, control
+ * characters; invalid UTF-8 bytes become U+FFFD so the output is always valid JSON. */
+int buf_append_json_escaped(buf_t *b, const void *p, size_t n);
+/* Drops the first n bytes (consumed by a writer). */
+void buf_consume(buf_t *b, size_t n);
+
+/* Big-endian reads for frame parsers; the caller checks lengths first. */
+static inline uint16_t buf_rd_be16(const uint8_t *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
+}
+static inline uint32_t buf_rd_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline uint64_t buf_rd_be64(const uint8_t *p)
+{
+    return ((uint64_t)buf_rd_be32(p) << 32) | buf_rd_be32(p + 4);
+}
+
+#endif

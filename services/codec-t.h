@@ -1,0 +1,90 @@
+/* Types of the NF message copy (docs/message-format.md is the contract).
+ *
+ * A decoded copy points into the librdkafka message (or any caller buffer) it came from:
+ * no byte of the key, body or any header is copied, so a codec_msg_t is valid only while
+ * that message is alive. */
+#ifndef NDD_CODEC_T_H
+#define NDD_CODEC_T_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes owned elsewhere. ptr == NULL means "absent"; an empty but present value has
+ * ptr != NULL and len == 0. */
+typedef struct codec_slice {
+    const char *ptr;
+    size_t len;
+} codec_slice_t;
+
+/* The metadata fields, carried as Kafka headers whose names start with '@' (a character
+ * no HTTP field name may contain). Names and rules: docs/message-format.md. */
+typedef enum codec_meta {
+    CODEC_META_CORRELATION_ID = 0, /* @correlation-id   required */
+    CODEC_META_TIMESTAMP,          /* @timestamp-us     required, decimal µs since epoch */
+    CODEC_META_MESSAGE_TYPE,       /* @message-type     required, request | response */
+    CODEC_META_TRIGGER_POINT,      /* @trigger-point    required */
+    CODEC_META_NF_TYPE,            /* @nf-type          required */
+    CODEC_META_NF_INSTANCE,        /* @nf-instance */
+    CODEC_META_SRC_ADDR,           /* @src-addr         host:port, [v6]:port */
+    CODEC_META_DST_ADDR,           /* @dst-addr */
+    CODEC_META_CONSUMER_ID,        /* @consumer-id */
+    CODEC_META_CONSUMER_FQDN,      /* @consumer-fqdn */
+    CODEC_META_PRODUCER_ID,        /* @producer-id */
+    CODEC_META_PRODUCER_FQDN,      /* @producer-fqdn */
+    CODEC_META_HOP_ID,             /* @hop-id */
+    CODEC_META_REROUTE_CAUSE,      /* @reroute-cause */
+    CODEC_META_SEQ,                /* @seq              source sequence number (simulator) */
+    CODEC_META_AGG_TIMESTAMP,      /* @agg-timestamp-us set by ndd-aggregation */
+    CODEC_META_AGG_SEQ,            /* @agg-seq          per-partition sequence, aggregation */
+    CODEC_META_ORIGIN,             /* @origin           topic/partition/offset of the copy */
+    CODEC_META__COUNT
+} codec_meta_t;
+
+typedef enum codec_msg_type {
+    CODEC_MSG_UNKNOWN = 0,
+    CODEC_MSG_REQUEST,
+    CODEC_MSG_RESPONSE,
+} codec_msg_type_t;
+
+typedef enum codec_trigger {
+    CODEC_TRIGGER_UNKNOWN = 0,
+    CODEC_TRIGGER_RX_REQUEST,
+    CODEC_TRIGGER_TX_REQUEST,
+    CODEC_TRIGGER_RX_RESPONSE,
+    CODEC_TRIGGER_TX_RESPONSE,
+} codec_trigger_t;
+
+typedef struct codec_header {
+    codec_slice_t name;
+    codec_slice_t value;
+} codec_header_t;
+
+/* Limits of one copy. A record beyond them is rejected with CODEC_ERR_LIMIT. */
+#define CODEC_MAX_HTTP_HEADERS 64
+#define CODEC_MAX_EXT_HEADERS 16
+
+typedef struct codec_msg {
+    codec_slice_t key;  /* record key: the correlation id */
+    codec_slice_t body; /* SBI body as sent; may be empty */
+
+    codec_slice_t meta[CODEC_META__COUNT]; /* raw header values; ptr NULL when absent */
+
+    /* Parsed forms of the fields the data path branches on. */
+    int64_t timestamp_us;
+    codec_msg_type_t type;
+    codec_trigger_t trigger;
+    int status;           /* :status of a response, 0 when absent */
+    uint64_t seq;         /* @seq, 0 when absent */
+    codec_slice_t method; /* :method, absent for responses */
+    codec_slice_t path;   /* :path */
+
+    /* The HTTP/2 header fields in the order they were carried (pseudo-headers included). */
+    size_t n_http;
+    codec_header_t http[CODEC_MAX_HTTP_HEADERS];
+
+    /* '@' headers this version does not know: kept and passed on, never dropped. */
+    size_t n_ext;
+    codec_header_t ext[CODEC_MAX_EXT_HEADERS];
+} codec_msg_t;
+
+#endif

@@ -1,0 +1,198 @@
+/* Logging: one line per event. Lines are assembled in a local buffer and written with a
+ * single fwrite so lines from different threads never interleave. */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
+
+static _Atomic int g_level = LOG_LEVEL_INFO;
+static _Atomic int g_json;
+static char g_program[64] = "ndd";
+static FILE *g_stream;
+
+void log_setup(const char *program, log_level_t level, int json_lines)
+{
+    if (program) {
+        const char *slash = strrchr(program, '/');
+        snprintf(g_program, sizeof g_program, "%s", slash ? slash + 1 : program);
+    }
+    atomic_store(&g_level, (int)level);
+    atomic_store(&g_json, json_lines ? 1 : 0);
+}
+
+int log_level_parse(const char *name, log_level_t *out)
+{
+    for (int i = 0; i <= LOG_LEVEL_OFF; i++) {
+        if (name && strcmp(name, level_names[i]) == 0) {
+            *out = (log_level_t)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+log_level_t log_get_level(void)
+{
+    return (log_level_t)atomic_load_explicit(&g_level, memory_order_relaxed);
+}
+
+void log_set_stream(void *file)
+{
+    g_stream = file;
+}
+
+/* JSON string body into dst; returns bytes written (never past cap - 1). */
+static size_t json_escape(char *dst, size_t cap, const char *src)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && o + 7 < cap; p++) {
+        switch (*p) {
+        case '"':
+            dst[o++] = '\\';
+            dst[o++] = '"';
+            break;
+        case '\\':
+            dst[o++] = '\\';
+            dst[o++] = '\\';
+            break;
+        case '\n':
+            dst[o++] = '\\';
+            dst[o++] = 'n';
+            break;
+        case '\t':
+            dst[o++] = '\\';
+            dst[o++] = 't';
+            break;
+        default:
+            if (*p < 0x20)
+                o += (size_t)snprintf(dst + o, cap - o, "\\u%04x", *p);
+            else
+                dst[o++] = (char)*p;
+        }
+    }
+    dst[o] = '\0';
+    return o;
+}
+
+void log_write(log_level_t level, const char *file, int line, const char *fmt, ...)
+{
+    if ((int)level < atomic_load_explicit(&g_level, memory_order_relaxed) || level >= LOG_LEVEL_OFF)
+        return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* One event, one line: embedded newlines would split it for line-based collectors. */
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[40];
+    size_t w = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + w, sizeof when - w, ".%03ldZ", ts.tv_nsec / 1000000);
+
+    const char *base = file ? strrchr(file, '/') : NULL;
+    base = base ? base + 1 : (file ? file : "?");
+
+    char out[4600];
+    int n;
+    if (atomic_load_explicit(&g_json, memory_order_relaxed)) {
+        char esc[4200];
+        json_escape(esc, sizeof esc, msg);
+        n = snprintf(out, sizeof out,
+                     "{\"ts\":\"%s\",\"level\":\"%s\",\"program\":\"%s\",\"src\":\"%s:%d\","
+                     "\"msg\":\"%s\"}\n",
+                     when, level_names[level], g_program, base, line, esc);
+    } else {
+        n = snprintf(out, sizeof out, "%s %-5s %s %s:%d %s\n", when, level_names[level], g_program,
+                     base, line, msg);
+    }
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof out) {
+        n = (int)sizeof out - 1;
+        out[n - 1] = '\n';
+    }
+    FILE *f = g_stream ? g_stream : stderr;
+    fwrite(out, 1, (size_t)n, f);
+    fflush(f);
+}
+
+static int is_secret_key(const char *k, size_t n)
+{
+    static const char *const keys[] = {"password", "passwd", "pwd", "token",        "secret",
+                                       "api_key",  "apikey", "key", "sasl.password"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strlen(keys[i]) == n && strncasecmp(k, keys[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+char *log_redact(const char *src, char *dst, size_t dstlen)
+{
+    if (!dst || dstlen == 0)
+        return dst;
+    size_t o = 0;
+    const char *p = src ? src : "";
+    /* scheme://user:password@host -> scheme://user:***@host */
+    const char *scheme = strstr(p, "://");
+    const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+    const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
+    if (at && (!slash || at < slash) && colon && colon < at) {
+        size_t keep = (size_t)(colon - p) + 1;
+        if (keep >= dstlen)
+            keep = dstlen - 1;
+        memcpy(dst, p, keep);
+        o = keep;
+        o += (size_t)snprintf(dst + o, dstlen - o, "***");
+        if (o >= dstlen)
+            o = dstlen - 1;
+        p = at;
+    }
+    /* key=value pairs (conninfo, query strings): secret keys get their value masked */
+    while (*p && o + 1 < dstlen) {
+        const char *eq = strchr(p, '=');
+        if (!eq) {
+            break;
+        }
+        const char *kstart = eq;
+        while (kstart > p && (kstart[-1] == '_' || kstart[-1] == '.' || kstart[-1] == '-' ||
+                              (kstart[-1] >= 'a' && kstart[-1] <= 'z') ||
+                              (kstart[-1] >= 'A' && kstart[-1] <= 'Z') ||
+                              (kstart[-1] >= '0' && kstart[-1] <= '9')))
+            kstart--;
+        size_t upto = (size_t)(eq - p) + 1;
+        if (o + upto >= dstlen)
+            upto = dstlen - 1 - o;
+        memcpy(dst + o, p, upto);
+        o += upto;
+        p = eq + 1;
+        if (is_secret_key(kstart, (size_t)(eq - kstart))) {
+            while (*p && *p != '&' && *p != ' ' && *p != ';')
+                p++;
+            int w = snprintf(dst + o, dstlen - o, "***");
+            o += (size_t)w;
+            if (o >= dstlen)
+                o = dstlen - 1;
+        }
+    }
+    size_t rest = strlen(p);
+    if (o + rest >= dstlen)
+        rest = dstlen - 1 - o;
+    memcpy(dst + o, p, rest);
+    o += rest;
+    dst[o] = '\0';
+    return dst;
+}
