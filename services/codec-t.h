@@ -17,9 +17,10 @@ typedef struct codec_slice {
 } codec_slice_t;
 
 /* The metadata fields, carried as Kafka headers whose names start with '@' (a character
- * no HTTP field name may contain). Names and rules: docs/message-format.md. */
+ * no HTTP field name may contain). Names and rules: docs/message-format.md. The order of
+ * this enum is the order codec_encode_headers writes them in. */
 typedef enum codec_meta {
-    CODEC_META_CORRELATION_ID = 0, /* @correlation-id   required */
+    CODEC_META_CORRELATION_ID = 0, /* @correlation-id   required unless the key is set */
     CODEC_META_TIMESTAMP,          /* @timestamp-us     required, decimal µs since epoch */
     CODEC_META_MESSAGE_TYPE,       /* @message-type     required, request | response */
     CODEC_META_TRIGGER_POINT,      /* @trigger-point    required */
@@ -46,25 +47,56 @@ typedef enum codec_msg_type {
     CODEC_MSG_RESPONSE,
 } codec_msg_type_t;
 
+/* Where the copy was taken. For an SCP (or SEPP) all four exist; an NF that is an endpoint
+ * (NRF, PCF, BSF) sends rx-request + tx-response as a producer, tx-request + rx-response as a
+ * consumer. The values index per-copy arrays (correlation), keep them dense from 1. */
 typedef enum codec_trigger {
     CODEC_TRIGGER_UNKNOWN = 0,
     CODEC_TRIGGER_RX_REQUEST,
     CODEC_TRIGGER_TX_REQUEST,
     CODEC_TRIGGER_RX_RESPONSE,
     CODEC_TRIGGER_TX_RESPONSE,
+    CODEC_TRIGGER__COUNT
 } codec_trigger_t;
+
+/* The NF types that may send copies (@nf-type, also the ingest topic names). */
+typedef enum codec_nf {
+    CODEC_NF_UNKNOWN = 0,
+    CODEC_NF_SCP,
+    CODEC_NF_NRF,
+    CODEC_NF_SEPP,
+    CODEC_NF_BSF,
+    CODEC_NF_PCF,
+    CODEC_NF_NON_NF,
+    CODEC_NF__COUNT
+} codec_nf_t;
 
 typedef struct codec_header {
     codec_slice_t name;
     codec_slice_t value;
 } codec_header_t;
 
-/* Limits of one copy. A record beyond them is rejected with CODEC_ERR_LIMIT. */
-#define CODEC_MAX_HTTP_HEADERS 64
-#define CODEC_MAX_EXT_HEADERS 16
+/* Limits of one copy (docs/message-format.md, "Limits"). */
+#define CODEC_MAX_HTTP_HEADERS 64      /* HTTP fields incl. pseudo-headers: too-many-headers */
+#define CODEC_MAX_EXT_HEADERS 16       /* unknown '@' headers: too-many-headers */
+#define CODEC_MAX_KEY 256              /* key and @correlation-id bytes: oversized */
+#define CODEC_MAX_META_VALUE 255       /* any '@' header value: oversized */
+#define CODEC_MAX_NAME 128             /* any header name: oversized */
+#define CODEC_MAX_HTTP_VALUE 8192      /* one HTTP field value: oversized */
+#define CODEC_MAX_HEADER_BYTES 65536   /* sum of all header names + values: oversized */
+#define CODEC_DEFAULT_MAX_BODY 1048576 /* value bytes, configurable: oversized */
+#define CODEC_MAX_MAX_BODY (64u << 20) /* ceiling of the configurable body limit */
+
+/* Process-wide limits that are configurable (set once at start, before threads). */
+typedef struct codec_limits {
+    size_t max_body; /* 0 means CODEC_DEFAULT_MAX_BODY */
+} codec_limits_t;
 
 typedef struct codec_msg {
-    codec_slice_t key;  /* record key: the correlation id */
+    /* record key: the correlation id. After a successful decode key and
+     * meta[CODEC_META_CORRELATION_ID] are both set and equal, whichever of the two the
+     * record carried. */
+    codec_slice_t key;
     codec_slice_t body; /* SBI body as sent; may be empty */
 
     codec_slice_t meta[CODEC_META__COUNT]; /* raw header values; ptr NULL when absent */
@@ -73,10 +105,13 @@ typedef struct codec_msg {
     int64_t timestamp_us;
     codec_msg_type_t type;
     codec_trigger_t trigger;
-    int status;           /* :status of a response, 0 when absent */
-    uint64_t seq;         /* @seq, 0 when absent */
-    codec_slice_t method; /* :method, absent for responses */
-    codec_slice_t path;   /* :path */
+    codec_nf_t nf;
+    int status;               /* :status of a response, 0 when absent */
+    uint64_t seq;             /* @seq, 0 when absent */
+    int64_t agg_timestamp_us; /* @agg-timestamp-us, 0 when absent */
+    uint64_t agg_seq;         /* @agg-seq, 0 when absent */
+    codec_slice_t method;     /* :method, absent for responses */
+    codec_slice_t path;       /* :path */
 
     /* The HTTP/2 header fields in the order they were carried (pseudo-headers included). */
     size_t n_http;

@@ -19,20 +19,41 @@ typedef enum codec_reason {
     CODEC_ERR_BAD_HEADER,    /* "bad-header" (name not a valid field name) */
     CODEC_ERR_DUPLICATE,     /* "duplicate-field" */
     CODEC_ERR_KEY_MISMATCH,  /* "key-mismatch" (key differs from @correlation-id) */
+    CODEC_ERR_INCONSISTENT,  /* "inconsistent" (fields contradict each other) */
     CODEC_REASON__COUNT
 } codec_reason_t;
 
 typedef struct codec_error {
     codec_reason_t reason;
-    char field[64];   /* the header (or "key", "value") at fault */
+    char field[64];   /* the header (or "key", "value", "headers") at fault */
     char detail[160]; /* human-readable, no record content beyond the field name */
 } codec_error_t;
+
+/* Names of the dead-letter headers (docs/message-format.md, "Dead-letter records"). */
+#define CODEC_DLQ_REASON "@dlq-reason"
+#define CODEC_DLQ_FIELD "@dlq-field"
+#define CODEC_DLQ_DETAIL "@dlq-detail"
+#define CODEC_DLQ_ORIGIN "@dlq-origin"
 
 const char *codec_reason_name(codec_reason_t r);
 /* Header name of a metadata field, e.g. "@correlation-id". */
 const char *codec_meta_name(codec_meta_t m);
+/* Metadata field of a header name ("@nf-type" -> CODEC_META_NF_TYPE); -1 if not one. */
+int codec_meta_lookup(const char *name, size_t len);
+/* "request"/"response", "rx-request"..., "SCP"...; "unknown" for the zero value. */
+const char *codec_msg_type_name(codec_msg_type_t t);
+const char *codec_trigger_name(codec_trigger_t t);
+const char *codec_nf_name(codec_nf_t nf);
+codec_nf_t codec_nf_parse(const char *s, size_t len);
 
-/* Decode from raw parts: headers are visited through rd_kafka_headers_t (may be NULL). */
+/* Configurable limits (process-wide; set once at start, before any decode runs). Returns -1
+ * when a value is out of range (max_body > CODEC_MAX_MAX_BODY). */
+int codec_limits_set(const codec_limits_t *l);
+size_t codec_max_body(void);
+
+/* Decode from raw parts: headers are visited through rd_kafka_headers_t (may be NULL).
+ * key == NULL or key_len == 0 means "no key". On error, *err (may be NULL) says why and
+ * *out is partly filled and must not be used. No allocation, O(headers). */
 codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_len,
                                   const void *value, size_t value_len,
                                   const rd_kafka_headers_t *hdrs, codec_error_t *err);
@@ -46,5 +67,21 @@ bool codec_msg_field(const codec_msg_t *m, const char *name, size_t name_len, co
 /* Appends every header of m (metadata in a fixed order, then HTTP fields, then extension
  * metadata) to hdrs, which the caller owns (rd_kafka_headers_new). Returns 0 or -1. */
 int codec_encode_headers(const codec_msg_t *m, rd_kafka_headers_t *hdrs);
+
+/* Replaces every header called `name` in hdrs by one with this value (used by aggregation to
+ * stamp @agg-timestamp-us, @agg-seq, @origin on a copy it re-produces). Returns 0 or -1. */
+int codec_headers_set(rd_kafka_headers_t *hdrs, const char *name, const void *value, size_t len);
+int codec_headers_set_meta(rd_kafka_headers_t *hdrs, codec_meta_t m, const void *value, size_t len);
+int codec_headers_set_meta_u64(rd_kafka_headers_t *hdrs, codec_meta_t m, uint64_t v);
+/* "<topic>/<partition>/<offset>", the text of @origin and @dlq-origin. Returns the length
+ * written, or -1 when dst is too small. */
+int codec_format_origin(char *dst, size_t dstlen, const char *topic, int32_t partition,
+                        int64_t offset);
+/* Appends the four @dlq-* headers for a refused record to hdrs (which normally holds a copy
+ * of the original headers). origin may be NULL. Returns 0 or -1. */
+int codec_dlq_headers(rd_kafka_headers_t *hdrs, const codec_error_t *err, const char *origin);
+
+/* Field-by-field equality of two decoded copies (contents, not pointers). */
+bool codec_msg_equal(const codec_msg_t *a, const codec_msg_t *b);
 
 #endif

@@ -89,6 +89,17 @@ void log_write(log_level_t level, const char *file, int line, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    size_t mlen = strlen(msg);
+    if (mlen == sizeof msg - 1) {
+        /* truncated: do not leave half a UTF-8 sequence at the end (JSON lines must parse) */
+        size_t cut = mlen;
+        while (cut > 0 && ((unsigned char)msg[cut - 1] & 0xC0) == 0x80)
+            cut--;
+        if (cut > 0 && ((unsigned char)msg[cut - 1] & 0x80))
+            cut--;
+        if (mlen - cut < 4 && cut < mlen)
+            msg[cut] = '\0';
+    }
     /* One event, one line: embedded newlines would split it for line-based collectors. */
     for (char *p = msg; *p; p++)
         if (*p == '\n' || *p == '\r')
@@ -105,15 +116,17 @@ void log_write(log_level_t level, const char *file, int line, const char *fmt, .
     const char *base = file ? strrchr(file, '/') : NULL;
     base = base ? base + 1 : (file ? file : "?");
 
-    char out[4600];
+    char out[5000];
     int n;
     if (atomic_load_explicit(&g_json, memory_order_relaxed)) {
-        char esc[4200];
+        char esc[4200], prog[200], src[200];
         json_escape(esc, sizeof esc, msg);
+        json_escape(prog, sizeof prog, g_program);
+        json_escape(src, sizeof src, base);
         n = snprintf(out, sizeof out,
                      "{\"ts\":\"%s\",\"level\":\"%s\",\"program\":\"%s\",\"src\":\"%s:%d\","
                      "\"msg\":\"%s\"}\n",
-                     when, level_names[level], g_program, base, line, esc);
+                     when, level_names[level], prog, src, line, esc);
     } else {
         n = snprintf(out, sizeof out, "%s %-5s %s %s:%d %s\n", when, level_names[level], g_program,
                      base, line, msg);
@@ -129,12 +142,24 @@ void log_write(log_level_t level, const char *file, int line, const char *fmt, .
     fflush(f);
 }
 
+/* A key names a secret when it contains password/passwd/secret/token anywhere
+ * ("sslpassword", "kafka.sasl.password", "access_token"), or when its last component
+ * (after '.', '_' or '-') is key/pwd/apikey/auth ("api_key", "ssl.key"). */
 static int is_secret_key(const char *k, size_t n)
 {
-    static const char *const keys[] = {"password", "passwd", "pwd", "token",        "secret",
-                                       "api_key",  "apikey", "key", "sasl.password"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strlen(keys[i]) == n && strncasecmp(k, keys[i], n) == 0)
+    static const char *const anywhere[] = {"password", "passwd", "secret", "token", "credential"};
+    static const char *const last[] = {"key", "pwd", "apikey", "auth", "pass"};
+    for (size_t i = 0; i < sizeof anywhere / sizeof anywhere[0]; i++) {
+        size_t wl = strlen(anywhere[i]);
+        for (size_t j = 0; j + wl <= n; j++)
+            if (strncasecmp(k + j, anywhere[i], wl) == 0)
+                return 1;
+    }
+    size_t start = n;
+    while (start > 0 && k[start - 1] != '.' && k[start - 1] != '_' && k[start - 1] != '-')
+        start--;
+    for (size_t i = 0; i < sizeof last / sizeof last[0]; i++)
+        if (strlen(last[i]) == n - start && strncasecmp(k + start, last[i], n - start) == 0)
             return 1;
     return 0;
 }
@@ -180,8 +205,20 @@ char *log_redact(const char *src, char *dst, size_t dstlen)
         o += upto;
         p = eq + 1;
         if (is_secret_key(kstart, (size_t)(eq - kstart))) {
-            while (*p && *p != '&' && *p != ' ' && *p != ';')
-                p++;
+            if (*p == '\'' || *p == '"') {
+                /* quoted conninfo value: up to the closing quote, backslash escapes */
+                char q = *p++;
+                while (*p && *p != q) {
+                    if (*p == '\\' && p[1])
+                        p++;
+                    p++;
+                }
+                if (*p)
+                    p++;
+            } else {
+                while (*p && *p != '&' && *p != ' ' && *p != ';' && *p != ',')
+                    p++;
+            }
             int w = snprintf(dst + o, dstlen - o, "***");
             o += (size_t)w;
             if (o >= dstlen)

@@ -1,0 +1,50 @@
+/* One feed: its own consumer group (ndd-feed-<name>) on its source topic, its own thread and
+ * event loop, its endpoints, its dead-letter topic. A dead endpoint of one feed never slows
+ * another: nothing is shared between feeds but the process.
+ *
+ * Delivery (at-least-once): every consumed record gets a ticket in its partition's
+ * offset_tracker; the offset stored for commit is the low-water mark of records that were
+ * acknowledged by an endpoint, filtered out, or dead-lettered (and the DLQ produce
+ * acknowledged by Kafka). Pending work is bounded by delivery.max_pending: at that point, and
+ * whenever every endpoint is full or down, the partitions are paused; they resume when room
+ * frees. Revoked partitions' pending acknowledgements are dropped (their records will be
+ * consumed again by the new owner). */
+#ifndef NDD_ADAPTER_FEED_H
+#define NDD_ADAPTER_FEED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "feed_config.h"
+#include "kafka.h"
+#include "metrics.h"
+
+typedef struct feed feed_t;
+
+typedef struct feed_runtime {
+    const char *brokers;
+    const kafka_prop_t *kafka_props; /* pass-through kafka.* settings (consumer and DLQ producer) */
+    size_t n_kafka_props;
+    metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
+} feed_runtime_t;
+
+typedef struct feed_stats {
+    uint64_t consumed, filtered, sent, acked, retried, dead_lettered;
+    uint64_t pending; /* messages held now */
+    unsigned endpoints_up;
+    bool paused;
+} feed_stats_t;
+
+/* Starts the feed on a thread of its own. Takes ownership of cfg (also on failure). NULL with
+ * err when the consumer, producer, TLS context or an endpoint cannot be created. */
+feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen);
+/* Stops fetching, waits up to drain_ms for in-flight deliveries to finish, commits the
+ * stored offsets, leaves the group, joins the thread and frees everything. Whatever was not
+ * acknowledged by then is simply not committed: the next owner consumes it again. */
+void feed_stop(feed_t *f, uint32_t drain_ms);
+const feed_config_t *feed_get_config(const feed_t *f);
+/* Thread-safe snapshot (relaxed counters). */
+void feed_get_stats(const feed_t *f, feed_stats_t *out);
+
+#endif

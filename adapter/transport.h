@@ -1,0 +1,175 @@
+/* The one interface every egress transport implements (HTTP/2, TCP frames, TLS frames).
+ *
+ * A transport is ONE connection to ONE endpoint, driven by the event_base of the feed thread
+ * that owns it (no locks: every call and every callback happens on that thread). It takes an
+ * encoded payload (an HTTP request body, or a complete DATA frame) with an opaque cookie and
+ * later reports exactly one of ack(cookie) or fail(cookie) for it. The payload bytes are NOT
+ * copied by send(): they must stay valid and unchanged until that report (the feed keeps the
+ * encoded batch for retries anyway).
+ *
+ * Callbacks may run from inside transport_send()/transport_disconnect() only for the
+ * documented cases (disconnect fails the in-flight requests synchronously); otherwise they run
+ * from the event loop. After transport_destroy() no callback runs. */
+#ifndef NDD_ADAPTER_TRANSPORT_H
+#define NDD_ADAPTER_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+/* ---- types ---- */
+
+typedef enum transport_kind {
+    TRANSPORT_HTTP2 = 0, /* "http2": http:// (h2c prior knowledge) or https:// (TLS + ALPN h2) */
+    TRANSPORT_TCP,       /* "tcp":   tcp://host:port, binary frames */
+    TRANSPORT_TLS,       /* "tls":   tls://host:port, binary frames over TLS */
+} transport_kind_t;
+
+#define TRANSPORT_MAX_HEADERS 16
+
+typedef struct transport_header {
+    const char *name; /* lowercase HTTP field name */
+    const char *value;
+} transport_header_t;
+
+/* Everything a transport needs. Strings are borrowed: they must outlive the transport. */
+typedef struct transport_config {
+    transport_kind_t kind;
+    const char *feed;     /* for log lines */
+    const char *endpoint; /* the URL as configured, for log lines and reasons */
+    const char *host;     /* connect target; also SNI / certificate name for TLS */
+    const char *port;
+    bool use_tls;     /* https:// or tls:// */
+    SSL_CTX *ssl_ctx; /* client context (verify on by default), required when use_tls */
+    const char *sni;  /* overrides host for SNI and certificate name; NULL: host */
+
+    unsigned max_in_flight; /* requests/frames awaiting their ack on this connection (cap) */
+    uint32_t timeout_ms;    /* per request (h2) / oldest unacked frame (tcp, tls) */
+    uint32_t connect_timeout_ms;
+    size_t out_buf_max; /* bytes queued for the socket before the transport stops pulling */
+
+    /* HTTP/2 */
+    const char *path;         /* :path */
+    const char *method;       /* :method, e.g. POST */
+    const char *authority;    /* :authority; NULL: host:port */
+    const char *content_type; /* from the encoding */
+    size_t n_headers;
+    transport_header_t headers[TRANSPORT_MAX_HEADERS];
+
+    /* TCP / TLS frames: ack when the frame left the process instead of waiting for the
+     * endpoint's ACK frame (weaker: a crash of the endpoint loses what it had buffered). */
+    bool fire_and_forget;
+} transport_config_t;
+
+/* Why a request failed. */
+typedef struct transport_failure {
+    int status;              /* HTTP status or NACK status; 0 for a transport-level failure */
+    bool retryable;          /* 5xx, 408, 429, timeouts, connection loss, refused streams */
+    uint32_t retry_after_ms; /* from Retry-After (seconds) on 429/503; 0 when absent */
+    const char *reason;      /* one line, e.g. "HTTP 503", "timeout after 5000 ms" */
+    const uint8_t *body;     /* excerpt of the response body (HTTP), may be NULL */
+    size_t body_len;
+} transport_failure_t;
+
+/* Owner callbacks. */
+typedef struct transport_events {
+    void (*on_ack)(void *owner, void *cookie, int status);
+    void (*on_fail)(void *owner, void *cookie, const transport_failure_t *f);
+    /* Connected and ready for send(). */
+    void (*on_up)(void *owner);
+    /* The connection is gone (or could not be made); every in-flight request has been
+     * failed (retryable) before this is called. */
+    void (*on_down)(void *owner, const char *reason);
+    /* More capacity became available (a write buffer drained, streams completed). */
+    void (*on_writable)(void *owner);
+} transport_events_t;
+
+typedef struct transport transport_t;
+
+typedef struct transport_ops {
+    const char *name;
+    transport_t *(*create)(struct event_base *base, const transport_config_t *cfg,
+                           const transport_events_t *ev, void *owner, char *err, size_t errlen);
+    /* Starts connecting; the result arrives as on_up or on_down. */
+    int (*connect)(transport_t *t);
+    /* 0: accepted (exactly one ack/fail later). -1: not accepted now (not up, full); nothing
+     * is reported for it. */
+    int (*send)(transport_t *t, const uint8_t *payload, size_t len, void *cookie);
+    /* How many send() calls would be accepted now (0 when not up). */
+    unsigned (*capacity)(const transport_t *t);
+    unsigned (*in_flight)(const transport_t *t);
+    bool (*is_up)(const transport_t *t);
+    /* Closes the connection: fails every in-flight request (retryable, synchronously), then
+     * calls on_down. No-op when not connected. */
+    void (*disconnect)(transport_t *t, const char *reason);
+    /* Frees everything without any callback; in-flight cookies are simply forgotten. */
+    void (*destroy)(transport_t *t);
+} transport_ops_t;
+
+/* Every implementation starts its struct with this. */
+struct transport {
+    const transport_ops_t *ops;
+};
+
+/* A parsed endpoint URL. */
+typedef struct transport_url {
+    transport_kind_t kind; /* from the scheme: http/https -> HTTP2, tcp -> TCP, tls -> TLS */
+    bool tls;
+    char host[256];
+    char port[8];
+    char path[512]; /* HTTP only; "/" when absent */
+} transport_url_t;
+
+/* ---- functions ---- */
+
+extern const transport_ops_t transport_h2_ops;
+extern const transport_ops_t transport_tcp_ops; /* tcp:// and tls:// (a TLS connection layer) */
+
+const transport_ops_t *transport_ops_for(transport_kind_t kind);
+const char *transport_kind_name(transport_kind_t kind);
+/* "http2" | "tcp" | "tls" -> kind; -1 when unknown. */
+int transport_kind_parse(const char *name, transport_kind_t *out);
+
+/* Parses http://h:p/path, https://…, tcp://h:p, tls://h:p ([v6]:p accepted). Returns 0, or -1
+ * with the reason in err. */
+int transport_url_parse(const char *url, transport_url_t *out, char *err, size_t errlen);
+
+/* Whether an HTTP status is worth retrying (5xx, 408, 429). */
+bool transport_status_retryable(int status);
+/* Retry-After header value (delta-seconds only; HTTP-dates are treated as absent) -> ms. */
+uint32_t transport_parse_retry_after(const char *v, size_t len);
+
+static inline int transport_connect(transport_t *t)
+{
+    return t->ops->connect(t);
+}
+static inline int transport_send(transport_t *t, const uint8_t *p, size_t n, void *cookie)
+{
+    return t->ops->send(t, p, n, cookie);
+}
+static inline unsigned transport_capacity(const transport_t *t)
+{
+    return t->ops->capacity(t);
+}
+static inline unsigned transport_in_flight(const transport_t *t)
+{
+    return t->ops->in_flight(t);
+}
+static inline bool transport_is_up(const transport_t *t)
+{
+    return t->ops->is_up(t);
+}
+static inline void transport_disconnect(transport_t *t, const char *reason)
+{
+    t->ops->disconnect(t, reason);
+}
+static inline void transport_destroy(transport_t *t)
+{
+    if (t)
+        t->ops->destroy(t);
+}
+
+#endif

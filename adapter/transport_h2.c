@@ -1,0 +1,636 @@
+/* HTTP/2 transport: one nghttp2 client session per connection (h2c prior knowledge, or TLS
+ * with ALPN h2), many concurrent streams up to min(peer SETTINGS_MAX_CONCURRENT_STREAMS,
+ * configured max_in_flight).
+ *
+ * Backpressure: nghttp2_session_mem_send is pulled only while the socket's output buffer is
+ * under out_buf_max; the write-low-watermark callback pulls again once it drained. Requests
+ * therefore never pile up in an unbounded queue: the number of streams is capped by a
+ * preallocated slot table and the bytes waiting for the socket by out_buf_max.
+ *
+ * nghttp2 forbids calling mem_send/mem_recv (or freeing the session) from inside its own
+ * callbacks, and our callbacks call the owner, who may call send()/disconnect() again: while
+ * inside nghttp2 (t->in_ng) a send only submits, and a teardown is deferred to the loop. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <nghttp2/nghttp2.h>
+
+#include "conn.h"
+#include "log.h"
+#include "tls.h"
+#include "transport.h"
+
+#define H2_EXCERPT_MAX 256
+#define H2_MAX_NV (8 + TRANSPORT_MAX_HEADERS)
+
+typedef enum h2_state { H2_DOWN = 0, H2_CONNECTING, H2_UP, H2_CLOSING } h2_state_t;
+
+typedef struct h2 h2_t;
+
+typedef struct h2_req {
+    h2_t *t;
+    void *cookie;
+    bool active;   /* slot in use (until the stream is closed by nghttp2) */
+    bool reported; /* ack/fail already delivered for this cookie */
+    const uint8_t *data;
+    size_t len, off;
+    int32_t stream_id;
+    int status;
+    uint32_t retry_after_ms;
+    struct event timer;
+    size_t excerpt_len;
+    uint8_t excerpt[H2_EXCERPT_MAX];
+    char clen[24];
+    struct h2_req *next_free;
+} h2_req_t;
+
+struct h2 {
+    transport_t base;
+    struct event_base *evb;
+    transport_config_t cfg;
+    transport_events_t ev;
+    void *owner;
+    struct bufferevent *bev;
+    nghttp2_session *sess;
+    h2_state_t state;
+    bool in_ng; /* inside nghttp2 mem_recv/mem_send */
+    bool goaway;
+    h2_req_t *reqs;
+    h2_req_t *free_list;
+    unsigned n_reqs;
+    unsigned active;   /* slots in use */
+    unsigned pending;  /* requests not yet reported */
+    const struct timeval *tv_req; /* common timeout for requests */
+    struct event *close_ev;       /* deferred teardown */
+    char close_reason[320];
+    char authority[300];
+    char scheme[8];
+    nghttp2_nv nv[H2_MAX_NV];
+    size_t n_nv; /* without content-length */
+};
+
+static void h2_teardown(h2_t *t, const char *reason);
+
+static nghttp2_nv h2_nv(const char *name, const char *value)
+{
+    nghttp2_nv nv = {(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
+                     NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
+    return nv;
+}
+
+static void h2_schedule_teardown(h2_t *t, const char *reason)
+{
+    if (t->state == H2_CLOSING || t->state == H2_DOWN)
+        return;
+    snprintf(t->close_reason, sizeof t->close_reason, "%s", reason);
+    t->state = H2_CLOSING;
+    event_active(t->close_ev, 0, 0);
+}
+
+static void h2_req_release(h2_t *t, h2_req_t *r)
+{
+    evtimer_del(&r->timer);
+    r->active = false;
+    r->cookie = NULL;
+    r->data = NULL;
+    r->next_free = t->free_list;
+    t->free_list = r;
+    t->active--;
+}
+
+/* Delivers the outcome of a request to the owner (once). */
+static void h2_report(h2_t *t, h2_req_t *r, int status, bool ok, bool retryable,
+                      const char *reason)
+{
+    if (r->reported)
+        return;
+    r->reported = true;
+    t->pending--;
+    void *cookie = r->cookie;
+    if (ok) {
+        t->ev.on_ack(t->owner, cookie, status);
+        return;
+    }
+    transport_failure_t f = {.status = status,
+                             .retryable = retryable,
+                             .retry_after_ms = r->retry_after_ms,
+                             .reason = reason,
+                             .body = r->excerpt_len ? r->excerpt : NULL,
+                             .body_len = r->excerpt_len};
+    t->ev.on_fail(t->owner, cookie, &f);
+}
+
+/* Pulls frames from nghttp2 into the socket buffer while it is under its limit. */
+static void h2_flush(h2_t *t)
+{
+    if (t->in_ng || t->state != H2_UP || !t->sess)
+        return;
+    struct evbuffer *out = bufferevent_get_output(t->bev);
+    t->in_ng = true;
+    while (evbuffer_get_length(out) < t->cfg.out_buf_max) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(t->sess, &p);
+        if (n < 0) {
+            char why[200];
+            snprintf(why, sizeof why, "HTTP/2 send error: %s (endpoint %s)",
+                     nghttp2_strerror((int)n), t->cfg.endpoint);
+            t->in_ng = false;
+            h2_schedule_teardown(t, why);
+            return;
+        }
+        if (n == 0)
+            break;
+        if (evbuffer_add(out, p, (size_t)n) < 0) {
+            t->in_ng = false;
+            h2_schedule_teardown(t, "out of memory queueing HTTP/2 frames");
+            return;
+        }
+    }
+    t->in_ng = false;
+    if (!nghttp2_session_want_read(t->sess) && !nghttp2_session_want_write(t->sess) &&
+        evbuffer_get_length(out) == 0) {
+        char why[200];
+        snprintf(why, sizeof why, "HTTP/2 session finished (endpoint %s)", t->cfg.endpoint);
+        h2_schedule_teardown(t, why);
+    }
+}
+
+/* ---- nghttp2 callbacks ---- */
+
+static ssize_t h2_read_body(nghttp2_session *s, int32_t sid, uint8_t *buf, size_t length,
+                            uint32_t *flags, nghttp2_data_source *src, void *ud)
+{
+    h2_req_t *r = src->ptr;
+    if (!r->active || r->reported)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream: owner gave up */
+    size_t n = r->len - r->off;
+    if (n > length)
+        n = length;
+    memcpy(buf, r->data + r->off, n);
+    r->off += n;
+    if (r->off == r->len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static int h2_on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                        size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                        void *ud)
+{
+    if (frame->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    h2_req_t *r = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
+    if (!r)
+        return 0;
+    if (namelen == 7 && !memcmp(name, ":status", 7)) {
+        int st = 0;
+        for (size_t i = 0; i < valuelen && i < 3; i++)
+            st = st * 10 + (value[i] - '0');
+        /* 1xx are interim: the final status overwrites them. */
+        r->status = st;
+    } else if (namelen == 11 && !memcmp(name, "retry-after", 11)) {
+        r->retry_after_ms = transport_parse_retry_after((const char *)value, valuelen);
+    }
+    return 0;
+}
+
+static int h2_on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid, const uint8_t *data,
+                            size_t len, void *ud)
+{
+    h2_req_t *r = nghttp2_session_get_stream_user_data(s, sid);
+    if (!r || (r->status >= 200 && r->status < 300))
+        return 0; /* success bodies (e.g. an echo) are not kept */
+    size_t room = H2_EXCERPT_MAX - r->excerpt_len;
+    if (len > room)
+        len = room;
+    memcpy(r->excerpt + r->excerpt_len, data, len);
+    r->excerpt_len += len;
+    return 0;
+}
+
+static int h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t error_code, void *ud)
+{
+    h2_t *t = ud;
+    h2_req_t *r = nghttp2_session_get_stream_user_data(s, sid);
+    if (!r || !r->active)
+        return 0;
+    int status = r->status;
+    if (status >= 200 && status < 300 && error_code == NGHTTP2_NO_ERROR) {
+        h2_report(t, r, status, true, false, NULL);
+    } else if (status >= 200) {
+        char why[160];
+        snprintf(why, sizeof why, "HTTP %d from %s", status, t->cfg.endpoint);
+        h2_report(t, r, status, false, transport_status_retryable(status), why);
+    } else {
+        char why[200];
+        snprintf(why, sizeof why, "stream reset before a response: %s (endpoint %s)",
+                 nghttp2_http2_strerror(error_code), t->cfg.endpoint);
+        h2_report(t, r, 0, false, true, why);
+    }
+    h2_req_release(t, r);
+    if (t->goaway && t->active == 0) {
+        char why[200];
+        snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->cfg.endpoint);
+        h2_schedule_teardown(t, why);
+    } else if (t->ev.on_writable && t->state == H2_UP) {
+        t->ev.on_writable(t->owner);
+    }
+    return 0;
+}
+
+static int h2_on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *ud)
+{
+    h2_t *t = ud;
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+        t->goaway = true;
+        log_warn("feed %s: endpoint %s sent GOAWAY (%s); draining %u streams and reconnecting",
+                 t->cfg.feed, t->cfg.endpoint,
+                 nghttp2_http2_strerror(frame->goaway.error_code), t->active);
+        if (t->active == 0) {
+            char why[200];
+            snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->cfg.endpoint);
+            h2_schedule_teardown(t, why);
+        }
+    }
+    return 0;
+}
+
+/* ---- libevent callbacks ---- */
+
+static void h2_readcb(struct bufferevent *bev, void *arg)
+{
+    h2_t *t = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    if (t->state == H2_CONNECTING)
+        return; /* a server may talk first: read it once the session exists */
+    if (t->state != H2_UP) {
+        evbuffer_drain(in, evbuffer_get_length(in));
+        return;
+    }
+    t->in_ng = true;
+    while (evbuffer_get_length(in) > 0) {
+        struct evbuffer_iovec v[8];
+        int n = evbuffer_peek(in, -1, NULL, v, 8);
+        size_t used = 0;
+        for (int i = 0; i < n && i < 8; i++) {
+            ssize_t rv = nghttp2_session_mem_recv(t->sess, v[i].iov_base, v[i].iov_len);
+            if (rv < 0) {
+                char why[200];
+                snprintf(why, sizeof why, "HTTP/2 protocol error from %s: %s", t->cfg.endpoint,
+                         nghttp2_strerror((int)rv));
+                t->in_ng = false;
+                evbuffer_drain(in, evbuffer_get_length(in));
+                h2_schedule_teardown(t, why);
+                return;
+            }
+            used += (size_t)rv;
+        }
+        evbuffer_drain(in, used);
+        if (t->state != H2_UP)
+            break;
+    }
+    t->in_ng = false;
+    h2_flush(t);
+}
+
+static void h2_writecb(struct bufferevent *bev, void *arg)
+{
+    h2_t *t = arg;
+    h2_flush(t);
+    if (t->state == H2_UP && t->ev.on_writable)
+        t->ev.on_writable(t->owner);
+}
+
+static int h2_on_error(nghttp2_session *s, int lib_error_code, const char *msg, size_t len,
+                       void *ud)
+{
+    h2_t *t = ud;
+    log_warn("feed %s: endpoint %s: HTTP/2 protocol error: %.*s", t->cfg.feed, t->cfg.endpoint,
+             (int)len, msg);
+    return 0;
+}
+
+static int h2_session_start(h2_t *t, char *why, size_t whylen)
+{
+    nghttp2_session_callbacks *cbs;
+    if (nghttp2_session_callbacks_new(&cbs) != 0) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    nghttp2_session_callbacks_set_on_header_callback(cbs, h2_on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2_on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2_on_frame_recv);
+    nghttp2_session_callbacks_set_error_callback2(cbs, h2_on_error);
+    int rv = nghttp2_session_client_new(&t->sess, cbs, t);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0) {
+        snprintf(why, whylen, "nghttp2 session: %s", nghttp2_strerror(rv));
+        return -1;
+    }
+    /* Large receive windows: echo endpoints send the body back and must not stall. */
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
+    nghttp2_submit_settings(t->sess, NGHTTP2_FLAG_NONE, iv, 2);
+    nghttp2_session_set_local_window_size(t->sess, NGHTTP2_FLAG_NONE, 0, 1 << 24);
+    return 0;
+}
+
+static void h2_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+    h2_t *t = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        char why[320];
+        conn_established(bev);
+        if (t->cfg.use_tls && !tls_alpn_is(conn_ssl(bev), "h2")) {
+            snprintf(why, sizeof why,
+                     "TLS endpoint %s did not negotiate ALPN h2 (HTTP/2 over TLS needs it)",
+                     t->cfg.endpoint);
+            t->state = H2_CLOSING;
+            h2_teardown(t, why);
+            return;
+        }
+        if (h2_session_start(t, why, sizeof why) < 0) {
+            t->state = H2_CLOSING;
+            h2_teardown(t, why);
+            return;
+        }
+        t->state = H2_UP;
+        t->goaway = false;
+        bufferevent_setwatermark(bev, EV_WRITE, t->cfg.out_buf_max / 2, 0);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+        log_info("feed %s: connected to %s (HTTP/2%s)", t->cfg.feed, t->cfg.endpoint,
+                 t->cfg.use_tls ? " over TLS" : ", h2c");
+        h2_flush(t);
+        if (t->state == H2_UP)
+            t->ev.on_up(t->owner);
+        if (t->state == H2_UP && t->bev && evbuffer_get_length(bufferevent_get_input(t->bev)))
+            h2_readcb(t->bev, t);
+        return;
+    }
+    char why[320];
+    conn_describe_event(bev, what, t->state == H2_CONNECTING, t->cfg.endpoint, why, sizeof why);
+    if (t->in_ng)
+        h2_schedule_teardown(t, why);
+    else
+        h2_teardown(t, why);
+}
+
+/* Closes the connection, fails every unreported request (retryable) and reports down. */
+static void h2_teardown(h2_t *t, const char *reason)
+{
+    if (t->state == H2_DOWN)
+        return;
+    t->state = H2_DOWN;
+    t->goaway = false;
+    if (t->bev) {
+        bufferevent_free(t->bev);
+        t->bev = NULL;
+    }
+    if (t->sess) {
+        nghttp2_session_del(t->sess);
+        t->sess = NULL;
+    }
+    /* Release every slot before reporting so the owner sees consistent counts. */
+    for (unsigned i = 0; i < t->n_reqs; i++) {
+        h2_req_t *r = &t->reqs[i];
+        if (r->active && !r->reported) {
+            r->excerpt_len = 0;
+            r->status = 0;
+            h2_report(t, r, 0, false, true, reason);
+        }
+        if (r->active)
+            h2_req_release(t, r);
+    }
+    t->pending = 0;
+    t->ev.on_down(t->owner, reason);
+}
+
+static void h2_close_evcb(evutil_socket_t fd, short what, void *arg)
+{
+    h2_t *t = arg;
+    if (t->state != H2_CLOSING)
+        return;
+    h2_teardown(t, t->close_reason);
+}
+
+static void h2_timeoutcb(evutil_socket_t fd, short what, void *arg)
+{
+    h2_req_t *r = arg;
+    h2_t *t = r->t;
+    if (!r->active || r->reported)
+        return;
+    char why[160];
+    snprintf(why, sizeof why, "timeout after %u ms (endpoint %s)", t->cfg.timeout_ms,
+             t->cfg.endpoint);
+    if (t->sess && r->stream_id > 0)
+        nghttp2_submit_rst_stream(t->sess, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_CANCEL);
+    r->excerpt_len = 0;
+    h2_report(t, r, 0, false, true, why);
+    h2_flush(t);
+}
+
+/* ---- ops ---- */
+
+static transport_t *h2_create(struct event_base *base, const transport_config_t *cfg,
+                              const transport_events_t *ev, void *owner, char *err,
+                              size_t errlen)
+{
+    if (cfg->use_tls && !cfg->ssl_ctx) {
+        snprintf(err, errlen, "endpoint %s: https needs a TLS context", cfg->endpoint);
+        return NULL;
+    }
+    h2_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    t->base.ops = &transport_h2_ops;
+    t->evb = base;
+    t->cfg = *cfg;
+    t->ev = *ev;
+    t->owner = owner;
+    if (!t->cfg.max_in_flight)
+        t->cfg.max_in_flight = 100;
+    if (!t->cfg.timeout_ms)
+        t->cfg.timeout_ms = 5000;
+    if (!t->cfg.out_buf_max)
+        t->cfg.out_buf_max = 1u << 20;
+    if (!t->cfg.method)
+        t->cfg.method = "POST";
+    if (!t->cfg.path)
+        t->cfg.path = "/";
+    if (!t->cfg.content_type)
+        t->cfg.content_type = "application/json";
+    t->n_reqs = t->cfg.max_in_flight;
+    t->reqs = calloc(t->n_reqs, sizeof *t->reqs);
+    t->close_ev = event_new(base, -1, 0, h2_close_evcb, t);
+    struct timeval tv = {t->cfg.timeout_ms / 1000, (t->cfg.timeout_ms % 1000) * 1000};
+    t->tv_req = event_base_init_common_timeout(base, &tv);
+    if (!t->reqs || !t->close_ev || !t->tv_req) {
+        snprintf(err, errlen, "out of memory");
+        transport_h2_ops.destroy(&t->base);
+        return NULL;
+    }
+    for (unsigned i = t->n_reqs; i-- > 0;) {
+        h2_req_t *r = &t->reqs[i];
+        r->t = t;
+        evtimer_assign(&r->timer, base, h2_timeoutcb, r);
+        r->next_free = t->free_list;
+        t->free_list = r;
+    }
+    if (cfg->authority)
+        snprintf(t->authority, sizeof t->authority, "%s", cfg->authority);
+    else if (strchr(cfg->host, ':'))
+        snprintf(t->authority, sizeof t->authority, "[%s]:%s", cfg->host, cfg->port);
+    else
+        snprintf(t->authority, sizeof t->authority, "%s:%s", cfg->host, cfg->port);
+    strcpy(t->scheme, cfg->use_tls ? "https" : "http");
+    size_t n = 0;
+    t->nv[n++] = h2_nv(":method", t->cfg.method);
+    t->nv[n++] = h2_nv(":scheme", t->scheme);
+    t->nv[n++] = h2_nv(":authority", t->authority);
+    t->nv[n++] = h2_nv(":path", t->cfg.path);
+    t->nv[n++] = h2_nv("content-type", t->cfg.content_type);
+    for (size_t i = 0; i < cfg->n_headers && n < H2_MAX_NV - 1; i++)
+        t->nv[n++] = h2_nv(cfg->headers[i].name, cfg->headers[i].value);
+    t->n_nv = n;
+    return &t->base;
+}
+
+static int h2_connect(transport_t *base)
+{
+    h2_t *t = (h2_t *)base;
+    if (t->state != H2_DOWN)
+        return 0;
+    conn_opts_t o = {.host = t->cfg.host,
+                     .port = t->cfg.port,
+                     .tls = t->cfg.use_tls,
+                     .ssl_ctx = t->cfg.ssl_ctx,
+                     .sni = t->cfg.sni,
+                     .endpoint = t->cfg.endpoint,
+                     .connect_timeout_ms = t->cfg.connect_timeout_ms};
+    char err[320];
+    t->bev = conn_open(t->evb, &o, err, sizeof err);
+    t->state = H2_CONNECTING;
+    if (!t->bev) {
+        /* Reported through the loop like any other connect failure. */
+        snprintf(t->close_reason, sizeof t->close_reason, "%s", err);
+        t->state = H2_CLOSING;
+        event_active(t->close_ev, 0, 0);
+        return 0;
+    }
+    bufferevent_setcb(t->bev, h2_readcb, h2_writecb, h2_eventcb, t);
+    bufferevent_enable(t->bev, EV_READ | EV_WRITE);
+    return 0;
+}
+
+static unsigned h2_capacity(const transport_t *base)
+{
+    const h2_t *t = (const h2_t *)base;
+    if (t->state != H2_UP || t->goaway || !t->sess)
+        return 0;
+    if (evbuffer_get_length(bufferevent_get_output(t->bev)) >= t->cfg.out_buf_max)
+        return 0;
+    uint32_t peer =
+        nghttp2_session_get_remote_settings(t->sess, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+    unsigned cap = t->n_reqs;
+    if (peer < cap)
+        cap = peer;
+    return t->active >= cap ? 0 : cap - t->active;
+}
+
+static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *cookie)
+{
+    h2_t *t = (h2_t *)base;
+    if (h2_capacity(base) == 0 || !t->free_list)
+        return -1;
+    h2_req_t *r = t->free_list;
+    t->free_list = r->next_free;
+    r->active = true;
+    r->reported = false;
+    r->cookie = cookie;
+    r->data = payload;
+    r->len = len;
+    r->off = 0;
+    r->status = 0;
+    r->retry_after_ms = 0;
+    r->excerpt_len = 0;
+    snprintf(r->clen, sizeof r->clen, "%zu", len);
+    t->active++;
+    t->pending++;
+    nghttp2_nv nva[H2_MAX_NV];
+    memcpy(nva, t->nv, t->n_nv * sizeof *nva);
+    nva[t->n_nv] = h2_nv("content-length", r->clen);
+    nghttp2_data_provider dp = {.source.ptr = r, .read_callback = h2_read_body};
+    int32_t sid = nghttp2_submit_request(t->sess, NULL, nva, t->n_nv + 1, &dp, r);
+    if (sid < 0) {
+        log_warn("feed %s: endpoint %s: cannot submit a request: %s", t->cfg.feed,
+                 t->cfg.endpoint, nghttp2_strerror(sid));
+        r->reported = true;
+        t->pending--;
+        h2_req_release(t, r);
+        return -1;
+    }
+    r->stream_id = sid;
+    evtimer_add(&r->timer, t->tv_req);
+    h2_flush(t);
+    return 0;
+}
+
+static unsigned h2_in_flight(const transport_t *base)
+{
+    return ((const h2_t *)base)->pending;
+}
+
+static bool h2_is_up(const transport_t *base)
+{
+    return ((const h2_t *)base)->state == H2_UP;
+}
+
+static void h2_disconnect(transport_t *base, const char *reason)
+{
+    h2_t *t = (h2_t *)base;
+    if (t->state == H2_DOWN)
+        return;
+    if (t->in_ng) {
+        h2_schedule_teardown(t, reason);
+        return;
+    }
+    t->state = H2_CLOSING;
+    h2_teardown(t, reason);
+}
+
+static void h2_destroy(transport_t *base)
+{
+    h2_t *t = (h2_t *)base;
+    if (t->bev)
+        bufferevent_free(t->bev);
+    if (t->sess)
+        nghttp2_session_del(t->sess);
+    if (t->reqs)
+        for (unsigned i = 0; i < t->n_reqs; i++)
+            evtimer_del(&t->reqs[i].timer);
+    free(t->reqs);
+    if (t->close_ev)
+        event_free(t->close_ev);
+    free(t);
+}
+
+const transport_ops_t transport_h2_ops = {
+    .name = "http2",
+    .create = h2_create,
+    .connect = h2_connect,
+    .send = h2_send,
+    .capacity = h2_capacity,
+    .in_flight = h2_in_flight,
+    .is_up = h2_is_up,
+    .disconnect = h2_disconnect,
+    .destroy = h2_destroy,
+};

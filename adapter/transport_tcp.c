@@ -1,0 +1,451 @@
+/* Frame transport for tcp:// and tls:// endpoints (the connection layer in conn.c gives a
+ * plain or a TLS bufferevent; this file does not care which).
+ *
+ * Each send() is one complete DATA frame built by the frame encoding. The transport gives it
+ * the next frame id of this connection (ids restart at 1 on every connection, strictly
+ * increasing) and sets the ack-requested flag, then waits for the endpoint's ACK frame:
+ * an ACK with id N acknowledges every frame <= N (cumulative); a NACK rejects exactly one
+ * frame with a status. Frames in flight are a FIFO ring bounded by max_in_flight.
+ *
+ * fire_and_forget: no ACK is requested; a frame counts as acknowledged once its last byte
+ * left the process (handed to the kernel). Weaker: whatever the endpoint had not processed
+ * when it crashes is lost. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "conn.h"
+#include "frame.h"
+#include "log.h"
+#include "transport.h"
+
+typedef enum ftx_state { FTX_DOWN = 0, FTX_CONNECTING, FTX_UP, FTX_CLOSING } ftx_state_t;
+
+typedef struct ftx_slot {
+    uint64_t id;
+    void *cookie;
+    uint64_t end_bytes; /* stream position just after this frame */
+    uint64_t sent_ms;
+    bool dead; /* NACKed: already reported, waiting to leave the ring head */
+} ftx_slot_t;
+
+typedef struct ftx {
+    transport_t base;
+    struct event_base *evb;
+    transport_config_t cfg;
+    transport_events_t ev;
+    void *owner;
+    struct bufferevent *bev;
+    ftx_state_t state;
+    frame_parser_t parser;
+    ftx_slot_t *ring;
+    unsigned cap, head, count, live; /* live = count minus dead */
+    uint64_t next_id;
+    uint64_t bytes_queued;
+    struct event *tick; /* ack-timeout check */
+    struct event *close_ev;
+    char close_reason[320];
+    bool in_cb; /* reporting: a teardown requested now is deferred */
+} ftx_t;
+
+static void ftx_teardown(ftx_t *t, const char *reason);
+
+static uint64_t ftx_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static ftx_slot_t *ftx_at(ftx_t *t, unsigned i)
+{
+    return &t->ring[(t->head + i) % t->cap];
+}
+
+static void ftx_schedule_teardown(ftx_t *t, const char *reason)
+{
+    if (t->state == FTX_CLOSING || t->state == FTX_DOWN)
+        return;
+    snprintf(t->close_reason, sizeof t->close_reason, "%s", reason);
+    t->state = FTX_CLOSING;
+    event_active(t->close_ev, 0, 0);
+}
+
+static void ftx_pop_dead(ftx_t *t)
+{
+    while (t->count > 0 && ftx_at(t, 0)->dead) {
+        t->head = (t->head + 1) % t->cap;
+        t->count--;
+    }
+}
+
+/* Acknowledges every frame at the head of the ring that `pred` accepts. */
+static void ftx_ack_upto_id(ftx_t *t, uint64_t id)
+{
+    while (t->count > 0) {
+        ftx_slot_t *s = ftx_at(t, 0);
+        if (!s->dead && s->id > id)
+            break;
+        void *cookie = s->cookie;
+        bool dead = s->dead;
+        t->head = (t->head + 1) % t->cap;
+        t->count--;
+        if (!dead) {
+            t->live--;
+            t->ev.on_ack(t->owner, cookie, 0);
+        }
+        if (t->state != FTX_UP)
+            return;
+    }
+}
+
+static void ftx_ack_written(ftx_t *t)
+{
+    uint64_t written = t->bytes_queued - evbuffer_get_length(bufferevent_get_output(t->bev));
+    while (t->count > 0 && t->state == FTX_UP) {
+        ftx_slot_t *s = ftx_at(t, 0);
+        if (s->end_bytes > written)
+            break;
+        void *cookie = s->cookie;
+        t->head = (t->head + 1) % t->cap;
+        t->count--;
+        t->live--;
+        t->ev.on_ack(t->owner, cookie, 0);
+    }
+}
+
+static void ftx_nack(ftx_t *t, uint64_t id, int status, const codec_slice_t *reason)
+{
+    for (unsigned i = 0; i < t->count; i++) {
+        ftx_slot_t *s = ftx_at(t, i);
+        if (s->id != id)
+            continue;
+        if (s->dead)
+            return;
+        s->dead = true;
+        t->live--;
+        char why[320];
+        snprintf(why, sizeof why, "NACK %d from %s: %.*s", status, t->cfg.endpoint,
+                 reason->ptr ? (int)(reason->len > 200 ? 200 : reason->len) : 0,
+                 reason->ptr ? reason->ptr : "");
+        transport_failure_t f = {.status = status,
+                                 .retryable = status == 0 || transport_status_retryable(status),
+                                 .reason = why,
+                                 .body = (const uint8_t *)reason->ptr,
+                                 .body_len = reason->ptr ? reason->len : 0};
+        t->ev.on_fail(t->owner, s->cookie, &f);
+        ftx_pop_dead(t);
+        return;
+    }
+    log_warn("feed %s: endpoint %s sent NACK for unknown frame id %" PRIu64, t->cfg.feed,
+             t->cfg.endpoint, id);
+}
+
+static void ftx_readcb(struct bufferevent *bev, void *arg)
+{
+    ftx_t *t = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    t->in_cb = true;
+    while (t->state == FTX_UP) {
+        size_t have = evbuffer_get_length(in);
+        if (have < FRAME_HEADER_LEN)
+            break;
+        /* Peek at the header to pull up exactly one frame (acks are tiny). */
+        uint8_t hb[FRAME_HEADER_LEN];
+        evbuffer_copyout(in, hb, sizeof hb);
+        frame_header_t h;
+        frame_header_read(hb, &h);
+        size_t need = FRAME_HEADER_LEN + (size_t)h.payload_len;
+        if (h.payload_len > t->parser.max_payload)
+            need = FRAME_HEADER_LEN; /* let the parser report the bad length */
+        if (have < need)
+            break;
+        const uint8_t *p = evbuffer_pullup(in, (ssize_t)need);
+        frame_t f;
+        size_t used = 0;
+        frame_status_t st = frame_parse(&t->parser, p, need, &f, &used);
+        if (st == FRAME_NEED_MORE)
+            break;
+        if (st == FRAME_ERROR) {
+            char why[320];
+            snprintf(why, sizeof why, "protocol error from %s: %s", t->cfg.endpoint,
+                     t->parser.error);
+            ftx_schedule_teardown(t, why);
+            break;
+        }
+        if (f.hdr.type == FRAME_TYPE_ACK) {
+            if (!t->cfg.fire_and_forget)
+                ftx_ack_upto_id(t, f.hdr.id);
+        } else if (f.hdr.type == FRAME_TYPE_NACK) {
+            ftx_nack(t, f.hdr.id, f.nack_status, &f.nack_reason);
+        } else {
+            log_debug("feed %s: endpoint %s sent a %s frame; ignored", t->cfg.feed,
+                      t->cfg.endpoint, frame_type_name(f.hdr.type));
+        }
+        evbuffer_drain(in, used);
+    }
+    t->in_cb = false;
+    if (t->state == FTX_UP && t->ev.on_writable && t->count < t->cap)
+        t->ev.on_writable(t->owner);
+}
+
+static void ftx_writecb(struct bufferevent *bev, void *arg)
+{
+    ftx_t *t = arg;
+    if (t->state != FTX_UP)
+        return;
+    t->in_cb = true;
+    if (t->cfg.fire_and_forget)
+        ftx_ack_written(t);
+    t->in_cb = false;
+    if (t->state == FTX_UP && t->ev.on_writable)
+        t->ev.on_writable(t->owner);
+}
+
+static void ftx_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+    ftx_t *t = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        conn_established(bev);
+        t->state = FTX_UP;
+        t->next_id = 0;
+        t->bytes_queued = 0;
+        frame_parser_init(&t->parser, 0, false);
+        bufferevent_setwatermark(bev, EV_WRITE, t->cfg.out_buf_max / 2, 0);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+        log_info("feed %s: connected to %s (frames%s%s)", t->cfg.feed, t->cfg.endpoint,
+                 t->cfg.use_tls ? " over TLS" : "",
+                 t->cfg.fire_and_forget ? ", fire-and-forget" : "");
+        t->ev.on_up(t->owner);
+        return;
+    }
+    char why[320];
+    conn_describe_event(bev, what, t->state == FTX_CONNECTING, t->cfg.endpoint, why, sizeof why);
+    if (t->in_cb)
+        ftx_schedule_teardown(t, why);
+    else
+        ftx_teardown(t, why);
+}
+
+static void ftx_teardown(ftx_t *t, const char *reason)
+{
+    if (t->state == FTX_DOWN)
+        return;
+    t->state = FTX_DOWN;
+    /* The socket buffer references the owner's payloads: free it before failing them. */
+    if (t->bev) {
+        bufferevent_free(t->bev);
+        t->bev = NULL;
+    }
+    unsigned n = t->count;
+    unsigned head = t->head;
+    t->count = 0;
+    t->live = 0;
+    t->head = 0;
+    for (unsigned i = 0; i < n; i++) {
+        ftx_slot_t *s = &t->ring[(head + i) % t->cap];
+        if (s->dead)
+            continue;
+        transport_failure_t f = {.status = 0, .retryable = true, .reason = reason};
+        t->ev.on_fail(t->owner, s->cookie, &f);
+    }
+    t->ev.on_down(t->owner, reason);
+}
+
+static void ftx_close_evcb(evutil_socket_t fd, short what, void *arg)
+{
+    ftx_t *t = arg;
+    if (t->state == FTX_CLOSING)
+        ftx_teardown(t, t->close_reason);
+}
+
+static void ftx_tickcb(evutil_socket_t fd, short what, void *arg)
+{
+    ftx_t *t = arg;
+    if (t->state != FTX_UP || t->count == 0)
+        return;
+    ftx_slot_t *s = ftx_at(t, 0);
+    uint64_t now = ftx_now_ms();
+    if (now - s->sent_ms > t->cfg.timeout_ms) {
+        char why[320];
+        snprintf(why, sizeof why, "no ACK for frame %" PRIu64 " within %u ms (endpoint %s)",
+                 s->id, t->cfg.timeout_ms, t->cfg.endpoint);
+        ftx_teardown(t, why);
+    }
+}
+
+static transport_t *ftx_create(struct event_base *base, const transport_config_t *cfg,
+                               const transport_events_t *ev, void *owner, char *err,
+                               size_t errlen)
+{
+    if (cfg->use_tls && !cfg->ssl_ctx) {
+        snprintf(err, errlen, "endpoint %s: tls needs a TLS context", cfg->endpoint);
+        return NULL;
+    }
+    ftx_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    t->base.ops = &transport_tcp_ops;
+    t->evb = base;
+    t->cfg = *cfg;
+    t->ev = *ev;
+    t->owner = owner;
+    if (!t->cfg.max_in_flight)
+        t->cfg.max_in_flight = 100;
+    if (!t->cfg.timeout_ms)
+        t->cfg.timeout_ms = 5000;
+    if (!t->cfg.out_buf_max)
+        t->cfg.out_buf_max = 1u << 20;
+    t->cap = t->cfg.max_in_flight;
+    t->ring = calloc(t->cap, sizeof *t->ring);
+    t->close_ev = event_new(base, -1, 0, ftx_close_evcb, t);
+    t->tick = event_new(base, -1, EV_PERSIST, ftx_tickcb, t);
+    if (!t->ring || !t->close_ev || !t->tick) {
+        snprintf(err, errlen, "out of memory");
+        transport_tcp_ops.destroy(&t->base);
+        return NULL;
+    }
+    uint32_t every = t->cfg.timeout_ms / 4;
+    if (every < 20)
+        every = 20;
+    if (every > 1000)
+        every = 1000;
+    struct timeval tv = {every / 1000, (every % 1000) * 1000};
+    event_add(t->tick, &tv);
+    frame_parser_init(&t->parser, 0, false);
+    return &t->base;
+}
+
+static int ftx_connect(transport_t *base)
+{
+    ftx_t *t = (ftx_t *)base;
+    if (t->state != FTX_DOWN)
+        return 0;
+    conn_opts_t o = {.host = t->cfg.host,
+                     .port = t->cfg.port,
+                     .tls = t->cfg.use_tls,
+                     .ssl_ctx = t->cfg.ssl_ctx,
+                     .sni = t->cfg.sni,
+                     .endpoint = t->cfg.endpoint,
+                     .connect_timeout_ms = t->cfg.connect_timeout_ms};
+    char err[320];
+    t->bev = conn_open(t->evb, &o, err, sizeof err);
+    t->state = FTX_CONNECTING;
+    if (!t->bev) {
+        snprintf(t->close_reason, sizeof t->close_reason, "%s", err);
+        t->state = FTX_CLOSING;
+        event_active(t->close_ev, 0, 0);
+        return 0;
+    }
+    bufferevent_setcb(t->bev, ftx_readcb, ftx_writecb, ftx_eventcb, t);
+    bufferevent_enable(t->bev, EV_READ | EV_WRITE);
+    return 0;
+}
+
+static unsigned ftx_capacity(const transport_t *base)
+{
+    const ftx_t *t = (const ftx_t *)base;
+    if (t->state != FTX_UP)
+        return 0;
+    if (evbuffer_get_length(bufferevent_get_output(t->bev)) >= t->cfg.out_buf_max)
+        return 0;
+    return t->cap - t->count;
+}
+
+static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void *cookie)
+{
+    ftx_t *t = (ftx_t *)base;
+    if (ftx_capacity(base) == 0)
+        return -1;
+    if (len < FRAME_HEADER_LEN || buf_rd_be32(payload) != FRAME_MAGIC) {
+        log_error("feed %s: endpoint %s: payload is not a DATA frame (%zu bytes); refused",
+                  t->cfg.feed, t->cfg.endpoint, len);
+        return -1;
+    }
+    uint8_t hdr[FRAME_HEADER_LEN];
+    memcpy(hdr, payload, sizeof hdr);
+    uint64_t id = ++t->next_id;
+    frame_set_id(hdr, id);
+    uint16_t flags = (uint16_t)((hdr[FRAME_OFF_FLAGS] << 8) | hdr[FRAME_OFF_FLAGS + 1]);
+    if (t->cfg.fire_and_forget)
+        flags &= (uint16_t)~FRAME_FLAG_ACK_REQUESTED;
+    else
+        flags |= FRAME_FLAG_ACK_REQUESTED;
+    frame_set_flags(hdr, flags);
+    struct evbuffer *out = bufferevent_get_output(t->bev);
+    /* The header is copied (it differs per connection); the payload is referenced, not
+     * copied: it stays valid until this frame is acked or failed, and a teardown frees the
+     * socket buffer before failing anything. */
+    if (evbuffer_add(out, hdr, sizeof hdr) < 0 ||
+        evbuffer_add_reference(out, payload + FRAME_HEADER_LEN, len - FRAME_HEADER_LEN, NULL,
+                               NULL) < 0) {
+        ftx_schedule_teardown(t, "out of memory queueing a frame");
+        t->next_id--;
+        return -1;
+    }
+    t->bytes_queued += len;
+    ftx_slot_t *s = ftx_at(t, t->count);
+    s->id = id;
+    s->cookie = cookie;
+    s->end_bytes = t->bytes_queued;
+    s->sent_ms = ftx_now_ms();
+    s->dead = false;
+    t->count++;
+    t->live++;
+    return 0;
+}
+
+static unsigned ftx_in_flight(const transport_t *base)
+{
+    return ((const ftx_t *)base)->live;
+}
+
+static bool ftx_is_up(const transport_t *base)
+{
+    return ((const ftx_t *)base)->state == FTX_UP;
+}
+
+static void ftx_disconnect(transport_t *base, const char *reason)
+{
+    ftx_t *t = (ftx_t *)base;
+    if (t->state == FTX_DOWN)
+        return;
+    if (t->in_cb) {
+        ftx_schedule_teardown(t, reason);
+        return;
+    }
+    ftx_teardown(t, reason);
+}
+
+static void ftx_destroy(transport_t *base)
+{
+    ftx_t *t = (ftx_t *)base;
+    if (t->bev)
+        bufferevent_free(t->bev);
+    if (t->tick)
+        event_free(t->tick);
+    if (t->close_ev)
+        event_free(t->close_ev);
+    free(t->ring);
+    free(t);
+}
+
+const transport_ops_t transport_tcp_ops = {
+    .name = "tcp",
+    .create = ftx_create,
+    .connect = ftx_connect,
+    .send = ftx_send,
+    .capacity = ftx_capacity,
+    .in_flight = ftx_in_flight,
+    .is_up = ftx_is_up,
+    .disconnect = ftx_disconnect,
+    .destroy = ftx_destroy,
+};

@@ -1,0 +1,192 @@
+/* ndd-admin modules: validation, merge patch, tokens, PostgreSQL store, in-memory cache,
+ * request routing, ndd.config publisher and ndd.events consumer. Types are in admin-t.h. */
+#ifndef NDD_ADMIN_H
+#define NDD_ADMIN_H
+
+#include "admin-t.h"
+
+/* ---- kinds (admin_kind.c) ---- */
+/* "feed", "filter", "source", "correlation": the ndd.config key prefix and audit "kind". */
+const char *admin_kind_name(admin_kind_t kind);
+/* "feeds", "filters", "sources", "correlation": the collection path segment. */
+const char *admin_kind_collection(admin_kind_t kind);
+int admin_kind_from_collection(const char *segment, size_t len, admin_kind_t *out);
+int admin_kind_from_name(const char *name, admin_kind_t *out);
+
+/* ---- errors and responses (admin_resp.c) ---- */
+void admin_err_set(admin_err_t *err, int status, const char *error, const char *field,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int admin_resp_init(admin_resp_t *resp);
+void admin_resp_free(admin_resp_t *resp);
+/* Body = {"error":…, "field":…, "reason":…}. */
+void admin_resp_error(admin_resp_t *resp, const admin_err_t *err);
+void admin_resp_errorf(admin_resp_t *resp, int status, const char *error, const char *field,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Serialises json (reference stolen) as the body. */
+void admin_resp_json(admin_resp_t *resp, int status, json_t *json);
+void admin_resp_text(admin_resp_t *resp, int status, const char *text, size_t len);
+
+/* ---- validation (admin_validate.c, admin_validate_<kind>.c) ---- */
+/* Checks a client body for `kind`: types, unknown and missing fields, URLs, regular
+ * expressions (through the filter engine). Server-managed fields (id, version, created_at,
+ * updated_at) are accepted and ignored so that GET, edit, PUT works. Returns 0, or -1 with
+ * err set (status 400 or 422). Does not look at other objects (see admin_db for 409/422). */
+int admin_validate(admin_kind_t kind, json_t *body, admin_err_t *err);
+/* The body without the server-managed fields (a new reference). */
+json_t *admin_strip_server_fields(json_t *body);
+/* Parses a request body: 400 for malformed JSON or a non-object, 413 over max. */
+json_t *admin_parse_body(const char *body, size_t len, size_t max, admin_err_t *err);
+/* The feed's filter reference: its name when "filter" is a string, else NULL. */
+const char *admin_feed_filter_ref(json_t *feed);
+
+/* ---- JSON merge patch, RFC 7396 (admin_patch.c) ---- */
+/* Returns a new value: target with patch applied (target is not modified). */
+json_t *admin_merge_patch(json_t *target, json_t *patch);
+
+/* ---- tokens (admin_auth.c) ---- */
+/* A new token "ndd_<id>_<secret>" plus what the database keeps: a random salt and
+ * SHA-256(salt || secret), hex. id_out >= 17 bytes, token_out >= 96, salt/hash >= 65. */
+int admin_token_generate(char *id_out, char *token_out, char *salt_hex, char *hash_hex);
+/* Splits a presented token into id and secret; -1 when it is not of our shape. */
+int admin_token_parse(const char *token, char *id_out, size_t idlen, const char **secret);
+/* Constant-time check of secret against the stored salt/hash. */
+bool admin_token_verify(const char *secret, const char *salt_hex, const char *hash_hex);
+admin_role_t admin_role_parse(const char *s);
+const char *admin_role_name(admin_role_t role);
+/* Token cache in front of the database: a token is looked up in PostgreSQL at first use and
+ * remembered for ttl_ms (so a revoke takes effect within the TTL); bounded to max entries. */
+admin_tokens_t *admin_tokens_new(admin_db_t *db, size_t max, int64_t ttl_ms);
+void admin_tokens_free(admin_tokens_t *t);
+/* Resolves "Bearer <token>" into a principal; role NONE when absent or invalid. */
+void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization,
+                               admin_principal_t *out);
+
+/* ---- in-memory cache (admin_cache.c) ---- */
+int admin_cache_init(admin_cache_t *c, size_t max);
+void admin_cache_free(admin_cache_t *c);
+admin_obj_t *admin_cache_get(const admin_cache_t *c, const char *id);
+admin_obj_t *admin_cache_find_name(const admin_cache_t *c, const char *name);
+/* Inserts or replaces the object with this id; json is the full representation (reference
+ * stolen). Returns -1 when full (and json is released). */
+int admin_cache_put(admin_cache_t *c, json_t *json);
+void admin_cache_remove(admin_cache_t *c, const char *id);
+void admin_cache_clear(admin_cache_t *c);
+/* Calls fn for every object (order unspecified); stops when fn returns non-zero. */
+int admin_cache_foreach(const admin_cache_t *c, int (*fn)(admin_obj_t *, void *), void *arg);
+
+/* ---- PostgreSQL (admin_db.c) ---- */
+/* Connects (conninfo as libpq takes it), creates the schema if needed, applies pending
+ * migrations. schema must match [a-z_][a-z0-9_]*. NULL with err on failure. */
+admin_db_t *admin_db_open(const char *conninfo, const char *schema, char *err, size_t errlen);
+void admin_db_close(admin_db_t *db);
+/* Current migration version (for tests and /readyz). */
+int admin_db_schema_version(admin_db_t *db);
+/* Loads every object of every kind into the caches. */
+int admin_db_load(admin_db_t *db, admin_ctx_t *ctx, char *err, size_t errlen);
+/* One write: the object row and its audit row in one transaction. action is "create",
+ * "replace", "patch" or "delete". For create, id is NULL and a new id is assigned. body is the
+ * stripped client object (for patch: the merge-patched result). if_match: expected version or
+ * -1. On success *out is the full new representation (NULL after delete) and *before the old
+ * one (NULL for create); both new references. Errors: 404, 409 (duplicate name, filter in
+ * use), 412 (stale version), 422 (missing filter), 503 (database unavailable). */
+int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
+                   json_t *body, int64_t if_match, const char *who, json_t **out, json_t **before,
+                   admin_err_t *err);
+/* Audit: newest first, optional filters (NULL = any); returns {"items":[…]} or NULL + err. */
+json_t *admin_db_audit_list(admin_db_t *db, const char *kind, const char *object_id,
+                            int64_t before_id, int limit, admin_err_t *err);
+json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err);
+/* Tokens. */
+int admin_db_token_insert(admin_db_t *db, const char *id, const char *name, admin_role_t role,
+                          const char *salt_hex, const char *hash_hex, char *err, size_t errlen);
+/* 1 found (role/name/salt/hash filled), 0 not found or revoked, -1 database error. */
+int admin_db_token_lookup(admin_db_t *db, const char *id, admin_role_t *role, char *name,
+                          size_t namelen, char *salt_hex, char *hash_hex);
+int admin_db_token_revoke(admin_db_t *db, const char *name, char *err, size_t errlen);
+json_t *admin_db_token_list(admin_db_t *db, char *err, size_t errlen);
+/* Alarms: raise is idempotent per (type, resource) while active; clear sets state cleared. */
+int admin_db_alarm_raise(admin_db_t *db, const char *type, const char *resource,
+                         const char *severity, const char *text);
+int admin_db_alarm_clear(admin_db_t *db, const char *type, const char *resource);
+json_t *admin_db_alarm_list(admin_db_t *db, const char *state, const char *type,
+                            const char *severity, int limit, admin_err_t *err);
+json_t *admin_db_alarm_get(admin_db_t *db, int64_t id, admin_err_t *err);
+int admin_db_alarm_ack(admin_db_t *db, int64_t id, const char *who, json_t **out, admin_err_t *err);
+/* true while the last statement reached the server. */
+bool admin_db_ok(admin_db_t *db);
+/* Checks the server now (reconnecting if needed); returns admin_db_ok afterwards. */
+bool admin_db_ping(admin_db_t *db);
+
+/* ---- ndd.config publisher (admin_publish.c) ---- */
+admin_publisher_t *admin_publisher_new(const char *bootstrap, const char *topic, int replication,
+                                       char *err, size_t errlen);
+void admin_publisher_free(admin_publisher_t *p);
+/* Queues the record of one object (json NULL = tombstone) under "<kind>/<id>". Asynchronous:
+ * a failed delivery marks the publisher dirty and the next admin_publisher_poll reconciles. */
+int admin_publish(admin_publisher_t *p, admin_ctx_t *ctx, admin_kind_t kind, const char *id,
+                  json_t *json);
+/* The record value for an object: {"kind","id","version","updated_at","spec":{…}} where spec
+ * is what workers apply (for a feed, a filter reference is resolved into the filter's rules).
+ * New reference, NULL when a referenced filter is missing. */
+json_t *admin_config_record(admin_ctx_t *ctx, admin_kind_t kind, json_t *obj);
+/* Reads ndd.config to its end and makes it match the caches: republishes objects whose record
+ * differs, tombstones keys the database no longer has. Returns records produced or -1. */
+int admin_reconcile(admin_publisher_t *p, admin_ctx_t *ctx, int timeout_ms, char *err,
+                    size_t errlen);
+/* Serves delivery reports; reconciles when a delivery failed. Call from a timer. */
+void admin_publisher_poll(admin_publisher_t *p, admin_ctx_t *ctx);
+/* Feeds referencing the filter named `name` are republished (their spec embeds it). */
+void admin_publish_feeds_using(admin_publisher_t *p, admin_ctx_t *ctx, const char *filter_name);
+uint64_t admin_publisher_failed(const admin_publisher_t *p);
+/* Creates topic if missing (an existing topic is fine); compact selects cleanup.policy. */
+int admin_kafka_create_topic(const char *bootstrap, const char *topic, int partitions,
+                             int replication, bool compact, char *err, size_t errlen);
+
+/* ---- ndd.events consumer, status and alarms (admin_events.c) ---- */
+admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
+                                 admin_db_t *db, int64_t down_after_ms, char *err, size_t errlen);
+void admin_events_free(admin_events_t *ev);
+/* Handles up to max queued events and runs the missing-heartbeat check; call from a timer. */
+void admin_events_poll(admin_events_t *ev, int max);
+/* Applies one event (JSON text) at time now_ms; used by poll and by tests. */
+int admin_events_apply(admin_events_t *ev, const char *json, size_t len, int64_t now_ms);
+void admin_events_check(admin_events_t *ev, int64_t now_ms);
+/* {"workers":[…],"feeds":[…]} */
+json_t *admin_events_status(admin_events_t *ev, int64_t now_ms);
+int64_t admin_now_ms(void);
+
+/* ---- routing (admin_routes.c) ---- */
+const admin_route_t *admin_routes(size_t *count);
+/* Authenticates (unless the route is anonymous), matches a route and runs it. */
+void admin_handle(admin_ctx_t *ctx, const admin_req_t *req, const char *authorization,
+                  admin_resp_t *resp);
+admin_method_t admin_method_parse(const char *s);
+const char *admin_method_name(admin_method_t m);
+/* Query parameter `key` of q (not decoded beyond %XX and '+'); 1 found, 0 absent. */
+int admin_query_get(const char *q, const char *key, char *out, size_t outlen);
+
+/* Handlers (admin_routes_objects.c, admin_routes_ops.c). */
+void admin_h_list(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
+void admin_h_get(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
+void admin_h_create(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
+void admin_h_replace(admin_ctx_t *, const admin_req_t *, const char *, const char *,
+                     admin_resp_t *);
+void admin_h_patch(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
+void admin_h_delete(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
+void admin_h_status(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
+void admin_h_alarms_list(admin_ctx_t *, const admin_req_t *, const char *, const char *,
+                         admin_resp_t *);
+void admin_h_alarms_get(admin_ctx_t *, const admin_req_t *, const char *, const char *,
+                        admin_resp_t *);
+void admin_h_alarms_ack(admin_ctx_t *, const admin_req_t *, const char *, const char *,
+                        admin_resp_t *);
+void admin_h_audit_list(admin_ctx_t *, const admin_req_t *, const char *, const char *,
+                        admin_resp_t *);
+void admin_h_audit_get(admin_ctx_t *, const admin_req_t *, const char *, const char *,
+                       admin_resp_t *);
+
+/* ---- context ---- */
+int admin_ctx_init(admin_ctx_t *ctx, size_t max_objects, size_t max_body);
+void admin_ctx_free(admin_ctx_t *ctx);
+
+#endif

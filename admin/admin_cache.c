@@ -1,0 +1,154 @@
+/* The in-memory copy of every configuration object. Reads (GET) are served from here so that
+ * they never touch PostgreSQL: fast, and still answered while the database is down. The
+ * cache is written only after a database commit, so it never holds uncommitted state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+
+static size_t admin_cache_hash(const char *s)
+{
+    size_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+int admin_cache_init(admin_cache_t *c, size_t max)
+{
+    memset(c, 0, sizeof(*c));
+    c->max = max;
+    c->nbuckets = 1024;
+    while (c->nbuckets < max && c->nbuckets < (1u << 20))
+        c->nbuckets <<= 1;
+    c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+    return c->buckets ? 0 : -1;
+}
+
+static void admin_obj_free(admin_obj_t *o)
+{
+    free(o->id);
+    free(o->name);
+    free(o->text);
+    json_decref(o->json);
+    free(o);
+}
+
+void admin_cache_clear(admin_cache_t *c)
+{
+    for (size_t i = 0; c->buckets && i < c->nbuckets; i++) {
+        admin_obj_t *o = c->buckets[i];
+        while (o) {
+            admin_obj_t *next = o->next_in_bucket;
+            admin_obj_free(o);
+            o = next;
+        }
+        c->buckets[i] = NULL;
+    }
+    c->count = 0;
+}
+
+void admin_cache_free(admin_cache_t *c)
+{
+    admin_cache_clear(c);
+    free(c->buckets);
+    c->buckets = NULL;
+}
+
+admin_obj_t *admin_cache_get(const admin_cache_t *c, const char *id)
+{
+    if (!c->buckets || !id)
+        return NULL;
+    for (admin_obj_t *o = c->buckets[admin_cache_hash(id) & (c->nbuckets - 1)]; o;
+         o = o->next_in_bucket)
+        if (strcmp(o->id, id) == 0)
+            return o;
+    return NULL;
+}
+
+admin_obj_t *admin_cache_find_name(const admin_cache_t *c, const char *name)
+{
+    /* Linear: names are looked up on writes and reference checks only, never on reads. */
+    for (size_t i = 0; c->buckets && i < c->nbuckets; i++)
+        for (admin_obj_t *o = c->buckets[i]; o; o = o->next_in_bucket)
+            if (o->name && strcmp(o->name, name) == 0)
+                return o;
+    return NULL;
+}
+
+int admin_cache_put(admin_cache_t *c, json_t *json)
+{
+    const char *id = json_string_value(json_object_get(json, "id"));
+    const char *name = json_string_value(json_object_get(json, "name"));
+    if (!id) {
+        json_decref(json);
+        return -1;
+    }
+    admin_obj_t *old = admin_cache_get(c, id);
+    if (!old && c->count >= c->max) {
+        json_decref(json);
+        return -1;
+    }
+    admin_obj_t *o = calloc(1, sizeof(*o));
+    char *text = json_dumps(json, JSON_COMPACT);
+    if (!o || !text) {
+        free(o);
+        free(text);
+        json_decref(json);
+        return -1;
+    }
+    o->id = strdup(id);
+    o->name = name ? strdup(name) : NULL;
+    o->version = json_integer_value(json_object_get(json, "version"));
+    o->json = json;
+    /* Keep a trailing newline in the cached text so a read is one write of ready bytes. */
+    size_t len = strlen(text);
+    o->text = malloc(len + 2);
+    if (!o->text) {
+        free(o);
+        free(text);
+        json_decref(json);
+        return -1;
+    }
+    memcpy(o->text, text, len);
+    o->text[len] = '\n';
+    o->text[len + 1] = '\0';
+    o->text_len = len + 1;
+    free(text);
+    if (old)
+        admin_cache_remove(c, id);
+    size_t b = admin_cache_hash(o->id) & (c->nbuckets - 1);
+    o->next_in_bucket = c->buckets[b];
+    c->buckets[b] = o;
+    c->count++;
+    return 0;
+}
+
+void admin_cache_remove(admin_cache_t *c, const char *id)
+{
+    if (!c->buckets)
+        return;
+    admin_obj_t **pp = &c->buckets[admin_cache_hash(id) & (c->nbuckets - 1)];
+    for (; *pp; pp = &(*pp)->next_in_bucket) {
+        if (strcmp((*pp)->id, id) == 0) {
+            admin_obj_t *o = *pp;
+            *pp = o->next_in_bucket;
+            admin_obj_free(o);
+            c->count--;
+            return;
+        }
+    }
+}
+
+int admin_cache_foreach(const admin_cache_t *c, int (*fn)(admin_obj_t *, void *), void *arg)
+{
+    for (size_t i = 0; c->buckets && i < c->nbuckets; i++)
+        for (admin_obj_t *o = c->buckets[i]; o; o = o->next_in_bucket) {
+            int r = fn(o, arg);
+            if (r)
+                return r;
+        }
+    return 0;
+}

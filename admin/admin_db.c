@@ -1,0 +1,761 @@
+/* PostgreSQL: connection, versioned migrations, and every write as one transaction holding
+ * the change and its audit row. Parameterised statements only (PQexecParams); the one
+ * identifier that cannot be a parameter, the schema name, is checked against
+ * [a-z_][a-z0-9_]* and quoted with PQescapeIdentifier.
+ *
+ * The connection is synchronous and used from the admin's event loop only. When the server
+ * goes away, the next statement fails, the call reports 503, and the following call tries
+ * one PQreset: reads keep being served from the cache meanwhile. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "admin.h"
+#include "admin_migrations.h"
+#include "log.h"
+
+struct admin_db {
+    PGconn *conn;
+    char schema[64];
+    char *schema_quoted;
+    bool ok;
+    int version;
+};
+
+#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+#define OBJ_COLS "kind, id, name, version, " TS("created_at") ", " TS("updated_at") ", body::text"
+
+/* Keeps the admin's migrations from racing each other when two admins start together. */
+#define ADMIN_DB_LOCK_KEY 0x4e444441444d494eLL /* "NDDADMIN" */
+
+static bool admin_db_conn_lost(admin_db_t *db)
+{
+    return PQstatus(db->conn) != CONNECTION_OK;
+}
+
+/* Runs one statement; NULL on failure with err set: 503 when the server is unreachable. */
+static PGresult *admin_db_exec(admin_db_t *db, const char *sql, int n, const char *const *params,
+                               admin_err_t *err)
+{
+    PGresult *r = PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        db->ok = true;
+        return r;
+    }
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    char msg[200];
+    snprintf(msg, sizeof(msg), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(db->conn));
+    msg[strcspn(msg, "\n")] = '\0';
+    if (admin_db_conn_lost(db) || !state || strncmp(state, "08", 2) == 0 ||
+        strncmp(state, "57P", 3) == 0) {
+        db->ok = false;
+        admin_err_set(err, 503, "database unavailable", "", "PostgreSQL: %s", msg);
+        log_error("admin db: database unavailable: %s", msg);
+    } else if (strcmp(state, "23505") == 0) {
+        admin_err_set(err, 409, "duplicate", "name", "an object with this name already exists");
+    } else {
+        admin_err_set(err, 500, "database error", "", "PostgreSQL %s: %s", state, msg);
+        log_error("admin db: statement failed (%s): %s", state, msg);
+    }
+    PQclear(r);
+    return NULL;
+}
+
+static int admin_db_simple(admin_db_t *db, const char *sql, admin_err_t *err)
+{
+    PGresult *r = admin_db_exec(db, sql, 0, NULL, err);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
+static int admin_db_setup_session(admin_db_t *db, admin_err_t *err)
+{
+    const char *p[1] = {db->schema_quoted};
+    PGresult *r = admin_db_exec(db, "SELECT set_config('search_path', $1, false)", 1, p, err);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
+/* Makes sure there is a live connection before a statement; 503 otherwise. */
+static int admin_db_ensure(admin_db_t *db, admin_err_t *err)
+{
+    if (!admin_db_conn_lost(db))
+        return 0;
+    PQreset(db->conn);
+    if (admin_db_conn_lost(db)) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(db->conn));
+        msg[strcspn(msg, "\n")] = '\0';
+        db->ok = false;
+        admin_err_set(err, 503, "database unavailable", "", "PostgreSQL: %s", msg);
+        return -1;
+    }
+    log_info("admin db: reconnected to PostgreSQL");
+    return admin_db_setup_session(db, err);
+}
+
+bool admin_db_ok(admin_db_t *db)
+{
+    return db && db->ok && !admin_db_conn_lost(db);
+}
+
+static int admin_db_migrate(admin_db_t *db, admin_err_t *err)
+{
+    char sql[256];
+    if (admin_db_simple(db, "BEGIN", err) != 0)
+        return -1;
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_xact_lock(%lld)", (long long)ADMIN_DB_LOCK_KEY);
+    if (admin_db_simple(db, sql, err) != 0 ||
+        admin_db_simple(db,
+                        "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY "
+                        "KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+                        err) != 0)
+        goto fail;
+    PGresult *r =
+        admin_db_exec(db, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0, NULL, err);
+    if (!r)
+        goto fail;
+    int current = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    for (size_t i = 0; i < admin_migrations_count; i++) {
+        const admin_migration_t *m = &admin_migrations[i];
+        if (m->version <= current)
+            continue;
+        /* Migration files hold several statements and no parameters: PQexec runs them. */
+        PGresult *mr = PQexec(db->conn, m->sql);
+        if (PQresultStatus(mr) != PGRES_COMMAND_OK && PQresultStatus(mr) != PGRES_TUPLES_OK) {
+            admin_err_set(err, 500, "migration failed", "", "migration %d (%s): %s", m->version,
+                          m->name, PQresultErrorMessage(mr));
+            PQclear(mr);
+            goto fail;
+        }
+        PQclear(mr);
+        char ver[16];
+        snprintf(ver, sizeof(ver), "%d", m->version);
+        const char *p[2] = {ver, m->name};
+        r = admin_db_exec(db, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2, p,
+                          err);
+        if (!r)
+            goto fail;
+        PQclear(r);
+        log_info("admin db: applied migration %d (%s) in schema %s", m->version, m->name,
+                 db->schema);
+        current = m->version;
+    }
+    if (admin_db_simple(db, "COMMIT", err) != 0)
+        return -1;
+    db->version = current;
+    return 0;
+fail:;
+    admin_err_t ignore;
+    admin_db_simple(db, "ROLLBACK", &ignore);
+    return -1;
+}
+
+/* Server notices ("schema already exists, skipping") are expected during migrations: debug. */
+static void admin_db_notice(void *arg, const char *message)
+{
+    log_debug("admin db: %.*s", (int)strcspn(message, "\n"), message);
+}
+
+admin_db_t *admin_db_open(const char *conninfo, const char *schema, char *err, size_t errlen)
+{
+    bool valid = schema && *schema && strlen(schema) < 63 &&
+                 (islower((unsigned char)schema[0]) || schema[0] == '_');
+    for (const char *p = schema; valid && *p; p++)
+        valid = islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_';
+    if (!valid) {
+        snprintf(err, errlen, "schema name \"%s\" must match [a-z_][a-z0-9_]*",
+                 schema ? schema : "");
+        return NULL;
+    }
+    admin_db_t *db = calloc(1, sizeof(*db));
+    if (!db) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(db->schema, sizeof(db->schema), "%s", schema);
+    /* The conninfo may hold a password: never log it (log_redact exists for that). */
+    const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
+    const char *vals[] = {conninfo ? conninfo : "", "3", "ndd-admin", NULL};
+    db->conn = PQconnectdbParams(keys, vals, 1);
+    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
+        snprintf(err, errlen, "cannot connect to PostgreSQL: %s",
+                 db->conn ? PQerrorMessage(db->conn) : "out of memory");
+        err[strcspn(err, "\n")] = '\0';
+        admin_db_close(db);
+        return NULL;
+    }
+    PQsetNoticeProcessor(db->conn, admin_db_notice, NULL);
+    char *q = PQescapeIdentifier(db->conn, schema, strlen(schema));
+    db->schema_quoted = q ? strdup(q) : NULL;
+    PQfreemem(q);
+    admin_err_t e;
+    char sql[160];
+    snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS %s", db->schema_quoted);
+    if (!db->schema_quoted || admin_db_simple(db, sql, &e) != 0 ||
+        admin_db_setup_session(db, &e) != 0 || admin_db_migrate(db, &e) != 0) {
+        snprintf(err, errlen, "schema %s: %s", schema, db->schema_quoted ? e.reason : "OOM");
+        admin_db_close(db);
+        return NULL;
+    }
+    db->ok = true;
+    return db;
+}
+
+void admin_db_close(admin_db_t *db)
+{
+    if (!db)
+        return;
+    if (db->conn)
+        PQfinish(db->conn);
+    free(db->schema_quoted);
+    free(db);
+}
+
+int admin_db_schema_version(admin_db_t *db)
+{
+    return db->version;
+}
+
+/* Row (OBJ_COLS, starting at column c0) -> the object as the API shows it. */
+static json_t *admin_db_row_object(PGresult *r, int row, int c0)
+{
+    json_error_t je;
+    json_t *body = json_loads(PQgetvalue(r, row, c0 + 6), 0, &je);
+    json_t *o = json_object();
+    if (!body || !o) {
+        json_decref(body);
+        json_decref(o);
+        return NULL;
+    }
+    json_object_set_new(o, "id", json_string(PQgetvalue(r, row, c0 + 1)));
+    json_object_update(o, body);
+    json_decref(body);
+    json_object_set_new(o, "version", json_integer(atoll(PQgetvalue(r, row, c0 + 3))));
+    json_object_set_new(o, "created_at", json_string(PQgetvalue(r, row, c0 + 4)));
+    json_object_set_new(o, "updated_at", json_string(PQgetvalue(r, row, c0 + 5)));
+    return o;
+}
+
+int admin_db_load(admin_db_t *db, admin_ctx_t *ctx, char *err, size_t errlen)
+{
+    admin_err_t e;
+    if (admin_db_ensure(db, &e) != 0) {
+        snprintf(err, errlen, "%s", e.reason);
+        return -1;
+    }
+    PGresult *r =
+        admin_db_exec(db, "SELECT " OBJ_COLS " FROM objects ORDER BY kind, name", 0, NULL, &e);
+    if (!r) {
+        snprintf(err, errlen, "%s", e.reason);
+        return -1;
+    }
+    for (int k = 0; k < ADMIN_KIND_COUNT; k++)
+        admin_cache_clear(&ctx->cache[k]);
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++) {
+        admin_kind_t kind;
+        if (admin_kind_from_name(PQgetvalue(r, i, 0), &kind) != 0)
+            continue;
+        json_t *o = admin_db_row_object(r, i, 0);
+        if (!o || admin_cache_put(&ctx->cache[kind], o) != 0) {
+            snprintf(err, errlen, "cannot cache %s %s (cache full or bad row)", PQgetvalue(r, i, 0),
+                     PQgetvalue(r, i, 1));
+            PQclear(r);
+            return -1;
+        }
+    }
+    PQclear(r);
+    return n;
+}
+
+static char *admin_db_dump(json_t *j)
+{
+    return j ? json_dumps(j, JSON_COMPACT) : NULL;
+}
+
+/* Fails the write when a feed names a filter that does not exist (422). The row lock keeps
+ * the filter from being deleted or renamed before this transaction commits. */
+static int admin_db_check_filter_ref(admin_db_t *db, json_t *body, admin_err_t *err)
+{
+    const char *ref = admin_feed_filter_ref(body);
+    if (!ref)
+        return 0;
+    const char *p[1] = {ref};
+    PGresult *r = admin_db_exec(
+        db, "SELECT id FROM objects WHERE kind = 'filter' AND name = $1 FOR SHARE", 1, p, err);
+    if (!r)
+        return -1;
+    int found = PQntuples(r);
+    PQclear(r);
+    if (!found) {
+        admin_err_set(err, 422, "missing reference", "filter", "no filter named \"%s\" exists",
+                      ref);
+        return -1;
+    }
+    return 0;
+}
+
+/* A filter referenced by a feed may be neither deleted nor renamed (409). */
+static int admin_db_check_filter_unused(admin_db_t *db, const char *old_name, admin_err_t *err,
+                                        const char *field)
+{
+    const char *p[1] = {old_name};
+    PGresult *r = admin_db_exec(db,
+                                "SELECT name FROM objects WHERE kind = 'feed' AND body ->> "
+                                "'filter' = $1 ORDER BY name LIMIT 1",
+                                1, p, err);
+    if (!r)
+        return -1;
+    if (PQntuples(r)) {
+        admin_err_set(err, 409, "in use", field, "filter \"%s\" is used by feed \"%s\"", old_name,
+                      PQgetvalue(r, 0, 0));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
+                   json_t *body, int64_t if_match, const char *who, json_t **out, json_t **before,
+                   admin_err_t *err)
+{
+    *out = NULL;
+    *before = NULL;
+    if (admin_db_ensure(db, err) != 0)
+        return -1;
+    if (admin_db_simple(db, "BEGIN", err) != 0)
+        return -1;
+    const char *kname = admin_kind_name(kind);
+    bool is_create = strcmp(action, "create") == 0, is_delete = strcmp(action, "delete") == 0,
+         is_patch = strcmp(action, "patch") == 0;
+    json_t *newbody = NULL;
+    char *before_text = NULL, *after_text = NULL, *body_text = NULL;
+    PGresult *r = NULL;
+    admin_err_t ignore;
+
+    if (!is_create) {
+        const char *p[2] = {kname, id};
+        r = admin_db_exec(db,
+                          "SELECT " OBJ_COLS " FROM objects WHERE kind = $1 AND id = $2 FOR UPDATE",
+                          2, p, err);
+        if (!r)
+            goto fail;
+        if (PQntuples(r) == 0) {
+            admin_err_set(err, 404, "not found", "", "%s %s does not exist", kname, id);
+            goto fail;
+        }
+        *before = admin_db_row_object(r, 0, 0);
+        PQclear(r);
+        r = NULL;
+        if (!*before) {
+            admin_err_set(err, 500, "database error", "", "stored %s %s is not valid JSON", kname,
+                          id);
+            goto fail;
+        }
+        int64_t cur = json_integer_value(json_object_get(*before, "version"));
+        if (if_match >= 0 && cur != if_match) {
+            admin_err_set(err, 412, "version mismatch", "version",
+                          "If-Match names version %lld but the current version is %lld",
+                          (long long)if_match, (long long)cur);
+            goto fail;
+        }
+    }
+    if (is_patch) {
+        /* Merged against the locked row, not the cache, so concurrent admins cannot lose an
+         * update; the result is validated like a full replacement. */
+        json_t *stripped = admin_strip_server_fields(*before);
+        newbody = admin_merge_patch(stripped, body);
+        json_decref(stripped);
+        if (!newbody || !json_is_object(newbody)) {
+            admin_err_set(err, 400, "wrong type", "", "the patch must produce a JSON object");
+            goto fail;
+        }
+        json_t *clean = admin_strip_server_fields(newbody);
+        json_decref(newbody);
+        newbody = clean;
+        if (admin_validate(kind, newbody, err) != 0)
+            goto fail;
+    } else if (!is_delete) {
+        newbody = admin_strip_server_fields(body);
+    }
+    const char *newname = newbody ? json_string_value(json_object_get(newbody, "name")) : NULL;
+    const char *oldname = *before ? json_string_value(json_object_get(*before, "name")) : NULL;
+    if (kind == ADMIN_KIND_FEED && newbody && admin_db_check_filter_ref(db, newbody, err) != 0)
+        goto fail;
+    if (kind == ADMIN_KIND_FILTER && oldname &&
+        (is_delete || (newname && strcmp(newname, oldname) != 0)) &&
+        admin_db_check_filter_unused(db, oldname, err, is_delete ? "" : "name") != 0)
+        goto fail;
+
+    if (newbody) {
+        body_text = admin_db_dump(newbody);
+        if (!body_text || !newname) {
+            admin_err_set(err, 400, "missing field", "name", "field \"name\" is required");
+            goto fail;
+        }
+    }
+    if (is_create) {
+        const char *p[3] = {kname, newname, body_text};
+        r = admin_db_exec(db,
+                          "INSERT INTO objects (kind, id, name, version, body) VALUES ($1, "
+                          "gen_random_uuid()::text, $2, 1, $3::jsonb) RETURNING " OBJ_COLS,
+                          3, p, err);
+    } else if (is_delete) {
+        const char *p[2] = {kname, id};
+        r = admin_db_exec(db, "DELETE FROM objects WHERE kind = $1 AND id = $2", 2, p, err);
+    } else {
+        const char *p[4] = {kname, id, newname, body_text};
+        r = admin_db_exec(db,
+                          "UPDATE objects SET name = $3, body = $4::jsonb, version = version + 1, "
+                          "updated_at = now() WHERE kind = $1 AND id = $2 RETURNING " OBJ_COLS,
+                          4, p, err);
+    }
+    if (!r)
+        goto fail;
+    if (!is_delete) {
+        *out = admin_db_row_object(r, 0, 0);
+        if (!*out) {
+            admin_err_set(err, 500, "internal", "", "out of memory");
+            goto fail;
+        }
+    }
+    PQclear(r);
+    r = NULL;
+
+    const char *oid = *out ? json_string_value(json_object_get(*out, "id")) : id;
+    before_text = admin_db_dump(*before);
+    after_text = admin_db_dump(*out);
+    const char *ap[6] = {who, action, kname, oid, before_text, after_text};
+    r = admin_db_exec(db,
+                      "INSERT INTO audit (who, action, kind, object_id, before, after) VALUES ($1, "
+                      "$2, $3, $4, $5::jsonb, $6::jsonb)",
+                      6, ap, err);
+    if (!r)
+        goto fail;
+    PQclear(r);
+    r = NULL;
+    if (admin_db_simple(db, "COMMIT", err) != 0)
+        goto fail_norollback;
+    json_decref(newbody);
+    free(body_text);
+    free(before_text);
+    free(after_text);
+    return 0;
+
+fail:
+    if (!admin_db_conn_lost(db))
+        admin_db_simple(db, "ROLLBACK", &ignore);
+fail_norollback:
+    PQclear(r);
+    json_decref(newbody);
+    free(body_text);
+    free(before_text);
+    free(after_text);
+    json_decref(*out);
+    json_decref(*before);
+    *out = NULL;
+    *before = NULL;
+    return -1;
+}
+
+/* ---- audit ---- */
+
+#define AUDIT_COLS "id, " TS("at") ", who, action, kind, object_id, before::text, after::text"
+
+static json_t *admin_db_audit_row(PGresult *r, int i)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(atoll(PQgetvalue(r, i, 0))));
+    json_object_set_new(o, "at", json_string(PQgetvalue(r, i, 1)));
+    json_object_set_new(o, "who", json_string(PQgetvalue(r, i, 2)));
+    json_object_set_new(o, "action", json_string(PQgetvalue(r, i, 3)));
+    json_object_set_new(o, "kind", json_string(PQgetvalue(r, i, 4)));
+    json_object_set_new(o, "object_id", json_string(PQgetvalue(r, i, 5)));
+    for (int c = 6; c <= 7; c++) {
+        json_t *v = PQgetisnull(r, i, c) ? json_null() : json_loads(PQgetvalue(r, i, c), 0, NULL);
+        json_object_set_new(o, c == 6 ? "before" : "after", v ? v : json_null());
+    }
+    return o;
+}
+
+json_t *admin_db_audit_list(admin_db_t *db, const char *kind, const char *object_id,
+                            int64_t before_id, int limit, admin_err_t *err)
+{
+    if (admin_db_ensure(db, err) != 0)
+        return NULL;
+    char before_s[24], limit_s[16];
+    snprintf(before_s, sizeof(before_s), "%lld", (long long)before_id);
+    snprintf(limit_s, sizeof(limit_s), "%d", limit);
+    const char *p[4] = {kind, object_id, before_id > 0 ? before_s : NULL, limit_s};
+    PGresult *r = admin_db_exec(db,
+                                "SELECT " AUDIT_COLS " FROM audit WHERE ($1::text IS NULL OR kind "
+                                "= $1) AND ($2::text IS NULL OR object_id = $2) AND ($3::bigint "
+                                "IS NULL OR id < $3) ORDER BY id DESC LIMIT $4::integer",
+                                4, p, err);
+    if (!r)
+        return NULL;
+    json_t *items = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(items, admin_db_audit_row(r, i));
+    PQclear(r);
+    return json_pack("{s:o,s:I}", "items", items, "count", (json_int_t)json_array_size(items));
+}
+
+json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err)
+{
+    if (admin_db_ensure(db, err) != 0)
+        return NULL;
+    char id_s[24];
+    snprintf(id_s, sizeof(id_s), "%lld", (long long)id);
+    const char *p[1] = {id_s};
+    PGresult *r =
+        admin_db_exec(db, "SELECT " AUDIT_COLS " FROM audit WHERE id = $1::bigint", 1, p, err);
+    if (!r)
+        return NULL;
+    json_t *o = NULL;
+    if (PQntuples(r))
+        o = admin_db_audit_row(r, 0);
+    else
+        admin_err_set(err, 404, "not found", "", "audit entry %lld does not exist", (long long)id);
+    PQclear(r);
+    return o;
+}
+
+/* ---- tokens ---- */
+
+int admin_db_token_insert(admin_db_t *db, const char *id, const char *name, admin_role_t role,
+                          const char *salt_hex, const char *hash_hex, char *err, size_t errlen)
+{
+    admin_err_t e;
+    const char *p[5] = {id, name, admin_role_name(role), salt_hex, hash_hex};
+    PGresult *r = admin_db_exec(
+        db, "INSERT INTO api_tokens (id, name, role, salt, hash) VALUES ($1, $2, $3, $4, $5)", 5, p,
+        &e);
+    if (!r) {
+        snprintf(err, errlen, "%s", e.status == 409 ? "a token with this name exists" : e.reason);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int admin_db_token_lookup(admin_db_t *db, const char *id, admin_role_t *role, char *name,
+                          size_t namelen, char *salt_hex, char *hash_hex)
+{
+    admin_err_t e;
+    if (admin_db_ensure(db, &e) != 0)
+        return -1;
+    const char *p[1] = {id};
+    PGresult *r = admin_db_exec(
+        db, "SELECT role, name, salt, hash FROM api_tokens WHERE id = $1 AND revoked_at IS NULL", 1,
+        p, &e);
+    if (!r)
+        return -1;
+    int found = PQntuples(r) == 1;
+    if (found) {
+        *role = admin_role_parse(PQgetvalue(r, 0, 0));
+        snprintf(name, namelen, "%s", PQgetvalue(r, 0, 1));
+        snprintf(salt_hex, 65, "%s", PQgetvalue(r, 0, 2));
+        snprintf(hash_hex, 65, "%s", PQgetvalue(r, 0, 3));
+    }
+    PQclear(r);
+    return found;
+}
+
+int admin_db_token_revoke(admin_db_t *db, const char *name, char *err, size_t errlen)
+{
+    admin_err_t e;
+    const char *p[1] = {name};
+    PGresult *r = admin_db_exec(
+        db, "UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL", 1, p,
+        &e);
+    if (!r) {
+        snprintf(err, errlen, "%s", e.reason);
+        return -1;
+    }
+    int n = atoi(PQcmdTuples(r));
+    PQclear(r);
+    if (n == 0) {
+        snprintf(err, errlen, "no active token named \"%s\"", name);
+        return -1;
+    }
+    return 0;
+}
+
+json_t *admin_db_token_list(admin_db_t *db, char *err, size_t errlen)
+{
+    admin_err_t e;
+    PGresult *r = admin_db_exec(db,
+                                "SELECT id, name, role, " TS("created_at") ", " TS(
+                                    "revoked_at") " FROM api_tokens ORDER BY name",
+                                0, NULL, &e);
+    if (!r) {
+        snprintf(err, errlen, "%s", e.reason);
+        return NULL;
+    }
+    json_t *a = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(
+            a, json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", PQgetvalue(r, i, 0), "name",
+                         PQgetvalue(r, i, 1), "role", PQgetvalue(r, i, 2), "created_at",
+                         PQgetvalue(r, i, 3), "revoked_at",
+                         PQgetisnull(r, i, 4) ? json_null() : json_string(PQgetvalue(r, i, 4))));
+    PQclear(r);
+    return a;
+}
+
+/* ---- alarms ---- */
+
+#define ALARM_COLS                                                                                 \
+    "id, type, resource, severity, state, text, " TS("raised_at") ", " TS("updated_at") ", " TS(   \
+        "cleared_at") ", " TS("acked_at") ", acked_by, count"
+
+static json_t *admin_db_alarm_row(PGresult *r, int i)
+{
+    static const char *const names[] = {"id",         "type",     "resource",  "severity",
+                                        "state",      "text",     "raised_at", "updated_at",
+                                        "cleared_at", "acked_at", "acked_by",  "count"};
+    json_t *o = json_object();
+    for (int c = 0; c < 12; c++) {
+        json_t *v;
+        if (PQgetisnull(r, i, c))
+            v = json_null();
+        else if (c == 0 || c == 11)
+            v = json_integer(atoll(PQgetvalue(r, i, c)));
+        else
+            v = json_string(PQgetvalue(r, i, c));
+        json_object_set_new(o, names[c], v);
+    }
+    return o;
+}
+
+int admin_db_alarm_raise(admin_db_t *db, const char *type, const char *resource,
+                         const char *severity, const char *text)
+{
+    admin_err_t e;
+    if (admin_db_ensure(db, &e) != 0)
+        return -1;
+    const char *p[4] = {type, resource, severity, text ? text : ""};
+    PGresult *r = admin_db_exec(
+        db,
+        "INSERT INTO alarms (type, resource, severity, state, text) VALUES ($1, $2, $3, "
+        "'active', $4) ON CONFLICT (type, resource) WHERE state = 'active' DO UPDATE SET count = "
+        "alarms.count + 1, updated_at = now(), severity = EXCLUDED.severity, text = EXCLUDED.text",
+        4, p, &e);
+    if (!r) {
+        log_error("admin alarms: cannot raise %s on %s: %s", type, resource, e.reason);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int admin_db_alarm_clear(admin_db_t *db, const char *type, const char *resource)
+{
+    admin_err_t e;
+    if (admin_db_ensure(db, &e) != 0)
+        return -1;
+    const char *p[2] = {type, resource};
+    PGresult *r = admin_db_exec(db,
+                                "UPDATE alarms SET state = 'cleared', cleared_at = now(), "
+                                "updated_at = now() WHERE type = $1 AND resource = $2 AND state = "
+                                "'active'",
+                                2, p, &e);
+    if (!r) {
+        log_error("admin alarms: cannot clear %s on %s: %s", type, resource, e.reason);
+        return -1;
+    }
+    int n = atoi(PQcmdTuples(r));
+    PQclear(r);
+    return n;
+}
+
+json_t *admin_db_alarm_list(admin_db_t *db, const char *state, const char *type,
+                            const char *severity, int limit, admin_err_t *err)
+{
+    if (admin_db_ensure(db, err) != 0)
+        return NULL;
+    char limit_s[16];
+    snprintf(limit_s, sizeof(limit_s), "%d", limit);
+    const char *p[4] = {state, type, severity, limit_s};
+    PGresult *r = admin_db_exec(db,
+                                "SELECT " ALARM_COLS " FROM alarms WHERE ($1::text IS NULL OR "
+                                "state = $1) AND ($2::text IS NULL OR type = $2) AND ($3::text IS "
+                                "NULL OR severity = $3) ORDER BY id DESC LIMIT $4::integer",
+                                4, p, err);
+    if (!r)
+        return NULL;
+    json_t *items = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(items, admin_db_alarm_row(r, i));
+    PQclear(r);
+    return json_pack("{s:o,s:I}", "items", items, "count", (json_int_t)json_array_size(items));
+}
+
+json_t *admin_db_alarm_get(admin_db_t *db, int64_t id, admin_err_t *err)
+{
+    if (admin_db_ensure(db, err) != 0)
+        return NULL;
+    char id_s[24];
+    snprintf(id_s, sizeof(id_s), "%lld", (long long)id);
+    const char *p[1] = {id_s};
+    PGresult *r =
+        admin_db_exec(db, "SELECT " ALARM_COLS " FROM alarms WHERE id = $1::bigint", 1, p, err);
+    if (!r)
+        return NULL;
+    json_t *o = NULL;
+    if (PQntuples(r))
+        o = admin_db_alarm_row(r, 0);
+    else
+        admin_err_set(err, 404, "not found", "", "alarm %lld does not exist", (long long)id);
+    PQclear(r);
+    return o;
+}
+
+int admin_db_alarm_ack(admin_db_t *db, int64_t id, const char *who, json_t **out, admin_err_t *err)
+{
+    *out = NULL;
+    if (admin_db_ensure(db, err) != 0)
+        return -1;
+    char id_s[24];
+    snprintf(id_s, sizeof(id_s), "%lld", (long long)id);
+    const char *p[2] = {id_s, who};
+    PGresult *r = admin_db_exec(db,
+                                "UPDATE alarms SET acked_at = now(), acked_by = $2, updated_at = "
+                                "now() WHERE id = $1::bigint RETURNING " ALARM_COLS,
+                                2, p, err);
+    if (!r)
+        return -1;
+    if (PQntuples(r) == 0) {
+        admin_err_set(err, 404, "not found", "", "alarm %lld does not exist", (long long)id);
+        PQclear(r);
+        return -1;
+    }
+    *out = admin_db_alarm_row(r, 0);
+    PQclear(r);
+    return 0;
+}
+
+bool admin_db_ping(admin_db_t *db)
+{
+    if (!db)
+        return false;
+    admin_err_t e;
+    if (admin_db_ensure(db, &e) != 0)
+        return false;
+    PGresult *r = admin_db_exec(db, "SELECT 1", 0, NULL, &e);
+    if (r)
+        PQclear(r);
+    return admin_db_ok(db);
+}

@@ -1,0 +1,396 @@
+/* ndd.events: heartbeats and alarm raise/clear events from every worker (format in
+ * docs/api.md). The admin keeps the last heartbeat of each worker in memory for /status,
+ * turns a missing heartbeat into a service-down alarm, a dead-letter rate over a threshold
+ * into a dead-letter-surge alarm and an endpoint reported down into an endpoint-down alarm,
+ * and clears each when it recovers. Alarms live in PostgreSQL. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "admin.h"
+#include "log.h"
+
+#define ADMIN_MAX_WORKERS 4096
+#define ADMIN_DEFAULT_INTERVAL_MS 10000
+#define ADMIN_DLQ_SURGE_PER_S 10.0
+#define ADMIN_MAX_DOWN_ENDPOINTS 65536
+
+typedef struct admin_worker {
+    char service[64];
+    char instance[128];
+    int64_t last_seen_ms;
+    int64_t prev_seen_ms;
+    int64_t interval_ms;
+    bool down;
+    bool dlq_surge;
+    json_t *counters;      /* last heartbeat */
+    json_t *prev_counters; /* the one before, for rates */
+    json_t *feeds;
+} admin_worker_t;
+
+struct admin_events {
+    rd_kafka_t *rk;
+    admin_db_t *db;
+    char *topic;
+    admin_worker_t *workers;
+    size_t nworkers;
+    int64_t down_after_ms;  /* 0: three heartbeat intervals */
+    json_t *endpoints_down; /* "feed/url" -> true while reported down (bounded) */
+    uint64_t applied, rejected;
+};
+
+admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
+                                 admin_db_t *db, int64_t down_after_ms, char *err, size_t errlen)
+{
+    admin_events_t *ev = calloc(1, sizeof(*ev));
+    if (!ev) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ev->db = db;
+    ev->down_after_ms = down_after_ms;
+    ev->topic = strdup(topic ? topic : "ndd.events");
+    ev->workers = calloc(ADMIN_MAX_WORKERS, sizeof(*ev->workers));
+    ev->endpoints_down = json_object();
+    if (!ev->workers || !ev->topic) {
+        admin_events_free(ev);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!bootstrap) /* apply-only (tests) */
+        return ev;
+    if (admin_kafka_create_topic(bootstrap, ev->topic, 1, -1, false, err, errlen) != 0) {
+        admin_events_free(ev);
+        return NULL;
+    }
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *props[][2] = {{"bootstrap.servers", bootstrap},
+                              {"group.id", group},
+                              {"auto.offset.reset", "latest"},
+                              {"enable.auto.commit", "true"}};
+    for (size_t i = 0; i < sizeof(props) / sizeof(*props); i++)
+        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], errstr, sizeof(errstr)) !=
+            RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "%s: %s", props[i][0], errstr);
+            rd_kafka_conf_destroy(conf);
+            admin_events_free(ev);
+            return NULL;
+        }
+    ev->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!ev->rk) {
+        snprintf(err, errlen, "events consumer: %s", errstr);
+        admin_events_free(ev);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(ev->rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, ev->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(ev->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e) {
+        snprintf(err, errlen, "subscribe %s: %s", ev->topic, rd_kafka_err2str(e));
+        admin_events_free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+void admin_events_free(admin_events_t *ev)
+{
+    if (!ev)
+        return;
+    if (ev->rk) {
+        rd_kafka_consumer_close(ev->rk);
+        rd_kafka_destroy(ev->rk);
+    }
+    for (size_t i = 0; ev->workers && i < ev->nworkers; i++) {
+        json_decref(ev->workers[i].counters);
+        json_decref(ev->workers[i].prev_counters);
+        json_decref(ev->workers[i].feeds);
+    }
+    free(ev->workers);
+    json_decref(ev->endpoints_down);
+    free(ev->topic);
+    free(ev);
+}
+
+static admin_worker_t *admin_worker_get(admin_events_t *ev, const char *service,
+                                        const char *instance)
+{
+    for (size_t i = 0; i < ev->nworkers; i++)
+        if (strcmp(ev->workers[i].service, service) == 0 &&
+            strcmp(ev->workers[i].instance, instance) == 0)
+            return &ev->workers[i];
+    if (ev->nworkers >= ADMIN_MAX_WORKERS)
+        return NULL;
+    admin_worker_t *w = &ev->workers[ev->nworkers++];
+    snprintf(w->service, sizeof(w->service), "%s", service);
+    snprintf(w->instance, sizeof(w->instance), "%s", instance);
+    return w;
+}
+
+static void admin_worker_resource(const admin_worker_t *w, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s", w->service, w->instance);
+}
+
+static double admin_counter_rate(const admin_worker_t *w, const char *name)
+{
+    if (!w->prev_counters || w->last_seen_ms <= w->prev_seen_ms)
+        return 0;
+    json_t *a = json_object_get(w->prev_counters, name), *b = json_object_get(w->counters, name);
+    if (!json_is_number(a) || !json_is_number(b))
+        return 0;
+    double d = json_number_value(b) - json_number_value(a);
+    return d > 0 ? d * 1000.0 / (double)(w->last_seen_ms - w->prev_seen_ms) : 0;
+}
+
+static void admin_alarm(admin_events_t *ev, bool raise, const char *type, const char *resource,
+                        const char *severity, const char *text)
+{
+    if (raise)
+        log_warn("admin alarms: raise %s on %s: %s", type, resource, text);
+    if (!ev->db)
+        return;
+    if (raise)
+        admin_db_alarm_raise(ev->db, type, resource, severity, text);
+    else if (admin_db_alarm_clear(ev->db, type, resource) > 0)
+        log_info("admin alarms: cleared %s on %s", type, resource);
+}
+
+static void admin_heartbeat_endpoints(admin_events_t *ev, json_t *feeds)
+{
+    const char *feed;
+    json_t *f;
+    json_object_foreach(feeds, feed, f)
+    {
+        json_t *eps = json_object_get(f, "endpoints");
+        const char *url;
+        json_t *state;
+        json_object_foreach(eps, url, state)
+        {
+            const char *s = json_string_value(state);
+            if (!s)
+                continue;
+            char res[512], text[1100];
+            snprintf(res, sizeof(res), "%s/%s", feed, url);
+            bool was_down = json_object_get(ev->endpoints_down, res) != NULL;
+            /* Only transitions reach the database: heartbeats repeat the state every interval. */
+            if (strcmp(s, "down") == 0 && !was_down) {
+                if (json_object_size(ev->endpoints_down) >= ADMIN_MAX_DOWN_ENDPOINTS)
+                    continue;
+                json_object_set_new(ev->endpoints_down, res, json_true());
+                snprintf(text, sizeof(text), "endpoint %s of feed %s is down", url, feed);
+                admin_alarm(ev, true, "endpoint-down", res, "major", text);
+            } else if (strcmp(s, "up") == 0 && was_down) {
+                json_object_del(ev->endpoints_down, res);
+                admin_alarm(ev, false, "endpoint-down", res, NULL, NULL);
+            }
+        }
+    }
+}
+
+static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
+{
+    const char *service = json_string_value(json_object_get(j, "service"));
+    const char *instance = json_string_value(json_object_get(j, "instance"));
+    if (!service || !instance || !*service || !*instance)
+        return -1;
+    admin_worker_t *w = admin_worker_get(ev, service, instance);
+    if (!w) {
+        log_warn("admin events: more than %d workers; heartbeat of %s/%s ignored",
+                 ADMIN_MAX_WORKERS, service, instance);
+        return -1;
+    }
+    char res[256];
+    admin_worker_resource(w, res, sizeof(res));
+    if (w->down) {
+        w->down = false;
+        log_info("admin events: %s is back", res);
+        admin_alarm(ev, false, "service-down", res, NULL, NULL);
+    }
+    json_int_t interval = json_integer_value(json_object_get(j, "interval_ms"));
+    w->interval_ms = interval > 0 ? interval : ADMIN_DEFAULT_INTERVAL_MS;
+    w->prev_seen_ms = w->last_seen_ms;
+    w->last_seen_ms = now_ms;
+    json_decref(w->prev_counters);
+    w->prev_counters = w->counters;
+    json_t *c = json_object_get(j, "counters");
+    w->counters = json_is_object(c) ? json_incref(c) : json_object();
+    json_t *f = json_object_get(j, "feeds");
+    json_decref(w->feeds);
+    w->feeds = json_is_object(f) ? json_incref(f) : json_object();
+
+    double dlq = admin_counter_rate(w, "dead_lettered_total");
+    if (!w->dlq_surge && dlq > ADMIN_DLQ_SURGE_PER_S) {
+        char text[400];
+        snprintf(text, sizeof(text), "%.1f records/s dead-lettered by %s (threshold %.0f/s)", dlq,
+                 res, ADMIN_DLQ_SURGE_PER_S);
+        w->dlq_surge = true;
+        admin_alarm(ev, true, "dead-letter-surge", res, "major", text);
+    } else if (w->dlq_surge && dlq <= ADMIN_DLQ_SURGE_PER_S / 2) {
+        w->dlq_surge = false;
+        admin_alarm(ev, false, "dead-letter-surge", res, NULL, NULL);
+    }
+    admin_heartbeat_endpoints(ev, w->feeds);
+    return 0;
+}
+
+static int admin_apply_alarm(admin_events_t *ev, json_t *j)
+{
+    const char *action = json_string_value(json_object_get(j, "action"));
+    const char *type = json_string_value(json_object_get(j, "alarm"));
+    const char *resource = json_string_value(json_object_get(j, "resource"));
+    const char *severity = json_string_value(json_object_get(j, "severity"));
+    const char *text = json_string_value(json_object_get(j, "text"));
+    if (!action || !type || !resource || !*type || !*resource)
+        return -1;
+    if (!severity)
+        severity = "major";
+    if (strcmp(severity, "critical") && strcmp(severity, "major") && strcmp(severity, "minor") &&
+        strcmp(severity, "warning"))
+        return -1;
+    if (strcmp(action, "raise") == 0)
+        admin_alarm(ev, true, type, resource, severity, text ? text : "");
+    else if (strcmp(action, "clear") == 0)
+        admin_alarm(ev, false, type, resource, NULL, NULL);
+    else
+        return -1;
+    return 0;
+}
+
+int admin_events_apply(admin_events_t *ev, const char *text, size_t len, int64_t now_ms)
+{
+    json_t *j = json_loadb(text, len, 0, NULL);
+    const char *type = json_string_value(json_object_get(j, "type"));
+    int rc = -1;
+    if (type && strcmp(type, "heartbeat") == 0)
+        rc = admin_apply_heartbeat(ev, j, now_ms);
+    else if (type && strcmp(type, "alarm") == 0)
+        rc = admin_apply_alarm(ev, j);
+    json_decref(j);
+    if (rc == 0)
+        ev->applied++;
+    else
+        ev->rejected++;
+    return rc;
+}
+
+void admin_events_check(admin_events_t *ev, int64_t now_ms)
+{
+    for (size_t i = 0; i < ev->nworkers; i++) {
+        admin_worker_t *w = &ev->workers[i];
+        int64_t limit = ev->down_after_ms > 0 ? ev->down_after_ms : 3 * w->interval_ms;
+        if (w->down || now_ms - w->last_seen_ms <= limit)
+            continue;
+        w->down = true;
+        char res[256], text[400];
+        admin_worker_resource(w, res, sizeof(res));
+        snprintf(text, sizeof(text), "no heartbeat from %s for %lld ms", res,
+                 (long long)(now_ms - w->last_seen_ms));
+        admin_alarm(ev, true, "service-down", res, "critical", text);
+    }
+}
+
+void admin_events_poll(admin_events_t *ev, int max)
+{
+    for (int i = 0; ev->rk && i < max; i++) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(ev->rk, 0);
+        if (!m)
+            break;
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                log_warn("admin events: %s: %s", ev->topic, rd_kafka_message_errstr(m));
+        } else if (m->payload && admin_events_apply(ev, m->payload, m->len, admin_now_ms()) != 0) {
+            log_warn("admin events: %s [%d] offset %lld: not a valid heartbeat or alarm event",
+                     ev->topic, m->partition, (long long)m->offset);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    admin_events_check(ev, admin_now_ms());
+}
+
+static void admin_iso(int64_t ms, char *out, size_t len)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, len - n, ".%03dZ", (int)(ms % 1000));
+}
+
+json_t *admin_events_status(admin_events_t *ev, int64_t now_ms)
+{
+    json_t *workers = json_array(), *feeds = json_object();
+    for (size_t i = 0; i < ev->nworkers; i++) {
+        admin_worker_t *w = &ev->workers[i];
+        char seen[40];
+        admin_iso(w->last_seen_ms, seen, sizeof(seen));
+        json_t *rates = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(w->counters, k, v)
+        {
+            if (json_is_number(v))
+                json_object_set_new(rates, k, json_real(admin_counter_rate(w, k)));
+        }
+        json_array_append_new(
+            workers, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:o}", "service", w->service,
+                               "instance", w->instance, "state", w->down ? "down" : "up",
+                               "last_seen", seen, "age_ms", (json_int_t)(now_ms - w->last_seen_ms),
+                               "interval_ms", (json_int_t)w->interval_ms, "counters",
+                               w->counters ? w->counters : json_null(), "rates_per_s", rates));
+        /* Per feed: numbers summed over the workers serving it. */
+        const char *fname;
+        json_t *f;
+        json_object_foreach(w->feeds, fname, f)
+        {
+            json_t *agg = json_object_get(feeds, fname);
+            if (!agg) {
+                agg = json_pack("{s:s,s:i}", "name", fname, "workers", 0);
+                json_object_set_new(feeds, fname, agg);
+            }
+            json_object_set_new(
+                agg, "workers",
+                json_integer(json_integer_value(json_object_get(agg, "workers")) + 1));
+            json_object_foreach(f, k, v)
+            {
+                if (!json_is_number(v))
+                    continue;
+                json_t *cur = json_object_get(agg, k);
+                double sum = (cur ? json_number_value(cur) : 0) + json_number_value(v);
+                json_object_set_new(agg, k,
+                                    json_is_integer(v) && (!cur || json_is_integer(cur))
+                                        ? json_integer((json_int_t)sum)
+                                        : json_real(sum));
+            }
+            json_t *down = json_object_get(agg, "endpoints_down");
+            json_int_t ndown = json_integer_value(down);
+            const char *url;
+            json_t *st;
+            json_object_foreach(json_object_get(f, "endpoints"), url, st)
+            {
+                if (json_is_string(st) && strcmp(json_string_value(st), "down") == 0)
+                    ndown++;
+            }
+            json_object_set_new(agg, "endpoints_down", json_integer(ndown));
+        }
+    }
+    json_t *feed_list = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(feeds, k, v)
+    {
+        json_t *st = json_object_get(v, "endpoints_down");
+        json_object_set_new(v, "health",
+                            json_string(json_integer_value(st) > 0 ? "degraded" : "ok"));
+        json_array_append(feed_list, v);
+    }
+    json_decref(feeds);
+    return json_pack("{s:o,s:o,s:I,s:I}", "workers", workers, "feeds", feed_list, "events_applied",
+                     (json_int_t)ev->applied, "events_rejected", (json_int_t)ev->rejected);
+}

@@ -1,0 +1,414 @@
+/* Distribution of configuration through the compacted topic ndd.config. Key "<kind>/<id>",
+ * value the record built by admin_config_record (sorted keys, so equal content is equal
+ * bytes), a tombstone (null value) on delete. PostgreSQL stays the source of truth: when a
+ * delivery fails the publisher is marked dirty and a reconcile makes the topic match the
+ * database again; the same reconcile runs at every start. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "admin.h"
+#include "log.h"
+
+#define ADMIN_RECONCILE_RETRY_MS 5000
+
+struct admin_publisher {
+    rd_kafka_t *rk;
+    char *topic;
+    char *bootstrap;
+    uint64_t failed;
+    bool dirty;
+    int64_t last_reconcile_ms;
+};
+
+int64_t admin_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void admin_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    admin_publisher_t *p = opaque;
+    if (m->err) {
+        p->failed++;
+        p->dirty = true;
+        log_error("admin publish: record %.*s to %s failed: %s (will reconcile)", (int)m->key_len,
+                  (const char *)m->key, p->topic, rd_kafka_err2str(m->err));
+    }
+}
+
+int admin_kafka_create_topic(const char *bootstrap, const char *topic, int partitions,
+                             int replication, bool compact, char *err, size_t errlen)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "bootstrap.servers: %s", errstr);
+        return -1;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        snprintf(err, errlen, "%s", errstr);
+        return -1;
+    }
+    rd_kafka_NewTopic_t *nt =
+        rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
+    if (compact)
+        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_operation_timeout(opt, 10000, errstr, sizeof(errstr));
+    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
+    int rc = -1;
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+    if (!ev) {
+        snprintf(err, errlen, "creating topic %s: no answer from %s within 15 s", topic, bootstrap);
+    } else if (rd_kafka_event_error(ev)) {
+        snprintf(err, errlen, "creating topic %s: %s", topic, rd_kafka_event_error_string(ev));
+    } else {
+        const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
+        size_t n;
+        const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &n);
+        rd_kafka_resp_err_t e = n ? rd_kafka_topic_result_error(tr[0]) : RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            rc = 0;
+        else
+            snprintf(err, errlen, "creating topic %s: %s", topic,
+                     rd_kafka_topic_result_error_string(tr[0]));
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opt);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+admin_publisher_t *admin_publisher_new(const char *bootstrap, const char *topic, int replication,
+                                       char *err, size_t errlen)
+{
+    if (admin_kafka_create_topic(bootstrap, topic, 1, replication, true, err, errlen) != 0)
+        return NULL;
+    admin_publisher_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    p->topic = strdup(topic);
+    p->bootstrap = strdup(bootstrap);
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *props[][2] = {{"bootstrap.servers", bootstrap},
+                              {"enable.idempotence", "true"},
+                              {"acks", "all"},
+                              {"linger.ms", "1"},
+                              {"message.timeout.ms", "30000"},
+                              {"queue.buffering.max.messages", "100000"}};
+    for (size_t i = 0; i < sizeof(props) / sizeof(*props); i++)
+        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], errstr, sizeof(errstr)) !=
+            RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "%s: %s", props[i][0], errstr);
+            rd_kafka_conf_destroy(conf);
+            admin_publisher_free(p);
+            return NULL;
+        }
+    rd_kafka_conf_set_dr_msg_cb(conf, admin_dr_cb);
+    rd_kafka_conf_set_opaque(conf, p);
+    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!p->rk) {
+        snprintf(err, errlen, "producer: %s", errstr);
+        admin_publisher_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void admin_publisher_free(admin_publisher_t *p)
+{
+    if (!p)
+        return;
+    if (p->rk) {
+        if (rd_kafka_flush(p->rk, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            log_warn("admin publish: %d records to %s not delivered at shutdown; the next "
+                     "start reconciles them",
+                     rd_kafka_outq_len(p->rk), p->topic);
+        rd_kafka_destroy(p->rk);
+    }
+    free(p->topic);
+    free(p->bootstrap);
+    free(p);
+}
+
+uint64_t admin_publisher_failed(const admin_publisher_t *p)
+{
+    return p ? p->failed : 0;
+}
+
+json_t *admin_config_record(admin_ctx_t *ctx, admin_kind_t kind, json_t *obj)
+{
+    json_t *spec = admin_strip_server_fields(obj);
+    if (!spec)
+        return NULL;
+    json_t *rec = json_object();
+    const char *ref = kind == ADMIN_KIND_FEED ? admin_feed_filter_ref(spec) : NULL;
+    if (ref) {
+        /* Workers apply a feed on its own: the named filter's rules travel inside it. */
+        admin_obj_t *f = admin_cache_find_name(&ctx->cache[ADMIN_KIND_FILTER], ref);
+        if (!f) {
+            json_decref(spec);
+            json_decref(rec);
+            return NULL;
+        }
+        json_object_set_new(rec, "filter_ref", json_string(ref));
+        json_object_set_new(rec, "filter_version", json_integer(f->version));
+        json_object_set_new(spec, "filter", admin_strip_server_fields(f->json));
+    }
+    json_object_set_new(rec, "kind", json_string(admin_kind_name(kind)));
+    json_object_set(rec, "id", json_object_get(obj, "id"));
+    json_object_set(rec, "name", json_object_get(obj, "name"));
+    json_object_set(rec, "version", json_object_get(obj, "version"));
+    json_object_set(rec, "updated_at", json_object_get(obj, "updated_at"));
+    json_object_set_new(rec, "spec", spec);
+    return rec;
+}
+
+static int admin_produce(admin_publisher_t *p, const char *key, const char *value)
+{
+    rd_kafka_resp_err_t e =
+        rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(p->topic), RD_KAFKA_V_KEY(key, strlen(key)),
+                          RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    if (e) {
+        p->failed++;
+        p->dirty = true;
+        log_error("admin publish: cannot queue %s for %s: %s (will reconcile)", key, p->topic,
+                  rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
+static char *admin_record_text(admin_ctx_t *ctx, admin_kind_t kind, json_t *obj)
+{
+    json_t *rec = admin_config_record(ctx, kind, obj);
+    char *text = rec ? json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(rec);
+    return text;
+}
+
+int admin_publish(admin_publisher_t *p, admin_ctx_t *ctx, admin_kind_t kind, const char *id,
+                  json_t *json)
+{
+    char key[192];
+    snprintf(key, sizeof(key), "%s/%s", admin_kind_name(kind), id);
+    char *text = NULL;
+    if (json) {
+        text = admin_record_text(ctx, kind, json);
+        if (!text) {
+            log_error("admin publish: cannot build the record of %s", key);
+            p->dirty = true;
+            return -1;
+        }
+    }
+    int rc = admin_produce(p, key, text);
+    free(text);
+    rd_kafka_poll(p->rk, 0);
+    return rc;
+}
+
+typedef struct admin_feeds_using {
+    admin_publisher_t *p;
+    admin_ctx_t *ctx;
+    const char *filter;
+} admin_feeds_using_t;
+
+static int admin_republish_feed(admin_obj_t *o, void *arg)
+{
+    admin_feeds_using_t *a = arg;
+    const char *ref = admin_feed_filter_ref(o->json);
+    if (ref && strcmp(ref, a->filter) == 0)
+        admin_publish(a->p, a->ctx, ADMIN_KIND_FEED, o->id, o->json);
+    return 0;
+}
+
+void admin_publish_feeds_using(admin_publisher_t *p, admin_ctx_t *ctx, const char *filter_name)
+{
+    if (!p || !filter_name)
+        return;
+    admin_feeds_using_t a = {p, ctx, filter_name};
+    admin_cache_foreach(&ctx->cache[ADMIN_KIND_FEED], admin_republish_feed, &a);
+}
+
+/* ---- reconcile ---- */
+
+typedef struct admin_desired {
+    admin_ctx_t *ctx;
+    admin_kind_t kind;
+    json_t *map; /* key -> record text */
+} admin_desired_t;
+
+static int admin_desired_add(admin_obj_t *o, void *arg)
+{
+    admin_desired_t *d = arg;
+    char key[192];
+    snprintf(key, sizeof(key), "%s/%s", admin_kind_name(d->kind), o->id);
+    char *text = admin_record_text(d->ctx, d->kind, o->json);
+    if (text) {
+        json_object_set_new(d->map, key, json_string(text));
+        free(text);
+    }
+    return 0;
+}
+
+/* Reads the whole topic (it is compacted: one record per live key plus recent history) into
+ * key -> latest value text (JSON null for a tombstone). */
+static json_t *admin_read_topic(admin_publisher_t *p, int timeout_ms, char *err, size_t errlen)
+{
+    char errstr[256], group[64];
+    snprintf(group, sizeof(group), "ndd-admin-reconcile-%lld", (long long)admin_now_ms());
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *props[][2] = {{"bootstrap.servers", p->bootstrap},
+                              {"group.id", group},
+                              {"enable.auto.commit", "false"},
+                              {"enable.partition.eof", "true"}};
+    for (size_t i = 0; i < sizeof(props) / sizeof(*props); i++)
+        rd_kafka_conf_set(conf, props[i][0], props[i][1], errstr, sizeof(errstr));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        snprintf(err, errlen, "reconcile consumer: %s", errstr);
+        return NULL;
+    }
+    json_t *seen = NULL;
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, p->topic, NULL);
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    rd_kafka_topic_destroy(rkt);
+    if (e || md->topic_cnt != 1 || md->topics[0].err) {
+        snprintf(err, errlen, "metadata of %s: %s", p->topic,
+                 rd_kafka_err2str(e               ? e
+                                  : md->topic_cnt ? md->topics[0].err
+                                                  : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART));
+        goto out;
+    }
+    int np = md->topics[0].partition_cnt;
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(np);
+    int remaining = 0;
+    for (int i = 0; i < np; i++) {
+        int64_t lo, hi;
+        int32_t pid = md->topics[0].partitions[i].id;
+        if (rd_kafka_query_watermark_offsets(rk, p->topic, pid, &lo, &hi, timeout_ms)) {
+            snprintf(err, errlen, "watermarks of %s [%d] unavailable", p->topic, pid);
+            rd_kafka_topic_partition_list_destroy(parts);
+            goto out;
+        }
+        if (hi > lo) {
+            rd_kafka_topic_partition_list_add(parts, p->topic, pid)->offset =
+                RD_KAFKA_OFFSET_BEGINNING;
+            remaining++;
+        }
+    }
+    seen = json_object();
+    if (remaining)
+        rd_kafka_assign(rk, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    int64_t deadline = admin_now_ms() + timeout_ms;
+    while (remaining > 0) {
+        if (admin_now_ms() > deadline) {
+            snprintf(err, errlen, "reading %s to its end took longer than %d ms", p->topic,
+                     timeout_ms);
+            json_decref(seen);
+            seen = NULL;
+            break;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            remaining--;
+        } else if (m->err) {
+            log_warn("admin reconcile: reading %s: %s", p->topic, rd_kafka_message_errstr(m));
+        } else if (m->key) {
+            char key[256];
+            snprintf(key, sizeof(key), "%.*s", (int)m->key_len, (const char *)m->key);
+            json_object_set_new(seen, key,
+                                m->payload ? json_stringn(m->payload, m->len) : json_null());
+        }
+        rd_kafka_message_destroy(m);
+    }
+out:
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return seen;
+}
+
+int admin_reconcile(admin_publisher_t *p, admin_ctx_t *ctx, int timeout_ms, char *err,
+                    size_t errlen)
+{
+    p->last_reconcile_ms = admin_now_ms();
+    /* Anything still queued must land before we compare. */
+    rd_kafka_flush(p->rk, timeout_ms);
+    json_t *seen = admin_read_topic(p, timeout_ms, err, errlen);
+    if (!seen)
+        return -1;
+    json_t *want = json_object();
+    for (int k = 0; k < ADMIN_KIND_COUNT; k++) {
+        admin_desired_t d = {ctx, (admin_kind_t)k, want};
+        admin_cache_foreach(&ctx->cache[k], admin_desired_add, &d);
+    }
+    p->dirty = false;
+    int produced = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(want, key, v)
+    {
+        json_t *have = json_object_get(seen, key);
+        if (have && json_is_string(have) &&
+            strcmp(json_string_value(have), json_string_value(v)) == 0)
+            continue;
+        if (admin_produce(p, key, json_string_value(v)) == 0)
+            produced++;
+    }
+    json_object_foreach(seen, key, v)
+    {
+        if (json_is_null(v) || json_object_get(want, key))
+            continue;
+        if (admin_produce(p, key, NULL) == 0)
+            produced++;
+    }
+    json_decref(want);
+    json_decref(seen);
+    if (rd_kafka_flush(p->rk, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        snprintf(err, errlen, "%d records to %s not delivered within %d ms",
+                 rd_kafka_outq_len(p->rk), p->topic, timeout_ms);
+        p->dirty = true;
+        return -1;
+    }
+    rd_kafka_poll(p->rk, 0);
+    return p->dirty ? -1 : produced;
+}
+
+void admin_publisher_poll(admin_publisher_t *p, admin_ctx_t *ctx)
+{
+    if (!p)
+        return;
+    rd_kafka_poll(p->rk, 0);
+    if (p->dirty && admin_now_ms() - p->last_reconcile_ms >= ADMIN_RECONCILE_RETRY_MS) {
+        char err[256];
+        int n = admin_reconcile(p, ctx, 5000, err, sizeof(err));
+        if (n < 0)
+            log_error("admin publish: reconcile of %s failed: %s (retrying in %d ms)", p->topic,
+                      err, ADMIN_RECONCILE_RETRY_MS);
+        else
+            log_info("admin publish: reconciled %s, %d records written", p->topic, n);
+    }
+}

@@ -1,0 +1,284 @@
+/* The four configuration collections (feeds, filters, sources, correlation) share one set of
+ * handlers: reads come from the cache, writes go to PostgreSQL (with the audit row), then to
+ * the cache, then to ndd.config. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "log.h"
+
+#define ADMIN_LIST_DEFAULT 100
+#define ADMIN_LIST_MAX 1000
+
+/* The collection of a request: the segment after /api/v1/. */
+static int admin_req_kind(const admin_req_t *req, admin_kind_t *kind)
+{
+    const char *seg = req->path + strlen("/api/v1/");
+    return admin_kind_from_collection(seg, strcspn(seg, "/"), kind);
+}
+
+static void admin_set_etag(admin_resp_t *resp, int64_t version)
+{
+    snprintf(resp->etag, sizeof(resp->etag), "\"%lld\"", (long long)version);
+}
+
+/* If-Match: absent or "*" -> -1 (no check); "N", W/"N" or N -> N; anything else -> -2. */
+static int64_t admin_if_match(const char *h)
+{
+    if (!h || strcmp(h, "*") == 0)
+        return -1;
+    if (strncmp(h, "W/", 2) == 0)
+        h += 2;
+    char buf[32];
+    size_t n = strlen(h);
+    if (n >= 2 && h[0] == '"' && h[n - 1] == '"') {
+        if (n - 2 >= sizeof(buf))
+            return -2;
+        memcpy(buf, h + 1, n - 2);
+        buf[n - 2] = '\0';
+    } else {
+        if (n >= sizeof(buf))
+            return -2;
+        memcpy(buf, h, n + 1);
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || end == buf || *end || v < 1)
+        return -2;
+    return v;
+}
+
+static void admin_send_object(admin_resp_t *resp, int status, const admin_obj_t *o)
+{
+    admin_resp_text(resp, status, o->text, o->text_len);
+    resp->content_type = "application/json";
+    admin_set_etag(resp, o->version);
+}
+
+void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                 admin_resp_t *resp)
+{
+    admin_kind_t kind;
+    if (admin_req_kind(req, &kind) != 0) {
+        admin_resp_errorf(resp, 404, "not found", "", "unknown collection");
+        return;
+    }
+    const admin_obj_t *o = admin_cache_get(&ctx->cache[kind], id);
+    if (!o) {
+        admin_resp_errorf(resp, 404, "not found", "", "%s %s does not exist", admin_kind_name(kind),
+                          id);
+        return;
+    }
+    admin_send_object(resp, 200, o);
+}
+
+typedef struct admin_list_acc {
+    const admin_obj_t **items;
+    size_t n, max;
+    const char *name;
+} admin_list_acc_t;
+
+static int admin_list_collect(admin_obj_t *o, void *arg)
+{
+    admin_list_acc_t *a = arg;
+    if (a->name && (!o->name || strcmp(a->name, o->name) != 0))
+        return 0;
+    if (a->n < a->max)
+        a->items[a->n++] = o;
+    return 0;
+}
+
+static int admin_list_cmp(const void *x, const void *y)
+{
+    const admin_obj_t *a = *(const admin_obj_t *const *)x, *b = *(const admin_obj_t *const *)y;
+    int c = strcmp(a->name ? a->name : "", b->name ? b->name : "");
+    return c ? c : strcmp(a->id, b->id);
+}
+
+static int admin_query_int(const admin_req_t *req, const char *key, long def, long min, long max,
+                           long *out, admin_resp_t *resp)
+{
+    char v[32];
+    *out = def;
+    if (!admin_query_get(req->query, key, v, sizeof(v)))
+        return 0;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < min || n > max) {
+        admin_resp_errorf(resp, 400, "invalid parameter", key, "expected an integer %ld..%ld", min,
+                          max);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+void admin_h_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                  admin_resp_t *resp)
+{
+    admin_kind_t kind;
+    if (admin_req_kind(req, &kind) != 0) {
+        admin_resp_errorf(resp, 404, "not found", "", "unknown collection");
+        return;
+    }
+    long limit, offset;
+    if (admin_query_int(req, "limit", ADMIN_LIST_DEFAULT, 1, ADMIN_LIST_MAX, &limit, resp) ||
+        admin_query_int(req, "offset", 0, 0, 100000000, &offset, resp))
+        return;
+    char name[80];
+    admin_cache_t *c = &ctx->cache[kind];
+    admin_list_acc_t acc = {.max = c->count, .name = NULL};
+    if (admin_query_get(req->query, "name", name, sizeof(name)))
+        acc.name = name;
+    acc.items = calloc(acc.max ? acc.max : 1, sizeof(*acc.items));
+    if (!acc.items) {
+        admin_resp_errorf(resp, 503, "overloaded", "", "out of memory");
+        return;
+    }
+    admin_cache_foreach(c, admin_list_collect, &acc);
+    qsort(acc.items, acc.n, sizeof(*acc.items), admin_list_cmp);
+    /* Concatenates the cached texts: a list is never re-serialised. */
+    buf_reset(&resp->body);
+    buf_append_str(&resp->body, "{\"items\":[");
+    size_t shown = 0;
+    for (size_t i = (size_t)offset; i < acc.n && shown < (size_t)limit; i++, shown++) {
+        if (shown)
+            buf_append_str(&resp->body, ",");
+        buf_append(&resp->body, acc.items[i]->text, acc.items[i]->text_len - 1);
+    }
+    int rc = buf_printf(&resp->body, "],\"count\":%zu,\"total\":%zu,\"offset\":%ld}\n", shown,
+                        acc.n, offset);
+    free(acc.items);
+    if (rc != 0) {
+        admin_resp_errorf(resp, 503, "overloaded", "", "list too large; use limit");
+        return;
+    }
+    resp->status = 200;
+}
+
+/* After a commit: cache, publish, and for a filter the feeds that embed it. */
+static void admin_after_write(admin_ctx_t *ctx, admin_kind_t kind, const char *id, json_t *out)
+{
+    if (out) {
+        json_incref(out);
+        if (admin_cache_put(&ctx->cache[kind], out) != 0)
+            log_error("admin: %s %s committed but the cache is full; restart to reload",
+                      admin_kind_name(kind), id);
+    } else {
+        admin_cache_remove(&ctx->cache[kind], id);
+    }
+    if (ctx->pub) {
+        admin_publish(ctx->pub, ctx, kind, id, out);
+        if (kind == ADMIN_KIND_FILTER && out)
+            admin_publish_feeds_using(ctx->pub, ctx,
+                                      json_string_value(json_object_get(out, "name")));
+    }
+}
+
+static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
+                        const char *action, admin_resp_t *resp)
+{
+    admin_kind_t kind;
+    if (admin_req_kind(req, &kind) != 0) {
+        admin_resp_errorf(resp, 404, "not found", "", "unknown collection");
+        return;
+    }
+    int64_t if_match = admin_if_match(req->if_match);
+    if (if_match == -2) {
+        admin_resp_errorf(resp, 400, "invalid header", "If-Match",
+                          "expected a version as returned in ETag, e.g. \"3\"");
+        return;
+    }
+    bool is_delete = strcmp(action, "delete") == 0;
+    admin_err_t err;
+    json_t *body = NULL;
+    if (!is_delete) {
+        body = admin_parse_body(req->body, req->body_len, ctx->max_body, &err);
+        if (!body) {
+            admin_resp_error(resp, &err);
+            return;
+        }
+        /* A patch is validated after merging, inside the transaction. */
+        if (strcmp(action, "patch") != 0 && admin_validate(kind, body, &err) != 0) {
+            json_decref(body);
+            admin_resp_error(resp, &err);
+            return;
+        }
+    }
+    if (strcmp(action, "create") == 0 && ctx->cache[kind].count >= ctx->cache[kind].max) {
+        json_decref(body);
+        admin_resp_errorf(resp, 507, "collection full", "",
+                          "at most %zu %s objects; delete some first", ctx->cache[kind].max,
+                          admin_kind_name(kind));
+        return;
+    }
+    if (!ctx->db) {
+        json_decref(body);
+        admin_resp_errorf(resp, 503, "database unavailable", "", "no database configured");
+        return;
+    }
+    json_t *out = NULL, *before = NULL;
+    const char *who = req->principal.name[0] ? req->principal.name : "anonymous";
+    int rc = admin_db_write(ctx->db, kind, action, strcmp(action, "create") ? id : NULL, body,
+                            if_match, who, &out, &before, &err);
+    json_decref(body);
+    if (rc != 0) {
+        if (err.status == 503)
+            ctx->db_errors_total++;
+        admin_resp_error(resp, &err);
+        return;
+    }
+    const char *oid = out ? json_string_value(json_object_get(out, "id")) : id;
+    log_info("admin: %s %s %s (%s) by %s", action, admin_kind_name(kind), oid,
+             out ? json_string_value(json_object_get(out, "name")) : "deleted", who);
+    char oid_copy[160];
+    snprintf(oid_copy, sizeof(oid_copy), "%s", oid);
+    admin_after_write(ctx, kind, oid_copy, out);
+    json_decref(before);
+    if (is_delete) {
+        admin_resp_text(resp, 204, "", 0);
+        json_decref(out);
+        return;
+    }
+    const admin_obj_t *o = admin_cache_get(&ctx->cache[kind], oid_copy);
+    bool created = strcmp(action, "create") == 0;
+    if (o) {
+        admin_send_object(resp, created ? 201 : 200, o);
+    } else {
+        admin_set_etag(resp, json_integer_value(json_object_get(out, "version")));
+        json_incref(out);
+        admin_resp_json(resp, created ? 201 : 200, out);
+    }
+    if (created)
+        snprintf(resp->location, sizeof(resp->location), "/api/v1/%s/%s",
+                 admin_kind_collection(kind), oid_copy);
+    json_decref(out);
+}
+
+void admin_h_create(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                    admin_resp_t *resp)
+{
+    admin_write(ctx, req, NULL, "create", resp);
+}
+
+void admin_h_replace(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                     admin_resp_t *resp)
+{
+    admin_write(ctx, req, id, "replace", resp);
+}
+
+void admin_h_patch(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                   admin_resp_t *resp)
+{
+    admin_write(ctx, req, id, "patch", resp);
+}
+
+void admin_h_delete(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                    admin_resp_t *resp)
+{
+    admin_write(ctx, req, id, "delete", resp);
+}

@@ -1,0 +1,166 @@
+/* Operational collections: status (from heartbeats), alarms (list, get, acknowledge) and the
+ * audit log. Status is in memory; alarms and audit come from PostgreSQL. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+
+static int admin_parse_id64(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 1)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int admin_limit(const admin_req_t *req, int def, int *out, admin_resp_t *resp)
+{
+    char v[16];
+    *out = def;
+    if (!admin_query_get(req->query, "limit", v, sizeof(v)))
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 1 || n > 1000) {
+        admin_resp_errorf(resp, 400, "invalid parameter", "limit", "expected an integer 1..1000");
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                    admin_resp_t *resp)
+{
+    json_t *st = ctx->events ? admin_events_status(ctx->events, admin_now_ms())
+                             : json_pack("{s:[],s:[]}", "workers", "feeds");
+    json_object_set_new(st, "database", json_string(admin_db_ok(ctx->db) ? "up" : "down"));
+    admin_resp_json(resp, 200, st);
+}
+
+static int admin_need_db(admin_ctx_t *ctx, admin_resp_t *resp)
+{
+    if (ctx->db)
+        return 0;
+    admin_resp_errorf(resp, 503, "database unavailable", "", "no database configured");
+    return -1;
+}
+
+void admin_h_alarms_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                         admin_resp_t *resp)
+{
+    char state[16], type[64], severity[16];
+    int limit;
+    if (admin_need_db(ctx, resp) || admin_limit(req, 100, &limit, resp))
+        return;
+    bool has_state = admin_query_get(req->query, "state", state, sizeof(state));
+    if (has_state && strcmp(state, "active") && strcmp(state, "cleared")) {
+        admin_resp_errorf(resp, 400, "invalid parameter", "state",
+                          "expected \"active\" or \"cleared\"");
+        return;
+    }
+    bool has_type = admin_query_get(req->query, "type", type, sizeof(type));
+    bool has_sev = admin_query_get(req->query, "severity", severity, sizeof(severity));
+    admin_err_t err;
+    json_t *j = admin_db_alarm_list(ctx->db, has_state ? state : NULL, has_type ? type : NULL,
+                                    has_sev ? severity : NULL, limit, &err);
+    if (!j) {
+        admin_resp_error(resp, &err);
+        return;
+    }
+    admin_resp_json(resp, 200, j);
+}
+
+void admin_h_alarms_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                        admin_resp_t *resp)
+{
+    int64_t n;
+    if (admin_need_db(ctx, resp))
+        return;
+    if (admin_parse_id64(id, &n) != 0) {
+        admin_resp_errorf(resp, 404, "not found", "", "alarm ids are positive integers");
+        return;
+    }
+    admin_err_t err;
+    json_t *j = admin_db_alarm_get(ctx->db, n, &err);
+    if (!j) {
+        admin_resp_error(resp, &err);
+        return;
+    }
+    admin_resp_json(resp, 200, j);
+}
+
+void admin_h_alarms_ack(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                        admin_resp_t *resp)
+{
+    int64_t n;
+    if (admin_need_db(ctx, resp))
+        return;
+    if (admin_parse_id64(id, &n) != 0) {
+        admin_resp_errorf(resp, 404, "not found", "", "alarm ids are positive integers");
+        return;
+    }
+    admin_err_t err;
+    json_t *j;
+    if (admin_db_alarm_ack(ctx->db, n, req->principal.name, &j, &err) != 0) {
+        admin_resp_error(resp, &err);
+        return;
+    }
+    admin_resp_json(resp, 200, j);
+}
+
+void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                        admin_resp_t *resp)
+{
+    char kind[32], object_id[160], before[24];
+    int limit;
+    int64_t before_id = 0;
+    if (admin_need_db(ctx, resp) || admin_limit(req, 100, &limit, resp))
+        return;
+    bool has_kind = admin_query_get(req->query, "kind", kind, sizeof(kind));
+    admin_kind_t k;
+    if (has_kind && admin_kind_from_name(kind, &k) != 0) {
+        admin_resp_errorf(resp, 400, "invalid parameter", "kind",
+                          "expected feed, filter, source or correlation");
+        return;
+    }
+    bool has_obj = admin_query_get(req->query, "object_id", object_id, sizeof(object_id));
+    if (admin_query_get(req->query, "before", before, sizeof(before)) &&
+        admin_parse_id64(before, &before_id) != 0) {
+        admin_resp_errorf(resp, 400, "invalid parameter", "before",
+                          "expected an audit id (positive integer)");
+        return;
+    }
+    admin_err_t err;
+    json_t *j = admin_db_audit_list(ctx->db, has_kind ? kind : NULL, has_obj ? object_id : NULL,
+                                    before_id, limit, &err);
+    if (!j) {
+        admin_resp_error(resp, &err);
+        return;
+    }
+    admin_resp_json(resp, 200, j);
+}
+
+void admin_h_audit_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+                       admin_resp_t *resp)
+{
+    int64_t n;
+    if (admin_need_db(ctx, resp))
+        return;
+    if (admin_parse_id64(id, &n) != 0) {
+        admin_resp_errorf(resp, 404, "not found", "", "audit ids are positive integers");
+        return;
+    }
+    admin_err_t err;
+    json_t *j = admin_db_audit_get(ctx->db, n, &err);
+    if (!j) {
+        admin_resp_error(resp, &err);
+        return;
+    }
+    admin_resp_json(resp, 200, j);
+}

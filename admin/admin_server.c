@@ -1,0 +1,317 @@
+/* Glue between services/httpd and the transport-free handlers (admin_handle), plus the
+ * periodic work on the same event loop: ndd.config delivery reports and reconcile, ndd.events
+ * consumption and missing-heartbeat checks, database liveness. One thread: handlers,
+ * caches and the database connection are never shared across threads. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "admin.h"
+#include "admin_server.h"
+#include "httpd.h"
+#include "log.h"
+#include "metrics.h"
+#include "tls.h"
+
+typedef struct admin_server {
+    admin_ctx_t ctx;
+    const admin_settings_t *s;
+    struct event_base *base;
+    httpd_t *httpd;
+    struct event *tick;
+    int64_t last_db_check_ms;
+    metrics_counter_t *requests[ADMIN_METHOD_OTHER + 1][6];
+} admin_server_t;
+
+static void admin_http_cb(httpd_req_t *hr, void *arg)
+{
+    admin_server_t *srv = arg;
+    admin_req_t req;
+    memset(&req, 0, sizeof(req));
+    req.method = admin_method_parse(httpd_req_method(hr));
+    req.path = httpd_req_path(hr);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(httpd_req_evhttp(hr));
+    req.query = uri ? evhttp_uri_get_query(uri) : NULL;
+    req.body = httpd_req_body(hr, &req.body_len);
+    req.if_match = httpd_req_header(hr, "If-Match");
+    admin_resp_t resp;
+    if (admin_resp_init(&resp) != 0) {
+        httpd_reply_error(hr, 503, "out of memory");
+        return;
+    }
+    admin_handle(&srv->ctx, &req, httpd_req_header(hr, "Authorization"), &resp);
+    if (resp.etag[0])
+        httpd_resp_header(hr, "ETag", resp.etag);
+    if (resp.location[0])
+        httpd_resp_header(hr, "Location", resp.location);
+    if (resp.status == 401)
+        httpd_resp_header(hr, "WWW-Authenticate", "Bearer realm=\"ndd-admin\"");
+    httpd_reply(hr, resp.status, resp.status == 204 ? NULL : resp.content_type, resp.body.data,
+                resp.body.len);
+    int cls = resp.status / 100;
+    if (cls >= 1 && cls <= 5 && srv->requests[req.method][cls])
+        metrics_counter_inc(srv->requests[req.method][cls]);
+    admin_resp_free(&resp);
+}
+
+static double admin_metric_objects(void *arg)
+{
+    return (double)((admin_cache_t *)arg)->count;
+}
+
+static double admin_metric_db_up(void *arg)
+{
+    return admin_db_ok(((admin_server_t *)arg)->ctx.db) ? 1 : 0;
+}
+
+static double admin_metric_publish_failed(void *arg)
+{
+    return (double)admin_publisher_failed(((admin_server_t *)arg)->ctx.pub);
+}
+
+static void admin_metrics_setup(admin_server_t *srv)
+{
+    metrics_registry_t *r = metrics_default_registry();
+    metrics_family_t *req =
+        metrics_counter_new(r, "ndd_admin_requests_total",
+                            "REST API requests by method and status class", "method,code");
+    static const char *const classes[] = {"", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    for (int m = 0; req && m <= ADMIN_METHOD_OTHER; m++)
+        for (int c = 1; c <= 5; c++)
+            srv->requests[m][c] = metrics_counter_labels(
+                req, m == ADMIN_METHOD_OTHER ? "other" : admin_method_name((admin_method_t)m),
+                classes[c]);
+    metrics_family_t *obj =
+        metrics_gauge_new(r, "ndd_admin_objects", "Configuration objects by kind", "kind");
+    for (int k = 0; obj && k < ADMIN_KIND_COUNT; k++) {
+        metrics_gauge_t *g = metrics_gauge_labels(obj, admin_kind_name((admin_kind_t)k));
+        if (g)
+            metrics_child_set_callback(g, admin_metric_objects, &srv->ctx.cache[k]);
+    }
+    metrics_family_t *up =
+        metrics_gauge_new(r, "ndd_admin_database_up", "1 while PostgreSQL answers", NULL);
+    metrics_gauge_t *g = up ? metrics_gauge_labels(up) : NULL;
+    if (g)
+        metrics_child_set_callback(g, admin_metric_db_up, srv);
+    metrics_family_t *pf = metrics_counter_new(r, "ndd_admin_publish_failed_total",
+                                               "ndd.config records whose delivery failed", NULL);
+    metrics_counter_t *c = pf ? metrics_counter_labels(pf) : NULL;
+    if (c)
+        metrics_child_set_callback(c, admin_metric_publish_failed, srv);
+    httpd_set_metrics(srv->httpd, r);
+}
+
+static void admin_tick(evutil_socket_t fd, short what, void *arg)
+{
+    admin_server_t *srv = arg;
+    admin_publisher_poll(srv->ctx.pub, &srv->ctx);
+    if (srv->ctx.events)
+        admin_events_poll(srv->ctx.events, 1000);
+    int64_t now = admin_now_ms();
+    if (now - srv->last_db_check_ms >= 2000) {
+        srv->last_db_check_ms = now;
+        bool was = admin_db_ok(srv->ctx.db);
+        bool is = admin_db_ping(srv->ctx.db);
+        if (was != is)
+            log_warn("admin: PostgreSQL is %s", is ? "reachable again" : "unreachable");
+    }
+}
+
+static void admin_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    log_info("admin: signal %d, shutting down", (int)sig);
+    event_base_loopbreak(arg);
+}
+
+static admin_db_t *admin_open_db_wait(const admin_settings_t *s)
+{
+    char err[512];
+    int64_t deadline = admin_now_ms() + s->db_wait_ms;
+    for (;;) {
+        admin_db_t *db = admin_db_open(s->db, s->db_schema, err, sizeof(err));
+        if (db)
+            return db;
+        if (admin_now_ms() >= deadline) {
+            log_error("admin: PostgreSQL (schema %s): %s", s->db_schema, err);
+            return NULL;
+        }
+        log_warn("admin: waiting for PostgreSQL: %s", err);
+        usleep(500 * 1000);
+    }
+}
+
+int admin_serve(const admin_settings_t *s)
+{
+    admin_server_t srv;
+    memset(&srv, 0, sizeof(srv));
+    srv.s = s;
+    int rc = 1;
+    char err[512];
+    SSL_CTX *ssl = NULL;
+    struct event *sigint = NULL, *sigterm = NULL;
+    if (admin_ctx_init(&srv.ctx, s->max_objects, s->max_body) != 0) {
+        log_error("admin: out of memory");
+        return 1;
+    }
+    srv.ctx.db = admin_open_db_wait(s);
+    if (!srv.ctx.db)
+        goto out;
+    log_info("admin: PostgreSQL schema %s at migration %d", s->db_schema,
+             admin_db_schema_version(srv.ctx.db));
+    int n = admin_db_load(srv.ctx.db, &srv.ctx, err, sizeof(err));
+    if (n < 0) {
+        log_error("admin: loading configuration: %s", err);
+        goto out;
+    }
+    log_info("admin: %d configuration objects loaded", n);
+    srv.ctx.tokens = admin_tokens_new(srv.ctx.db, 4096, s->token_ttl_ms);
+    if (s->brokers && *s->brokers) {
+        srv.ctx.pub = admin_publisher_new(s->brokers, s->config_topic, s->config_replication, err,
+                                          sizeof(err));
+        if (!srv.ctx.pub) {
+            log_error("admin: ndd.config publisher (%s at %s): %s", s->config_topic, s->brokers,
+                      err);
+            goto out;
+        }
+        int r = admin_reconcile(srv.ctx.pub, &srv.ctx, 15000, err, sizeof(err));
+        if (r < 0)
+            log_error("admin: start-up reconcile of %s failed: %s (retrying in the background)",
+                      s->config_topic, err);
+        else
+            log_info("admin: %s reconciled with the database (%d records written)", s->config_topic,
+                     r);
+        srv.ctx.events = admin_events_new(s->brokers, s->events_topic, s->events_group, srv.ctx.db,
+                                          s->down_after_ms, err, sizeof(err));
+        if (!srv.ctx.events) {
+            log_error("admin: ndd.events consumer (%s at %s): %s", s->events_topic, s->brokers,
+                      err);
+            goto out;
+        }
+    } else {
+        log_warn("admin: no --brokers: configuration is not published to ndd.config");
+    }
+    if (s->tls_cert) {
+        tls_config_t tc = {.cert_file = s->tls_cert,
+                           .key_file = s->tls_key,
+                           .ca_file = s->tls_ca,
+                           .require_client_cert = s->tls_client_auth};
+        ssl = tls_server_ctx_new(&tc, err, sizeof(err));
+        if (!ssl) {
+            log_error("admin: TLS: %s", err);
+            goto out;
+        }
+    }
+    srv.base = event_base_new();
+    httpd_options_t ho = {.bind_addr = s->listen,
+                          .port = s->port,
+                          .ssl_ctx = ssl,
+                          .max_connections = 1024,
+                          .max_body_bytes = s->max_body};
+    srv.httpd = srv.base ? httpd_new_ex(srv.base, &ho, err, sizeof(err)) : NULL;
+    if (!srv.httpd) {
+        log_error("admin: HTTP server: %s", err);
+        goto out;
+    }
+    if (httpd_route(srv.httpd, "*", "/api/v1/*", admin_http_cb, &srv) != 0) {
+        log_error("admin: cannot register /api/v1 routes");
+        goto out;
+    }
+    admin_metrics_setup(&srv);
+    srv.tick = event_new(srv.base, -1, EV_PERSIST, admin_tick, &srv);
+    struct timeval tv = {0, 100 * 1000};
+    event_add(srv.tick, &tv);
+    sigint = evsignal_new(srv.base, SIGINT, admin_signal_cb, srv.base);
+    sigterm = evsignal_new(srv.base, SIGTERM, admin_signal_cb, srv.base);
+    event_add(sigint, NULL);
+    event_add(sigterm, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    httpd_set_ready(srv.httpd, true);
+    log_info("admin: serving %s on %s:%u",
+             ssl ? (s->tls_client_auth ? "HTTPS (mTLS)" : "HTTPS") : "HTTP", s->listen,
+             (unsigned)httpd_port(srv.httpd));
+    if (s->port_file) {
+        FILE *f = fopen(s->port_file, "w");
+        if (f) {
+            fprintf(f, "%u\n", (unsigned)httpd_port(srv.httpd));
+            fclose(f);
+        } else {
+            log_error("admin: cannot write port file %s", s->port_file);
+        }
+    }
+    event_base_dispatch(srv.base);
+    rc = 0;
+out:
+    if (sigint)
+        event_free(sigint);
+    if (sigterm)
+        event_free(sigterm);
+    if (srv.tick)
+        event_free(srv.tick);
+    httpd_free(srv.httpd);
+    if (srv.base)
+        event_base_free(srv.base);
+    tls_ctx_free(ssl);
+    admin_events_free(srv.ctx.events);
+    admin_publisher_free(srv.ctx.pub);
+    admin_tokens_free(srv.ctx.tokens);
+    admin_db_close(srv.ctx.db);
+    admin_ctx_free(&srv.ctx);
+    return rc;
+}
+
+int admin_token_command(const admin_settings_t *s, const char *verb, const char *name,
+                        const char *role)
+{
+    char err[512];
+    admin_db_t *db = admin_db_open(s->db, s->db_schema, err, sizeof(err));
+    if (!db) {
+        fprintf(stderr, "ndd-admin token: PostgreSQL (schema %s): %s\n", s->db_schema, err);
+        return 1;
+    }
+    int rc = 1;
+    if (strcmp(verb, "create") == 0) {
+        admin_role_t r = admin_role_parse(role);
+        if (r == ADMIN_ROLE_NONE || !name || !*name) {
+            fprintf(stderr, "ndd-admin token create: --role admin|viewer and --name NAME are "
+                            "required\n");
+            goto out;
+        }
+        char id[32], token[160], salt[65], hash[65];
+        if (admin_token_generate(id, token, salt, hash) != 0 ||
+            admin_db_token_insert(db, id, name, r, salt, hash, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ndd-admin token create: %s\n", err);
+            goto out;
+        }
+        /* The only time the token is ever shown. */
+        printf("%s\n", token);
+        fprintf(stderr, "token \"%s\" (role %s, id %s) created; it is shown only once\n", name,
+                admin_role_name(r), id);
+        rc = 0;
+    } else if (strcmp(verb, "revoke") == 0) {
+        if (!name || admin_db_token_revoke(db, name, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ndd-admin token revoke: %s\n", name ? err : "--name is required");
+            goto out;
+        }
+        rc = 0;
+    } else if (strcmp(verb, "list") == 0) {
+        json_t *l = admin_db_token_list(db, err, sizeof(err));
+        if (!l) {
+            fprintf(stderr, "ndd-admin token list: %s\n", err);
+            goto out;
+        }
+        json_dumpf(l, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(l);
+        rc = 0;
+    } else {
+        fprintf(stderr, "ndd-admin token: unknown verb \"%s\" (create, list, revoke)\n", verb);
+    }
+out:
+    admin_db_close(db);
+    return rc;
+}

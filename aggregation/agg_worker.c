@@ -1,0 +1,960 @@
+/* ndd-aggregation worker loop: see agg_worker.h and docs/aggregation.md.
+ *
+ * Every consumed record gets a slot from a fixed pool (the in-flight bound) and keeps its
+ * librdkafka message alive until the MAIN/DLQ produce of it is acknowledged: the value is
+ * produced by reference (zero copy) and the original headers are detached from the consumed
+ * message and re-used for the produced one. A slot moves through
+ *   NEW (consumed, in the FIFO) -> READY (decoded, headers prepared, offset taken)
+ *   -> PRODUCED (owned by librdkafka) -> delivery report -> offset done -> slot free.
+ * The FIFO keeps consumption order, so records of one key leave in the order they came. */
+#include "agg_worker.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "codec.h"
+#include "filter.h"
+#include "log.h"
+#include "offset_tracker.h"
+
+#define AGG_MAX_PARTITIONS 65536
+#define AGG_REASON_PRODUCE "produce-refused"
+
+typedef enum agg_slot_state {
+    AGG_SLOT_FREE = 0,
+    AGG_SLOT_NEW,
+    AGG_SLOT_READY,
+    AGG_SLOT_PRODUCED,
+} agg_slot_state_t;
+
+typedef enum agg_dest {
+    AGG_DEST_MAIN = 0,
+    AGG_DEST_DLQ,
+} agg_dest_t;
+
+typedef struct agg_slot {
+    rd_kafka_message_t *src;  /* consumed record; value and key are produced from it */
+    rd_kafka_headers_t *hdrs; /* prepared headers (READY), NULL otherwise */
+    struct agg_slot *next;    /* free list or FIFO link */
+    uint64_t ticket;          /* offset_tracker ticket */
+    int64_t t_produce_ns;
+    uint32_t epoch; /* partition epoch at take time; a revoke bumps it */
+    int32_t partition;
+    uint8_t state;
+    uint8_t dest;
+    uint8_t body_dropped; /* DLQ retry without the value (it was too large) */
+    int8_t reason;        /* codec_reason_t of a DLQ record, -1 for produce-refused */
+} agg_slot_t;
+
+typedef struct agg_part {
+    bool assigned;
+    bool dirty; /* the low-water mark may have moved since the last store */
+    uint32_t epoch;
+    uint64_t seq; /* @agg-seq of the last record produced from this partition */
+    offset_tracker_t tracker;
+} agg_part_t;
+
+typedef struct agg_metrics {
+    metrics_counter_t *in_msgs, *in_bytes, *out_msgs, *out_bytes, *filtered, *unmatched;
+    metrics_counter_t *dlq[CODEC_REASON__COUNT + 1]; /* last: produce-refused */
+    metrics_counter_t *produce_errors, *reload_ok, *reload_err, *pauses;
+    metrics_histogram_t *latency;
+    metrics_gauge_t *inflight, *lag, *paused, *assigned;
+} agg_metrics_t;
+
+struct agg_worker {
+    agg_config_t cfg;
+    char in_topic[256], group[256], main_topic[256], dlq_topic[256], client_id[256];
+    kafka_consumer_t *consumer;
+    kafka_producer_t *producer;
+
+    agg_slot_t *slots;
+    uint32_t n_slots;
+    agg_slot_t *free_list;
+    uint32_t n_free;
+    agg_slot_t *fifo_head, *fifo_tail; /* NEW/READY slots in consumption order */
+    uint32_t fifo_len;
+
+    agg_part_t *parts;
+    int32_t n_parts;
+
+    filter_slot_t *filter;
+    struct timespec filter_mtime;
+    int64_t filter_next_check_ms;
+
+    bool paused;
+    int64_t blocked_since_ms;
+    bool fatal;
+    agg_stats_t st;
+    agg_metrics_t m;
+};
+
+/* ---- small helpers ---- */
+
+static int64_t agg_now_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t agg_now_ms(void)
+{
+    return agg_now_ns(CLOCK_MONOTONIC) / 1000000;
+}
+
+static agg_part_t *agg_part(agg_worker_t *w, int32_t partition, bool create)
+{
+    if (partition < 0 || partition >= AGG_MAX_PARTITIONS)
+        return NULL;
+    if (partition >= w->n_parts) {
+        if (!create)
+            return NULL;
+        int32_t n = partition + 1;
+        agg_part_t *p = realloc(w->parts, sizeof(*p) * (size_t)n);
+        if (!p)
+            return NULL;
+        memset(p + w->n_parts, 0, sizeof(*p) * (size_t)(n - w->n_parts));
+        w->parts = p;
+        w->n_parts = n;
+    }
+    agg_part_t *p = &w->parts[partition];
+    if (!p->tracker.offsets && create && offset_tracker_init(&p->tracker, w->cfg.max_inflight))
+        return NULL;
+    return p;
+}
+
+static agg_slot_t *agg_slot_get(agg_worker_t *w)
+{
+    agg_slot_t *s = w->free_list;
+    if (!s)
+        return NULL;
+    w->free_list = s->next;
+    w->n_free--;
+    s->next = NULL;
+    return s;
+}
+
+static void agg_slot_put(agg_worker_t *w, agg_slot_t *s)
+{
+    if (s->src)
+        rd_kafka_message_destroy(s->src);
+    if (s->hdrs)
+        rd_kafka_headers_destroy(s->hdrs);
+    memset(s, 0, sizeof(*s));
+    s->next = w->free_list;
+    w->free_list = s;
+    w->n_free++;
+}
+
+static void agg_fifo_push(agg_worker_t *w, agg_slot_t *s)
+{
+    s->next = NULL;
+    if (w->fifo_tail)
+        w->fifo_tail->next = s;
+    else
+        w->fifo_head = s;
+    w->fifo_tail = s;
+    w->fifo_len++;
+}
+
+static agg_slot_t *agg_fifo_pop(agg_worker_t *w)
+{
+    agg_slot_t *s = w->fifo_head;
+    if (!s)
+        return NULL;
+    w->fifo_head = s->next;
+    if (!w->fifo_head)
+        w->fifo_tail = NULL;
+    s->next = NULL;
+    w->fifo_len--;
+    return s;
+}
+
+static uint32_t agg_inflight(const agg_worker_t *w)
+{
+    return w->n_slots - w->n_free;
+}
+
+/* ---- metrics ---- */
+
+static int agg_metrics_init(agg_worker_t *w)
+{
+    metrics_registry_t *r = w->cfg.metrics;
+    const char *nf = w->cfg.nf_type;
+    agg_metrics_t *m = &w->m;
+    metrics_family_t *f;
+#define AGG_COUNTER(field, name, help)                                                             \
+    do {                                                                                           \
+        if (!(f = metrics_counter_new(r, name, help, "nf_type")) ||                                \
+            !(m->field = metrics_counter_labels(f, nf)))                                           \
+            return -1;                                                                             \
+    } while (0)
+#define AGG_GAUGE(field, name, help)                                                               \
+    do {                                                                                           \
+        if (!(f = metrics_gauge_new(r, name, help, "nf_type")) ||                                  \
+            !(m->field = metrics_gauge_labels(f, nf)))                                             \
+            return -1;                                                                             \
+    } while (0)
+    AGG_COUNTER(in_msgs, "ndd_aggregation_ingress_messages_total",
+                "Copies consumed from the NF topic");
+    AGG_COUNTER(in_bytes, "ndd_aggregation_ingress_bytes_total",
+                "Value bytes of the copies consumed from the NF topic");
+    AGG_COUNTER(out_msgs, "ndd_aggregation_egress_messages_total",
+                "Copies written to MAIN and acknowledged");
+    AGG_COUNTER(out_bytes, "ndd_aggregation_egress_bytes_total",
+                "Value bytes of the copies written to MAIN and acknowledged");
+    AGG_COUNTER(filtered, "ndd_aggregation_filtered_total", "Copies dropped by the ingress filter");
+    AGG_COUNTER(unmatched, "ndd_aggregation_filter_unmatched_total",
+                "Copies no filter rule matched (decided by the default action)");
+    AGG_COUNTER(produce_errors, "ndd_aggregation_produce_errors_total",
+                "Produces refused or failed (the record is retried or dead-lettered)");
+    AGG_COUNTER(pauses, "ndd_aggregation_pauses_total",
+                "Times consumption was paused for backpressure");
+    AGG_GAUGE(inflight, "ndd_aggregation_inflight_messages",
+              "Copies consumed whose produce is not acknowledged yet");
+    AGG_GAUGE(lag, "ndd_aggregation_consumer_lag_messages",
+              "Records behind the end of the assigned NF partitions (librdkafka statistics)");
+    AGG_GAUGE(paused, "ndd_aggregation_paused", "1 while consumption is paused (backpressure)");
+    AGG_GAUGE(assigned, "ndd_aggregation_assigned_partitions",
+              "NF topic partitions assigned to this worker");
+
+    if (!(f = metrics_counter_new(r, "ndd_aggregation_dead_letter_total",
+                                  "Copies written to the dead-letter topic, by reason",
+                                  "nf_type,reason")))
+        return -1;
+    for (int i = 1; i < CODEC_REASON__COUNT; i++)
+        if (!(m->dlq[i] = metrics_counter_labels(f, nf, codec_reason_name((codec_reason_t)i))))
+            return -1;
+    if (!(m->dlq[CODEC_REASON__COUNT] = metrics_counter_labels(f, nf, AGG_REASON_PRODUCE)))
+        return -1;
+    if (!(f = metrics_counter_new(r, "ndd_aggregation_filter_reloads_total",
+                                  "Ingress filter (re)loads by result", "nf_type,result")) ||
+        !(m->reload_ok = metrics_counter_labels(f, nf, "ok")) ||
+        !(m->reload_err = metrics_counter_labels(f, nf, "error")))
+        return -1;
+    if (!(f = metrics_histogram_new(r, "ndd_aggregation_produce_latency_seconds",
+                                    "From produce to broker acknowledgement", "nf_type",
+                                    metrics_latency_buckets_seconds,
+                                    metrics_latency_buckets_seconds_n)) ||
+        !(m->latency = metrics_histogram_labels(f, nf)))
+        return -1;
+    return 0;
+#undef AGG_COUNTER
+#undef AGG_GAUGE
+}
+
+/* Consumer statistics: sum the consumer_lag of our topic's partitions. */
+static void agg_on_stats(void *owner, const char *json, size_t len)
+{
+    agg_worker_t *w = owner;
+    json_t *root = json_loadb(json, len, 0, NULL);
+    if (!root)
+        return;
+    json_t *parts = json_object_get(json_object_get(json_object_get(root, "topics"), w->in_topic),
+                                    "partitions");
+    const char *k;
+    json_t *p;
+    int64_t lag = 0;
+    json_object_foreach(parts, k, p)
+    {
+        if (strcmp(k, "-1") == 0)
+            continue;
+        json_int_t l = json_integer_value(json_object_get(p, "consumer_lag"));
+        if (l > 0)
+            lag += l;
+    }
+    metrics_gauge_set(w->m.lag, (double)lag);
+    json_decref(root);
+}
+
+/* ---- filter ---- */
+
+/* Loads the filter file into the slot. At start a failure is fatal (returned); at run time
+ * the previous filter stays in force and the error is logged and counted. */
+static int agg_filter_load(agg_worker_t *w, char *err, size_t errlen)
+{
+    const char *path = w->cfg.filter_file;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "filter file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0)
+        w->filter_mtime = sb.st_mtim;
+    char *text = malloc(FILTER_MAX_TEXT + 1);
+    if (!text) {
+        fclose(f);
+        snprintf(err, errlen, "filter file %s: out of memory", path);
+        return -1;
+    }
+    size_t n = fread(text, 1, FILTER_MAX_TEXT + 1, f);
+    bool too_big = n > FILTER_MAX_TEXT;
+    bool rerr = ferror(f);
+    fclose(f);
+    if (rerr || too_big) {
+        free(text);
+        snprintf(err, errlen, "filter file %s: %s", path,
+                 too_big ? "larger than the filter text limit" : "read error");
+        return -1;
+    }
+    char why[512];
+    filter_t *nf = filter_compile_text(text, n, why, sizeof(why));
+    free(text);
+    if (!nf) {
+        snprintf(err, errlen, "filter file %s: %s", path, why);
+        return -1;
+    }
+    uint64_t gen = filter_slot_swap(w->filter, nf);
+    log_info("aggregation %s: filter \"%s\" loaded from %s (%zu rules, generation %" PRIu64 ")",
+             w->cfg.nf_type, filter_name(nf), path, filter_rule_count(nf), gen);
+    return 0;
+}
+
+static void agg_filter_maybe_reload(agg_worker_t *w, volatile sig_atomic_t *reload)
+{
+    if (!w->cfg.filter_file)
+        return;
+    bool asked = reload && *reload;
+    int64_t now = agg_now_ms();
+    if (!asked) {
+        if (now < w->filter_next_check_ms)
+            return;
+        w->filter_next_check_ms = now + w->cfg.filter_check_ms;
+        struct stat sb;
+        if (stat(w->cfg.filter_file, &sb) != 0 || (sb.st_mtim.tv_sec == w->filter_mtime.tv_sec &&
+                                                   sb.st_mtim.tv_nsec == w->filter_mtime.tv_nsec))
+            return;
+    }
+    if (reload)
+        *reload = 0;
+    char err[768];
+    if (agg_filter_load(w, err, sizeof(err)) == 0) {
+        w->st.filter_reloads++;
+        metrics_counter_inc(w->m.reload_ok);
+    } else {
+        /* Keep the filter in force; remember the mtime so a broken file is reported once. */
+        struct stat sb;
+        if (stat(w->cfg.filter_file, &sb) == 0)
+            w->filter_mtime = sb.st_mtim;
+        w->st.filter_reload_errors++;
+        metrics_counter_inc(w->m.reload_err);
+        log_error("aggregation %s: filter reload refused, previous filter stays: %s",
+                  w->cfg.nf_type, err);
+    }
+}
+
+/* ---- offsets ---- */
+
+static void agg_store_offsets(agg_worker_t *w)
+{
+    for (int32_t i = 0; i < w->n_parts; i++) {
+        agg_part_t *p = &w->parts[i];
+        if (!p->dirty)
+            continue;
+        p->dirty = false;
+        int64_t next;
+        if (p->assigned && offset_tracker_advanced(&p->tracker, &next))
+            kafka_consumer_store(w->consumer, w->in_topic, i, next);
+    }
+}
+
+/* ---- producing ---- */
+
+static void agg_slot_done(agg_worker_t *w, agg_slot_t *s)
+{
+    agg_part_t *p = agg_part(w, s->partition, false);
+    /* An acknowledgement for a partition revoked since (epoch moved on) is dropped: its
+     * record will be consumed again by the new owner from the committed offset. */
+    if (p && p->assigned && p->epoch == s->epoch &&
+        offset_tracker_done(&p->tracker, s->ticket) == OFFSET_TRACKER_OK)
+        p->dirty = true;
+}
+
+/* Turns a slot into a dead-letter record: hdrs (owned by the slot) get the @dlq-* headers. */
+static int agg_make_dlq(agg_worker_t *w, agg_slot_t *s, const codec_error_t *cerr,
+                        const char *reason_override)
+{
+    char origin[300];
+    codec_format_origin(origin, sizeof(origin), w->in_topic, s->src->partition, s->src->offset);
+    if (codec_dlq_headers(s->hdrs, cerr, origin))
+        return -1;
+    if (reason_override &&
+        codec_headers_set(s->hdrs, CODEC_DLQ_REASON, reason_override, strlen(reason_override)))
+        return -1;
+    s->dest = AGG_DEST_DLQ;
+    s->reason = reason_override ? -1 : (int8_t)cerr->reason;
+    return 0;
+}
+
+static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_message_t *rkm)
+{
+    agg_worker_t *w = owner;
+    agg_slot_t *s = msg_opaque;
+    if (!s)
+        return;
+    if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (s->dest == AGG_DEST_MAIN) {
+            w->st.produced++;
+            metrics_counter_inc(w->m.out_msgs);
+            metrics_counter_add(w->m.out_bytes, rkm->len);
+            metrics_histogram_observe(
+                w->m.latency, (double)(agg_now_ns(CLOCK_MONOTONIC) - s->t_produce_ns) / 1e9);
+        } else {
+            w->st.dead_lettered++;
+            metrics_counter_inc(w->m.dlq[s->reason < 0 ? CODEC_REASON__COUNT : s->reason]);
+        }
+        agg_slot_done(w, s);
+        agg_slot_put(w, s);
+        return;
+    }
+    if (rkm->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+        rkm->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+        /* Shutdown gave up on it: not done, so its offset is not stored. */
+        agg_slot_put(w, s);
+        return;
+    }
+    w->st.produce_failures++;
+    metrics_counter_inc(w->m.produce_errors);
+    /* message.timeout.ms is infinite, so this is a permanent refusal (too large, topic gone,
+     * not authorised). A MAIN record goes to the DLQ with the reason; a DLQ record is retried
+     * once without its value; after that the worker stops without storing the offset. */
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_headers(rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h)
+        s->hdrs = rd_kafka_headers_copy(h);
+    else
+        s->hdrs = rd_kafka_headers_new(8);
+    bool ok = s->hdrs != NULL;
+    if (ok && s->dest == AGG_DEST_MAIN) {
+        codec_error_t ce = {.reason = CODEC_ERR_BAD_VALUE};
+        snprintf(ce.field, sizeof(ce.field), "value");
+        snprintf(ce.detail, sizeof(ce.detail), "produce to %.64s refused: %.64s", w->main_topic,
+                 rd_kafka_err2str(rkm->err));
+        ok = agg_make_dlq(w, s, &ce, AGG_REASON_PRODUCE) == 0;
+    } else if (ok && !s->body_dropped) {
+        s->body_dropped = 1;
+        codec_headers_set(s->hdrs, "@dlq-body-dropped", rd_kafka_err2name(rkm->err),
+                          strlen(rd_kafka_err2name(rkm->err)));
+    } else {
+        ok = false;
+    }
+    if (!ok) {
+        log_error("aggregation %s: record %s [%d] offset %lld could not be written to %s nor "
+                  "%s: %s; stopping without storing its offset",
+                  w->cfg.nf_type, w->in_topic, (int)s->src->partition, (long long)s->src->offset,
+                  w->main_topic, w->dlq_topic, rd_kafka_err2str(rkm->err));
+        w->fatal = true;
+        agg_slot_put(w, s);
+        return;
+    }
+    s->state = AGG_SLOT_READY;
+    agg_fifo_push(w, s);
+}
+
+enum { AGG_WAIT = -1, AGG_FINISHED = 0, AGG_GO = 1 };
+
+/* Decides what a NEW slot becomes: AGG_GO when it is READY to produce, AGG_FINISHED when
+ * nothing is to be produced (filtered, or consumed before a revoke) and the caller frees it,
+ * AGG_WAIT when it must wait (offset window full, or out of memory with w->fatal set). */
+static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int64_t now_us)
+{
+    rd_kafka_message_t *m = s->src;
+    agg_part_t *p = agg_part(w, m->partition, false);
+    if (!p || !p->assigned || p->epoch != s->epoch)
+        return AGG_FINISHED; /* consumed before a revoke: the next owner reads it again */
+    codec_msg_t cm;
+    codec_error_t cerr;
+    codec_reason_t r = codec_decode(&cm, m, &cerr);
+    if (r == CODEC_OK) {
+        int rule;
+        filter_action_t a = filter_eval(flt, &cm, &rule);
+        if (rule == FILTER_RULE_DEFAULT && flt) {
+            w->st.unmatched++;
+            metrics_counter_inc(w->m.unmatched);
+        }
+        if (a == FILTER_DROP) {
+            offset_tracker_rc_t rc = offset_tracker_skip(&p->tracker, m->offset);
+            if (rc == OFFSET_TRACKER_FULL)
+                return AGG_WAIT;
+            if (rc == OFFSET_TRACKER_OK)
+                p->dirty = true;
+            w->st.filtered++;
+            metrics_counter_inc(w->m.filtered);
+            return AGG_FINISHED;
+        }
+    }
+    offset_tracker_rc_t rc = offset_tracker_take(&p->tracker, m->offset, &s->ticket);
+    if (rc == OFFSET_TRACKER_FULL)
+        return AGG_WAIT;
+    if (rc != OFFSET_TRACKER_OK) {
+        /* Not above the last taken offset: a redelivery librdkafka should not make. Skip it
+         * rather than produce it twice; its offset is covered by the later one. */
+        log_warn("aggregation %s: %s [%d] offset %lld out of order (last %lld), skipped",
+                 w->cfg.nf_type, w->in_topic, (int)m->partition, (long long)m->offset,
+                 (long long)p->tracker.last_taken);
+        return AGG_FINISHED;
+    }
+    /* The original headers move to the produced record (no copy of their bytes). */
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_detach_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR || !h)
+        h = rd_kafka_headers_new(4);
+    s->hdrs = h;
+    if (r != CODEC_OK) {
+        if (agg_make_dlq(w, s, &cerr, NULL))
+            goto nomem;
+        log_debug("aggregation %s: %s [%d] offset %lld to DLQ: %s %s: %s", w->cfg.nf_type,
+                  w->in_topic, (int)m->partition, (long long)m->offset,
+                  codec_reason_name(cerr.reason), cerr.field, cerr.detail);
+    } else {
+        char origin[300];
+        int olen =
+            codec_format_origin(origin, sizeof(origin), w->in_topic, m->partition, m->offset);
+        if (codec_headers_set_meta_u64(h, CODEC_META_AGG_TIMESTAMP, (uint64_t)now_us) ||
+            codec_headers_set_meta_u64(h, CODEC_META_AGG_SEQ, p->seq + 1) ||
+            codec_headers_set_meta(h, CODEC_META_ORIGIN, origin, olen > 0 ? (size_t)olen : 0))
+            goto nomem;
+        p->seq++;
+        s->dest = AGG_DEST_MAIN;
+    }
+    s->state = AGG_SLOT_READY;
+    return AGG_GO;
+nomem:
+    /* Out of memory building headers: leave the offset pending and stop; a restart retries. */
+    log_error("aggregation %s: out of memory preparing %s [%d] offset %lld", w->cfg.nf_type,
+              w->in_topic, (int)m->partition, (long long)m->offset);
+    w->fatal = true;
+    return AGG_WAIT;
+}
+
+/* Hands a READY slot to librdkafka: AGG_GO when queued (librdkafka owns the slot until its
+ * delivery report), AGG_WAIT when the queue is full, AGG_FINISHED when it can be written
+ * nowhere (w->fatal is set; the caller frees it, its offset stays unstored). */
+static int agg_produce(agg_worker_t *w, agg_slot_t *s)
+{
+    rd_kafka_message_t *m = s->src;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        const char *topic = s->dest == AGG_DEST_MAIN ? w->main_topic : w->dlq_topic;
+        s->t_produce_ns = agg_now_ns(CLOCK_MONOTONIC);
+        rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+        kafka_produce_result_t r =
+            kafka_produce(w->producer, topic, RD_KAFKA_PARTITION_UA, m->key, m->key_len,
+                          s->body_dropped ? NULL : m->payload, s->body_dropped ? 0 : m->len,
+                          s->hdrs, KAFKA_VALUE_BORROW, s, &e);
+        if (r == KAFKA_PRODUCE_OK) {
+            s->hdrs = NULL; /* librdkafka owns them now */
+            s->state = AGG_SLOT_PRODUCED;
+            return AGG_GO;
+        }
+        if (r == KAFKA_PRODUCE_FULL)
+            return AGG_WAIT;
+        /* Refused before queueing (larger than message.max.bytes, ...): a MAIN record goes to
+         * the DLQ with the reason; a DLQ record is retried once without its value. */
+        w->st.produce_failures++;
+        metrics_counter_inc(w->m.produce_errors);
+        if (s->dest == AGG_DEST_MAIN) {
+            codec_error_t ce = {.reason = CODEC_ERR_BAD_VALUE};
+            snprintf(ce.field, sizeof(ce.field), "value");
+            snprintf(ce.detail, sizeof(ce.detail), "produce to %.64s refused: %.64s", w->main_topic,
+                     rd_kafka_err2str(e));
+            if (agg_make_dlq(w, s, &ce, AGG_REASON_PRODUCE))
+                break;
+        } else if (!s->body_dropped) {
+            s->body_dropped = 1;
+            const char *why = rd_kafka_err2name(e);
+            if (codec_headers_set(s->hdrs, "@dlq-body-dropped", why, strlen(why)))
+                break;
+        } else {
+            log_error("aggregation %s: record %s [%d] offset %lld refused by %s and %s: %s; "
+                      "stopping without storing its offset",
+                      w->cfg.nf_type, w->in_topic, (int)m->partition, (long long)m->offset,
+                      w->main_topic, w->dlq_topic, rd_kafka_err2str(e));
+            break;
+        }
+    }
+    w->fatal = true;
+    return AGG_FINISHED;
+}
+
+/* Works the FIFO in order until it is empty or something must wait. */
+static void agg_process_fifo(agg_worker_t *w)
+{
+    if (!w->fifo_head)
+        return;
+    filter_t *flt = filter_slot_acquire(w->filter);
+    int64_t now_us = agg_now_ns(CLOCK_REALTIME) / 1000;
+    while (w->fifo_head && !w->fatal) {
+        agg_slot_t *s = w->fifo_head;
+        int r = AGG_GO;
+        if (s->state == AGG_SLOT_NEW)
+            r = agg_prepare(w, s, flt, now_us);
+        if (r == AGG_GO)
+            r = agg_produce(w, s);
+        if (r == AGG_WAIT)
+            break;
+        agg_fifo_pop(w);
+        if (r == AGG_FINISHED)
+            agg_slot_put(w, s);
+    }
+    filter_release(flt);
+}
+
+/* ---- rebalance ---- */
+
+static void agg_drop_partition_fifo(agg_worker_t *w, int32_t partition)
+{
+    agg_slot_t *keep_head = NULL, *keep_tail = NULL;
+    uint32_t kept = 0;
+    agg_slot_t *s;
+    while ((s = agg_fifo_pop(w))) {
+        if (s->partition == partition) {
+            agg_slot_put(w, s);
+            continue;
+        }
+        s->next = NULL;
+        if (keep_tail)
+            keep_tail->next = s;
+        else
+            keep_head = s;
+        keep_tail = s;
+        kept++;
+    }
+    w->fifo_head = keep_head;
+    w->fifo_tail = keep_tail;
+    w->fifo_len = kept;
+}
+
+static void agg_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
+                             const rd_kafka_topic_partition_list_t *parts)
+{
+    agg_worker_t *w = owner;
+    if (kind == KAFKA_REBALANCE_REVOKED && w->producer) {
+        /* Last chance to hand finished work to the next owner: give what librdkafka already
+         * holds a short time to be acknowledged (each one left pending now would be written
+         * again by the next owner: a duplicate), store, and let the commit that follows
+         * carry it. Records not yet handed to librdkafka are simply dropped below. */
+        int left = kafka_producer_flush(w->producer, w->cfg.revoke_flush_ms);
+        if (left)
+            log_warn("aggregation %s: revoke: %d records still unacknowledged after %d ms; "
+                     "the next owner will write them again",
+                     w->cfg.nf_type, left, w->cfg.revoke_flush_ms);
+        agg_store_offsets(w);
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        if (strcmp(parts->elems[i].topic, w->in_topic) != 0)
+            continue;
+        int32_t pid = parts->elems[i].partition;
+        agg_part_t *p = agg_part(w, pid, kind == KAFKA_REBALANCE_ASSIGNED);
+        if (!p) {
+            if (kind == KAFKA_REBALANCE_ASSIGNED) {
+                log_error("aggregation %s: no memory for partition %d", w->cfg.nf_type, (int)pid);
+                w->fatal = true;
+            }
+            continue;
+        }
+        /* Either way the pending work of the partition is forgotten: acknowledgements still
+         * to come carry the old epoch and are ignored. */
+        p->epoch++;
+        offset_tracker_reset(&p->tracker);
+        p->dirty = false;
+        p->seq = 0;
+        p->assigned = kind == KAFKA_REBALANCE_ASSIGNED;
+        if (!p->assigned)
+            agg_drop_partition_fifo(w, pid);
+    }
+    int n = 0;
+    for (int32_t i = 0; i < w->n_parts; i++)
+        n += w->parts[i].assigned;
+    metrics_gauge_set(w->m.assigned, n);
+}
+
+/* ---- backpressure ---- */
+
+#define AGG_PAUSE_AFTER_MS 200
+
+/* How many records the next poll may take: none while the FIFO is blocked (producer queue or
+ * an offset window full) or max_inflight records await acknowledgement. A stall is first met
+ * by simply not polling (librdkafka's prefetch queue is bounded by queued.max.messages.kbytes);
+ * if it lasts AGG_PAUSE_AFTER_MS the partitions are paused, so that the consumer can be
+ * polled for rebalances without taking data, and resumed as soon as there is room again.
+ * Pausing at once would cost a refetch of everything prefetched on every short stall. */
+static uint32_t agg_backpressure(agg_worker_t *w)
+{
+    uint32_t inflight = agg_inflight(w);
+    uint32_t room = 0;
+    if (w->fifo_len == 0 && inflight < w->cfg.max_inflight) {
+        room = w->cfg.max_inflight - inflight;
+        if (room > w->cfg.batch)
+            room = w->cfg.batch;
+    }
+    metrics_gauge_set(w->m.inflight, inflight);
+    if (room > 0) {
+        w->blocked_since_ms = 0;
+        if (w->paused && kafka_consumer_resume_all(w->consumer) == 0) {
+            w->paused = false;
+            metrics_gauge_set(w->m.paused, 0);
+        }
+        return room;
+    }
+    int64_t now = agg_now_ms();
+    if (!w->blocked_since_ms)
+        w->blocked_since_ms = now;
+    if (!w->paused && now - w->blocked_since_ms >= AGG_PAUSE_AFTER_MS &&
+        kafka_consumer_pause_all(w->consumer) == 0) {
+        w->paused = true;
+        w->st.pauses++;
+        metrics_counter_inc(w->m.pauses);
+        metrics_gauge_set(w->m.paused, 1);
+        log_info("aggregation %s: paused (%u in flight, %u waiting to be produced)", w->cfg.nf_type,
+                 inflight - w->fifo_len, w->fifo_len);
+    }
+    return 0;
+}
+
+/* ---- life cycle ---- */
+
+/* Pass-through properties: "consumer.X" goes to the consumer only, "producer.X" to the
+ * producer only (as X), anything else to both. Returns -1 when in is not for this client. */
+static int agg_prop_for(const kafka_prop_t *in, const char *other, const char *mine,
+                        kafka_prop_t *out)
+{
+    if (strncmp(in->key, other, strlen(other)) == 0)
+        return -1;
+    out->key = strncmp(in->key, mine, strlen(mine)) == 0 ? in->key + strlen(mine) : in->key;
+    out->value = in->value;
+    return 0;
+}
+
+agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
+{
+    if (!cfg->brokers || !cfg->nf_type || !*cfg->nf_type) {
+        snprintf(err, errlen, "aggregation: brokers and nf-type are required");
+        return NULL;
+    }
+    agg_worker_t *w = calloc(1, sizeof(*w));
+    if (!w) {
+        snprintf(err, errlen, "aggregation: out of memory");
+        return NULL;
+    }
+    w->cfg = *cfg;
+    if (!w->cfg.max_inflight)
+        w->cfg.max_inflight = 5000;
+    if (!w->cfg.batch)
+        w->cfg.batch = 500;
+    if (w->cfg.batch > w->cfg.max_inflight)
+        w->cfg.batch = w->cfg.max_inflight;
+    if (!w->cfg.shutdown_timeout_ms)
+        w->cfg.shutdown_timeout_ms = 10000;
+    if (!w->cfg.filter_check_ms)
+        w->cfg.filter_check_ms = 1000;
+    if (w->cfg.revoke_flush_ms <= 0)
+        w->cfg.revoke_flush_ms = w->cfg.revoke_flush_ms < 0 ? 0 : 2000;
+    if (!w->cfg.metrics)
+        w->cfg.metrics = metrics_default_registry();
+    snprintf(w->in_topic, sizeof(w->in_topic), "%s", cfg->in_topic ? cfg->in_topic : cfg->nf_type);
+    if (cfg->group)
+        snprintf(w->group, sizeof(w->group), "%s", cfg->group);
+    else
+        snprintf(w->group, sizeof(w->group), "ndd-agg-%s", cfg->nf_type);
+    snprintf(w->main_topic, sizeof(w->main_topic), "%s",
+             cfg->main_topic ? cfg->main_topic : "MAIN");
+    snprintf(w->dlq_topic, sizeof(w->dlq_topic), "%s",
+             cfg->dlq_topic ? cfg->dlq_topic : "ndd.dlq.aggregation");
+    if (cfg->client_id)
+        snprintf(w->client_id, sizeof(w->client_id), "%s", cfg->client_id);
+    else
+        snprintf(w->client_id, sizeof(w->client_id), "ndd-aggregation-%s", cfg->nf_type);
+    w->cfg.in_topic = w->in_topic;
+    w->cfg.group = w->group;
+    w->cfg.main_topic = w->main_topic;
+    w->cfg.dlq_topic = w->dlq_topic;
+    w->cfg.client_id = w->client_id;
+
+    if (agg_metrics_init(w)) {
+        snprintf(err, errlen, "aggregation: metrics registration failed");
+        goto fail;
+    }
+    /* The slot pool is the in-flight bound: max_inflight records plus one batch of room. */
+    w->n_slots = w->cfg.max_inflight + w->cfg.batch;
+    w->slots = calloc(w->n_slots, sizeof(*w->slots));
+    w->filter = filter_slot_new(NULL);
+    if (!w->slots || !w->filter) {
+        snprintf(err, errlen, "aggregation: out of memory");
+        goto fail;
+    }
+    for (uint32_t i = w->n_slots; i-- > 0;) {
+        w->slots[i].next = w->free_list;
+        w->free_list = &w->slots[i];
+    }
+    w->n_free = w->n_slots;
+    if (w->cfg.filter_file && agg_filter_load(w, err, errlen))
+        goto fail;
+    w->filter_next_check_ms = agg_now_ms() + w->cfg.filter_check_ms;
+
+    /* The producer's queue holds at most the in-flight records (plus slack for DLQ retries),
+     * so QUEUE_FULL means the byte bound was hit. */
+    kafka_prop_t pprops[72];
+    size_t np = 0;
+    char qmax[32];
+    snprintf(qmax, sizeof(qmax), "%u", w->n_slots + 1000);
+    pprops[np++] = (kafka_prop_t){"queue.buffering.max.messages", qmax};
+    for (size_t i = 0; i < cfg->n_props && np < 64; i++)
+        if (!agg_prop_for(&cfg->props[i], "consumer.", "producer.", &pprops[np]))
+            np++;
+    kafka_producer_opts_t po = {.brokers = cfg->brokers,
+                                .client_id = w->client_id,
+                                .props = pprops,
+                                .n_props = np,
+                                .on_delivery = agg_on_delivery,
+                                .owner = w};
+    w->producer = kafka_producer_new(&po, err, errlen);
+    if (!w->producer)
+        goto fail;
+
+    kafka_prop_t cprops[72];
+    size_t nc = 0;
+    /* Memory: what librdkafka prefetches beyond the in-flight records is bounded small (a
+     * few fetch responses); a held record keeps its fetch response alive, so big responses
+     * would multiply the in-flight bytes. Both can be overridden with kafka.consumer.*. */
+    cprops[nc++] = (kafka_prop_t){"statistics.interval.ms", "5000"};
+    cprops[nc++] = (kafka_prop_t){"queued.max.messages.kbytes", "4096"};
+    cprops[nc++] = (kafka_prop_t){"fetch.max.bytes", "4194304"};
+    for (size_t i = 0; i < cfg->n_props && nc < 64; i++)
+        if (!agg_prop_for(&cfg->props[i], "producer.", "consumer.", &cprops[nc]))
+            nc++;
+    const char *topics[] = {w->in_topic};
+    kafka_consumer_opts_t co = {.brokers = cfg->brokers,
+                                .group_id = w->group,
+                                .client_id = w->client_id,
+                                .topics = topics,
+                                .n_topics = 1,
+                                .cooperative = cfg->cooperative,
+                                .props = cprops,
+                                .n_props = nc,
+                                .on_rebalance = agg_on_rebalance,
+                                .on_stats = agg_on_stats,
+                                .owner = w};
+    w->consumer = kafka_consumer_new(&co, err, errlen);
+    if (!w->consumer)
+        goto fail;
+    log_info("aggregation %s: consuming %s in group %s, producing to %s (dead letters to %s), "
+             "max in-flight %u, batch %u",
+             cfg->nf_type, w->in_topic, w->group, w->main_topic, w->dlq_topic, w->cfg.max_inflight,
+             w->cfg.batch);
+    return w;
+fail:
+    agg_worker_free(w);
+    return NULL;
+}
+
+/* Each consumed message enters the FIFO with the epoch of its partition at that moment
+ * (poll_each hands it over before a later rebalance callback can change the epoch). */
+static void agg_on_message(void *owner, rd_kafka_message_t *m)
+{
+    agg_worker_t *w = owner;
+    w->st.consumed++;
+    metrics_counter_inc(w->m.in_msgs);
+    metrics_counter_add(w->m.in_bytes, m->len);
+    agg_part_t *p = agg_part(w, m->partition, false);
+    agg_slot_t *s = NULL;
+    if (!p || !p->assigned || strcmp(rd_kafka_topic_name(m->rkt), w->in_topic) != 0 ||
+        !(s = agg_slot_get(w))) {
+        /* Not ours (any more), or no room (the poll asks for at most the free slots, so only
+         * a message librdkafka returns despite a pause lands here): its offset is not stored,
+         * it is consumed again after a restart or rebalance. */
+        if (p && p->assigned && !s)
+            log_warn("aggregation %s: no slot for %s [%d] offset %lld", w->cfg.nf_type, w->in_topic,
+                     (int)m->partition, (long long)m->offset);
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    s->src = m;
+    s->partition = m->partition;
+    s->epoch = p->epoch;
+    s->state = AGG_SLOT_NEW;
+    agg_fifo_push(w, s);
+}
+
+int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_atomic_t *reload)
+{
+    while (!*stop && !w->fatal) {
+        kafka_producer_poll(w->producer, 0);
+        agg_store_offsets(w);
+        agg_filter_maybe_reload(w, reload);
+        agg_process_fifo(w);
+
+        uint32_t room = agg_backpressure(w);
+        if (room > 0) {
+            /* With records in flight, come back soon for their acknowledgements. */
+            int timeout = agg_inflight(w) > 0 ? 1 : 100;
+            kafka_consumer_poll_each(w->consumer, room, timeout, agg_on_message, w);
+            agg_process_fifo(w);
+            continue;
+        }
+        /* Stalled: wait for acknowledgements. While paused the consumer is still polled for
+         * rebalances; a record it returns anyway takes one of the batch's spare slots. */
+        kafka_producer_poll(w->producer, 10);
+        if (w->paused && w->n_free > 0)
+            kafka_consumer_poll_each(w->consumer, w->n_free, 0, agg_on_message, w);
+    }
+
+    /* Drain: nothing new is taken; what was handed to librdkafka gets up to the shutdown
+     * timeout to be acknowledged, and exactly the acknowledged records are committed. */
+    int rc = w->fatal ? -1 : 0;
+    log_info("aggregation %s: stopping (%u in flight, %u waiting)", w->cfg.nf_type,
+             agg_inflight(w) - w->fifo_len, w->fifo_len);
+    kafka_consumer_pause_all(w->consumer);
+    agg_slot_t *s;
+    while ((s = agg_fifo_pop(w)))
+        agg_slot_put(w, s);
+    int left = kafka_producer_flush(w->producer, w->cfg.shutdown_timeout_ms);
+    if (left)
+        log_warn("aggregation %s: %d records not acknowledged within %d ms; their offsets are "
+                 "not committed (they will be consumed again)",
+                 w->cfg.nf_type, left, w->cfg.shutdown_timeout_ms);
+    agg_store_offsets(w);
+    kafka_consumer_close(w->consumer); /* commits the stored offsets, leaves the group */
+    w->consumer = NULL;
+    kafka_producer_close(w->producer, 0);
+    w->producer = NULL;
+    log_info("aggregation %s: stopped: consumed %" PRIu64 ", produced %" PRIu64
+             ", filtered %" PRIu64 ", dead-lettered %" PRIu64,
+             w->cfg.nf_type, w->st.consumed, w->st.produced, w->st.filtered, w->st.dead_lettered);
+    return rc;
+}
+
+agg_stats_t agg_worker_stats(const agg_worker_t *w)
+{
+    agg_stats_t s = w->st;
+    s.inflight = agg_inflight(w);
+    return s;
+}
+
+void agg_worker_free(agg_worker_t *w)
+{
+    if (!w)
+        return;
+    if (w->consumer)
+        kafka_consumer_close(w->consumer);
+    if (w->producer)
+        kafka_producer_close(w->producer, w->cfg.shutdown_timeout_ms);
+    for (uint32_t i = 0; w->slots && i < w->n_slots; i++) {
+        if (w->slots[i].src)
+            rd_kafka_message_destroy(w->slots[i].src);
+        if (w->slots[i].hdrs)
+            rd_kafka_headers_destroy(w->slots[i].hdrs);
+    }
+    free(w->slots);
+    for (int32_t i = 0; i < w->n_parts; i++)
+        offset_tracker_free(&w->parts[i].tracker);
+    free(w->parts);
+    filter_slot_free(w->filter);
+    free(w);
+}

@@ -1,0 +1,61 @@
+/* The ndd-aggregation worker: consume one NF topic in a consumer group, decode, filter,
+ * enrich, produce to MAIN (or the dead-letter topic), and store each consumed offset only
+ * after the produce of that record was acknowledged. One thread runs agg_worker_run(); the
+ * metrics it updates are read by the HTTP thread. Design: docs/aggregation.md. */
+#ifndef NDD_AGG_WORKER_H
+#define NDD_AGG_WORKER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kafka.h"
+#include "metrics.h"
+
+typedef struct agg_config {
+    const char *brokers;
+    const char *nf_type;       /* label of metrics, default topic and group */
+    const char *in_topic;      /* NULL: nf_type */
+    const char *group;         /* NULL: "ndd-agg-<nf_type>" */
+    const char *main_topic;    /* NULL: "MAIN" */
+    const char *dlq_topic;     /* NULL: "ndd.dlq.aggregation" */
+    const char *client_id;     /* NULL: "ndd-aggregation-<nf_type>" */
+    const kafka_prop_t *props; /* kafka.* pass-through, applied to consumer and producer */
+    size_t n_props;
+    uint32_t max_inflight;       /* records consumed but not yet acknowledged; 0: 5000 */
+    uint32_t batch;              /* records taken per consumer poll; 0: 500 */
+    bool cooperative;            /* cooperative-sticky instead of eager rebalancing */
+    int shutdown_timeout_ms;     /* flush budget at stop; 0: 10000 */
+    int revoke_flush_ms;         /* wait for acks before giving partitions up; 0: 2000, <0: none */
+    const char *filter_file;     /* NULL: allow everything */
+    int filter_check_ms;         /* how often the file's mtime is checked; 0: 1000 */
+    metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
+} agg_config_t;
+
+/* Totals since start (also exported as metrics). */
+typedef struct agg_stats {
+    uint64_t consumed, produced, filtered, unmatched, dead_lettered, produce_failures;
+    uint64_t filter_reloads, filter_reload_errors, pauses;
+    uint64_t inflight;
+} agg_stats_t;
+
+typedef struct agg_worker agg_worker_t;
+
+/* Creates the consumer (subscribed) and the producer, loads the filter file. NULL with a
+ * reason in err (bad property, unreadable or invalid filter file). */
+agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen);
+
+/* Runs until *stop becomes non-zero, then drains: stops consuming, waits up to the shutdown
+ * timeout for acknowledgements, stores and commits the offsets of acknowledged records, and
+ * leaves the group. *reload (may be NULL) non-zero asks for a filter reload (SIGHUP); the
+ * worker clears it. Returns 0 after a clean stop, -1 after a fatal error (a record that could
+ * not be written to MAIN nor to the dead-letter topic, or a fatal producer error): its offset
+ * was not stored, so a restart retries it. */
+int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_atomic_t *reload);
+
+agg_stats_t agg_worker_stats(const agg_worker_t *w);
+/* Releases everything (after agg_worker_run returned, or instead of it). */
+void agg_worker_free(agg_worker_t *w);
+
+#endif

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Read benchmark of ndd-admin: GET /api/v1/feeds/{id} with 1, 4 and 16 concurrent clients,
+# HTTP/1.1 keep-alive, authenticated with a viewer token (every request is authorised).
+#
+#   NDD_PG=<conninfo> bench/admin/run.sh [--build DIR] [--requests N] [--clients "1 4 16"]
+#                                         [--tool h2load|wrk] [--port P]
+#
+# Uses its own schema (dropped at the end) and no Kafka (reads never touch it). Prints one
+# line per client count and a Markdown table for docs/benchmarks.md. Needs Debian packages
+# nghttp2-client (h2load) or wrk, and postgresql-client (psql) for the clean-up.
+set -euo pipefail
+
+BUILD=${NDD_BUILD_DIR:-build}
+REQUESTS=200000
+CLIENTS="1 4 16"
+TOOL=""
+PORT=28110
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --requests) REQUESTS=$2; shift 2 ;;
+    --clients) CLIENTS=$2; shift 2 ;;
+    --tool) TOOL=$2; shift 2 ;;
+    --port) PORT=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+: "${NDD_PG:?set NDD_PG to a libpq conninfo (deploy/local/stack.sh start prints it)}"
+ADMIN=$BUILD/admin/ndd-admin
+[ -x "$ADMIN" ] || { echo "no $ADMIN (build first, ideally -DCMAKE_BUILD_TYPE=Release)" >&2; exit 2; }
+if [ -z "$TOOL" ]; then
+  if command -v h2load >/dev/null; then TOOL=h2load; elif command -v wrk >/dev/null; then TOOL=wrk;
+  else echo "need h2load (nghttp2-client) or wrk" >&2; exit 2; fi
+fi
+
+SCHEMA="ndd_bench_$$_$RANDOM"
+WORK=$(mktemp -d)
+ADMIN_PID=""
+cleanup() {
+  [ -n "$ADMIN_PID" ] && kill "$ADMIN_PID" 2>/dev/null && wait "$ADMIN_PID" 2>/dev/null || true
+  psql "$NDD_PG" -q -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ADMIN_TOKEN=$("$ADMIN" token create --role admin --name bench-admin --db-schema "$SCHEMA" 2>/dev/null)
+VIEW_TOKEN=$("$ADMIN" token create --role viewer --name bench-viewer --db-schema "$SCHEMA" 2>/dev/null)
+env -u NDD_KAFKA "$ADMIN" --db-schema "$SCHEMA" --port "$PORT" --log-level warn >"$WORK/admin.log" 2>&1 &
+ADMIN_PID=$!
+URL=http://127.0.0.1:$PORT
+for _ in $(seq 1 100); do curl -sf "$URL/healthz" >/dev/null && break; sleep 0.1; done
+
+FEED='{"name":"bench-feed","transport":"http2","encoding":"json","endpoints":[{"url":"http://127.0.0.1:8080/ingest","weight":1},{"url":"http://127.0.0.1:8081/ingest","weight":1}],"delivery":{"max_in_flight":256,"timeout_ms":5000}}'
+ID=$(curl -sf -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
+  -d "$FEED" "$URL/api/v1/feeds" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+[ -n "$ID" ] || { echo "creating the feed failed; see $WORK/admin.log" >&2; cat "$WORK/admin.log" >&2; exit 1; }
+TARGET="$URL/api/v1/feeds/$ID"
+BYTES=$(curl -sf -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET" | wc -c)
+
+echo "ndd-admin read benchmark: GET /api/v1/feeds/{id} ($BYTES-byte body), $TOOL, $(nproc) CPUs"
+TABLE="| clients | threads | requests | reads/s | mean latency |\n|---|---|---|---|---|\n"
+for c in $CLIENTS; do
+  t=$(( c < $(nproc) ? c : $(nproc) ))
+  if [ "$TOOL" = h2load ]; then
+    out=$(h2load --h1 -n "$REQUESTS" -c "$c" -t "$t" -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET" 2>&1)
+    echo "$out" | grep -q "$REQUESTS succeeded" || { echo "$out" >&2; echo "failed requests at $c clients" >&2; exit 1; }
+    rps=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
+    lat=$(echo "$out" | awk '/^time for request:/ {print $6}')
+  else
+    out=$(wrk -t "$t" -c "$c" -d 10s -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET")
+    rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
+    lat=$(echo "$out" | awk '/Latency/ {print $2}')
+  fi
+  printf 'clients=%-3s threads=%s reads/s=%s mean=%s\n' "$c" "$t" "$rps" "$lat"
+  TABLE+="| $c | $t | $REQUESTS | $rps | $lat |\n"
+done
+echo
+printf "%b" "$TABLE"

@@ -1,0 +1,419 @@
+#!/usr/bin/env bash
+# The NDD local stack: a real single-node Apache Kafka 3.9.1 (KRaft, broker+controller) and a
+# private PostgreSQL 15 cluster, both on 127.0.0.1 only, all state in one directory.
+#
+#   deploy/local/stack.sh start|stop|status [--dir DIR] [--kafka-port N] [--controller-port N]
+#                                           [--pg-port N] [--no-kafka] [--no-pg]
+#
+# Defaults: DIR=<repo>/.stack, Kafka 9092, controller Kafka+1, PostgreSQL 55432.
+# Env equivalents: NDD_STACK_DIR, NDD_KAFKA_PORT, NDD_CONTROLLER_PORT, NDD_PG_PORT.
+# start is idempotent and, when done, prints exactly two lines to stdout (also in DIR/env):
+#   NDD_KAFKA=127.0.0.1:N
+#   NDD_PG=host=127.0.0.1 port=N dbname=ndd user=ndd passfile=DIR/pgpass
+# Everything else goes to stderr. Two stacks with different dirs and ports run side by side.
+#
+#   deploy/local/stack.sh free-ports N [LOW-HIGH]
+# prints N distinct ports that nothing listens on, picked at random from LOW-HIGH (default
+# $NDD_PORT_RANGE or 30000-32000), for tests that start their own stack.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+KAFKA_VERSION=3.9.1
+PG_BIN=${NDD_PG_BIN:-/usr/lib/postgresql/15/bin}
+KAFKA_START_TIMEOUT=${NDD_KAFKA_START_TIMEOUT:-120}
+PG_START_TIMEOUT=${NDD_PG_START_TIMEOUT:-60}
+STOP_TIMEOUT=30
+
+usage() {
+    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+log() { echo "stack: $*" >&2; }
+die() {
+    echo "stack: error: $*" >&2
+    exit 1
+}
+
+cmd=${1:-}
+[[ -n $cmd ]] || usage
+shift
+
+# True when something accepts TCP connections on 127.0.0.1:$1 (bash only, no extra tools).
+port_open() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+if [[ $cmd == free-ports ]]; then
+    n=${1:?free-ports needs a count}
+    range=${2:-${NDD_PORT_RANGE:-30000-32000}}
+    lo=${range%-*} hi=${range#*-}
+    [[ $n =~ ^[0-9]+$ && $lo =~ ^[0-9]+$ && $hi =~ ^[0-9]+$ ]] && ((lo < hi && n <= hi - lo)) ||
+        die "free-ports: bad count '$n' or range '$range'"
+    picked=" "
+    for ((tries = 0; n > 0 && tries < 2000; tries++)); do
+        p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
+        [[ $picked == *" $p "* ]] && continue
+        port_open "$p" && continue
+        picked+="$p "
+        echo "$p"
+        n=$((n - 1))
+    done
+    ((n == 0)) || die "free-ports: not enough free ports in $range"
+    exit 0
+fi
+DIR=${NDD_STACK_DIR:-$ROOT/.stack}
+KAFKA_PORT=${NDD_KAFKA_PORT:-9092}
+CONTROLLER_PORT=${NDD_CONTROLLER_PORT:-}
+PG_PORT=${NDD_PG_PORT:-55432}
+WANT_KAFKA=1
+WANT_PG=1
+while (($#)); do
+    case $1 in
+    --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
+    --kafka-port) KAFKA_PORT=${2:?--kafka-port needs a value}; shift 2 ;;
+    --controller-port) CONTROLLER_PORT=${2:?--controller-port needs a value}; shift 2 ;;
+    --pg-port) PG_PORT=${2:?--pg-port needs a value}; shift 2 ;;
+    --no-kafka) WANT_KAFKA=0; shift ;;
+    --no-pg) WANT_PG=0; shift ;;
+    -h | --help) usage ;;
+    *) echo "stack: unknown option '$1'" >&2; usage ;;
+    esac
+done
+CONTROLLER_PORT=${CONTROLLER_PORT:-$((KAFKA_PORT + 1))}
+for p in "$KAFKA_PORT" "$CONTROLLER_PORT" "$PG_PORT"; do
+    [[ $p =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || die "bad port '$p'"
+done
+# Only start creates DIR; stop and status on a missing DIR just find nothing running.
+[[ $cmd == start ]] && mkdir -p "$DIR"
+DIR=$(realpath -m -- "$DIR")
+
+KDIR=$DIR/kafka
+KAFKA_PID=$KDIR/kafka.pid
+KAFKA_LOG=$DIR/kafka.log
+PGDIR=$DIR/pg
+PGDATA=$PGDIR/data
+PGPASS=$DIR/pgpass
+PG_LOG=$DIR/postgres.log
+HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+KAFKA_LIBS=${NDD_KAFKA_LIBS:-${NDD_CACHE:-$HOME/.cache/ndd}/kafka-$KAFKA_VERSION/libs}
+KAFKA_ADDR=127.0.0.1:$KAFKA_PORT
+PG_CONNINFO="host=127.0.0.1 port=$PG_PORT dbname=ndd user=ndd passfile=$PGPASS"
+
+pid_alive() {
+    [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null
+}
+
+# PID from a pid file, only if that process is alive and its command line mentions our DIR, so a
+# recycled PID is never mistaken for (or killed as) our server.
+read_pid() {
+    local file=$1 pid
+    [[ -f $file ]] || return 1
+    pid=$(head -n1 "$file" 2>/dev/null | tr -dc 0-9)
+    pid_alive "$pid" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$DIR/" || return 1
+    echo "$pid"
+}
+
+# Waits until process $1 is gone; returns 1 after $2 seconds.
+wait_gone() {
+    local pid=$1 deadline=$((SECONDS + $2))
+    while pid_alive "$pid"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.2
+    done
+}
+
+# ---- PostgreSQL as the `postgres` user when we are root (initdb and postgres refuse root). ----
+if [[ $(id -u) == 0 ]]; then
+    PG_OS_USER=postgres
+    as_pg() { runuser -u postgres -- "$@"; }
+else
+    PG_OS_USER=$(id -un)
+    as_pg() { "$@"; }
+fi
+
+kafka_pid() { read_pid "$KAFKA_PID"; }
+pg_pid() {
+    # postmaster.pid's first line is the postmaster PID; its command line holds -D PGDATA.
+    read_pid "$PGDATA/postmaster.pid"
+}
+
+kafka_start() {
+    local pid
+    if pid=$(kafka_pid); then
+        port_open "$KAFKA_PORT" || die "Kafka (pid $pid) runs from $DIR but does not answer on $KAFKA_ADDR; was it started with other ports? Run stop first."
+        log "Kafka already running (pid $pid) on $KAFKA_ADDR"
+        return 0
+    fi
+    [[ -f $KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar ]] || "$ROOT/deploy/local/install-deps.sh" --quiet
+    [[ -f $KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar ]] || die "Kafka jars missing in $KAFKA_LIBS (run deploy/local/install-deps.sh)"
+    command -v java >/dev/null || die "java not found (run deploy/local/install-deps.sh)"
+    port_open "$KAFKA_PORT" && die "port $KAFKA_PORT is in use by another process; pick --kafka-port"
+    port_open "$CONTROLLER_PORT" && die "port $CONTROLLER_PORT is in use by another process; pick --controller-port"
+
+    mkdir -p "$KDIR/data"
+    sed -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" \
+        -e "s|@DATA_DIR@|$KDIR/data|g" "$ROOT/deploy/local/kafka/server.properties.in" \
+        >"$KDIR/server.properties"
+    sed -e "s|@LOG_FILE@|$KAFKA_LOG|g" "$ROOT/deploy/local/kafka/log4j.properties.in" \
+        >"$KDIR/log4j.properties"
+
+    local jvm=(java -Xms128m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+        -Djava.awt.headless=true -Dlog4j.configuration="file:$KDIR/log4j.properties"
+        -Dkafka.logs.dir="$KDIR" -cp "$KAFKA_LIBS/*")
+    if [[ ! -f $KDIR/data/meta.properties ]]; then
+        # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding; making it
+        # here saves a JVM start (StorageTool random-uuid).
+        local cid
+        cid=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+        log "formatting Kafka storage in $KDIR/data (cluster $cid)"
+        if ! "${jvm[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KDIR/server.properties" \
+            >"$KDIR/format.out" 2>&1 </dev/null; then
+            cat "$KDIR/format.out" >&2
+            die "Kafka storage format failed"
+        fi
+    fi
+
+    log "starting Kafka $KAFKA_VERSION on $KAFKA_ADDR (controller 127.0.0.1:$CONTROLLER_PORT)"
+    # setsid: the broker outlives this script and is not hit by the caller's terminal signals.
+    # The config path (under DIR) on the command line lets read_pid recognise the process.
+    setsid "${jvm[@]}" kafka.Kafka "$KDIR/server.properties" >"$KDIR/kafka.out" 2>&1 </dev/null 9>&- &
+    pid=$!
+    echo "$pid" >"$KAFKA_PID"
+
+    # Ready means: the broker answers a metadata request and lists itself.
+    local deadline=$((SECONDS + KAFKA_START_TIMEOUT))
+    while :; do
+        if ! pid_alive "$pid"; then
+            tail -n 40 "$KAFKA_LOG" "$KDIR/kafka.out" >&2 2>/dev/null || true
+            rm -f "$KAFKA_PID"
+            die "Kafka exited during start-up (logs above: $KAFKA_LOG, $KDIR/kafka.out)"
+        fi
+        if kcat -L -b "$KAFKA_ADDR" -m 2 2>/dev/null | grep -q '1 brokers:'; then
+            break
+        fi
+        if ((SECONDS >= deadline)); then
+            tail -n 40 "$KAFKA_LOG" "$KDIR/kafka.out" >&2 2>/dev/null || true
+            kill "$pid" 2>/dev/null || true
+            wait_gone "$pid" 10 || kill -9 "$pid" 2>/dev/null || true
+            rm -f "$KAFKA_PID"
+            die "Kafka did not answer a metadata request on $KAFKA_ADDR within ${KAFKA_START_TIMEOUT}s"
+        fi
+        sleep 0.5
+    done
+    log "Kafka ready (pid $pid)"
+}
+
+kafka_stop() {
+    local pid
+    if ! pid=$(kafka_pid); then
+        rm -f "$KAFKA_PID"
+        return 0
+    fi
+    log "stopping Kafka (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_gone "$pid" "$STOP_TIMEOUT"; then
+        log "Kafka did not stop in ${STOP_TIMEOUT}s; killing it"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_gone "$pid" 10 || die "Kafka (pid $pid) survives SIGKILL"
+    fi
+    rm -f "$KAFKA_PID"
+}
+
+# Makes DIR/pg reachable for the postgres user: DIR itself may be a 0700 root mktemp folder.
+pg_prepare_dirs() {
+    mkdir -p "$PGDIR"
+    if [[ $(id -u) == 0 ]]; then
+        # Traverse-only for others on DIR: lists nothing, lets postgres reach its own folder.
+        chmod o+x "$DIR"
+        chown postgres: "$PGDIR"
+        chmod 0700 "$PGDIR"
+        as_pg test -x "$PGDIR" ||
+            die "user postgres cannot reach $PGDIR (a parent folder of $DIR lacks o+x); use --dir under /tmp or another world-traversable path"
+    fi
+}
+
+pg_socket_dir() {
+    # Unix socket paths are limited to 107 bytes; a deep DIR falls back to /tmp (the socket file
+    # name carries the port, so stacks still do not collide).
+    local d=$PGDIR/run
+    if ((${#d} + 20 > 100)); then d=/tmp; fi
+    echo "$d"
+}
+
+pg_psql_admin() {
+    # Superuser access over the cluster's own Unix socket with peer authentication: no
+    # superuser password exists anywhere.
+    as_pg "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$(pg_socket_dir)" -p "$PG_PORT" \
+        -U "$PG_OS_USER" -d postgres "$@"
+}
+
+pg_start() {
+    local pid sockdir
+    [[ -x $PG_BIN/initdb ]] || "$ROOT/deploy/local/install-deps.sh" --quiet
+    [[ -x $PG_BIN/initdb ]] || die "PostgreSQL 15 not found in $PG_BIN (run deploy/local/install-deps.sh)"
+    pg_prepare_dirs
+    sockdir=$(pg_socket_dir)
+    if pid=$(pg_pid); then
+        port_open "$PG_PORT" || die "PostgreSQL (pid $pid) runs from $DIR but not on port $PG_PORT; run stop first."
+        log "PostgreSQL already running (pid $pid) on 127.0.0.1:$PG_PORT"
+    else
+        port_open "$PG_PORT" && die "port $PG_PORT is in use by another process; pick --pg-port"
+        if [[ ! -f $PGDATA/PG_VERSION ]]; then
+            log "creating PostgreSQL cluster in $PGDATA"
+            rm -rf "$PGDATA"
+            # Unix socket: peer (the OS user is the superuser); TCP: SCRAM passwords only.
+            if ! as_pg "$PG_BIN/initdb" -D "$PGDATA" -U "$PG_OS_USER" -E UTF8 --locale=C \
+                --auth-local=peer --auth-host=scram-sha-256 >"$PGDIR/initdb.out" 2>&1 </dev/null; then
+                cat "$PGDIR/initdb.out" >&2
+                die "initdb failed"
+            fi
+        fi
+        as_pg mkdir -p "$PGDIR/run"
+        # Settings on the command line, not in the data folder, so --pg-port can change between
+        # runs. fsync off: this is a throwaway development/test cluster.
+        local opts="-c listen_addresses=127.0.0.1 -c port=$PG_PORT"
+        opts+=" -c unix_socket_directories=$sockdir -c fsync=off -c synchronous_commit=off"
+        opts+=" -c full_page_writes=off -c shared_buffers=64MB -c max_connections=200"
+        opts+=" -c password_encryption=scram-sha-256"
+        [[ $(id -u) == 0 ]] && { touch "$PG_LOG"; chown postgres: "$PG_LOG"; }
+        log "starting PostgreSQL 15 on 127.0.0.1:$PG_PORT"
+        # pg_ctl daemonises the postmaster in its own session; -w waits for "ready".
+        if ! as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PG_LOG" -o "$opts" -w -t "$PG_START_TIMEOUT" \
+            start >"$PGDIR/pg_ctl.out" 2>&1 </dev/null 9>&-; then
+            cat "$PGDIR/pg_ctl.out" >&2
+            tail -n 30 "$PG_LOG" >&2 || true
+            die "PostgreSQL did not start on port $PG_PORT (log: $PG_LOG)"
+        fi
+        pid=$(pg_pid) || die "PostgreSQL started but postmaster.pid is not ours"
+    fi
+
+    # The application role and database; the password lives only in DIR/pgpass (0600).
+    local have_role
+    have_role=$(pg_psql_admin -tAc "SELECT 1 FROM pg_roles WHERE rolname = 'ndd'" </dev/null)
+    if [[ $have_role != 1 || ! -s $PGPASS ]]; then
+        local pw
+        pw=$(head -c24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        (
+            umask 077
+            printf '127.0.0.1:%s:*:ndd:%s\n' "$PG_PORT" "$pw" >"$PGPASS.tmp"
+        )
+        # The password travels on stdin, never on a command line that ps would show.
+        if [[ $have_role == 1 ]]; then
+            printf "ALTER ROLE ndd WITH LOGIN CREATEDB PASSWORD '%s';\n" "$pw" | pg_psql_admin
+        else
+            printf "CREATE ROLE ndd WITH LOGIN CREATEDB PASSWORD '%s';\n" "$pw" | pg_psql_admin
+        fi
+        mv "$PGPASS.tmp" "$PGPASS"
+    elif ! grep -q "^127.0.0.1:$PG_PORT:" "$PGPASS"; then
+        # Same cluster restarted on another port: the passfile line names the port.
+        sed -i -E "s/^127\.0\.0\.1:[0-9]+:/127.0.0.1:$PG_PORT:/" "$PGPASS"
+    fi
+    chmod 0600 "$PGPASS"
+    if [[ $(pg_psql_admin -tAc "SELECT 1 FROM pg_database WHERE datname = 'ndd'" </dev/null) != 1 ]]; then
+        pg_psql_admin -c "CREATE DATABASE ndd OWNER ndd" </dev/null
+    fi
+
+    # Ready means: the application role logs in over TCP with SCRAM and runs a query.
+    local deadline=$((SECONDS + PG_START_TIMEOUT)) out
+    while ! out=$(psql -X -tA "$PG_CONNINFO connect_timeout=5" -c 'SELECT 1' 2>&1 </dev/null) ||
+        [[ $out != 1 ]]; do
+        if ((SECONDS >= deadline)); then
+            echo "$out" >&2
+            tail -n 30 "$PG_LOG" >&2 || true
+            die "PostgreSQL on port $PG_PORT does not answer a query as user ndd"
+        fi
+        sleep 0.3
+    done
+    log "PostgreSQL ready (pid $pid)"
+}
+
+pg_stop() {
+    local pid
+    if ! pid=$(pg_pid); then
+        return 0
+    fi
+    log "stopping PostgreSQL (pid $pid)"
+    as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t "$STOP_TIMEOUT" stop >/dev/null 2>&1 </dev/null || true
+    if ! wait_gone "$pid" 5; then
+        log "PostgreSQL did not stop; sending SIGQUIT"
+        kill -QUIT "$pid" 2>/dev/null || true
+        wait_gone "$pid" 10 || { kill -KILL "$pid" 2>/dev/null || true; wait_gone "$pid" 5 || die "PostgreSQL (pid $pid) survives SIGKILL"; }
+    fi
+}
+
+# Serialises concurrent start/stop on one DIR. The servers are started with fd 9 closed, so
+# only stack.sh itself ever holds the lock.
+stack_lock() {
+    exec 9>"$DIR/.stack.lock"
+    flock -w 300 9 || die "another stack.sh holds $DIR/.stack.lock for 300s"
+}
+
+do_start() {
+    stack_lock
+    if [[ $WANT_KAFKA == 1 ]]; then kafka_start; fi
+    if [[ $WANT_PG == 1 ]]; then pg_start; fi
+    # DIR/env lists every server of this stack that runs, including one started earlier
+    # without this call's --no-* flag; stdout lists the ones this call was asked for.
+    local lines=() port
+    if [[ $WANT_KAFKA == 1 ]]; then
+        lines+=("NDD_KAFKA=$KAFKA_ADDR")
+    elif kafka_pid >/dev/null; then
+        port=$(sed -nE 's|^advertised.listeners=PLAINTEXT://127.0.0.1:([0-9]+)$|\1|p' "$KDIR/server.properties")
+        lines+=("NDD_KAFKA=127.0.0.1:$port")
+    fi
+    if [[ $WANT_PG == 1 ]]; then
+        lines+=("NDD_PG=$PG_CONNINFO")
+    elif pg_pid >/dev/null; then
+        port=$(sed -n 4p "$PGDATA/postmaster.pid")
+        lines+=("NDD_PG=host=127.0.0.1 port=$port dbname=ndd user=ndd passfile=$PGPASS")
+    fi
+    printf '%s\n' "${lines[@]}" >"$DIR/env.tmp"
+    mv "$DIR/env.tmp" "$DIR/env"
+    [[ $WANT_KAFKA == 1 ]] && echo "NDD_KAFKA=$KAFKA_ADDR"
+    [[ $WANT_PG == 1 ]] && echo "NDD_PG=$PG_CONNINFO"
+    return 0
+}
+
+do_stop() {
+    if [[ ! -d $DIR ]]; then
+        log "nothing to stop ($DIR does not exist)"
+        return 0
+    fi
+    stack_lock
+    local rc=0
+    if [[ $WANT_KAFKA == 1 ]]; then kafka_stop || rc=1; fi
+    if [[ $WANT_PG == 1 ]]; then pg_stop || rc=1; fi
+    [[ $WANT_KAFKA == 1 && $WANT_PG == 1 ]] && rm -f "$DIR/env"
+    log "stopped ($DIR)"
+    return $rc
+}
+
+do_status() {
+    local pid rc=0
+    if [[ $WANT_KAFKA == 1 ]]; then
+        if pid=$(kafka_pid); then
+            echo "kafka: running pid $pid, $(grep -oE '^listeners=.*' "$KDIR/server.properties" | cut -d= -f2)"
+        else
+            echo "kafka: stopped"
+            rc=1
+        fi
+    fi
+    if [[ $WANT_PG == 1 ]]; then
+        if pid=$(pg_pid); then
+            echo "postgres: running pid $pid, port $(sed -n 4p "$PGDATA/postmaster.pid")"
+        else
+            echo "postgres: stopped"
+            rc=1
+        fi
+    fi
+    if ((rc == 0)) && [[ -f $DIR/env ]]; then cat "$DIR/env"; fi
+    return $rc
+}
+
+case $cmd in
+start) do_start ;;
+stop) do_stop ;;
+status) do_status ;;
+*) usage ;;
+esac

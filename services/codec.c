@@ -1,0 +1,811 @@
+/* NF message copy codec (docs/message-format.md is the contract this file implements).
+ *
+ * Decoding never allocates and never copies: every slice points into the key, value and
+ * header storage of the record, so a decode costs one pass over the headers plus the
+ * checks of the fields found. The first violation found wins; the order of the checks is
+ * part of the contract (docs, "Validation order") so that a record always gets the same
+ * reason and field. */
+#include "codec.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Metadata header names, with their lengths known at compile time (lookups compare
+ * lengths first). */
+#define CODEC_META_LIST(X)                                                                         \
+    X(CODEC_META_CORRELATION_ID, "@correlation-id")                                                \
+    X(CODEC_META_TIMESTAMP, "@timestamp-us")                                                       \
+    X(CODEC_META_MESSAGE_TYPE, "@message-type")                                                    \
+    X(CODEC_META_TRIGGER_POINT, "@trigger-point")                                                  \
+    X(CODEC_META_NF_TYPE, "@nf-type")                                                              \
+    X(CODEC_META_NF_INSTANCE, "@nf-instance")                                                      \
+    X(CODEC_META_SRC_ADDR, "@src-addr")                                                            \
+    X(CODEC_META_DST_ADDR, "@dst-addr")                                                            \
+    X(CODEC_META_CONSUMER_ID, "@consumer-id")                                                      \
+    X(CODEC_META_CONSUMER_FQDN, "@consumer-fqdn")                                                  \
+    X(CODEC_META_PRODUCER_ID, "@producer-id")                                                      \
+    X(CODEC_META_PRODUCER_FQDN, "@producer-fqdn")                                                  \
+    X(CODEC_META_HOP_ID, "@hop-id")                                                                \
+    X(CODEC_META_REROUTE_CAUSE, "@reroute-cause")                                                  \
+    X(CODEC_META_SEQ, "@seq")                                                                      \
+    X(CODEC_META_AGG_TIMESTAMP, "@agg-timestamp-us")                                               \
+    X(CODEC_META_AGG_SEQ, "@agg-seq")                                                              \
+    X(CODEC_META_ORIGIN, "@origin")
+
+#define CODEC_META_NAME(e, n) [e] = n,
+#define CODEC_META_LEN(e, n) [e] = sizeof(n) - 1,
+static const char *const codec_meta_names[CODEC_META__COUNT] = {CODEC_META_LIST(CODEC_META_NAME)};
+static const size_t codec_meta_name_len[CODEC_META__COUNT] = {CODEC_META_LIST(CODEC_META_LEN)};
+
+static const char *const codec_reason_names[CODEC_REASON__COUNT] = {
+    [CODEC_OK] = "ok",
+    [CODEC_ERR_MISSING_FIELD] = "missing-field",
+    [CODEC_ERR_BAD_VALUE] = "bad-value",
+    [CODEC_ERR_OVERSIZED] = "oversized",
+    [CODEC_ERR_LIMIT] = "too-many-headers",
+    [CODEC_ERR_BAD_HEADER] = "bad-header",
+    [CODEC_ERR_DUPLICATE] = "duplicate-field",
+    [CODEC_ERR_KEY_MISMATCH] = "key-mismatch",
+    [CODEC_ERR_INCONSISTENT] = "inconsistent",
+};
+
+static const char *const codec_trigger_names[CODEC_TRIGGER__COUNT] = {
+    [CODEC_TRIGGER_UNKNOWN] = "unknown",         [CODEC_TRIGGER_RX_REQUEST] = "rx-request",
+    [CODEC_TRIGGER_TX_REQUEST] = "tx-request",   [CODEC_TRIGGER_RX_RESPONSE] = "rx-response",
+    [CODEC_TRIGGER_TX_RESPONSE] = "tx-response",
+};
+
+static const char *const codec_nf_names[CODEC_NF__COUNT] = {
+    [CODEC_NF_UNKNOWN] = "unknown", [CODEC_NF_SCP] = "SCP", [CODEC_NF_NRF] = "NRF",
+    [CODEC_NF_SEPP] = "SEPP",       [CODEC_NF_BSF] = "BSF", [CODEC_NF_PCF] = "PCF",
+    [CODEC_NF_NON_NF] = "NON_NF",
+};
+
+/* Bit per pseudo-header, to find duplicates without a scan. */
+enum {
+    PSEUDO_METHOD = 1,
+    PSEUDO_PATH = 2,
+    PSEUDO_SCHEME = 4,
+    PSEUDO_AUTHORITY = 8,
+    PSEUDO_STATUS = 16,
+    PSEUDO_PROTOCOL = 32
+};
+
+static size_t codec_body_limit = CODEC_DEFAULT_MAX_BODY;
+
+const char *codec_reason_name(codec_reason_t r)
+{
+    if ((unsigned)r >= CODEC_REASON__COUNT)
+        return "unknown";
+    return codec_reason_names[r];
+}
+
+const char *codec_meta_name(codec_meta_t m)
+{
+    if ((unsigned)m >= CODEC_META__COUNT)
+        return "@unknown";
+    return codec_meta_names[m];
+}
+
+const char *codec_msg_type_name(codec_msg_type_t t)
+{
+    switch (t) {
+    case CODEC_MSG_REQUEST:
+        return "request";
+    case CODEC_MSG_RESPONSE:
+        return "response";
+    default:
+        return "unknown";
+    }
+}
+
+const char *codec_trigger_name(codec_trigger_t t)
+{
+    if ((unsigned)t >= CODEC_TRIGGER__COUNT)
+        return "unknown";
+    return codec_trigger_names[t];
+}
+
+const char *codec_nf_name(codec_nf_t nf)
+{
+    if ((unsigned)nf >= CODEC_NF__COUNT)
+        return "unknown";
+    return codec_nf_names[nf];
+}
+
+static bool slice_eq(const char *p, size_t len, const char *lit)
+{
+    size_t n = strlen(lit);
+    return len == n && memcmp(p, lit, n) == 0;
+}
+
+codec_nf_t codec_nf_parse(const char *s, size_t len)
+{
+    for (int i = CODEC_NF_SCP; i < CODEC_NF__COUNT; i++)
+        if (slice_eq(s, len, codec_nf_names[i]))
+            return (codec_nf_t)i;
+    return CODEC_NF_UNKNOWN;
+}
+
+int codec_limits_set(const codec_limits_t *l)
+{
+    size_t body = l->max_body ? l->max_body : CODEC_DEFAULT_MAX_BODY;
+    if (body > CODEC_MAX_MAX_BODY)
+        return -1;
+    codec_body_limit = body;
+    return 0;
+}
+
+size_t codec_max_body(void)
+{
+    return codec_body_limit;
+}
+
+int codec_meta_lookup(const char *name, size_t len)
+{
+    if (len < 2 || name[0] != '@')
+        return -1;
+    for (int i = 0; i < CODEC_META__COUNT; i++) {
+        if (codec_meta_name_len[i] == len && codec_meta_names[i][1] == name[1] &&
+            memcmp(codec_meta_names[i], name, len) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* ---- error reporting ---- */
+
+static void err_field(codec_error_t *err, const char *name, size_t len)
+{
+    /* Only printable bytes of the name, so a hostile name cannot break a log line. */
+    size_t n = len < sizeof err->field - 1 ? len : sizeof err->field - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        err->field[i] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    err->field[n] = '\0';
+}
+
+static codec_reason_t fail(codec_error_t *err, codec_reason_t r, const char *field, size_t flen,
+                           const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static codec_reason_t fail(codec_error_t *err, codec_reason_t r, const char *field, size_t flen,
+                           const char *fmt, ...)
+{
+    if (!err)
+        return r;
+    err->reason = r;
+    err_field(err, field, flen);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+#define FAIL_META(err, r, m, ...)                                                                  \
+    fail(err, r, codec_meta_names[m], strlen(codec_meta_names[m]), __VA_ARGS__)
+
+/* ---- lexical checks ---- */
+
+static bool is_tchar_lower(unsigned char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+        return true;
+    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* Pseudo-header bit, or 0 when the name is not a known pseudo-header. */
+static int pseudo_bit(const char *n, size_t len)
+{
+    if (slice_eq(n, len, ":method"))
+        return PSEUDO_METHOD;
+    if (slice_eq(n, len, ":path"))
+        return PSEUDO_PATH;
+    if (slice_eq(n, len, ":scheme"))
+        return PSEUDO_SCHEME;
+    if (slice_eq(n, len, ":authority"))
+        return PSEUDO_AUTHORITY;
+    if (slice_eq(n, len, ":status"))
+        return PSEUDO_STATUS;
+    if (slice_eq(n, len, ":protocol"))
+        return PSEUDO_PROTOCOL;
+    return 0;
+}
+
+static bool valid_ext_name(const char *n, size_t len)
+{
+    if (len < 2 || n[0] != '@')
+        return false;
+    unsigned char c1 = (unsigned char)n[1];
+    if (!((c1 >= 'a' && c1 <= 'z') || (c1 >= '0' && c1 <= '9')))
+        return false;
+    for (size_t i = 2; i < len; i++) {
+        unsigned char c = (unsigned char)n[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
+/* RFC 9113 8.2.1: no NUL, CR or LF in a field value; no leading/trailing whitespace is not
+ * enforced (copies carry what the NF saw). */
+static bool valid_http_value(const char *v, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = v[i];
+        if (c == '\0' || c == '\r' || c == '\n')
+            return false;
+    }
+    return true;
+}
+
+/* Metadata text: any byte but control characters (UTF-8 allowed). */
+static bool valid_meta_text(const char *v, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* Correlation id: 1..CODEC_MAX_KEY visible ASCII bytes (no space). */
+static bool valid_correlation_id(const char *v, size_t len)
+{
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x21 || c > 0x7e)
+            return false;
+    }
+    return true;
+}
+
+/* Unsigned decimal, 1..20 digits, no sign, no blanks, <= max. */
+static bool parse_dec(const char *v, size_t len, uint64_t max, uint64_t *out)
+{
+    if (len == 0 || len > 20)
+        return false;
+    uint64_t x = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned char)v[i] - (unsigned)'0';
+        if (d > 9)
+            return false;
+        if (x > (UINT64_MAX - d) / 10)
+            return false;
+        x = x * 10 + d;
+    }
+    if (x > max)
+        return false;
+    *out = x;
+    return true;
+}
+
+static bool valid_port(const char *v, size_t len)
+{
+    uint64_t p;
+    return len <= 5 && parse_dec(v, len, 65535, &p) && p > 0;
+}
+
+/* host:port with host a DNS name or IPv4 literal, or [IPv6]:port (zone id allowed). */
+static bool valid_addr(const char *v, size_t len)
+{
+    if (len == 0)
+        return false;
+    if (v[0] == '[') {
+        const char *close = memchr(v, ']', len);
+        if (!close)
+            return false;
+        size_t hlen = (size_t)(close - v) - 1;
+        if (hlen < 2)
+            return false;
+        bool colon = false, zone = false;
+        for (size_t i = 1; i <= hlen; i++) {
+            unsigned char c = (unsigned char)v[i];
+            bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+            if (zone) { /* RFC 6874 zone id: interface name characters */
+                if (!(hex || (c >= 'g' && c <= 'z') || (c >= 'G' && c <= 'Z') || c == '.' ||
+                      c == '-' || c == '_'))
+                    return false;
+            } else if (c == ':') {
+                colon = true;
+            } else if (c == '%') {
+                zone = true;
+            } else if (!(hex || c == '.')) {
+                return false;
+            }
+        }
+        size_t rest = len - (size_t)(close - v) - 1;
+        if (!colon || rest < 2 || close[1] != ':')
+            return false;
+        return valid_port(close + 2, rest - 1);
+    }
+    const char *colon = memrchr(v, ':', len);
+    if (!colon || colon == v)
+        return false;
+    size_t hlen = (size_t)(colon - v);
+    for (size_t i = 0; i < hlen; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              c == '.' || c == '-' || c == '_'))
+            return false; /* includes a bare IPv6 literal: it needs brackets */
+    }
+    return valid_port(colon + 1, len - hlen - 1);
+}
+
+/* <topic>/<partition>/<offset>: Kafka topic characters, partition int32, offset int64. */
+static bool valid_origin(const char *v, size_t len)
+{
+    const char *s2 = memrchr(v, '/', len);
+    if (!s2)
+        return false;
+    const char *s1 = memrchr(v, '/', (size_t)(s2 - v));
+    if (!s1 || s1 == v)
+        return false;
+    size_t tlen = (size_t)(s1 - v);
+    if (tlen > 249)
+        return false;
+    for (size_t i = 0; i < tlen; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              c == '.' || c == '-' || c == '_'))
+            return false;
+    }
+    uint64_t x;
+    if (!parse_dec(s1 + 1, (size_t)(s2 - s1) - 1, INT32_MAX, &x))
+        return false;
+    return parse_dec(s2 + 1, len - (size_t)(s2 - v) - 1, INT64_MAX, &x);
+}
+
+static codec_trigger_t parse_trigger(const char *v, size_t len)
+{
+    for (int i = CODEC_TRIGGER_RX_REQUEST; i < CODEC_TRIGGER__COUNT; i++)
+        if (slice_eq(v, len, codec_trigger_names[i]))
+            return (codec_trigger_t)i;
+    return CODEC_TRIGGER_UNKNOWN;
+}
+
+static bool trigger_is_request(codec_trigger_t t)
+{
+    return t == CODEC_TRIGGER_RX_REQUEST || t == CODEC_TRIGGER_TX_REQUEST;
+}
+
+/* ---- decoding ---- */
+
+static void msg_reset(codec_msg_t *m)
+{
+    /* The header arrays are filled up to n_http / n_ext only: clearing them would cost
+     * 2.5 KB of stores per copy for nothing. */
+    memset(m->meta, 0, sizeof m->meta);
+    m->key = (codec_slice_t){0};
+    m->body = (codec_slice_t){0};
+    m->timestamp_us = 0;
+    m->type = CODEC_MSG_UNKNOWN;
+    m->trigger = CODEC_TRIGGER_UNKNOWN;
+    m->nf = CODEC_NF_UNKNOWN;
+    m->status = 0;
+    m->seq = 0;
+    m->agg_timestamp_us = 0;
+    m->agg_seq = 0;
+    m->method = (codec_slice_t){0};
+    m->path = (codec_slice_t){0};
+    m->n_http = 0;
+    m->n_ext = 0;
+}
+
+/* One header of the record: sorted into meta / ext / http with its structural checks. */
+static codec_reason_t decode_header(codec_msg_t *out, const char *name, size_t nlen,
+                                    const char *val, size_t vlen, unsigned *pseudo,
+                                    codec_error_t *err)
+{
+    static const char empty[1] = "";
+    codec_slice_t value = {val ? val : empty, val ? vlen : 0};
+
+    if (nlen == 0)
+        return fail(err, CODEC_ERR_BAD_HEADER, "", 0, "header with an empty name");
+    if (nlen > CODEC_MAX_NAME)
+        return fail(err, CODEC_ERR_OVERSIZED, name, nlen, "header name of %zu bytes (max %d)", nlen,
+                    CODEC_MAX_NAME);
+
+    if (name[0] == '@') {
+        if (value.len > CODEC_MAX_META_VALUE)
+            return fail(err, CODEC_ERR_OVERSIZED, name, nlen,
+                        "metadata value of %zu bytes (max %d)", value.len, CODEC_MAX_META_VALUE);
+        int m = codec_meta_lookup(name, nlen);
+        if (m >= 0) {
+            if (out->meta[m].ptr)
+                return fail(err, CODEC_ERR_DUPLICATE, name, nlen, "metadata header repeated");
+            out->meta[m] = value;
+            return CODEC_OK;
+        }
+        if (!valid_ext_name(name, nlen))
+            return fail(err, CODEC_ERR_BAD_HEADER, name, nlen,
+                        "'@' name must be '@' [a-z0-9] followed by [a-z0-9._-]");
+        for (size_t i = 0; i < out->n_ext; i++)
+            if (out->ext[i].name.len == nlen && memcmp(out->ext[i].name.ptr, name, nlen) == 0)
+                return fail(err, CODEC_ERR_DUPLICATE, name, nlen, "metadata header repeated");
+        if (!valid_meta_text(value.ptr, value.len))
+            return fail(err, CODEC_ERR_BAD_VALUE, name, nlen,
+                        "control character in a metadata value");
+        if (out->n_ext == CODEC_MAX_EXT_HEADERS)
+            return fail(err, CODEC_ERR_LIMIT, name, nlen, "more than %d extension metadata headers",
+                        CODEC_MAX_EXT_HEADERS);
+        out->ext[out->n_ext++] = (codec_header_t){{name, nlen}, value};
+        return CODEC_OK;
+    }
+
+    int bit = 0;
+    if (name[0] == ':') {
+        bit = pseudo_bit(name, nlen);
+        if (!bit)
+            return fail(err, CODEC_ERR_BAD_HEADER, name, nlen, "unknown pseudo-header");
+        if (*pseudo & (unsigned)bit)
+            return fail(err, CODEC_ERR_DUPLICATE, name, nlen, "pseudo-header repeated");
+        *pseudo |= (unsigned)bit;
+    } else {
+        for (size_t i = 0; i < nlen; i++)
+            if (!is_tchar_lower((unsigned char)name[i]))
+                return fail(err, CODEC_ERR_BAD_HEADER, name, nlen,
+                            "not a lowercase HTTP field name (byte %zu)", i);
+    }
+    if (value.len > CODEC_MAX_HTTP_VALUE)
+        return fail(err, CODEC_ERR_OVERSIZED, name, nlen, "field value of %zu bytes (max %d)",
+                    value.len, CODEC_MAX_HTTP_VALUE);
+    if (!valid_http_value(value.ptr, value.len))
+        return fail(err, CODEC_ERR_BAD_VALUE, name, nlen, "NUL, CR or LF in a field value");
+    if (out->n_http == CODEC_MAX_HTTP_HEADERS)
+        return fail(err, CODEC_ERR_LIMIT, name, nlen, "more than %d HTTP fields",
+                    CODEC_MAX_HTTP_HEADERS);
+    out->http[out->n_http++] = (codec_header_t){{name, nlen}, value};
+    if (bit == PSEUDO_METHOD)
+        out->method = value;
+    else if (bit == PSEUDO_PATH)
+        out->path = value;
+    return CODEC_OK;
+}
+
+/* Field checks after all headers are sorted, in the documented order. */
+static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_error_t *err)
+{
+    codec_slice_t *meta = out->meta;
+    uint64_t u;
+
+    /* Correlation id: key, @correlation-id, or both (then equal). */
+    codec_slice_t *cid = &meta[CODEC_META_CORRELATION_ID];
+    if (cid->ptr) {
+        if (cid->len > CODEC_MAX_KEY)
+            return FAIL_META(err, CODEC_ERR_OVERSIZED, CODEC_META_CORRELATION_ID,
+                             "correlation id of %zu bytes (max %d)", cid->len, CODEC_MAX_KEY);
+        if (!valid_correlation_id(cid->ptr, cid->len))
+            return FAIL_META(err, CODEC_ERR_BAD_VALUE, CODEC_META_CORRELATION_ID,
+                             "correlation id must be 1..%d visible ASCII bytes", CODEC_MAX_KEY);
+        if (out->key.ptr &&
+            (out->key.len != cid->len || memcmp(out->key.ptr, cid->ptr, cid->len) != 0))
+            return fail(err, CODEC_ERR_KEY_MISMATCH, "key", 3,
+                        "record key differs from @correlation-id");
+        out->key = *cid;
+    } else if (out->key.ptr) {
+        *cid = out->key;
+    } else {
+        return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_CORRELATION_ID,
+                         "no record key and no @correlation-id");
+    }
+
+    codec_slice_t *v = &meta[CODEC_META_TIMESTAMP];
+    if (!v->ptr)
+        return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_TIMESTAMP, "required");
+    if (!parse_dec(v->ptr, v->len, INT64_MAX, &u) || u == 0)
+        return FAIL_META(err, CODEC_ERR_BAD_VALUE, CODEC_META_TIMESTAMP,
+                         "must be decimal microseconds since the epoch, > 0");
+    out->timestamp_us = (int64_t)u;
+
+    v = &meta[CODEC_META_MESSAGE_TYPE];
+    if (!v->ptr)
+        return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_MESSAGE_TYPE, "required");
+    if (slice_eq(v->ptr, v->len, "request"))
+        out->type = CODEC_MSG_REQUEST;
+    else if (slice_eq(v->ptr, v->len, "response"))
+        out->type = CODEC_MSG_RESPONSE;
+    else
+        return FAIL_META(err, CODEC_ERR_BAD_VALUE, CODEC_META_MESSAGE_TYPE,
+                         "must be request or response");
+
+    v = &meta[CODEC_META_TRIGGER_POINT];
+    if (!v->ptr)
+        return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_TRIGGER_POINT, "required");
+    out->trigger = parse_trigger(v->ptr, v->len);
+    if (out->trigger == CODEC_TRIGGER_UNKNOWN)
+        return FAIL_META(err, CODEC_ERR_BAD_VALUE, CODEC_META_TRIGGER_POINT,
+                         "must be rx-request, tx-request, rx-response or tx-response");
+
+    v = &meta[CODEC_META_NF_TYPE];
+    if (!v->ptr)
+        return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_NF_TYPE, "required");
+    out->nf = codec_nf_parse(v->ptr, v->len);
+    if (out->nf == CODEC_NF_UNKNOWN)
+        return FAIL_META(err, CODEC_ERR_BAD_VALUE, CODEC_META_NF_TYPE,
+                         "must be SCP, NRF, SEPP, BSF, PCF or NON_NF");
+
+    /* Optional metadata, in enum order. */
+    for (int m = CODEC_META_NF_INSTANCE; m < CODEC_META__COUNT; m++) {
+        v = &meta[m];
+        if (!v->ptr)
+            continue;
+        switch (m) {
+        case CODEC_META_SRC_ADDR:
+        case CODEC_META_DST_ADDR:
+            if (!valid_addr(v->ptr, v->len))
+                return FAIL_META(err, CODEC_ERR_BAD_VALUE, m,
+                                 "must be host:port or [ipv6]:port, port 1..65535");
+            break;
+        case CODEC_META_SEQ:
+            if (!parse_dec(v->ptr, v->len, UINT64_MAX, &out->seq))
+                return FAIL_META(err, CODEC_ERR_BAD_VALUE, m, "must be an unsigned decimal");
+            break;
+        case CODEC_META_AGG_SEQ:
+            if (!parse_dec(v->ptr, v->len, UINT64_MAX, &out->agg_seq))
+                return FAIL_META(err, CODEC_ERR_BAD_VALUE, m, "must be an unsigned decimal");
+            break;
+        case CODEC_META_AGG_TIMESTAMP:
+            if (!parse_dec(v->ptr, v->len, INT64_MAX, &u) || u == 0)
+                return FAIL_META(err, CODEC_ERR_BAD_VALUE, m,
+                                 "must be decimal microseconds since the epoch, > 0");
+            out->agg_timestamp_us = (int64_t)u;
+            break;
+        case CODEC_META_ORIGIN:
+            if (!valid_origin(v->ptr, v->len))
+                return FAIL_META(err, CODEC_ERR_BAD_VALUE, m,
+                                 "must be <topic>/<partition>/<offset>");
+            break;
+        default:
+            if (v->len == 0 || !valid_meta_text(v->ptr, v->len))
+                return FAIL_META(err, CODEC_ERR_BAD_VALUE, m,
+                                 "must be non-empty text without control characters");
+            break;
+        }
+    }
+
+    /* HTTP side of the copy. */
+    bool is_req = out->type == CODEC_MSG_REQUEST;
+    if (is_req) {
+        if (!(pseudo & PSEUDO_METHOD))
+            return fail(err, CODEC_ERR_MISSING_FIELD, ":method", 7, "a request copy needs it");
+        if (!(pseudo & PSEUDO_PATH))
+            return fail(err, CODEC_ERR_MISSING_FIELD, ":path", 5, "a request copy needs it");
+    } else if (!(pseudo & PSEUDO_STATUS)) {
+        return fail(err, CODEC_ERR_MISSING_FIELD, ":status", 7, "a response copy needs it");
+    }
+    if (out->method.ptr) {
+        bool ok = out->method.len > 0;
+        for (size_t i = 0; ok && i < out->method.len; i++) {
+            unsigned char c = (unsigned char)out->method.ptr[i];
+            ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '-' || c == '_';
+        }
+        if (!ok)
+            return fail(err, CODEC_ERR_BAD_VALUE, ":method", 7, "must be an HTTP method token");
+    }
+    if (out->path.ptr) {
+        const codec_slice_t *p = &out->path;
+        if (p->len == 0 || !(p->ptr[0] == '/' || slice_eq(p->ptr, p->len, "*")))
+            return fail(err, CODEC_ERR_BAD_VALUE, ":path", 5, "must start with '/' (or be '*')");
+        for (size_t i = 0; i < p->len; i++) {
+            unsigned char c = (unsigned char)p->ptr[i];
+            if (c <= 0x20 || c >= 0x7f)
+                return fail(err, CODEC_ERR_BAD_VALUE, ":path", 5,
+                            "space, control or non-ASCII byte at %zu", i);
+        }
+    }
+    if (pseudo & PSEUDO_STATUS) {
+        codec_slice_t st = {0};
+        for (size_t i = 0; i < out->n_http; i++)
+            if (slice_eq(out->http[i].name.ptr, out->http[i].name.len, ":status"))
+                st = out->http[i].value;
+        if (st.len != 3 || !parse_dec(st.ptr, 3, 599, &u) || u < 100)
+            return fail(err, CODEC_ERR_BAD_VALUE, ":status", 7, "must be 3 digits, 100..599");
+        out->status = (int)u;
+        if (is_req)
+            return fail(err, CODEC_ERR_INCONSISTENT, ":status", 7,
+                        "a request copy cannot carry :status");
+    }
+    if (trigger_is_request(out->trigger) != is_req)
+        return FAIL_META(err, CODEC_ERR_INCONSISTENT, CODEC_META_TRIGGER_POINT,
+                         "trigger point %s does not fit a %s copy",
+                         codec_trigger_name(out->trigger), codec_msg_type_name(out->type));
+    return CODEC_OK;
+}
+
+codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_len,
+                                  const void *value, size_t value_len,
+                                  const rd_kafka_headers_t *hdrs, codec_error_t *err)
+{
+    msg_reset(out);
+    if (err) {
+        err->reason = CODEC_OK;
+        err->field[0] = '\0';
+        err->detail[0] = '\0';
+    }
+    if (key && key_len > 0) {
+        if (key_len > CODEC_MAX_KEY)
+            return fail(err, CODEC_ERR_OVERSIZED, "key", 3, "key of %zu bytes (max %d)", key_len,
+                        CODEC_MAX_KEY);
+        if (!valid_correlation_id(key, key_len))
+            return fail(err, CODEC_ERR_BAD_VALUE, "key", 3, "key must be 1..%d visible ASCII bytes",
+                        CODEC_MAX_KEY);
+        out->key = (codec_slice_t){key, key_len};
+    }
+    if (value_len > codec_body_limit)
+        return fail(err, CODEC_ERR_OVERSIZED, "value", 5, "body of %zu bytes (max %zu)", value_len,
+                    codec_body_limit);
+    static const char empty_body[1] = "";
+    out->body = (codec_slice_t){value ? (const char *)value : empty_body, value ? value_len : 0};
+
+    unsigned pseudo = 0;
+    size_t total = 0;
+    if (hdrs) {
+        const char *name;
+        const void *val;
+        size_t vlen;
+        for (size_t idx = 0;
+             rd_kafka_header_get_all(hdrs, idx, &name, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR;
+             idx++) {
+            size_t nlen = strlen(name);
+            total += nlen + vlen;
+            if (total > CODEC_MAX_HEADER_BYTES)
+                return fail(err, CODEC_ERR_OVERSIZED, "headers", 7,
+                            "header names and values pass %d bytes", CODEC_MAX_HEADER_BYTES);
+            codec_reason_t r = decode_header(out, name, nlen, val, vlen, &pseudo, err);
+            if (r != CODEC_OK)
+                return r;
+        }
+    }
+    return check_fields(out, pseudo, err);
+}
+
+codec_reason_t codec_decode(codec_msg_t *out, const rd_kafka_message_t *msg, codec_error_t *err)
+{
+    rd_kafka_headers_t *hdrs = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_message_headers(msg, &hdrs);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NOENT)
+        return fail(err, CODEC_ERR_BAD_HEADER, "headers", 7, "unparsable record headers: %s",
+                    rd_kafka_err2str(e));
+    return codec_decode_parts(out, msg->key, msg->key_len, msg->payload, msg->len, hdrs, err);
+}
+
+/* ---- lookup ---- */
+
+bool codec_msg_field(const codec_msg_t *m, const char *name, size_t name_len, codec_slice_t *out)
+{
+    if (name_len > 0 && name[0] == '@') {
+        int i = codec_meta_lookup(name, name_len);
+        if (i >= 0) {
+            if (!m->meta[i].ptr)
+                return false;
+            *out = m->meta[i];
+            return true;
+        }
+        for (size_t k = 0; k < m->n_ext; k++) {
+            if (m->ext[k].name.len == name_len && memcmp(m->ext[k].name.ptr, name, name_len) == 0) {
+                *out = m->ext[k].value;
+                return true;
+            }
+        }
+        return false;
+    }
+    for (size_t k = 0; k < m->n_http; k++) {
+        if (m->http[k].name.len == name_len &&
+            strncasecmp(m->http[k].name.ptr, name, name_len) == 0) {
+            *out = m->http[k].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- encoding ---- */
+
+int codec_encode_headers(const codec_msg_t *m, rd_kafka_headers_t *hdrs)
+{
+    for (int i = 0; i < CODEC_META__COUNT; i++) {
+        if (!m->meta[i].ptr)
+            continue;
+        if (rd_kafka_header_add(hdrs, codec_meta_names[i], -1, m->meta[i].ptr,
+                                (ssize_t)m->meta[i].len) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            return -1;
+    }
+    for (size_t i = 0; i < m->n_http; i++) {
+        const codec_header_t *h = &m->http[i];
+        if (rd_kafka_header_add(hdrs, h->name.ptr, (ssize_t)h->name.len, h->value.ptr,
+                                (ssize_t)h->value.len) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            return -1;
+    }
+    for (size_t i = 0; i < m->n_ext; i++) {
+        const codec_header_t *h = &m->ext[i];
+        if (rd_kafka_header_add(hdrs, h->name.ptr, (ssize_t)h->name.len, h->value.ptr,
+                                (ssize_t)h->value.len) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            return -1;
+    }
+    return 0;
+}
+
+int codec_headers_set(rd_kafka_headers_t *hdrs, const char *name, const void *value, size_t len)
+{
+    rd_kafka_resp_err_t e = rd_kafka_header_remove(hdrs, name);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NOENT)
+        return -1;
+    return rd_kafka_header_add(hdrs, name, -1, value, (ssize_t)len) == RD_KAFKA_RESP_ERR_NO_ERROR
+               ? 0
+               : -1;
+}
+
+int codec_headers_set_meta(rd_kafka_headers_t *hdrs, codec_meta_t m, const void *value, size_t len)
+{
+    if ((unsigned)m >= CODEC_META__COUNT)
+        return -1;
+    return codec_headers_set(hdrs, codec_meta_names[m], value, len);
+}
+
+int codec_headers_set_meta_u64(rd_kafka_headers_t *hdrs, codec_meta_t m, uint64_t v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
+    return codec_headers_set_meta(hdrs, m, tmp, (size_t)n);
+}
+
+int codec_format_origin(char *dst, size_t dstlen, const char *topic, int32_t partition,
+                        int64_t offset)
+{
+    int n = snprintf(dst, dstlen, "%s/%" PRId32 "/%" PRId64, topic, partition, offset);
+    if (n < 0 || (size_t)n >= dstlen)
+        return -1;
+    return n;
+}
+
+int codec_dlq_headers(rd_kafka_headers_t *hdrs, const codec_error_t *err, const char *origin)
+{
+    const char *reason = codec_reason_name(err->reason);
+    if (codec_headers_set(hdrs, CODEC_DLQ_REASON, reason, strlen(reason)) != 0 ||
+        codec_headers_set(hdrs, CODEC_DLQ_FIELD, err->field, strlen(err->field)) != 0 ||
+        codec_headers_set(hdrs, CODEC_DLQ_DETAIL, err->detail, strlen(err->detail)) != 0)
+        return -1;
+    if (origin && codec_headers_set(hdrs, CODEC_DLQ_ORIGIN, origin, strlen(origin)) != 0)
+        return -1;
+    return 0;
+}
+
+/* ---- comparison ---- */
+
+static bool slice_same(codec_slice_t a, codec_slice_t b)
+{
+    if (!a.ptr || !b.ptr)
+        return !a.ptr && !b.ptr;
+    return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+static bool headers_same(const codec_header_t *a, const codec_header_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!slice_same(a[i].name, b[i].name) || !slice_same(a[i].value, b[i].value))
+            return false;
+    return true;
+}
+
+bool codec_msg_equal(const codec_msg_t *a, const codec_msg_t *b)
+{
+    if (!slice_same(a->key, b->key) || !slice_same(a->body, b->body))
+        return false;
+    for (int i = 0; i < CODEC_META__COUNT; i++)
+        if (!slice_same(a->meta[i], b->meta[i]))
+            return false;
+    return a->timestamp_us == b->timestamp_us && a->type == b->type && a->trigger == b->trigger &&
+           a->nf == b->nf && a->status == b->status && a->seq == b->seq &&
+           a->agg_timestamp_us == b->agg_timestamp_us && a->agg_seq == b->agg_seq &&
+           slice_same(a->method, b->method) && slice_same(a->path, b->path) &&
+           a->n_http == b->n_http && a->n_ext == b->n_ext &&
+           headers_same(a->http, b->http, a->n_http) && headers_same(a->ext, b->ext, a->n_ext);
+}

@@ -1,0 +1,1059 @@
+/* Configuration loading (see config.h).
+ *
+ * Sources are applied lowest first (defaults, file, environment, flags), each overriding
+ * what came before, and every value is validated as it is applied so an error can name the
+ * source it came from. Keys compare with '-' and '_' as the same character, so
+ * --feed.max-inflight, NDD_FEED_MAX_INFLIGHT and "max_inflight" in a file all reach the
+ * spec "feed.max-inflight". */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "log.h"
+
+#define CONFIG_FILE_MAX (1024 * 1024) /* a config file larger than this is refused */
+#define CONFIG_SECRET_FILE_MAX (64 * 1024)
+#define CONFIG_KEY_MAX 256
+
+extern char **environ;
+
+typedef struct cfg_val {
+    char *text; /* NULL = unset */
+    config_source_t src;
+    char *origin;
+    union {
+        int64_t i;
+        bool b;
+        double d;
+        uint64_t u;
+    } v;
+    char **items;
+    size_t nitems;
+} cfg_val_t;
+
+typedef struct cfg_prop {
+    char *name;
+    char *value;
+    char *origin;
+} cfg_prop_t;
+
+struct config {
+    const config_spec_t *specs;
+    size_t nspecs;
+    cfg_val_t *vals;
+    bool help;
+    cfg_prop_t *props;
+    size_t nprops, capprops;
+    config_kafka_prop_t *props_view;
+};
+
+/* ---- small helpers ---- */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static bool key_char_eq(char a, char b)
+{
+    if (a == '-')
+        a = '_';
+    if (b == '-')
+        b = '_';
+    return tolower((unsigned char)a) == tolower((unsigned char)b);
+}
+
+static bool key_eq_n(const char *a, const char *b, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!b[i] || !key_char_eq(a[i], b[i]))
+            return false;
+    return b[i] == '\0';
+}
+
+static bool key_eq(const char *a, const char *b)
+{
+    return key_eq_n(a, b, strlen(a));
+}
+
+static const char *type_name(config_type_t t)
+{
+    static const char *const n[] = {"string", "int", "bool", "double", "duration", "bytes", "list"};
+    return (unsigned)t < sizeof n / sizeof n[0] ? n[t] : "?";
+}
+
+static const char *type_expect(config_type_t t)
+{
+    switch (t) {
+    case CONFIG_INT:
+        return "an integer";
+    case CONFIG_BOOL:
+        return "true/false, 1/0, yes/no or on/off";
+    case CONFIG_DOUBLE:
+        return "a finite number";
+    case CONFIG_DURATION_MS:
+        return "a duration such as 500ms, 5s, 2m, 1h (bare number = ms)";
+    case CONFIG_BYTES:
+        return "a size such as 4096, 64KiB, 16MiB, 1GB";
+    default:
+        return "a string";
+    }
+}
+
+/* ---- value parsers ---- */
+
+int config_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_int(const char *s, int64_t *out)
+{
+    if (!s || !*s || isspace((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    if (!s || !*s || isspace((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Leading non-negative decimal number (digits with an optional fraction) and its unit. */
+static int split_number_unit(const char *s, double *num, const char **unit)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || !isfinite(v) || v < 0)
+        return -1;
+    /* strtod also takes hex and exponents; only plain decimals are meant here */
+    for (const char *p = s; p < end; p++)
+        if (!isdigit((unsigned char)*p) && *p != '.')
+            return -1;
+    *num = v;
+    *unit = end;
+    return 0;
+}
+
+int config_parse_duration_ms(const char *s, int64_t *out)
+{
+    static const struct {
+        const char *u;
+        double ms;
+    } units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    double v;
+    const char *unit;
+    if (split_number_unit(s, &v, &unit))
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(unit, units[i].u) == 0) {
+            double ms = v * units[i].ms;
+            if (ms > 9.2e18)
+                return -1;
+            *out = (int64_t)llround(ms);
+            return 0;
+        }
+    return -1;
+}
+
+int config_parse_bytes(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *u;
+        double mul;
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"k", 1024.0},
+                 {"K", 1024.0},
+                 {"KiB", 1024.0},
+                 {"KB", 1e3},
+                 {"m", 1048576.0},
+                 {"M", 1048576.0},
+                 {"MiB", 1048576.0},
+                 {"MB", 1e6},
+                 {"g", 1073741824.0},
+                 {"G", 1073741824.0},
+                 {"GiB", 1073741824.0},
+                 {"GB", 1e9},
+                 {"TiB", 1099511627776.0},
+                 {"TB", 1e12}};
+    double v;
+    const char *unit;
+    if (split_number_unit(s, &v, &unit))
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(unit, units[i].u) == 0) {
+            double b = v * units[i].mul;
+            if (b >= 1.8e19 || b != floor(b))
+                return -1;
+            *out = (uint64_t)b;
+            return 0;
+        }
+    return -1;
+}
+
+int config_env_name(const char *key, char *out, size_t outlen)
+{
+    size_t n = strlen(key);
+    if (n + 5 > outlen)
+        return -1;
+    memcpy(out, "NDD_", 4);
+    for (size_t i = 0; i < n; i++) {
+        char c = key[i];
+        out[4 + i] = (c == '.' || c == '-') ? '_' : (char)toupper((unsigned char)c);
+    }
+    out[4 + n] = '\0';
+    return 0;
+}
+
+/* ---- value storage ---- */
+
+static void val_clear(cfg_val_t *v)
+{
+    free(v->text);
+    free(v->origin);
+    for (size_t i = 0; i < v->nitems; i++)
+        free(v->items[i]);
+    free(v->items);
+    memset(v, 0, sizeof *v);
+}
+
+static int split_list(const char *s, char ***items, size_t *n)
+{
+    *items = NULL;
+    *n = 0;
+    size_t cap = 0;
+    const char *p = s;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *a = p;
+        while (len && isspace((unsigned char)*a)) {
+            a++;
+            len--;
+        }
+        while (len && isspace((unsigned char)a[len - 1]))
+            len--;
+        if (len) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 4;
+                char **ni = realloc(*items, cap * sizeof *ni);
+                if (!ni)
+                    return -1;
+                *items = ni;
+            }
+            if (!((*items)[*n] = strndup(a, len)))
+                return -1;
+            (*n)++;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+/* Validates text for spec s and stores it. */
+static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, config_source_t src,
+                   const char *origin, char *err, size_t errlen)
+{
+    cfg_val_t nv;
+    memset(&nv, 0, sizeof nv);
+    int bad = 0;
+    switch (s->type) {
+    case CONFIG_INT:
+        bad = parse_int(text, &nv.v.i);
+        break;
+    case CONFIG_BOOL:
+        bad = config_parse_bool(text, &nv.v.b);
+        break;
+    case CONFIG_DOUBLE:
+        bad = parse_double(text, &nv.v.d);
+        break;
+    case CONFIG_DURATION_MS:
+        bad = config_parse_duration_ms(text, &nv.v.i);
+        break;
+    case CONFIG_BYTES:
+        bad = config_parse_bytes(text, &nv.v.u);
+        break;
+    case CONFIG_LIST:
+        if (split_list(text, &nv.items, &nv.nitems)) {
+            val_clear(&nv);
+            set_err(err, errlen, "%s (from %s): out of memory", s->key, origin);
+            return -1;
+        }
+        break;
+    case CONFIG_STRING:
+        break;
+    }
+    if (bad) {
+        if (s->flags & CONFIG_F_SECRET)
+            set_err(err, errlen, "invalid value for %s (from %s): expected %s", s->key, origin,
+                    type_expect(s->type));
+        else
+            set_err(err, errlen, "invalid value \"%s\" for %s (from %s): expected %s", text,
+                    s->key, origin, type_expect(s->type));
+        return -1;
+    }
+    nv.text = strdup(text);
+    nv.origin = strdup(origin);
+    nv.src = src;
+    if (!nv.text || !nv.origin) {
+        val_clear(&nv);
+        set_err(err, errlen, "%s (from %s): out of memory", s->key, origin);
+        return -1;
+    }
+    val_clear(v);
+    *v = nv;
+    return 0;
+}
+
+static int prop_set(config_t *cfg, const char *name, const char *value, const char *origin,
+                    char *err, size_t errlen)
+{
+    for (size_t i = 0; i < cfg->nprops; i++)
+        if (strcmp(cfg->props[i].name, name) == 0) {
+            char *nv = strdup(value), *no = strdup(origin);
+            if (!nv || !no) {
+                free(nv);
+                free(no);
+                goto oom;
+            }
+            free(cfg->props[i].value);
+            free(cfg->props[i].origin);
+            cfg->props[i].value = nv;
+            cfg->props[i].origin = no;
+            return 0;
+        }
+    if (cfg->nprops == cfg->capprops) {
+        size_t cap = cfg->capprops ? cfg->capprops * 2 : 8;
+        cfg_prop_t *np = realloc(cfg->props, cap * sizeof *np);
+        if (!np)
+            goto oom;
+        cfg->props = np;
+        cfg->capprops = cap;
+    }
+    cfg_prop_t *p = &cfg->props[cfg->nprops];
+    p->name = strdup(name);
+    p->value = strdup(value);
+    p->origin = strdup(origin);
+    if (!p->name || !p->value || !p->origin) {
+        free(p->name);
+        free(p->value);
+        free(p->origin);
+        goto oom;
+    }
+    cfg->nprops++;
+    return 0;
+oom:
+    set_err(err, errlen, "kafka.%s (from %s): out of memory", name, origin);
+    return -1;
+}
+
+/* Reads a secret file: one trailing newline (LF or CRLF) trimmed. */
+static char *read_secret_file(const char *key, const char *path, const char *origin, char *err,
+                              size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, errlen, "%s (from %s): cannot open file %s: %s", key, origin, path,
+                strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(CONFIG_SECRET_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, CONFIG_SECRET_FILE_MAX + 1, f) : 0;
+    int rerr = ferror(f);
+    fclose(f);
+    if (!buf || rerr) {
+        free(buf);
+        set_err(err, errlen, "%s (from %s): cannot read file %s", key, origin, path);
+        return NULL;
+    }
+    if (n > CONFIG_SECRET_FILE_MAX) {
+        free(buf);
+        set_err(err, errlen, "%s (from %s): file %s is larger than %d bytes", key, origin, path,
+                CONFIG_SECRET_FILE_MAX);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        free(buf);
+        set_err(err, errlen, "%s (from %s): file %s contains a NUL byte", key, origin, path);
+        return NULL;
+    }
+    if (n && buf[n - 1] == '\n') {
+        buf[--n] = '\0';
+        if (n && buf[n - 1] == '\r')
+            buf[--n] = '\0';
+    }
+    return buf;
+}
+
+static const config_spec_t *find_spec(const config_t *cfg, const char *key, size_t keylen,
+                                      size_t *idx)
+{
+    for (size_t i = 0; i < cfg->nspecs; i++)
+        if (key_eq_n(key, cfg->specs[i].key, keylen) && strlen(cfg->specs[i].key) == keylen) {
+            if (idx)
+                *idx = i;
+            return &cfg->specs[i];
+        }
+    return NULL;
+}
+
+static bool ends_with_file(const char *key, size_t len)
+{
+    return len > 5 && (strcmp(key + len - 5, "_file") == 0 || strcmp(key + len - 5, "-file") == 0);
+}
+
+/* One setting from one source. `key` as written in that source (dots, '-' or '_'). */
+static int apply(config_t *cfg, const char *key, const char *value, config_source_t src,
+                 const char *origin, char *err, size_t errlen)
+{
+    size_t len = strlen(key);
+    size_t idx;
+    const config_spec_t *s = find_spec(cfg, key, len, &idx);
+    if (s)
+        return val_set(&cfg->vals[idx], s, value, src, origin, err, errlen);
+    bool is_file = ends_with_file(key, len);
+    if (is_file && (s = find_spec(cfg, key, len - 5, &idx)) != NULL) {
+        if (!(s->flags & CONFIG_F_SECRET)) {
+            set_err(err, errlen, "unknown setting \"%s\" (from %s): only secret settings can be "
+                                 "read from a file, and %s is not one", key, origin, s->key);
+            return -1;
+        }
+        char *content = read_secret_file(s->key, value, origin, err, errlen);
+        if (!content)
+            return -1;
+        int rc = val_set(&cfg->vals[idx], s, content, src, origin, err, errlen);
+        memset(content, 0, strlen(content));
+        free(content);
+        return rc;
+    }
+    if (len > 6 && strncasecmp(key, "kafka.", 6) == 0) {
+        char name[CONFIG_KEY_MAX];
+        size_t nlen = len - 6 - (is_file ? 5 : 0);
+        if (nlen == 0 || nlen >= sizeof name) {
+            set_err(err, errlen, "invalid librdkafka property \"%s\" (from %s)", key, origin);
+            return -1;
+        }
+        memcpy(name, key + 6, nlen);
+        name[nlen] = '\0';
+        if (!is_file)
+            return prop_set(cfg, name, value, origin, err, errlen);
+        char *content = read_secret_file(key, value, origin, err, errlen);
+        if (!content)
+            return -1;
+        int rc = prop_set(cfg, name, content, origin, err, errlen);
+        memset(content, 0, strlen(content));
+        free(content);
+        return rc;
+    }
+    set_err(err, errlen, "unknown setting \"%s\" (from %s)", key, origin);
+    return -1;
+}
+
+/* ---- JSON file ---- */
+
+static int json_leaf_text(const json_t *j, char *tmp, size_t tmplen, const char **out)
+{
+    switch (json_typeof(j)) {
+    case JSON_STRING:
+        *out = json_string_value(j);
+        return 0;
+    case JSON_INTEGER:
+        snprintf(tmp, tmplen, "%" JSON_INTEGER_FORMAT, json_integer_value(j));
+        *out = tmp;
+        return 0;
+    case JSON_REAL:
+        snprintf(tmp, tmplen, "%.17g", json_real_value(j));
+        *out = tmp;
+        return 0;
+    case JSON_TRUE:
+        *out = "true";
+        return 0;
+    case JSON_FALSE:
+        *out = "false";
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+struct json_walk {
+    const char *origin;
+    config_json_leaf_fn fn;
+    void *arg;
+    char *err;
+    size_t errlen;
+};
+
+static int walk(struct json_walk *w, const char *prefix, json_t *obj)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        char key[CONFIG_KEY_MAX];
+        int kn = snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (kn < 0 || (size_t)kn >= sizeof key || !*k) {
+            set_err(w->err, w->errlen, "%s: key \"%.64s...\" is empty or too long", w->origin,
+                    key);
+            return -1;
+        }
+        if (json_is_object(v)) {
+            if (walk(w, key, v))
+                return -1;
+            continue;
+        }
+        char tmp[64];
+        const char *text;
+        if (json_is_array(v)) {
+            /* A list: items joined with ','. An item holding ',' could not be told apart. */
+            size_t total = 1;
+            size_t i;
+            json_t *it;
+            json_array_foreach(v, i, it)
+            {
+                if (json_leaf_text(it, tmp, sizeof tmp, &text) != 0 || strchr(text, ',')) {
+                    set_err(w->err, w->errlen,
+                            "%s: %s[%zu]: list items must be strings or numbers without ','",
+                            w->origin, key, i);
+                    return -1;
+                }
+                total += strlen(text) + 1;
+            }
+            char *joined = malloc(total);
+            if (!joined) {
+                set_err(w->err, w->errlen, "%s: %s: out of memory", w->origin, key);
+                return -1;
+            }
+            joined[0] = '\0';
+            size_t o = 0;
+            json_array_foreach(v, i, it)
+            {
+                json_leaf_text(it, tmp, sizeof tmp, &text);
+                size_t tl = strlen(text);
+                if (i)
+                    joined[o++] = ',';
+                memcpy(joined + o, text, tl + 1);
+                o += tl;
+            }
+            int rc = w->fn(key, joined, w->arg);
+            free(joined);
+            if (rc)
+                return -1;
+            continue;
+        }
+        if (json_leaf_text(v, tmp, sizeof tmp, &text) != 0) {
+            set_err(w->err, w->errlen, "%s: %s: null is not a value (leave the key out instead)",
+                    w->origin, key);
+            return -1;
+        }
+        if (json_is_string(v) && strlen(text) != json_string_length(v)) {
+            set_err(w->err, w->errlen, "%s: %s: string contains a NUL character", w->origin, key);
+            return -1;
+        }
+        if (w->fn(key, text, w->arg))
+            return -1;
+    }
+    return 0;
+}
+
+int config_parse_json(const char *text, size_t len, const char *origin, config_json_leaf_fn fn,
+                      void *arg, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        set_err(err, errlen, "%s: line %d column %d: %s", origin, je.line, je.column, je.text);
+        return -1;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        set_err(err, errlen, "%s: the top level must be a JSON object", origin);
+        return -1;
+    }
+    struct json_walk w = {origin, fn, arg, err, errlen};
+    int rc = walk(&w, "", root);
+    json_decref(root);
+    return rc;
+}
+
+struct file_apply {
+    config_t *cfg;
+    const char *origin;
+    char *err;
+    size_t errlen;
+};
+
+static int file_leaf(const char *key, const char *value, void *arg)
+{
+    struct file_apply *fa = arg;
+    return apply(fa->cfg, key, value, CONFIG_SRC_FILE, fa->origin, fa->err, fa->errlen);
+}
+
+static int load_file(config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    char origin[512];
+    snprintf(origin, sizeof origin, "file %s", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, errlen, "config file %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = malloc(CONFIG_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, CONFIG_FILE_MAX + 1, f) : 0;
+    int rerr = ferror(f);
+    fclose(f);
+    if (!buf || rerr) {
+        free(buf);
+        set_err(err, errlen, "config file %s: cannot read", path);
+        return -1;
+    }
+    if (n > CONFIG_FILE_MAX) {
+        free(buf);
+        set_err(err, errlen, "config file %s: larger than %d bytes", path, CONFIG_FILE_MAX);
+        return -1;
+    }
+    struct file_apply fa = {cfg, origin, err, errlen};
+    int rc = config_parse_json(buf, n, origin, file_leaf, &fa, err, errlen);
+    free(buf);
+    return rc;
+}
+
+/* ---- environment ---- */
+
+static const char *env_find(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+static int load_env(config_t *cfg, char *const *envp, char *err, size_t errlen)
+{
+    char name[CONFIG_KEY_MAX + 16], origin[CONFIG_KEY_MAX + 32];
+    for (size_t i = 0; i < cfg->nspecs; i++) {
+        const config_spec_t *s = &cfg->specs[i];
+        if (config_env_name(s->key, name, sizeof name - 5))
+            continue;
+        const char *v = env_find(envp, name);
+        if (v) {
+            snprintf(origin, sizeof origin, "env %s", name);
+            if (val_set(&cfg->vals[i], s, v, CONFIG_SRC_ENV, origin, err, errlen))
+                return -1;
+        }
+        if (s->flags & CONFIG_F_SECRET) {
+            strcat(name, "_FILE");
+            const char *path = env_find(envp, name);
+            if (path) {
+                if (v) {
+                    set_err(err, errlen, "%s: both env %.*s and env %s are set; use one", s->key,
+                            (int)(strlen(name) - 5), name, name);
+                    return -1;
+                }
+                snprintf(origin, sizeof origin, "env %s", name);
+                char fkey[CONFIG_KEY_MAX + 8];
+                snprintf(fkey, sizeof fkey, "%s_file", s->key);
+                if (apply(cfg, fkey, path, CONFIG_SRC_ENV, origin, err, errlen))
+                    return -1;
+            }
+        }
+    }
+    /* NDD_KAFKA_<PROP> -> kafka.<prop>: lower case, '_' -> '.'; a trailing _FILE reads a file. */
+    for (char *const *e = envp; e && *e; e++) {
+        if (strncmp(*e, "NDD_KAFKA_", 10) != 0)
+            continue;
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq == *e + 10 || (size_t)(eq - *e) >= CONFIG_KEY_MAX)
+            continue;
+        size_t n = (size_t)(eq - *e);
+        memcpy(name, *e, n);
+        name[n] = '\0';
+        /* A declared kafka.* spec was read above under its own name. */
+        char key[CONFIG_KEY_MAX + 8] = "kafka.";
+        size_t k = 6;
+        bool file = n > 15 && strcmp(name + n - 5, "_FILE") == 0;
+        for (size_t i = 10; i < n - (file ? 5 : 0); i++)
+            key[k++] = name[i] == '_' ? '.' : (char)tolower((unsigned char)name[i]);
+        key[k] = '\0';
+        if (find_spec(cfg, key, strlen(key), NULL))
+            continue;
+        if (file)
+            strcat(key, "_file");
+        snprintf(origin, sizeof origin, "env %s", name);
+        if (apply(cfg, key, eq + 1, CONFIG_SRC_ENV, origin, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- flags ---- */
+
+static bool is_help(const char *a)
+{
+    return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+/* Finds --config (or NDD_CONFIG); sets *path or NULL. -1 on "--config" without a value. */
+static int find_config_path(int argc, char **argv, char *const *envp, const char **path,
+                            char *err, size_t errlen)
+{
+    *path = env_find(envp, "NDD_CONFIG");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strncmp(argv[i], "--config=", 9) == 0) {
+            *path = argv[i] + 9;
+        } else if (strcmp(argv[i], "--config") == 0) {
+            if (i + 1 >= argc) {
+                set_err(err, errlen, "flag --config needs a file name");
+                return -1;
+            }
+            *path = argv[++i];
+        }
+    }
+    if (*path && !**path) {
+        set_err(err, errlen, "--config (or NDD_CONFIG) names an empty file name");
+        return -1;
+    }
+    return 0;
+}
+
+static int load_flags(config_t *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    char origin[CONFIG_KEY_MAX + 32], key[CONFIG_KEY_MAX];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) {
+            cfg->help = true;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            set_err(err, errlen, "unexpected argument \"%s\" (settings are --key=value)", a);
+            return -1;
+        }
+        const char *eq = strchr(a + 2, '=');
+        size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (klen == 0 || klen >= sizeof key) {
+            set_err(err, errlen, "malformed flag \"%s\"", a);
+            return -1;
+        }
+        memcpy(key, a + 2, klen);
+        key[klen] = '\0';
+        if (strcmp(key, "config") == 0) {
+            if (!eq)
+                i++; /* the value was taken by find_config_path */
+            continue;
+        }
+        snprintf(origin, sizeof origin, "flag --%s", key);
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value) {
+            const config_spec_t *s = find_spec(cfg, key, klen, NULL);
+            bool b;
+            if (s && s->type == CONFIG_BOOL) {
+                /* --flag alone means true; "--flag false" also works */
+                if (i + 1 < argc && config_parse_bool(argv[i + 1], &b) == 0)
+                    value = argv[++i];
+                else
+                    value = "true";
+            } else if (i + 1 < argc) {
+                value = argv[++i];
+            } else {
+                set_err(err, errlen, "flag --%s needs a value", key);
+                return -1;
+            }
+        }
+        if (apply(cfg, key, value, CONFIG_SRC_FLAG, origin, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- load ---- */
+
+config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
+                      char *err, size_t errlen)
+{
+    return config_load_env(specs, nspecs, argc, argv, environ, err, errlen);
+}
+
+config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
+                          char *const *envp, char *err, size_t errlen)
+{
+    set_err(err, errlen, "%s", "");
+    config_t *cfg = calloc(1, sizeof *cfg);
+    if (!cfg || !(cfg->vals = calloc(nspecs ? nspecs : 1, sizeof *cfg->vals))) {
+        free(cfg);
+        set_err(err, errlen, "config: out of memory");
+        return NULL;
+    }
+    cfg->specs = specs;
+    cfg->nspecs = nspecs;
+    for (size_t i = 0; i < nspecs; i++) {
+        if (!specs[i].key || !*specs[i].key || strlen(specs[i].key) >= CONFIG_KEY_MAX - 8) {
+            set_err(err, errlen, "config: spec %zu has no key or too long a key", i);
+            goto fail;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (key_eq(specs[i].key, specs[j].key)) {
+                set_err(err, errlen, "config: key %s declared twice", specs[i].key);
+                goto fail;
+            }
+        if (specs[i].def && val_set(&cfg->vals[i], &specs[i], specs[i].def, CONFIG_SRC_DEFAULT,
+                                    "default", err, errlen))
+            goto fail;
+    }
+    const char *path;
+    if (find_config_path(argc, argv, envp, &path, err, errlen))
+        goto fail;
+    if (path && load_file(cfg, path, err, errlen))
+        goto fail;
+    if (load_env(cfg, envp, err, errlen) || load_flags(cfg, argc, argv, err, errlen))
+        goto fail;
+    if (cfg->help)
+        return cfg; /* --help: required settings may be missing */
+    for (size_t i = 0; i < nspecs; i++) {
+        if ((specs[i].flags & CONFIG_F_REQUIRED) && !cfg->vals[i].text) {
+            char env[CONFIG_KEY_MAX + 8];
+            config_env_name(specs[i].key, env, sizeof env);
+            set_err(err, errlen, "missing required setting %s (give --%s, env %s or \"%s\" in "
+                                 "the config file)",
+                    specs[i].key, specs[i].key, env, specs[i].key);
+            goto fail;
+        }
+    }
+    return cfg;
+fail:
+    config_free(cfg);
+    return NULL;
+}
+
+void config_free(config_t *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < cfg->nspecs; i++) {
+        if (cfg->vals[i].text && (cfg->specs[i].flags & CONFIG_F_SECRET))
+            memset(cfg->vals[i].text, 0, strlen(cfg->vals[i].text));
+        val_clear(&cfg->vals[i]);
+    }
+    free(cfg->vals);
+    for (size_t i = 0; i < cfg->nprops; i++) {
+        memset(cfg->props[i].value, 0, strlen(cfg->props[i].value));
+        free(cfg->props[i].name);
+        free(cfg->props[i].value);
+        free(cfg->props[i].origin);
+    }
+    free(cfg->props);
+    free(cfg->props_view);
+    free(cfg);
+}
+
+bool config_help_requested(const config_t *cfg)
+{
+    return cfg && cfg->help;
+}
+
+/* ---- getters ---- */
+
+static const cfg_val_t *get(const config_t *cfg, const char *key, int want, const char *fn)
+{
+    size_t idx;
+    const config_spec_t *s = cfg ? find_spec(cfg, key, strlen(key), &idx) : NULL;
+    if (!s) {
+        log_error("config: %s(\"%s\"): no such key declared (programming error)", fn, key);
+        abort();
+    }
+    if (want >= 0 && (int)s->type != want) {
+        log_error("config: %s(\"%s\"): the key is a %s (programming error)", fn, key,
+                  type_name(s->type));
+        abort();
+    }
+    return &cfg->vals[idx];
+}
+
+const char *config_get_str(const config_t *cfg, const char *key)
+{
+    return get(cfg, key, -1, __func__)->text;
+}
+
+int64_t config_get_int(const config_t *cfg, const char *key)
+{
+    const cfg_val_t *v = get(cfg, key, CONFIG_INT, __func__);
+    return v->text ? v->v.i : 0;
+}
+
+bool config_get_bool(const config_t *cfg, const char *key)
+{
+    const cfg_val_t *v = get(cfg, key, CONFIG_BOOL, __func__);
+    return v->text ? v->v.b : false;
+}
+
+double config_get_double(const config_t *cfg, const char *key)
+{
+    const cfg_val_t *v = get(cfg, key, CONFIG_DOUBLE, __func__);
+    return v->text ? v->v.d : 0.0;
+}
+
+int64_t config_get_duration_ms(const config_t *cfg, const char *key)
+{
+    const cfg_val_t *v = get(cfg, key, CONFIG_DURATION_MS, __func__);
+    return v->text ? v->v.i : 0;
+}
+
+uint64_t config_get_bytes(const config_t *cfg, const char *key)
+{
+    const cfg_val_t *v = get(cfg, key, CONFIG_BYTES, __func__);
+    return v->text ? v->v.u : 0;
+}
+
+const char *const *config_get_list(const config_t *cfg, const char *key, size_t *n)
+{
+    const cfg_val_t *v = get(cfg, key, CONFIG_LIST, __func__);
+    if (n)
+        *n = v->nitems;
+    return (const char *const *)v->items;
+}
+
+config_source_t config_source_of(const config_t *cfg, const char *key)
+{
+    return get(cfg, key, -1, __func__)->src;
+}
+
+const char *config_origin(const config_t *cfg, const char *key)
+{
+    const cfg_val_t *v = get(cfg, key, -1, __func__);
+    return v->origin ? v->origin : "unset";
+}
+
+bool config_is_set(const config_t *cfg, const char *key)
+{
+    return get(cfg, key, -1, __func__)->src > CONFIG_SRC_DEFAULT;
+}
+
+const config_kafka_prop_t *config_kafka_props(const config_t *cfg, size_t *n)
+{
+    config_t *c = (config_t *)cfg;
+    *n = 0;
+    if (!c || c->nprops == 0)
+        return NULL;
+    free(c->props_view);
+    c->props_view = malloc(c->nprops * sizeof *c->props_view);
+    if (!c->props_view)
+        return NULL;
+    for (size_t i = 0; i < c->nprops; i++) {
+        c->props_view[i].name = c->props[i].name;
+        c->props_view[i].value = c->props[i].value;
+    }
+    *n = c->nprops;
+    return c->props_view;
+}
+
+/* ---- dump and help ---- */
+
+static bool kafka_prop_is_secret(const char *name)
+{
+    static const char *const words[] = {"password", "secret", "ssl.key.pem",
+                                        "sasl.oauthbearer.config", "ssl_key", "keystore"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcasestr(name, words[i]))
+            return true;
+    return false;
+}
+
+void config_dump(const config_t *cfg, FILE *out)
+{
+    for (size_t i = 0; i < cfg->nspecs; i++) {
+        const config_spec_t *s = &cfg->specs[i];
+        const cfg_val_t *v = &cfg->vals[i];
+        if (!v->text)
+            fprintf(out, "%s = (unset)\n", s->key);
+        else
+            fprintf(out, "%s = %s  (%s)\n", s->key,
+                    (s->flags & CONFIG_F_SECRET) ? "***" : v->text, v->origin);
+    }
+    for (size_t i = 0; i < cfg->nprops; i++)
+        fprintf(out, "kafka.%s = %s  (%s)\n", cfg->props[i].name,
+                kafka_prop_is_secret(cfg->props[i].name) ? "***" : cfg->props[i].value,
+                cfg->props[i].origin);
+}
+
+void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program,
+                       FILE *out)
+{
+    const char *base = program ? strrchr(program, '/') : NULL;
+    base = base ? base + 1 : (program ? program : "ndd");
+    fprintf(out,
+            "Usage: %s [--config FILE] [--key=value | --key value]...\n\n"
+            "Each setting comes from (highest first) a flag, the environment variable shown,\n"
+            "the JSON config file (nested objects join keys with '.'), or its default.\n"
+            "Any kafka.<property> setting is passed to librdkafka as <property>.\n\n",
+            base);
+    for (size_t i = 0; i < nspecs; i++) {
+        const config_spec_t *s = &specs[i];
+        char env[CONFIG_KEY_MAX + 8];
+        if (config_env_name(s->key, env, sizeof env))
+            env[0] = '\0';
+        fprintf(out, "  --%s=<%s>\n      %s\n      env %s", s->key, type_name(s->type),
+                s->help ? s->help : "", env);
+        if (s->def)
+            fprintf(out, "; default %s", (s->flags & CONFIG_F_SECRET) ? "***" : s->def);
+        if (s->flags & CONFIG_F_REQUIRED)
+            fprintf(out, "; required");
+        if (s->flags & CONFIG_F_SECRET)
+            fprintf(out, "; secret: or --%s-file FILE / env %s_FILE", s->key, env);
+        fputc('\n', out);
+    }
+}

@@ -1,0 +1,125 @@
+/* Configuration: every daemon declares its settings as a table of typed specs, and
+ * config_load() fills them from (highest first) command-line flags, NDD_* environment
+ * variables, an optional JSON file (--config FILE or NDD_CONFIG), and the defaults.
+ *
+ *   flags:  --http.port=9100   --http.port 9100   --tls.enabled (bool: true)
+ *   env:    NDD_HTTP_PORT=9100  (key upper-cased, '.' and '-' become '_')
+ *   file:   {"http": {"port": 9100}}  (nested objects flatten with '.')
+ *
+ * Any `kafka.X` setting, from any source, is not validated here: it is collected as the
+ * librdkafka property X for the daemon to apply (config_kafka_props()). From the
+ * environment, NDD_KAFKA_BOOTSTRAP_SERVERS becomes property "bootstrap.servers"
+ * (lower-cased, '_' -> '.'; librdkafka's own names use dots only).
+ *
+ * Secrets: a spec flagged CONFIG_F_SECRET is never printed by config_dump(), and may be read
+ * from a file instead: --<key>-file PATH, NDD_<KEY>_FILE=PATH, or "<key>_file" in the JSON
+ * file (one trailing newline trimmed). kafka.<prop>_file works the same for librdkafka
+ * secrets such as kafka.sasl.password_file.
+ *
+ * Errors (unknown key, bad value, unreadable file) fail config_load() with a message naming
+ * the key, the source ("flag --x", "env NDD_X", "file /path") and the reason. */
+#ifndef NDD_CONFIG_H
+#define NDD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum config_type {
+    CONFIG_STRING = 0,
+    CONFIG_INT,         /* int64, decimal (or 0x hex) */
+    CONFIG_BOOL,        /* true/false, 1/0, yes/no, on/off */
+    CONFIG_DOUBLE,      /* strtod syntax, finite */
+    CONFIG_DURATION_MS, /* "250ms", "5s", "2m", "1h", "1d"; bare number = milliseconds */
+    CONFIG_BYTES,       /* "512", "64KiB", "16MiB", "1GiB" (binary), "1KB"/"1MB"/"1GB" (decimal),
+                           "k"/"m"/"g" (binary) */
+    CONFIG_LIST,        /* comma-separated in flags/env; a JSON array or string in the file */
+} config_type_t;
+
+enum {
+    CONFIG_F_SECRET = 1u << 0,   /* never printed; <key>_file accepted */
+    CONFIG_F_REQUIRED = 1u << 1, /* config_load fails when no source gives a value */
+};
+
+typedef struct config_spec {
+    const char *key;  /* lowercase, dotted: "http.port", "feed.max-inflight" */
+    config_type_t type;
+    const char *def;  /* default as text (parsed like any other source); NULL = unset */
+    const char *help; /* one line for --help */
+    unsigned flags;   /* CONFIG_F_* */
+} config_spec_t;
+
+typedef enum config_source {
+    CONFIG_SRC_UNSET = 0, /* no default and no source gave it */
+    CONFIG_SRC_DEFAULT,
+    CONFIG_SRC_FILE,
+    CONFIG_SRC_ENV,
+    CONFIG_SRC_FLAG,
+} config_source_t;
+
+/* One librdkafka property collected from kafka.* settings. */
+typedef struct config_kafka_prop {
+    const char *name; /* without the "kafka." prefix */
+    const char *value;
+} config_kafka_prop_t;
+
+typedef struct config config_t;
+
+/* Parses argv[1..argc-1] (argv[0] is the program name), the environment and the config
+ * file against specs. Returns NULL with a message in err on any error; the specs table
+ * must outlive the returned config. --help / -h is not an error: the result reports
+ * config_help_requested() and the daemon prints config_print_help() and exits 0. */
+config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
+                      char *err, size_t errlen);
+/* As config_load, with the environment given as a NULL-terminated "NAME=value" array
+ * (tests); config_load passes environ. */
+config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
+                          char *const *envp, char *err, size_t errlen);
+void config_free(config_t *cfg);
+
+bool config_help_requested(const config_t *cfg);
+/* The table of settings: key, type, default, environment name, help. */
+void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program,
+                       FILE *out);
+
+/* Typed getters. Asking for a key that is not in the specs, or with the wrong type, is a
+ * programming error: it is logged and the process aborts (caught by the first test run).
+ * An unset value (no default, no source) reads as NULL / 0 / false / 0.0. */
+const char *config_get_str(const config_t *cfg, const char *key);
+int64_t config_get_int(const config_t *cfg, const char *key);
+bool config_get_bool(const config_t *cfg, const char *key);
+double config_get_double(const config_t *cfg, const char *key);
+int64_t config_get_duration_ms(const config_t *cfg, const char *key);
+uint64_t config_get_bytes(const config_t *cfg, const char *key);
+/* The items of a CONFIG_LIST (whitespace around items trimmed, empty items dropped). */
+const char *const *config_get_list(const config_t *cfg, const char *key, size_t *n);
+
+/* Where the value came from, and a human-readable origin ("flag --http.port",
+ * "env NDD_HTTP_PORT", "file /etc/ndd.json", "default"). */
+config_source_t config_source_of(const config_t *cfg, const char *key);
+const char *config_origin(const config_t *cfg, const char *key);
+bool config_is_set(const config_t *cfg, const char *key); /* given by a source, not default */
+
+/* The librdkafka properties from kafka.* settings, after precedence (one entry per name). */
+const config_kafka_prop_t *config_kafka_props(const config_t *cfg, size_t *n);
+
+/* Every setting as "key = value  (origin)"; secrets and secret-looking kafka properties
+ * (password, secret, private key, oauth config) print as "***". */
+void config_dump(const config_t *cfg, FILE *out);
+
+/* Parsers used by config_load, exposed for reuse (e.g. REST validation). 0 or -1. */
+int config_parse_duration_ms(const char *s, int64_t *out);
+int config_parse_bytes(const char *s, uint64_t *out);
+int config_parse_bool(const char *s, bool *out);
+/* "http.port" -> "NDD_HTTP_PORT" into out (size outlen); -1 when it does not fit. */
+int config_env_name(const char *key, char *out, size_t outlen);
+
+/* Parses a JSON config document (flattening objects with '.') and calls fn for each leaf:
+ * strings as-is, numbers and booleans as text, arrays joined with ',' (for lists).
+ * Returns 0, or -1 with err naming the key/position. Used by config_load and the fuzzer. */
+typedef int (*config_json_leaf_fn)(const char *key, const char *value, void *arg);
+int config_parse_json(const char *text, size_t len, const char *origin, config_json_leaf_fn fn,
+                      void *arg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,75 @@
+/* The correlation engine: pairs the copies of one transaction (same correlation id, hence
+ * same partition) and emits one xDR per transaction. Design and guarantees: docs/xdr.md.
+ *
+ * Per partition: an open-addressing hash index (linear probing, backward-shift delete) over
+ * preallocated slots, plus an intrusive FIFO of open transactions in arrival order, which is
+ * at once the timeout order, the eviction order and the offset order. Every operation is O(1)
+ * (expiry O(1) per expired transaction); no allocation per copy; bodies are never kept.
+ *
+ * Typical consume loop:
+ *   correlate_add(c, &msg, rkm->partition, rkm->offset, now_us);   // may emit xDRs
+ *   correlate_expire(c, now_us);                                     // once per poll
+ *   store offset min(next_offset, correlate_low_water(c, partition)) after the emitted
+ *   xDRs were acknowledged by the producer (docs/xdr.md, "Offsets and crashes");
+ *   on revoke: correlate_drain_partition(c, p, CORRELATE_DRAIN_HANDOVER). */
+#ifndef NDD_CORRELATE_H
+#define NDD_CORRELATE_H
+
+#include "codec.h"
+#include "correlate-t.h"
+#include "metrics.h"
+
+/* NULL on bad configuration or OOM (err says why). The config is copied. */
+correlate_t *correlate_new(const correlate_config_t *cfg, char *err, size_t errlen);
+/* Frees every table without emitting anything (use correlate_drain_all first if wanted). */
+void correlate_free(correlate_t *c);
+
+/* Adds one decoded copy consumed at partition/offset; now_us is the caller's clock
+ * (monotonic µs), used for timeouts only. Emits the xDR when this copy completes its
+ * transaction, and the oldest open transaction as "evicted" when the partition is full.
+ * Returns 0, or -1 when the copy was refused (partition id out of range, out of memory):
+ * the caller logs it with the topic/partition/offset and counts it. */
+int correlate_add(correlate_t *c, const codec_msg_t *m, int32_t partition, int64_t offset,
+                  int64_t now_us);
+
+/* Emits as "timeout" every transaction whose first copy arrived timeout_us before now_us or
+ * earlier. Returns how many were emitted. */
+size_t correlate_expire(correlate_t *c, int64_t now_us);
+
+/* Offset of the first copy of the oldest open transaction of the partition, or -1 when
+ * none is open. The consumer must not store an offset above it. */
+int64_t correlate_low_water(const correlate_t *c, int32_t partition);
+/* The offset a consumer may store for the partition after processing up to next_offset - 1:
+ * min(next_offset, low water). */
+int64_t correlate_committable(const correlate_t *c, int32_t partition, int64_t next_offset);
+
+/* Drains one partition (rebalance: revoked or lost) and frees its table. Returns how many
+ * open transactions it had. */
+size_t correlate_drain_partition(correlate_t *c, int32_t partition, correlate_drain_t mode);
+/* Drains every partition (shutdown). */
+size_t correlate_drain_all(correlate_t *c, correlate_drain_t mode);
+
+size_t correlate_open(const correlate_t *c, int32_t partition);
+correlate_stats_t correlate_stats(const correlate_t *c);
+
+/* Bytes one open transaction costs with this configuration (slot + index share). */
+size_t correlate_slot_bytes(const correlate_config_t *cfg);
+
+/* ---- KPIs (Prometheus, services/metrics.h) ----
+ * ndd_xdr_transactions_total{nf_type,service,status_code,completion}
+ * ndd_xdr_latency_seconds{nf_type,service,side}        histogram (side rx|tx)
+ * ndd_xdr_missing_copies_total{nf_type,trigger_point}
+ * ndd_correlation_open_transactions{nf_type}           gauge (correlate_metrics_update)
+ * ndd_correlation_duplicate_copies_total{nf_type}, ndd_correlation_handed_over_total{nf_type}
+ * Label sets are bounded by the registry (overflow child) and cached here, so observing an
+ * xDR costs no lock once its label set was seen. */
+typedef struct correlate_metrics correlate_metrics_t;
+
+correlate_metrics_t *correlate_metrics_new(metrics_registry_t *r, const char *nf_label);
+void correlate_metrics_free(correlate_metrics_t *m);
+/* Call from the emit callback. */
+void correlate_metrics_observe(correlate_metrics_t *m, const xdr_t *x);
+/* Call once per poll: open gauge, duplicate and hand-over counters from the engine totals. */
+void correlate_metrics_update(correlate_metrics_t *m, const correlate_t *c);
+
+#endif

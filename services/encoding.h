@@ -1,0 +1,65 @@
+/* Egress encodings: one interface, one file per encoding (docs/encodings.md).
+ *
+ *   "json"   the JSON envelope; a batch of one is the object itself, a batch of several a
+ *            JSON array of objects (application/json either way)
+ *   "frame"  one binary DATA frame (services/frame.h) holding the batch's records
+ *
+ * A batch is built straight into the caller's bounded buf_t: begin_batch, add per message,
+ * end_batch. Nothing is allocated per message and the body is copied once, into the output.
+ * When a message does not fit, add rolls it back and returns ENCODING_FULL: end the batch,
+ * send it, and add the message to the next one. A message that does not fit an empty batch
+ * returns ENCODING_TOO_BIG (it can never be sent: dead-letter it). */
+#ifndef NDD_ENCODING_H
+#define NDD_ENCODING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "codec-t.h"
+#include "frame.h"
+
+typedef enum encoding_result {
+    ENCODING_OK = 0,
+    ENCODING_FULL = 1,     /* the batch is full (count or bytes); the message was not added */
+    ENCODING_TOO_BIG = -1, /* the message alone exceeds the output limit */
+    ENCODING_ERROR = -2,   /* misuse (no open batch) */
+} encoding_result_t;
+
+/* State of one batch being built. Owned by the caller (on the stack or in a feed), no heap. */
+typedef struct encoding_batch {
+    buf_t *out;
+    size_t start;     /* offset of the batch in out */
+    size_t count;     /* messages added */
+    size_t max_count; /* from begin_batch */
+    frame_builder_t fb;
+} encoding_batch_t;
+
+typedef struct encoding {
+    const char *name;         /* "json", "frame" */
+    const char *content_type; /* for HTTP: "application/json", "application/vnd.ndd.frame" */
+    size_t max_batch;         /* most messages one batch can hold */
+    /* Opens a batch at the end of out holding at most max_count messages (0 or more than
+     * max_batch: max_batch). Returns ENCODING_OK or ENCODING_TOO_BIG (out full). */
+    encoding_result_t (*begin_batch)(encoding_batch_t *b, buf_t *out, size_t max_count);
+    encoding_result_t (*add)(encoding_batch_t *b, const codec_msg_t *m);
+    /* Closes the batch; its bytes are out->data[b->start .. out->len). An empty batch is
+     * removed from out and returns ENCODING_ERROR (nothing to send). */
+    encoding_result_t (*end_batch)(encoding_batch_t *b);
+} encoding_t;
+
+extern const encoding_t encoding_json;
+extern const encoding_t encoding_frame;
+
+/* By name ("json", "frame"); NULL when unknown. */
+const encoding_t *encoding_find(const char *name);
+
+/* The JSON envelope of one message appended to out (no batch wrapping): used by the json
+ * encoding and by tools. Returns 0, or -1 when out is full (out unchanged). */
+int encoding_json_envelope(buf_t *out, const codec_msg_t *m);
+
+/* true when p[0..n) is one complete RFC 8259 JSON value (whitespace around allowed),
+ * valid UTF-8, nesting at most 64 deep. No allocation. */
+int encoding_json_valid(const uint8_t *p, size_t n);
+
+#endif

@@ -1,0 +1,434 @@
+/* The JSON envelope encoding (docs/encodings.md):
+ *   {"metadata":{...'@' fields without '@'...},"headers":[[name,value],...],"key":"...",
+ *    "body":<JSON>|"<base64>"|null[,"body_encoding":"base64"]}
+ * A batch of max_count 1 is the object itself; a larger batch is a JSON array. */
+#include "encoding.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "codec.h"
+
+/* ---- a JSON validator that allocates nothing ---- */
+
+typedef struct jv {
+    const uint8_t *p;
+    const uint8_t *end;
+    int depth;
+} jv_t;
+
+#define JV_MAX_DEPTH 64
+
+static void jv_ws(jv_t *v)
+{
+    while (v->p < v->end && (*v->p == ' ' || *v->p == '\t' || *v->p == '\n' || *v->p == '\r'))
+        v->p++;
+}
+
+static int jv_value(jv_t *v);
+
+/* One UTF-8 sequence at v->p (first byte >= 0x80); rejects overlongs, surrogates, > U+10FFFF. */
+static int jv_utf8(jv_t *v)
+{
+    const uint8_t *p = v->p;
+    size_t left = (size_t)(v->end - p);
+    uint8_t c = p[0];
+    uint32_t cp;
+    size_t n;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return -1;
+    }
+    if (left < n)
+        return -1;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return -1;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return -1;
+    v->p += n;
+    return 0;
+}
+
+static int jv_hex(uint8_t c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int jv_string(jv_t *v)
+{
+    v->p++; /* opening quote */
+    while (v->p < v->end) {
+        uint8_t c = *v->p;
+        if (c == '"') {
+            v->p++;
+            return 0;
+        }
+        if (c < 0x20)
+            return -1;
+        if (c == '\\') {
+            if (v->end - v->p < 2)
+                return -1;
+            uint8_t e = v->p[1];
+            if (e == 'u') {
+                if (v->end - v->p < 6)
+                    return -1;
+                for (int i = 2; i < 6; i++)
+                    if (!jv_hex(v->p[i]))
+                        return -1;
+                v->p += 6;
+            } else if (strchr("\"\\/bfnrt", e) && e != 0) {
+                v->p += 2;
+            } else {
+                return -1;
+            }
+        } else if (c >= 0x80) {
+            if (jv_utf8(v) != 0)
+                return -1;
+        } else {
+            v->p++;
+        }
+    }
+    return -1;
+}
+
+static int jv_digits(jv_t *v)
+{
+    const uint8_t *s = v->p;
+    while (v->p < v->end && *v->p >= '0' && *v->p <= '9')
+        v->p++;
+    return v->p > s ? 0 : -1;
+}
+
+static int jv_number(jv_t *v)
+{
+    if (*v->p == '-')
+        v->p++;
+    if (v->p >= v->end)
+        return -1;
+    if (*v->p == '0')
+        v->p++;
+    else if (jv_digits(v) != 0)
+        return -1;
+    if (v->p < v->end && *v->p == '.') {
+        v->p++;
+        if (jv_digits(v) != 0)
+            return -1;
+    }
+    if (v->p < v->end && (*v->p == 'e' || *v->p == 'E')) {
+        v->p++;
+        if (v->p < v->end && (*v->p == '+' || *v->p == '-'))
+            v->p++;
+        if (jv_digits(v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int jv_lit(jv_t *v, const char *lit)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(v->end - v->p) < n || memcmp(v->p, lit, n) != 0)
+        return -1;
+    v->p += n;
+    return 0;
+}
+
+static int jv_container(jv_t *v, uint8_t close)
+{
+    if (++v->depth > JV_MAX_DEPTH)
+        return -1;
+    v->p++;
+    jv_ws(v);
+    if (v->p < v->end && *v->p == close) {
+        v->p++;
+        v->depth--;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            jv_ws(v);
+            if (v->p >= v->end || *v->p != '"' || jv_string(v) != 0)
+                return -1;
+            jv_ws(v);
+            if (v->p >= v->end || *v->p != ':')
+                return -1;
+            v->p++;
+        }
+        if (jv_value(v) != 0)
+            return -1;
+        jv_ws(v);
+        if (v->p >= v->end)
+            return -1;
+        if (*v->p == ',') {
+            v->p++;
+            continue;
+        }
+        if (*v->p == close) {
+            v->p++;
+            v->depth--;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static int jv_value(jv_t *v)
+{
+    jv_ws(v);
+    if (v->p >= v->end)
+        return -1;
+    switch (*v->p) {
+    case '{':
+        return jv_container(v, '}');
+    case '[':
+        return jv_container(v, ']');
+    case '"':
+        return jv_string(v);
+    case 't':
+        return jv_lit(v, "true");
+    case 'f':
+        return jv_lit(v, "false");
+    case 'n':
+        return jv_lit(v, "null");
+    default:
+        if (*v->p == '-' || (*v->p >= '0' && *v->p <= '9'))
+            return jv_number(v);
+        return -1;
+    }
+}
+
+int encoding_json_valid(const uint8_t *p, size_t n)
+{
+    if (!p || n == 0)
+        return 0;
+    jv_t v = {p, p + n, 0};
+    if (jv_value(&v) != 0)
+        return 0;
+    jv_ws(&v);
+    return v.p == v.end;
+}
+
+/* ---- the envelope ---- */
+
+/* Metadata whose values are integers in the contract: written as JSON numbers. */
+static int meta_is_number(codec_meta_t m)
+{
+    return m == CODEC_META_TIMESTAMP || m == CODEC_META_SEQ || m == CODEC_META_AGG_TIMESTAMP ||
+           m == CODEC_META_AGG_SEQ;
+}
+
+/* A decimal integer JSON accepts as a number (no leading zeros, at most 19 digits). */
+static int is_json_integer(const char *p, size_t n)
+{
+    size_t i = 0;
+    if (n > 0 && p[0] == '-')
+        i = 1;
+    if (i == n || n - i > 19)
+        return 0;
+    if (p[i] == '0' && n - i > 1)
+        return 0;
+    for (; i < n; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+    return 1;
+}
+
+static int put_jstr(buf_t *out, const char *p, size_t n)
+{
+    if (buf_append_u8(out, '"') != 0 || buf_append_json_escaped(out, p ? p : "", n) != 0 ||
+        buf_append_u8(out, '"') != 0)
+        return -1;
+    return 0;
+}
+
+/* Does the media type (before any ';') say JSON: application/json or any +json suffix? */
+static int media_is_json(const char *p, size_t n)
+{
+    const char *semi = memchr(p, ';', n);
+    if (semi)
+        n = (size_t)(semi - p);
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    while (n > 0 && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
+    }
+    if (n == 16 && strncasecmp(p, "application/json", 16) == 0)
+        return 1;
+    return n > 5 && strncasecmp(p + n - 5, "+json", 5) == 0;
+}
+
+/* The body is embedded as JSON when the copy says it is JSON (content-type, or an xDR record)
+ * and it parses; otherwise it travels as base64. */
+static int body_is_json(const codec_msg_t *m)
+{
+    int says_json = 0;
+    for (size_t i = 0; i < m->n_http && !says_json; i++) {
+        const codec_header_t *h = &m->http[i];
+        if (h->name.len == 12 && strncasecmp(h->name.ptr, "content-type", 12) == 0)
+            says_json = media_is_json(h->value.ptr, h->value.len);
+    }
+    for (size_t i = 0; i < m->n_ext && !says_json; i++) {
+        const codec_header_t *h = &m->ext[i];
+        if (h->name.len == 12 && memcmp(h->name.ptr, "@record-type", 12) == 0 &&
+            h->value.len == 3 && memcmp(h->value.ptr, "xdr", 3) == 0)
+            says_json = 1;
+    }
+    return says_json && encoding_json_valid((const uint8_t *)m->body.ptr, m->body.len);
+}
+
+static int envelope(buf_t *out, const codec_msg_t *m)
+{
+    int first = 1;
+    if (buf_append_str(out, "{\"metadata\":{") != 0)
+        return -1;
+    for (int i = 0; i < CODEC_META__COUNT; i++) {
+        const codec_slice_t *v = &m->meta[i];
+        if (!v->ptr)
+            continue;
+        const char *name = codec_meta_name((codec_meta_t)i);
+        if (!first && buf_append_u8(out, ',') != 0)
+            return -1;
+        first = 0;
+        if (put_jstr(out, name + 1, strlen(name + 1)) != 0 || buf_append_u8(out, ':') != 0)
+            return -1;
+        if (meta_is_number((codec_meta_t)i) && is_json_integer(v->ptr, v->len)) {
+            if (buf_append(out, v->ptr, v->len) != 0)
+                return -1;
+        } else if (put_jstr(out, v->ptr, v->len) != 0) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < m->n_ext; i++) {
+        const codec_header_t *h = &m->ext[i];
+        const char *n = h->name.ptr;
+        size_t nl = h->name.len;
+        if (nl > 0 && n[0] == '@') {
+            n++;
+            nl--;
+        }
+        if (!first && buf_append_u8(out, ',') != 0)
+            return -1;
+        first = 0;
+        if (put_jstr(out, n, nl) != 0 || buf_append_u8(out, ':') != 0 ||
+            put_jstr(out, h->value.ptr, h->value.len) != 0)
+            return -1;
+    }
+    if (buf_append_str(out, "},\"headers\":[") != 0)
+        return -1;
+    for (size_t i = 0; i < m->n_http; i++) {
+        const codec_header_t *h = &m->http[i];
+        if ((i > 0 && buf_append_u8(out, ',') != 0) || buf_append_u8(out, '[') != 0 ||
+            put_jstr(out, h->name.ptr, h->name.len) != 0 || buf_append_u8(out, ',') != 0 ||
+            put_jstr(out, h->value.ptr, h->value.len) != 0 || buf_append_u8(out, ']') != 0)
+            return -1;
+    }
+    if (buf_append_str(out, "],\"key\":") != 0)
+        return -1;
+    if (m->key.ptr) {
+        if (put_jstr(out, m->key.ptr, m->key.len) != 0)
+            return -1;
+    } else if (buf_append_str(out, "null") != 0) {
+        return -1;
+    }
+    if (buf_append_str(out, ",\"body\":") != 0)
+        return -1;
+    if (!m->body.ptr || m->body.len == 0) {
+        if (buf_append_str(out, "null") != 0)
+            return -1;
+    } else if (body_is_json(m)) {
+        if (buf_append(out, m->body.ptr, m->body.len) != 0)
+            return -1;
+    } else {
+        if (buf_append_u8(out, '"') != 0 || buf_append_base64(out, m->body.ptr, m->body.len) ||
+            buf_append_str(out, "\",\"body_encoding\":\"base64\"") != 0)
+            return -1;
+    }
+    return buf_append_u8(out, '}');
+}
+
+int encoding_json_envelope(buf_t *out, const codec_msg_t *m)
+{
+    size_t at = out->len;
+    if (envelope(out, m) != 0) {
+        out->len = at;
+        return -1;
+    }
+    return 0;
+}
+
+static encoding_result_t json_begin(encoding_batch_t *b, buf_t *out, size_t max_count)
+{
+    memset(b, 0, sizeof *b);
+    b->out = out;
+    b->start = out->len;
+    b->max_count = (max_count == 0 || max_count > encoding_json.max_batch) ? encoding_json.max_batch
+                                                                           : max_count;
+    if (b->max_count > 1 && buf_append_u8(out, '[') != 0)
+        return ENCODING_TOO_BIG;
+    return ENCODING_OK;
+}
+
+static encoding_result_t json_add(encoding_batch_t *b, const codec_msg_t *m)
+{
+    if (!b->out)
+        return ENCODING_ERROR;
+    if (b->count >= b->max_count)
+        return ENCODING_FULL;
+    buf_t *out = b->out;
+    size_t at = out->len;
+    int array = b->max_count > 1;
+    /* In an array, room for the closing ']' must stay free, or end_batch could not close. */
+    if ((b->count > 0 && buf_append_u8(out, ',') != 0) || envelope(out, m) != 0 ||
+        (array && out->max - out->len < 1)) {
+        out->len = at;
+        return b->count > 0 ? ENCODING_FULL : ENCODING_TOO_BIG;
+    }
+    b->count++;
+    return ENCODING_OK;
+}
+
+static encoding_result_t json_end(encoding_batch_t *b)
+{
+    if (!b->out)
+        return ENCODING_ERROR;
+    if (b->count == 0) {
+        b->out->len = b->start;
+        return ENCODING_ERROR;
+    }
+    if (b->max_count > 1 && buf_append_u8(b->out, ']') != 0)
+        return ENCODING_ERROR; /* cannot happen: add kept the byte free */
+    return ENCODING_OK;
+}
+
+const encoding_t encoding_json = {
+    .name = "json",
+    .content_type = "application/json",
+    .max_batch = 10000,
+    .begin_batch = json_begin,
+    .add = json_add,
+    .end_batch = json_end,
+};
+
+const encoding_t *encoding_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    if (strcmp(name, "json") == 0)
+        return &encoding_json;
+    if (strcmp(name, "frame") == 0)
+        return &encoding_frame;
+    return NULL;
+}

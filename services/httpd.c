@@ -1,0 +1,716 @@
+/* HTTP/1.1 server on libevent evhttp (see httpd.h).
+ *
+ * Connection limit: libevent 2.1 has no evhttp_set_max_connections, so connections are
+ * counted when their bufferevent is made (evhttp_set_bevcb) and uncounted by the
+ * connection's close callback. At the limit the listener is disabled (new connections wait
+ * in the kernel backlog) and re-enabled when one closes. */
+#include "httpd.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <event2/util.h>
+
+#include "log.h"
+
+#define HTTPD_DEFAULT_MAX_CONN 256
+#define HTTPD_DEFAULT_TIMEOUT_S 30
+#define HTTPD_DEFAULT_MAX_HEADER (16 * 1024)
+#define HTTPD_DEFAULT_MAX_BODY (1024 * 1024)
+#define HTTPD_METRICS_MAX (64u * 1024 * 1024) /* a scrape larger than this is refused (500) */
+
+typedef struct httpd_route {
+    char method[12]; /* "*" = any */
+    char *pattern;   /* without the trailing '*' */
+    size_t plen;
+    bool prefix;
+    httpd_handler_fn fn;
+    void *arg;
+} httpd_route_t;
+
+struct httpd {
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *sock;
+    uint16_t port;
+    SSL_CTX *ssl_ctx;
+    size_t max_conn;
+    size_t nconn;
+    bool listener_paused;
+    bool freeing;
+    metrics_registry_t *reg;
+    buf_t scrape;
+    httpd_route_t *routes;
+    size_t nroutes;
+    pthread_mutex_t mu; /* ready + reason: set from other threads */
+    bool ready;
+    char reason[256];
+};
+
+struct httpd_req {
+    httpd_t *h;
+    struct evhttp_request *ev;
+    const char *method;
+    char *path;
+    const char *subpath;
+    struct evkeyvalq query;
+    bool query_parsed;
+    char *body;
+    size_t body_len;
+    bool replied;
+    char peer[80];
+};
+
+/* ---- connection accounting ---- */
+
+static void conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+    httpd_t *h = arg;
+    if (h->nconn)
+        h->nconn--;
+    log_debug("httpd: port %u: connection closed, %zu open", h->port, h->nconn);
+    if (h->listener_paused && !h->freeing && h->nconn < h->max_conn && h->sock) {
+        evconnlistener_enable(evhttp_bound_socket_get_listener(h->sock));
+        h->listener_paused = false;
+    }
+}
+
+struct conn_attach {
+    httpd_t *h;
+    struct bufferevent *bev;
+};
+
+/* Runs right after evhttp has built the connection around the bufferevent made by
+ * conn_bev: the bufferevent's callback argument is then the evhttp_connection, whose close
+ * callback tells us when it goes away. conn_bev took a reference on the bufferevent so it
+ * is still valid here even if evhttp already dropped the connection. */
+static void conn_attach(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn_attach *ca = arg;
+    void *cbarg = NULL;
+    bufferevent_getcb(ca->bev, NULL, NULL, NULL, &cbarg);
+    log_debug("httpd: port %u: connection attach (%s)", ca->h->port, cbarg ? "live" : "gone");
+    if (cbarg && !ca->h->freeing)
+        evhttp_connection_set_closecb(cbarg, conn_closed, ca->h);
+    else
+        conn_closed(NULL, ca->h);
+    bufferevent_decref(ca->bev);
+    free(ca);
+}
+
+static struct bufferevent *conn_bev(struct event_base *base, void *arg)
+{
+    httpd_t *h = arg;
+    struct bufferevent *bev;
+    if (h->ssl_ctx) {
+        SSL *ssl = SSL_new(h->ssl_ctx);
+        if (!ssl) {
+            log_error("httpd: port %u: SSL_new failed", h->port);
+            return NULL;
+        }
+        bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                             BEV_OPT_CLOSE_ON_FREE);
+    } else {
+        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (!bev)
+        return NULL;
+    struct conn_attach *ca = malloc(sizeof *ca);
+    if (!ca || (ca->h = h, ca->bev = bev,
+                event_base_once(base, -1, EV_TIMEOUT, conn_attach, ca, NULL) != 0)) {
+        /* Not counted: the connection is served, only the limit cannot see it. */
+        log_warn("httpd: port %u: cannot track a new connection (out of memory)", h->port);
+        free(ca);
+        return bev;
+    }
+    bufferevent_incref(bev);
+    h->nconn++;
+    if (h->nconn >= h->max_conn && !h->listener_paused && h->sock) {
+        evconnlistener_disable(evhttp_bound_socket_get_listener(h->sock));
+        h->listener_paused = true;
+        log_warn("httpd: port %u: %zu connections open (the limit); new ones wait", h->port,
+                 h->nconn);
+    }
+    return bev;
+}
+
+/* ---- replies ---- */
+
+void httpd_resp_header(httpd_req_t *req, const char *name, const char *value)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req->ev), name, value);
+}
+
+void httpd_reply(httpd_req_t *req, int status, const char *content_type, const void *body,
+                 size_t len)
+{
+    if (req->replied) {
+        log_error("httpd: %s %s: second reply (status %d) ignored", req->method, req->path,
+                  status);
+        return;
+    }
+    req->replied = true;
+    struct evbuffer *out = evbuffer_new();
+    if (content_type)
+        httpd_resp_header(req, "Content-Type", content_type);
+    if (out && len)
+        evbuffer_add(out, body, len);
+    evhttp_send_reply(req->ev, status, NULL, out);
+    if (out)
+        evbuffer_free(out);
+}
+
+void httpd_reply_text(httpd_req_t *req, int status, const char *text)
+{
+    httpd_reply(req, status, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+void httpd_reply_json(httpd_req_t *req, int status, const char *json_text)
+{
+    httpd_reply(req, status, "application/json", json_text, strlen(json_text));
+}
+
+void httpd_reply_jansson(httpd_req_t *req, int status, json_t *json)
+{
+    char *s = json ? json_dumps(json, JSON_COMPACT) : NULL;
+    json_decref(json);
+    if (!s) {
+        httpd_reply_json(req, 500, "{\"error\":{\"status\":500,\"message\":\"out of memory\"}}");
+        return;
+    }
+    httpd_reply_json(req, status, s);
+    free(s);
+}
+
+void httpd_reply_error(httpd_req_t *req, int status, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *j = json_pack("{s:{s:i,s:s}}", "error", "status", status, "message", msg);
+    httpd_reply_jansson(req, status, j);
+}
+
+/* ---- request accessors ---- */
+
+const char *httpd_req_method(const httpd_req_t *req)
+{
+    return req->method;
+}
+
+const char *httpd_req_path(const httpd_req_t *req)
+{
+    return req->path;
+}
+
+const char *httpd_req_subpath(const httpd_req_t *req)
+{
+    return req->subpath ? req->subpath : "";
+}
+
+const char *httpd_req_query(httpd_req_t *req, const char *name)
+{
+    if (!req->query_parsed) {
+        const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
+        const char *q = u ? evhttp_uri_get_query(u) : NULL;
+        TAILQ_INIT(&req->query);
+        if (q && evhttp_parse_query_str(q, &req->query) != 0)
+            evhttp_clear_headers(&req->query);
+        req->query_parsed = true;
+    }
+    return evhttp_find_header(&req->query, name);
+}
+
+const char *httpd_req_header(const httpd_req_t *req, const char *name)
+{
+    return evhttp_find_header(evhttp_request_get_input_headers(req->ev), name);
+}
+
+const char *httpd_req_body(httpd_req_t *req, size_t *len)
+{
+    if (!req->body) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
+        size_t n = in ? evbuffer_get_length(in) : 0;
+        req->body = malloc(n + 1);
+        if (!req->body) {
+            if (len)
+                *len = 0;
+            return "";
+        }
+        if (n)
+            evbuffer_copyout(in, req->body, n);
+        req->body[n] = '\0';
+        req->body_len = n;
+    }
+    if (len)
+        *len = req->body_len;
+    return req->body;
+}
+
+const char *httpd_req_peer(const httpd_req_t *req)
+{
+    return req->peer;
+}
+
+struct evhttp_request *httpd_req_evhttp(httpd_req_t *req)
+{
+    return req->ev;
+}
+
+/* ---- routing ---- */
+
+static const char *method_name(enum evhttp_cmd_type t)
+{
+    switch (t) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    case EVHTTP_REQ_TRACE:
+        return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+        return "CONNECT";
+    }
+    return "UNKNOWN";
+}
+
+static bool method_ok(const char *m)
+{
+    static const char *const ok[] = {"*",      "GET",     "POST", "PUT",
+                                     "DELETE", "PATCH",   "HEAD", "OPTIONS"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (strcmp(m, ok[i]) == 0)
+            return true;
+    return false;
+}
+
+int httpd_route(httpd_t *h, const char *method, const char *pattern, httpd_handler_fn fn,
+                void *arg)
+{
+    if (!h || !method || !pattern || pattern[0] != '/' || !fn || !method_ok(method)) {
+        log_error("httpd: bad route %s %s", method ? method : "(null)",
+                  pattern ? pattern : "(null)");
+        return -1;
+    }
+    size_t plen = strlen(pattern);
+    bool prefix = pattern[plen - 1] == '*';
+    if (prefix)
+        plen--;
+    for (size_t i = 0; i < h->nroutes; i++) {
+        httpd_route_t *r = &h->routes[i];
+        if (r->prefix == prefix && r->plen == plen && strncmp(r->pattern, pattern, plen) == 0 &&
+            strcmp(r->method, method) == 0) {
+            r->fn = fn;
+            r->arg = arg;
+            return 0;
+        }
+    }
+    httpd_route_t *nr = realloc(h->routes, (h->nroutes + 1) * sizeof *nr);
+    if (!nr)
+        return -1;
+    h->routes = nr;
+    httpd_route_t *r = &nr[h->nroutes];
+    memset(r, 0, sizeof *r);
+    snprintf(r->method, sizeof r->method, "%s", method);
+    r->pattern = strndup(pattern, plen);
+    if (!r->pattern)
+        return -1;
+    r->plen = plen;
+    r->prefix = prefix;
+    r->fn = fn;
+    r->arg = arg;
+    h->nroutes++;
+    return 0;
+}
+
+static bool route_matches_path(const httpd_route_t *r, const char *path)
+{
+    if (!r->prefix)
+        return strcmp(r->pattern, path) == 0;
+    return strncmp(r->pattern, path, r->plen) == 0;
+}
+
+/* ---- built-in routes ---- */
+
+static void serve_metrics(httpd_req_t *req)
+{
+    httpd_t *h = req->h;
+    if (!h->reg) {
+        httpd_reply_text(req, 404, "no metrics registry\n");
+        return;
+    }
+    buf_reset(&h->scrape);
+    if (metrics_render(h->reg, &h->scrape) != 0) {
+        log_error("httpd: port %u: /metrics: rendering failed (over %u bytes or out of memory)",
+                  h->port, HTTPD_METRICS_MAX);
+        httpd_reply_text(req, 500, "metrics rendering failed\n");
+        return;
+    }
+    httpd_reply(req, 200, METRICS_CONTENT_TYPE, h->scrape.data, h->scrape.len);
+}
+
+static void serve_readyz(httpd_req_t *req)
+{
+    httpd_t *h = req->h;
+    char text[300];
+    pthread_mutex_lock(&h->mu);
+    bool ready = h->ready;
+    snprintf(text, sizeof text, "%s\n", ready ? "ready" : h->reason);
+    pthread_mutex_unlock(&h->mu);
+    httpd_reply_text(req, ready ? 200 : 503, text);
+}
+
+static bool serve_builtin(httpd_req_t *req)
+{
+    int which = strcmp(req->path, "/metrics") == 0   ? 1
+                : strcmp(req->path, "/healthz") == 0 ? 2
+                : strcmp(req->path, "/readyz") == 0  ? 3
+                                                     : 0;
+    if (!which)
+        return false;
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+        httpd_resp_header(req, "Allow", "GET, HEAD");
+        httpd_reply_error(req, 405, "method %s not allowed on %s", req->method, req->path);
+        return true;
+    }
+    if (which == 1)
+        serve_metrics(req);
+    else if (which == 2)
+        httpd_reply_text(req, 200, "ok\n");
+    else
+        serve_readyz(req);
+    return true;
+}
+
+static void dispatch(httpd_req_t *req)
+{
+    httpd_t *h = req->h;
+    if (serve_builtin(req))
+        return;
+    const httpd_route_t *best = NULL;
+    char allow[128] = "";
+    bool path_known = false;
+    for (size_t i = 0; i < h->nroutes; i++) {
+        const httpd_route_t *r = &h->routes[i];
+        if (!route_matches_path(r, req->path))
+            continue;
+        path_known = true;
+        if (strcmp(r->method, "*") == 0 || strcmp(r->method, req->method) == 0 ||
+            (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
+            /* Longest pattern wins; at equal length an exact route beats a prefix. */
+            if (!best || r->plen > best->plen || (r->plen == best->plen && !r->prefix))
+                best = r;
+        } else if (!strstr(allow, r->method) && strlen(allow) + strlen(r->method) + 3 < sizeof allow) {
+            if (allow[0])
+                strcat(allow, ", ");
+            strcat(allow, r->method);
+        }
+    }
+    if (best) {
+        req->subpath = best->prefix ? req->path + best->plen : "";
+        if (*req->subpath == '/')
+            req->subpath++;
+        best->fn(req, best->arg);
+        if (!req->replied) {
+            log_error("httpd: %s %s: handler returned without a reply", req->method, req->path);
+            httpd_reply_error(req, 500, "handler gave no reply");
+        }
+        return;
+    }
+    if (path_known) {
+        httpd_resp_header(req, "Allow", allow);
+        httpd_reply_error(req, 405, "method %s not allowed on %s", req->method, req->path);
+        return;
+    }
+    httpd_reply_error(req, 404, "no such resource: %s", req->path);
+}
+
+static void on_request(struct evhttp_request *ev, void *arg)
+{
+    httpd_t *h = arg;
+    httpd_req_t req;
+    memset(&req, 0, sizeof req);
+    req.h = h;
+    req.ev = ev;
+    req.method = method_name(evhttp_request_get_command(ev));
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(ev);
+    const char *raw = u ? evhttp_uri_get_path(u) : NULL;
+    req.path = evhttp_uridecode(raw && *raw ? raw : "/", 0, NULL);
+    struct evhttp_connection *con = evhttp_request_get_connection(ev);
+    if (con) {
+        char *addr = NULL;
+        ev_uint16_t port = 0;
+        evhttp_connection_get_peer(con, &addr, &port);
+        snprintf(req.peer, sizeof req.peer, "%s:%u", addr ? addr : "?", port);
+    }
+    if (!req.path) {
+        req.path = strdup("/");
+        if (!req.path) {
+            evhttp_send_error(ev, 500, NULL);
+            return;
+        }
+    }
+    dispatch(&req);
+    if (req.query_parsed)
+        evhttp_clear_headers(&req.query);
+    free(req.body);
+    free(req.path);
+}
+
+/* ---- lifecycle ---- */
+
+httpd_t *httpd_new(struct event_base *base, const char *bind_addr, uint16_t port, char *err,
+                   size_t errlen)
+{
+    httpd_options_t o = {.bind_addr = bind_addr, .port = port};
+    return httpd_new_ex(base, &o, err, errlen);
+}
+
+httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char *err,
+                      size_t errlen)
+{
+    const char *addr = opts && opts->bind_addr ? opts->bind_addr : "127.0.0.1";
+    uint16_t port = opts ? opts->port : 0;
+    httpd_t *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "httpd: out of memory");
+        return NULL;
+    }
+    h->base = base;
+    h->ssl_ctx = opts ? opts->ssl_ctx : NULL;
+    h->max_conn = opts && opts->max_connections ? opts->max_connections : HTTPD_DEFAULT_MAX_CONN;
+    pthread_mutex_init(&h->mu, NULL);
+    snprintf(h->reason, sizeof h->reason, "starting");
+    buf_init(&h->scrape, 0, HTTPD_METRICS_MAX);
+    h->http = evhttp_new(base);
+    if (!h->http) {
+        snprintf(err, errlen, "httpd: evhttp_new failed");
+        goto fail;
+    }
+    evhttp_set_timeout(h->http, opts && opts->request_timeout_s > 0 ? opts->request_timeout_s
+                                                                    : HTTPD_DEFAULT_TIMEOUT_S);
+    evhttp_set_max_headers_size(h->http, (ev_ssize_t)(opts && opts->max_header_bytes
+                                                          ? opts->max_header_bytes
+                                                          : HTTPD_DEFAULT_MAX_HEADER));
+    evhttp_set_max_body_size(h->http, (ev_ssize_t)(opts && opts->max_body_bytes
+                                                       ? opts->max_body_bytes
+                                                       : HTTPD_DEFAULT_MAX_BODY));
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    evhttp_set_gencb(h->http, on_request, h);
+    evhttp_set_bevcb(h->http, conn_bev, h);
+    h->sock = evhttp_bind_socket_with_handle(h->http, addr, port);
+    if (!h->sock) {
+        snprintf(err, errlen, "httpd: cannot listen on %s port %u: %s", addr, port,
+                 strerror(errno));
+        goto fail;
+    }
+    struct sockaddr_storage ss;
+    ev_socklen_t sl = sizeof ss;
+    if (getsockname(evhttp_bound_socket_get_fd(h->sock), (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            h->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        else if (ss.ss_family == AF_INET6)
+            h->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    log_info("httpd: listening on %s port %u (%s)", addr, h->port, h->ssl_ctx ? "TLS" : "plain");
+    return h;
+fail:
+    httpd_free(h);
+    return NULL;
+}
+
+void httpd_free(httpd_t *h)
+{
+    if (!h)
+        return;
+    h->freeing = true;
+    if (h->http)
+        evhttp_free(h->http); /* closes connections: conn_closed still sees a valid h */
+    for (size_t i = 0; i < h->nroutes; i++)
+        free(h->routes[i].pattern);
+    free(h->routes);
+    buf_free(&h->scrape);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+uint16_t httpd_port(const httpd_t *h)
+{
+    return h ? h->port : 0;
+}
+
+void httpd_set_metrics(httpd_t *h, metrics_registry_t *reg)
+{
+    h->reg = reg;
+}
+
+void httpd_set_ready(httpd_t *h, bool ready)
+{
+    pthread_mutex_lock(&h->mu);
+    h->ready = ready;
+    pthread_mutex_unlock(&h->mu);
+}
+
+void httpd_set_ready_reason(httpd_t *h, const char *reason)
+{
+    pthread_mutex_lock(&h->mu);
+    snprintf(h->reason, sizeof h->reason, "%s", reason ? reason : "not ready");
+    /* One line in the 503 body. */
+    for (char *p = h->reason; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    pthread_mutex_unlock(&h->mu);
+}
+
+bool httpd_is_ready(httpd_t *h)
+{
+    pthread_mutex_lock(&h->mu);
+    bool r = h->ready;
+    pthread_mutex_unlock(&h->mu);
+    return r;
+}
+
+/* ---- server thread ---- */
+
+struct httpd_thread {
+    pthread_t tid;
+    struct event_base *base;
+    httpd_t *h;
+    httpd_options_t opts;
+    char bind_addr[128];
+    httpd_setup_fn setup;
+    void *setup_arg;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state; /* 0 starting, 1 running, -1 failed */
+    char err[256];
+};
+
+static pthread_once_t evthread_once = PTHREAD_ONCE_INIT;
+static int evthread_rc;
+
+static void evthread_init(void)
+{
+    evthread_rc = evthread_use_pthreads();
+}
+
+static void *server_thread(void *arg)
+{
+    httpd_thread_t *t = arg;
+    int state = 1;
+    t->h = httpd_new_ex(t->base, &t->opts, t->err, sizeof t->err);
+    if (!t->h) {
+        state = -1;
+    } else if (t->setup && t->setup(t->h, t->setup_arg) != 0) {
+        snprintf(t->err, sizeof t->err, "httpd: setup callback failed");
+        state = -1;
+    }
+    pthread_mutex_lock(&t->mu);
+    t->state = state;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    if (state < 0)
+        return NULL;
+    event_base_dispatch(t->base);
+    return NULL;
+}
+
+httpd_thread_t *httpd_thread_start(const httpd_options_t *opts, httpd_setup_fn setup,
+                                   void *setup_arg, char *err, size_t errlen)
+{
+    pthread_once(&evthread_once, evthread_init);
+    if (evthread_rc != 0) {
+        snprintf(err, errlen, "httpd: libevent pthreads support unavailable");
+        return NULL;
+    }
+    httpd_thread_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "httpd: out of memory");
+        return NULL;
+    }
+    if (opts)
+        t->opts = *opts;
+    if (t->opts.bind_addr) {
+        snprintf(t->bind_addr, sizeof t->bind_addr, "%s", t->opts.bind_addr);
+        t->opts.bind_addr = t->bind_addr;
+    }
+    t->setup = setup;
+    t->setup_arg = setup_arg;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    t->base = event_base_new();
+    if (!t->base) {
+        snprintf(err, errlen, "httpd: event_base_new failed");
+        goto fail;
+    }
+    if (pthread_create(&t->tid, NULL, server_thread, t) != 0) {
+        snprintf(err, errlen, "httpd: cannot start thread: %s", strerror(errno));
+        goto fail;
+    }
+    pthread_mutex_lock(&t->mu);
+    while (t->state == 0)
+        pthread_cond_wait(&t->cv, &t->mu);
+    int state = t->state;
+    pthread_mutex_unlock(&t->mu);
+    if (state < 0) {
+        pthread_join(t->tid, NULL);
+        snprintf(err, errlen, "%s", t->err);
+        httpd_free(t->h);
+        t->h = NULL;
+        goto fail;
+    }
+    return t;
+fail:
+    if (t->base)
+        event_base_free(t->base);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    return NULL;
+}
+
+httpd_t *httpd_thread_server(httpd_thread_t *t)
+{
+    return t ? t->h : NULL;
+}
+
+void httpd_thread_stop(httpd_thread_t *t)
+{
+    if (!t)
+        return;
+    event_base_loopbreak(t->base);
+    pthread_join(t->tid, NULL);
+    httpd_free(t->h);
+    event_base_free(t->base);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}

@@ -1,0 +1,117 @@
+/* A small HTTP/1.1 server on libevent's evhttp: every daemon's /metrics, /healthz and
+ * /readyz, and the base the admin REST API is built on.
+ *
+ * Built-in routes:
+ *   GET /metrics  the registry given by httpd_set_metrics() (text format 0.0.4)
+ *   GET /healthz  200 "ok" while the event loop runs
+ *   GET /readyz   200 "ready" after httpd_set_ready(h, true); 503 with the reason text before
+ * Extra routes (httpd_route): exact paths, or prefixes written with a trailing '*'
+ * ("/api/v1/feeds*" matches /api/v1/feeds and /api/v1/feeds/f1); the longest pattern wins.
+ * A path that matches no route: 404 with a JSON body. A path that matches only for other
+ * methods: 405 with an Allow header. A body past the limit: 413.
+ *
+ * Bounded: at most max_connections at once (beyond it new connections wait in the kernel
+ * backlog until one closes), request_timeout_s for reading a request and for idle
+ * keep-alive connections, max_header_bytes, max_body_bytes.
+ *
+ * Threading: an httpd_t belongs to the thread running its event_base. httpd_set_ready and
+ * httpd_set_ready_reason may be called from any thread. httpd_thread_start() runs a server on
+ * a thread of its own for daemons whose main loop is a Kafka poll loop. */
+#ifndef NDD_HTTPD_H
+#define NDD_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <openssl/ssl.h>
+
+#include "buf.h"
+#include "metrics.h"
+
+struct event_base;
+struct evhttp_request;
+
+typedef struct httpd httpd_t;
+typedef struct httpd_req httpd_req_t;
+typedef struct httpd_thread httpd_thread_t;
+
+typedef void (*httpd_handler_fn)(httpd_req_t *req, void *arg);
+
+typedef struct httpd_options {
+    const char *bind_addr;   /* "127.0.0.1", "0.0.0.0", "::"; NULL = "127.0.0.1" */
+    uint16_t port;           /* 0 = ephemeral (see httpd_port) */
+    SSL_CTX *ssl_ctx;        /* non-NULL: this listener speaks TLS (the caller keeps the
+                                context alive while the server exists); NULL = plain */
+    size_t max_connections;  /* 0 = 256 */
+    int request_timeout_s;   /* 0 = 30 */
+    size_t max_header_bytes; /* 0 = 16 KiB */
+    size_t max_body_bytes;   /* 0 = 1 MiB */
+} httpd_options_t;
+
+/* Plain HTTP on bind_addr:port with default limits. NULL with err on failure (bind error
+ * names the address and port). */
+httpd_t *httpd_new(struct event_base *base, const char *bind_addr, uint16_t port, char *err,
+                   size_t errlen);
+httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char *err,
+                      size_t errlen);
+void httpd_free(httpd_t *h);
+uint16_t httpd_port(const httpd_t *h);
+
+void httpd_set_metrics(httpd_t *h, metrics_registry_t *reg);
+/* Thread-safe. Not ready by default; the reason is served in the 503 body. */
+void httpd_set_ready(httpd_t *h, bool ready);
+void httpd_set_ready_reason(httpd_t *h, const char *reason);
+bool httpd_is_ready(httpd_t *h);
+
+/* method: "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS" or "*" (any).
+ * A route registered later for the same method and pattern replaces the earlier one.
+ * 0, or -1 on a bad method/pattern or OOM. */
+int httpd_route(httpd_t *h, const char *method, const char *pattern, httpd_handler_fn fn,
+                void *arg);
+
+/* ---- in a handler ---- */
+const char *httpd_req_method(const httpd_req_t *req); /* "GET", ... */
+/* The decoded path without the query ("/api/v1/feeds/f1"). */
+const char *httpd_req_path(const httpd_req_t *req);
+/* The path after the matched prefix pattern ("f1" for pattern "/api/v1/feeds*"), "" for exact. */
+const char *httpd_req_subpath(const httpd_req_t *req);
+/* The decoded value of a query parameter, NULL when absent. */
+const char *httpd_req_query(httpd_req_t *req, const char *name);
+/* A request header (case-insensitive), NULL when absent. */
+const char *httpd_req_header(const httpd_req_t *req, const char *name);
+/* The request body (already bounded by max_body_bytes), NUL-terminated for convenience;
+ * len may be NULL. Never NULL: an empty body is "". */
+const char *httpd_req_body(httpd_req_t *req, size_t *len);
+/* The peer address as "ip:port" (for logs and audit). */
+const char *httpd_req_peer(const httpd_req_t *req);
+/* The underlying libevent request, for anything not covered here. */
+struct evhttp_request *httpd_req_evhttp(httpd_req_t *req);
+
+/* Adds a response header before a reply (e.g. Location, WWW-Authenticate). */
+void httpd_resp_header(httpd_req_t *req, const char *name, const char *value);
+/* Each request gets exactly one reply; a handler that returns without replying gets 500. */
+void httpd_reply(httpd_req_t *req, int status, const char *content_type, const void *body,
+                 size_t len);
+void httpd_reply_text(httpd_req_t *req, int status, const char *text);
+void httpd_reply_json(httpd_req_t *req, int status, const char *json_text);
+/* Serialises and releases json (the reference is stolen). */
+void httpd_reply_jansson(httpd_req_t *req, int status, json_t *json);
+/* {"error":{"status":<status>,"message":"<formatted>"}} */
+void httpd_reply_error(httpd_req_t *req, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- a server on its own thread ---- */
+/* Creates an event_base and the server on it, runs the loop on a new thread. The returned
+ * object's server (httpd_thread_server) may be configured (routes, metrics) only before
+ * the first request can matter; routes should be added via httpd_thread_start's setup
+ * callback, which runs on the new thread before serving. NULL with err on failure. */
+typedef int (*httpd_setup_fn)(httpd_t *h, void *arg);
+httpd_thread_t *httpd_thread_start(const httpd_options_t *opts, httpd_setup_fn setup,
+                                   void *setup_arg, char *err, size_t errlen);
+httpd_t *httpd_thread_server(httpd_thread_t *t);
+/* Stops the loop, joins the thread, frees server and base. */
+void httpd_thread_stop(httpd_thread_t *t);
+
+#endif

@@ -1,0 +1,763 @@
+/* librdkafka wrappers: see kafka.h. */
+#include "kafka.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define KAFKA_TOPIC_CACHE 16
+
+struct kafka_producer {
+    rd_kafka_t *rk;
+    kafka_delivery_cb_t on_delivery;
+    kafka_stats_cb_t on_stats;
+    void *owner;
+    /* rd_kafka_topic_t handles by name, so a produce does not look the topic up each time. */
+    size_t n_topics;
+    struct {
+        char *name;
+        rd_kafka_topic_t *rkt;
+    } topics[KAFKA_TOPIC_CACHE];
+};
+
+struct kafka_consumer {
+    rd_kafka_t *rk;
+    kafka_rebalance_cb_t on_rebalance;
+    kafka_stats_cb_t on_stats;
+    void *owner;
+    bool paused;
+};
+
+static int64_t kafka_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *errstr,
+                          size_t errstr_size)
+{
+    if (rd_kafka_conf_set(conf, key, value, errstr, errstr_size) != RD_KAFKA_CONF_OK) {
+        /* Names the property; the value may be a secret (sasl.password), so it is not echoed. */
+        char why[256];
+        snprintf(why, sizeof(why), "%s", errstr);
+        snprintf(errstr, errstr_size, "kafka property %s: %s", key, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int kafka_conf_apply(rd_kafka_conf_t *conf, const kafka_prop_t *defaults, size_t n_defaults,
+                            const kafka_prop_t *props, size_t n_props, char *errstr,
+                            size_t errstr_size)
+{
+    for (size_t i = 0; i < n_defaults; i++)
+        if (kafka_conf_set(conf, defaults[i].key, defaults[i].value, errstr, errstr_size))
+            return -1;
+    for (size_t i = 0; i < n_props; i++) {
+        if (!props[i].key || !props[i].value) {
+            snprintf(errstr, errstr_size, "kafka property #%zu has no key or value", i);
+            return -1;
+        }
+        if (kafka_conf_set(conf, props[i].key, props[i].value, errstr, errstr_size))
+            return -1;
+    }
+    return 0;
+}
+
+static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
+    if (level <= 3)
+        log_error("librdkafka %s %s: %s", rd_kafka_name(rk), fac, buf);
+    else if (level == 4)
+        log_warn("librdkafka %s %s: %s", rd_kafka_name(rk), fac, buf);
+    else if (level <= 6)
+        log_info("librdkafka %s %s: %s", rd_kafka_name(rk), fac, buf);
+    else
+        log_debug("librdkafka %s %s: %s", rd_kafka_name(rk), fac, buf);
+}
+
+static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char why[512];
+        rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, why, sizeof(why));
+        log_error("kafka %s: fatal error %s: %s", rd_kafka_name(rk), rd_kafka_err2name(orig), why);
+        return;
+    }
+    /* Transport errors are retried by librdkafka; they are worth a line, not an action. */
+    if (err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        log_warn("kafka %s: %s: %s", rd_kafka_name(rk), rd_kafka_err2name(err), reason);
+    else
+        log_error("kafka %s: %s: %s", rd_kafka_name(rk), rd_kafka_err2name(err), reason);
+}
+
+/* ---- producer ------------------------------------------------------------------------- */
+
+static int kafka_producer_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    kafka_producer_t *p = opaque;
+    if (p->on_stats)
+        p->on_stats(p->owner, json, len);
+    return 0; /* librdkafka frees json */
+}
+
+static void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
+{
+    kafka_producer_t *p = opaque;
+    if (rkm->err && rkm->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
+        rkm->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+        log_error("kafka produce to %s [%d] failed: %s", rd_kafka_topic_name(rkm->rkt),
+                  (int)rkm->partition, rd_kafka_err2str(rkm->err));
+    if (p->on_delivery)
+        p->on_delivery(p->owner, rkm->_private, rkm);
+}
+
+kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *errstr,
+                                     size_t errstr_size)
+{
+    if (!opts || !opts->brokers) {
+        snprintf(errstr, errstr_size, "kafka producer: no brokers given");
+        return NULL;
+    }
+    kafka_producer_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(errstr, errstr_size, "kafka producer: out of memory");
+        return NULL;
+    }
+    p->on_delivery = opts->on_delivery;
+    p->on_stats = opts->on_stats;
+    p->owner = opts->owner;
+
+    const kafka_prop_t defaults[] = {
+        {"bootstrap.servers", opts->brokers},
+        {"client.id", opts->client_id ? opts->client_id : "ndd"},
+        {"enable.idempotence", "true"},
+        {"linger.ms", "5"},
+        {"batch.num.messages", "10000"},
+        {"queue.buffering.max.messages", "100000"},
+        {"queue.buffering.max.kbytes", "65536"},
+        {"message.timeout.ms", "0"},
+        {"partitioner", "murmur2_random"},
+    };
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (kafka_conf_apply(conf, defaults, sizeof(defaults) / sizeof(defaults[0]), opts->props,
+                         opts->n_props, errstr, errstr_size)) {
+        rd_kafka_conf_destroy(conf);
+        free(p);
+        return NULL;
+    }
+    rd_kafka_conf_set_opaque(conf, p);
+    rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
+    if (opts->on_stats)
+        rd_kafka_conf_set_stats_cb(conf, kafka_producer_stats_cb);
+    rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
+
+    char why[512];
+    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
+    if (!p->rk) {
+        snprintf(errstr, errstr_size, "kafka producer: %s", why);
+        rd_kafka_conf_destroy(conf);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static rd_kafka_topic_t *kafka_producer_topic(kafka_producer_t *p, const char *topic)
+{
+    for (size_t i = 0; i < p->n_topics; i++)
+        if (strcmp(p->topics[i].name, topic) == 0)
+            return p->topics[i].rkt;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, topic, NULL);
+    if (!rkt)
+        return NULL;
+    if (p->n_topics < KAFKA_TOPIC_CACHE) {
+        char *name = strdup(topic);
+        if (name) {
+            p->topics[p->n_topics].name = name;
+            p->topics[p->n_topics].rkt = rkt;
+            p->n_topics++;
+            return rkt;
+        }
+    }
+    /* Cache full: librdkafka keeps its own refcounted handle per name, so dropping ours right
+     * after the produce is safe (the queued message holds a reference). */
+    return rkt;
+}
+
+static bool kafka_producer_topic_cached(const kafka_producer_t *p, const rd_kafka_topic_t *rkt)
+{
+    for (size_t i = 0; i < p->n_topics; i++)
+        if (p->topics[i].rkt == rkt)
+            return true;
+    return false;
+}
+
+kafka_produce_result_t kafka_produce(kafka_producer_t *p, const char *topic, int32_t partition,
+                                     const void *key, size_t key_len, const void *value,
+                                     size_t value_len, rd_kafka_headers_t *hdrs,
+                                     kafka_value_mode_t mode, void *msg_opaque,
+                                     rd_kafka_resp_err_t *err)
+{
+    rd_kafka_topic_t *rkt = kafka_producer_topic(p, topic);
+    if (!rkt) {
+        rd_kafka_resp_err_t e = rd_kafka_last_error();
+        if (err)
+            *err = e;
+        log_error("kafka produce to %s: no topic handle: %s", topic, rd_kafka_err2str(e));
+        return KAFKA_PRODUCE_ERROR;
+    }
+    int flags = mode == KAFKA_VALUE_COPY ? RD_KAFKA_MSG_F_COPY : 0;
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_KEY(key, key_len),
+        RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_MSGFLAGS(flags),
+        RD_KAFKA_V_OPAQUE(msg_opaque), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+    if (!kafka_producer_topic_cached(p, rkt))
+        rd_kafka_topic_destroy(rkt);
+    if (err)
+        *err = e;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return KAFKA_PRODUCE_OK;
+    if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        return KAFKA_PRODUCE_FULL;
+    log_error("kafka produce to %s [%d] refused: %s", topic, (int)partition, rd_kafka_err2str(e));
+    return KAFKA_PRODUCE_ERROR;
+}
+
+int kafka_producer_poll(kafka_producer_t *p, int timeout_ms)
+{
+    return rd_kafka_poll(p->rk, timeout_ms);
+}
+
+int kafka_producer_outq_len(kafka_producer_t *p)
+{
+    return rd_kafka_outq_len(p->rk);
+}
+
+rd_kafka_resp_err_t kafka_producer_fatal_error(kafka_producer_t *p, char *errstr, size_t size)
+{
+    return rd_kafka_fatal_error(p->rk, errstr, size);
+}
+
+int kafka_producer_flush(kafka_producer_t *p, int timeout_ms)
+{
+    rd_kafka_flush(p->rk, timeout_ms);
+    return rd_kafka_outq_len(p->rk);
+}
+
+int kafka_producer_close(kafka_producer_t *p, int timeout_ms)
+{
+    if (!p)
+        return 0;
+    rd_kafka_flush(p->rk, timeout_ms);
+    int left = rd_kafka_outq_len(p->rk);
+    if (left > 0) {
+        log_warn("kafka producer %s: %d records not acknowledged after %d ms, purging",
+                 rd_kafka_name(p->rk), left, timeout_ms);
+        rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        /* Purged records get their delivery callbacks on the next poll; serve them so every
+         * owner learns the outcome of every record it handed over. */
+        int64_t deadline = kafka_now_ms() + 2000;
+        while (rd_kafka_outq_len(p->rk) > 0 && kafka_now_ms() < deadline)
+            rd_kafka_poll(p->rk, 50);
+    }
+    for (size_t i = 0; i < p->n_topics; i++) {
+        rd_kafka_topic_destroy(p->topics[i].rkt);
+        free(p->topics[i].name);
+    }
+    rd_kafka_destroy(p->rk);
+    free(p);
+    return left;
+}
+
+rd_kafka_t *kafka_producer_handle(kafka_producer_t *p)
+{
+    return p->rk;
+}
+
+/* ---- consumer ------------------------------------------------------------------------- */
+
+static void kafka_log_partitions(const char *what, const rd_kafka_topic_partition_list_t *parts)
+{
+    char line[512];
+    size_t off = 0;
+    line[0] = '\0';
+    for (int i = 0; i < parts->cnt && off < sizeof(line) - 1; i++) {
+        int n = snprintf(line + off, sizeof(line) - off, "%s%s[%d]", i ? " " : "",
+                         parts->elems[i].topic, (int)parts->elems[i].partition);
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+    log_info("kafka consumer %s %d partition(s): %s", what, parts->cnt, line);
+}
+
+static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                               rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    kafka_consumer_t *c = opaque;
+    bool cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t ret = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+    switch (err) {
+    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+        kafka_log_partitions("assigned", parts);
+        if (c->on_rebalance)
+            c->on_rebalance(c->owner, KAFKA_REBALANCE_ASSIGNED, parts);
+        if (cooperative)
+            error = rd_kafka_incremental_assign(rk, parts);
+        else
+            ret = rd_kafka_assign(rk, parts);
+        /* A paused consumer stays paused: new partitions start paused too. */
+        if (c->paused)
+            rd_kafka_pause_partitions(rk, parts);
+        break;
+    case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS: {
+        bool lost = rd_kafka_assignment_lost(rk);
+        kafka_log_partitions(lost ? "lost" : "revoked", parts);
+        if (c->on_rebalance)
+            c->on_rebalance(c->owner, lost ? KAFKA_REBALANCE_LOST : KAFKA_REBALANCE_REVOKED, parts);
+        if (!lost) {
+            /* Hand the next owner every finished record: commit what was stored (for the whole
+             * assignment; the revoked partitions are still in it here) before they go. */
+            rd_kafka_resp_err_t ce = rd_kafka_commit(rk, NULL, 0);
+            if (ce && ce != RD_KAFKA_RESP_ERR__NO_OFFSET)
+                log_warn("kafka consumer: commit on revoke failed: %s", rd_kafka_err2str(ce));
+        }
+        if (cooperative)
+            error = rd_kafka_incremental_unassign(rk, parts);
+        else
+            ret = rd_kafka_assign(rk, NULL);
+        break;
+    }
+    default:
+        log_error("kafka consumer: rebalance error: %s", rd_kafka_err2str(err));
+        if (c->on_rebalance)
+            c->on_rebalance(c->owner, KAFKA_REBALANCE_LOST, parts);
+        ret = rd_kafka_assign(rk, NULL);
+        break;
+    }
+    if (error) {
+        log_error("kafka consumer: incremental rebalance failed: %s", rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+    } else if (ret) {
+        log_error("kafka consumer: assign failed: %s", rd_kafka_err2str(ret));
+    }
+}
+
+static int kafka_consumer_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    kafka_consumer_t *c = opaque;
+    if (c->on_stats)
+        c->on_stats(c->owner, json, len);
+    return 0;
+}
+
+static void kafka_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                            rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return;
+    for (int i = 0; offsets && i < offsets->cnt; i++)
+        log_warn("kafka commit %s [%d] offset %lld failed: %s", offsets->elems[i].topic,
+                 (int)offsets->elems[i].partition, (long long)offsets->elems[i].offset,
+                 rd_kafka_err2str(offsets->elems[i].err ? offsets->elems[i].err : err));
+    if (!offsets)
+        log_warn("kafka commit failed: %s", rd_kafka_err2str(err));
+}
+
+kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *errstr,
+                                     size_t errstr_size)
+{
+    if (!opts || !opts->brokers || !opts->group_id || opts->n_topics == 0) {
+        snprintf(errstr, errstr_size, "kafka consumer: brokers, group and topics are required");
+        return NULL;
+    }
+    kafka_consumer_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(errstr, errstr_size, "kafka consumer: out of memory");
+        return NULL;
+    }
+    c->on_rebalance = opts->on_rebalance;
+    c->on_stats = opts->on_stats;
+    c->owner = opts->owner;
+
+    const kafka_prop_t defaults[] = {
+        {"bootstrap.servers", opts->brokers},
+        {"group.id", opts->group_id},
+        {"client.id", opts->client_id ? opts->client_id : "ndd"},
+        {"enable.auto.offset.store", "false"},
+        {"enable.auto.commit", "true"},
+        {"auto.commit.interval.ms", "1000"},
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},
+        {"queued.max.messages.kbytes", "16384"},
+        {"partition.assignment.strategy",
+         opts->cooperative ? "cooperative-sticky" : "range,roundrobin"},
+    };
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (kafka_conf_apply(conf, defaults, sizeof(defaults) / sizeof(defaults[0]), opts->props,
+                         opts->n_props, errstr, errstr_size)) {
+        rd_kafka_conf_destroy(conf);
+        free(c);
+        return NULL;
+    }
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, kafka_rebalance_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, kafka_commit_cb);
+    if (opts->on_stats)
+        rd_kafka_conf_set_stats_cb(conf, kafka_consumer_stats_cb);
+    rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
+
+    char why[512];
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
+    if (!c->rk) {
+        snprintf(errstr, errstr_size, "kafka consumer: %s", why);
+        rd_kafka_conf_destroy(conf);
+        free(c);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(c->rk);
+
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new((int)opts->n_topics);
+    for (size_t i = 0; i < opts->n_topics; i++)
+        rd_kafka_topic_partition_list_add(sub, opts->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(c->rk, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    if (e) {
+        snprintf(errstr, errstr_size, "kafka consumer: subscribe (group %s): %s", opts->group_id,
+                 rd_kafka_err2str(e));
+        rd_kafka_destroy(c->rk);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+size_t kafka_consumer_poll_batch(kafka_consumer_t *c, rd_kafka_message_t **out, size_t max,
+                                 int timeout_ms)
+{
+    size_t n = 0;
+    int wait = timeout_ms;
+    while (n < max) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, wait);
+        if (!m)
+            break;
+        wait = 0;
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                log_error("kafka consume %s [%d] at offset %lld: %s",
+                          m->rkt ? rd_kafka_topic_name(m->rkt) : "-", (int)m->partition,
+                          (long long)m->offset, rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        out[n++] = m;
+    }
+    return n;
+}
+
+size_t kafka_consumer_poll_each(kafka_consumer_t *c, size_t max, int timeout_ms,
+                                kafka_message_cb_t cb, void *owner)
+{
+    size_t n = 0;
+    int wait = timeout_ms;
+    while (n < max) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, wait);
+        if (!m)
+            break;
+        wait = 0;
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                log_error("kafka consume %s [%d] at offset %lld: %s",
+                          m->rkt ? rd_kafka_topic_name(m->rkt) : "-", (int)m->partition,
+                          (long long)m->offset, rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        n++;
+        cb(owner, m);
+    }
+    return n;
+}
+
+int kafka_consumer_store(kafka_consumer_t *c, const char *topic, int32_t partition,
+                         int64_t next_offset)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition)->offset = next_offset;
+    rd_kafka_resp_err_t e = rd_kafka_offsets_store(c->rk, l);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[0].err)
+        e = l->elems[0].err;
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e) {
+        log_warn("kafka store %s [%d] offset %lld: %s", topic, (int)partition,
+                 (long long)next_offset, rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
+static int kafka_consumer_pause_resume(kafka_consumer_t *c, bool pause)
+{
+    rd_kafka_topic_partition_list_t *a = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_assignment(c->rk, &a);
+    if (e) {
+        log_error("kafka consumer: assignment: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    if (a->cnt > 0)
+        e = pause ? rd_kafka_pause_partitions(c->rk, a) : rd_kafka_resume_partitions(c->rk, a);
+    rd_kafka_topic_partition_list_destroy(a);
+    if (e) {
+        log_error("kafka consumer: %s: %s", pause ? "pause" : "resume", rd_kafka_err2str(e));
+        return -1;
+    }
+    c->paused = pause;
+    return 0;
+}
+
+int kafka_consumer_pause_all(kafka_consumer_t *c)
+{
+    return kafka_consumer_pause_resume(c, true);
+}
+
+int kafka_consumer_resume_all(kafka_consumer_t *c)
+{
+    return kafka_consumer_pause_resume(c, false);
+}
+
+static int kafka_consumer_pause_one(kafka_consumer_t *c, const char *topic, int32_t partition,
+                                    bool pause)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition);
+    rd_kafka_resp_err_t e =
+        pause ? rd_kafka_pause_partitions(c->rk, l) : rd_kafka_resume_partitions(c->rk, l);
+    if (!e)
+        e = l->elems[0].err;
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e) {
+        log_error("kafka consumer: %s %s [%d]: %s", pause ? "pause" : "resume", topic,
+                  (int)partition, rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
+int kafka_consumer_pause(kafka_consumer_t *c, const char *topic, int32_t partition)
+{
+    return kafka_consumer_pause_one(c, topic, partition, true);
+}
+
+int kafka_consumer_resume(kafka_consumer_t *c, const char *topic, int32_t partition)
+{
+    return kafka_consumer_pause_one(c, topic, partition, false);
+}
+
+bool kafka_consumer_paused(const kafka_consumer_t *c)
+{
+    return c->paused;
+}
+
+int kafka_consumer_commit(kafka_consumer_t *c)
+{
+    rd_kafka_resp_err_t e = rd_kafka_commit(c->rk, NULL, 0);
+    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        log_error("kafka consumer: commit: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
+int kafka_consumer_assignment_size(kafka_consumer_t *c)
+{
+    rd_kafka_topic_partition_list_t *a = NULL;
+    if (rd_kafka_assignment(c->rk, &a))
+        return -1;
+    int n = a->cnt;
+    rd_kafka_topic_partition_list_destroy(a);
+    return n;
+}
+
+void kafka_consumer_close(kafka_consumer_t *c)
+{
+    if (!c)
+        return;
+    kafka_consumer_commit(c);
+    rd_kafka_resp_err_t e = rd_kafka_consumer_close(c->rk);
+    if (e)
+        log_warn("kafka consumer: close: %s", rd_kafka_err2str(e));
+    rd_kafka_destroy(c->rk);
+    free(c);
+}
+
+rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c)
+{
+    return c->rk;
+}
+
+/* ---- admin ---------------------------------------------------------------------------- */
+
+static rd_kafka_t *kafka_admin_client(const char *brokers)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr))) {
+        log_error("kafka admin: %s", errstr);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        log_error("kafka admin: %s", errstr);
+        rd_kafka_conf_destroy(conf);
+    }
+    return rk;
+}
+
+int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (!rkt)
+        return -1;
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    rd_kafka_topic_destroy(rkt);
+    if (e)
+        return -1;
+    int n = -1;
+    if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        n = md->topics[0].partition_cnt;
+        for (int i = 0; i < md->topics[0].partition_cnt; i++)
+            if (md->topics[0].partitions[i].leader < 0 || md->topics[0].partitions[i].err)
+                n = -1; /* not ready yet */
+    }
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+static rd_kafka_resp_err_t kafka_admin_wait_result(rd_kafka_t *rk, rd_kafka_queue_t *q,
+                                                   const char *topic, bool create, int timeout_ms,
+                                                   char *why, size_t why_size)
+{
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+    if (!ev) {
+        snprintf(why, why_size, "no answer within %d ms", timeout_ms);
+        return RD_KAFKA_RESP_ERR__TIMED_OUT;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
+    if (e) {
+        snprintf(why, why_size, "%s", rd_kafka_event_error_string(ev));
+    } else {
+        const rd_kafka_topic_result_t **res;
+        size_t n = 0;
+        if (create)
+            res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+        else
+            res = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(rd_kafka_topic_result_name(res[i]), topic) == 0) {
+                e = rd_kafka_topic_result_error(res[i]);
+                const char *s = rd_kafka_topic_result_error_string(res[i]);
+                snprintf(why, why_size, "%s", s ? s : rd_kafka_err2str(e));
+            }
+    }
+    rd_kafka_event_destroy(ev);
+    (void)rk;
+    return e;
+}
+
+int kafka_admin_create_topic(const char *brokers, const char *topic, int partitions,
+                             int replication, const kafka_prop_t *configs, size_t n_configs,
+                             int timeout_ms)
+{
+    rd_kafka_t *rk = kafka_admin_client(brokers);
+    if (!rk)
+        return -1;
+    int rc = -1;
+    char errstr[512];
+    rd_kafka_NewTopic_t *nt =
+        rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
+    if (!nt) {
+        log_error("kafka admin: topic %s: %s", topic, errstr);
+        rd_kafka_destroy(rk);
+        return -1;
+    }
+    for (size_t i = 0; i < n_configs; i++) {
+        rd_kafka_resp_err_t e = rd_kafka_NewTopic_set_config(nt, configs[i].key, configs[i].value);
+        if (e) {
+            log_error("kafka admin: topic %s config %s: %s", topic, configs[i].key,
+                      rd_kafka_err2str(e));
+            rd_kafka_NewTopic_destroy(nt);
+            rd_kafka_destroy(rk);
+            return -1;
+        }
+    }
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
+    char why[512] = "";
+    rd_kafka_resp_err_t e =
+        kafka_admin_wait_result(rk, q, topic, true, timeout_ms, why, sizeof(why));
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+
+    if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        log_error("kafka admin: create topic %s (%d partitions): %s", topic, partitions, why);
+    } else {
+        /* Creation is acknowledged by the controller before every broker has the metadata;
+         * wait until the leaders are known so the first produce/subscribe does not race. */
+        int64_t deadline = kafka_now_ms() + timeout_ms;
+        int n;
+        while ((n = kafka_admin_partition_count(rk, topic, 1000)) < 1 &&
+               kafka_now_ms() < deadline) {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (n >= 1)
+            rc = 0;
+        else
+            log_error("kafka admin: topic %s not visible within %d ms", topic, timeout_ms);
+    }
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms)
+{
+    rd_kafka_t *rk = kafka_admin_client(brokers);
+    if (!rk)
+        return -1;
+    rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+    char errstr[256];
+    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_DeleteTopics(rk, &dt, 1, ao, q);
+    char why[512] = "";
+    rd_kafka_resp_err_t e =
+        kafka_admin_wait_result(rk, q, topic, false, timeout_ms, why, sizeof(why));
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_DeleteTopic_destroy(dt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    if (e && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+        log_error("kafka admin: delete topic %s: %s", topic, why);
+        return -1;
+    }
+    return 0;
+}

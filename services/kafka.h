@@ -1,0 +1,183 @@
+/* Thin, explicit wrappers over librdkafka (Debian's 2.0.2) that every NDD daemon uses:
+ * an idempotent producer with per-message delivery callbacks and a bounded queue, a group
+ * consumer that stores offsets only when told to (at-least-once), and a small admin helper.
+ *
+ * Settings: each wrapper applies NDD's defaults first and then the caller's pass-through
+ * `kafka.*` properties (the prefix already removed), so every default can be overridden.
+ * Design notes and defaults: docs/aggregation.md ("Kafka client"). */
+#ifndef NDD_KAFKA_H
+#define NDD_KAFKA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <librdkafka/rdkafka.h>
+
+/* ---- types ---------------------------------------------------------------------------- */
+
+/* One librdkafka property, e.g. {"linger.ms", "5"}. */
+typedef struct kafka_prop {
+    const char *key;
+    const char *value;
+} kafka_prop_t;
+
+typedef struct kafka_producer kafka_producer_t;
+typedef struct kafka_consumer kafka_consumer_t;
+
+/* Called from kafka_producer_poll()/kafka_producer_close() on the polling thread, once for
+ * every record that kafka_produce() accepted: msg_opaque is the caller's per-record pointer,
+ * rkm->err is RD_KAFKA_RESP_ERR_NO_ERROR when the broker acknowledged it (rkm->partition and
+ * rkm->offset then say where), RD_KAFKA_RESP_ERR__PURGE_QUEUE/_INFLIGHT when close gave up. */
+typedef void (*kafka_delivery_cb_t)(void *owner, void *msg_opaque, const rd_kafka_message_t *rkm);
+
+/* librdkafka's statistics JSON (every statistics.interval.ms, when that property is set),
+ * delivered on the polling thread; the text is valid only during the call. Used for
+ * consumer lag and the idempotent producer's state (eos.idemp_state, eos.producer_id). */
+typedef void (*kafka_stats_cb_t)(void *owner, const char *json, size_t len);
+
+typedef struct kafka_producer_opts {
+    const char *brokers;   /* bootstrap.servers, required */
+    const char *client_id; /* NULL: "ndd" */
+    const kafka_prop_t *props;
+    size_t n_props;
+    kafka_delivery_cb_t on_delivery; /* may be NULL */
+    kafka_stats_cb_t on_stats;       /* may be NULL */
+    void *owner;
+} kafka_producer_opts_t;
+
+typedef enum kafka_produce_result {
+    KAFKA_PRODUCE_OK = 0,
+    KAFKA_PRODUCE_FULL,  /* the bounded queue is full: poll, pause input, retry later */
+    KAFKA_PRODUCE_ERROR, /* refused (too large, unknown topic, fatal producer error, ...) */
+} kafka_produce_result_t;
+
+/* Value ownership for kafka_produce(). The key is always copied by librdkafka. */
+typedef enum kafka_value_mode {
+    /* Zero copy (no RD_KAFKA_MSG_F_COPY/F_FREE): librdkafka reads the caller's bytes until the
+     * delivery callback for this record has run; the caller keeps them alive until then. */
+    KAFKA_VALUE_BORROW = 0,
+    /* RD_KAFKA_MSG_F_COPY: librdkafka copies the value; the caller may free it at once. */
+    KAFKA_VALUE_COPY = 1,
+} kafka_value_mode_t;
+
+/* What a consumer rebalance did, as told to the owner. */
+typedef enum kafka_rebalance_kind {
+    KAFKA_REBALANCE_ASSIGNED = 0, /* partitions now ours: reset their state */
+    KAFKA_REBALANCE_REVOKED,      /* being taken away: store finished work, drop pending */
+    KAFKA_REBALANCE_LOST,         /* already owned by someone else: drop everything */
+} kafka_rebalance_kind_t;
+
+/* Called inside kafka_consumer_poll_batch() during a rebalance, before librdkafka applies it
+ * (so a REVOKED owner can still store offsets that the following commit will carry). */
+typedef void (*kafka_rebalance_cb_t)(void *owner, kafka_rebalance_kind_t kind,
+                                     const rd_kafka_topic_partition_list_t *parts);
+
+typedef struct kafka_consumer_opts {
+    const char *brokers;  /* required */
+    const char *group_id; /* required */
+    const char *client_id;
+    const char *const *topics; /* subscription */
+    size_t n_topics;
+    /* true: "cooperative-sticky" (incremental: unaffected partitions keep flowing during a
+     * rebalance); false: "range,roundrobin" (eager: everything is revoked, then reassigned). */
+    bool cooperative;
+    const kafka_prop_t *props;
+    size_t n_props;
+    kafka_rebalance_cb_t on_rebalance; /* may be NULL */
+    kafka_stats_cb_t on_stats;         /* may be NULL */
+    void *owner;
+} kafka_consumer_opts_t;
+
+/* ---- producer ------------------------------------------------------------------------- */
+
+/* Defaults: enable.idempotence=true (acks=all, ordered, no duplicates from retries),
+ * linger.ms=5, batch.num.messages=10000, queue.buffering.max.messages=100000,
+ * queue.buffering.max.kbytes=65536, message.timeout.ms=0 (never expire: a broker outage
+ * fills the queue and the caller pauses instead of losing records), partitioner=
+ * murmur2_random (the Java client's choice, so one key maps to one partition whichever
+ * client produced it). Returns NULL with errstr filled on a bad property. */
+kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *errstr,
+                                     size_t errstr_size);
+
+/* Enqueue one record. partition RD_KAFKA_PARTITION_UA lets the partitioner choose by key.
+ * hdrs may be NULL; on KAFKA_PRODUCE_OK librdkafka owns them, otherwise the caller still
+ * does (to retry or destroy). *err (may be NULL) gets librdkafka's reason. */
+kafka_produce_result_t kafka_produce(kafka_producer_t *p, const char *topic, int32_t partition,
+                                     const void *key, size_t key_len, const void *value,
+                                     size_t value_len, rd_kafka_headers_t *hdrs,
+                                     kafka_value_mode_t mode, void *msg_opaque,
+                                     rd_kafka_resp_err_t *err);
+
+/* Serves delivery callbacks (and errors); returns the number of events served. */
+int kafka_producer_poll(kafka_producer_t *p, int timeout_ms);
+/* Records handed to librdkafka whose delivery callback has not run yet. */
+int kafka_producer_outq_len(kafka_producer_t *p);
+/* Non-zero after a fatal (idempotence) error; errstr gets the reason. */
+rd_kafka_resp_err_t kafka_producer_fatal_error(kafka_producer_t *p, char *errstr, size_t size);
+/* Blocks until everything queued is acknowledged or timeout_ms passed; returns the count left. */
+int kafka_producer_flush(kafka_producer_t *p, int timeout_ms);
+/* Flushes for up to timeout_ms, then purges what is left (their delivery callbacks run with a
+ * _PURGE_ error, so owners release what they hold) and destroys the producer. Returns the
+ * number of records that were not acknowledged. NULL is a no-op. */
+int kafka_producer_close(kafka_producer_t *p, int timeout_ms);
+rd_kafka_t *kafka_producer_handle(kafka_producer_t *p);
+
+/* ---- consumer ------------------------------------------------------------------------- */
+
+/* Defaults: enable.auto.offset.store=false (only kafka_consumer_store() marks progress),
+ * enable.auto.commit=true with auto.commit.interval.ms=1000 (so only *stored* offsets are
+ * ever committed), auto.offset.reset=earliest, enable.partition.eof=false,
+ * queued.max.messages.kbytes=16384 (bounds what librdkafka prefetches). Subscribes at once. */
+kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *errstr,
+                                     size_t errstr_size);
+
+/* Waits up to timeout_ms for the first message, then takes what is ready without waiting, up
+ * to max. Rebalances and errors are served inside (errors are logged with topic/partition/
+ * offset and not returned). The caller destroys each returned message
+ * (rd_kafka_message_destroy) when done with it; holding one keeps its bytes alive. */
+size_t kafka_consumer_poll_batch(kafka_consumer_t *c, rd_kafka_message_t **out, size_t max,
+                                 int timeout_ms);
+
+/* Takes ownership of one consumed message (destroy it with rd_kafka_message_destroy). */
+typedef void (*kafka_message_cb_t)(void *owner, rd_kafka_message_t *m);
+
+/* Like kafka_consumer_poll_batch, but hands each message to cb as soon as librdkafka returns
+ * it. A rebalance callback can run between two messages of one poll; with poll_each every
+ * message reaches its owner before that, so per-partition state (epochs) stays exact. Use
+ * this when partition state matters. Returns the number of messages handed over. */
+size_t kafka_consumer_poll_each(kafka_consumer_t *c, size_t max, int timeout_ms,
+                                kafka_message_cb_t cb, void *owner);
+
+/* Marks progress: next_offset (the offset after the last finished record) is what the next
+ * auto commit or kafka_consumer_commit() will send for topic/partition. */
+int kafka_consumer_store(kafka_consumer_t *c, const char *topic, int32_t partition,
+                         int64_t next_offset);
+/* Pause/resume every currently assigned partition (fetching stops; the group membership and
+ * rebalances continue to be served by poll). Idempotent. */
+int kafka_consumer_pause_all(kafka_consumer_t *c);
+int kafka_consumer_resume_all(kafka_consumer_t *c);
+int kafka_consumer_pause(kafka_consumer_t *c, const char *topic, int32_t partition);
+int kafka_consumer_resume(kafka_consumer_t *c, const char *topic, int32_t partition);
+bool kafka_consumer_paused(const kafka_consumer_t *c);
+/* Synchronous commit of the stored offsets of the current assignment. 0 also when there was
+ * nothing to commit. */
+int kafka_consumer_commit(kafka_consumer_t *c);
+/* Number of partitions currently assigned. */
+int kafka_consumer_assignment_size(kafka_consumer_t *c);
+/* Commits stored offsets, leaves the group (the revoke callback runs), destroys. */
+void kafka_consumer_close(kafka_consumer_t *c);
+rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c);
+
+/* ---- admin ---------------------------------------------------------------------------- */
+
+/* Creates a topic (already existing is success) and waits until the broker reports all its
+ * partitions with a leader. configs: topic configs such as {"cleanup.policy", "compact"}.
+ * Returns 0 or -1 (logged with the topic name and the broker's reason). */
+int kafka_admin_create_topic(const char *brokers, const char *topic, int partitions,
+                             int replication, const kafka_prop_t *configs, size_t n_configs,
+                             int timeout_ms);
+int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms);
+/* Number of partitions of topic, or -1 when it does not exist / the broker did not answer. */
+int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms);
+
+#endif

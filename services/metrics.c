@@ -1,0 +1,1057 @@
+/* Metrics registry and Prometheus text exposition (format 0.0.4).
+ *
+ * Concurrency: the registry mutex guards the family list; each family's mutex guards its
+ * child table (lookup, insert, remove, render). Values live in C11 atomics updated with
+ * relaxed ordering: a scrape may see one update and not another made at the same moment,
+ * which Prometheus tolerates; it never sees a torn value. Doubles are stored as their bit
+ * patterns in _Atomic uint64_t and added with a compare-exchange loop. */
+#include "metrics.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define METRICS_HASH_SIZE 1024u
+
+struct metrics_child {
+    struct metrics_family *fam;
+    struct metrics_child *hnext;
+    uint32_t hash;
+    bool overflow;
+    char **values;              /* nlabels strings, one allocation with the child */
+    _Atomic uint64_t u;         /* counter: integer part */
+    _Atomic uint64_t dbits;     /* gauge value / counter fraction / histogram sum (as bits) */
+    _Atomic(metrics_value_fn) cb;
+    void *_Atomic cb_arg;
+    _Atomic uint64_t buckets[]; /* histogram: nbounds + 1 (last = +Inf), not cumulative */
+};
+
+struct metrics_family {
+    struct metrics_registry *reg;
+    char *name;
+    char *help;
+    metrics_type_t type;
+    size_t nlabels;
+    char *labelnames[METRICS_MAX_LABELS];
+    double *bounds;
+    size_t nbounds;
+    size_t max_children;
+    pthread_mutex_t mu;
+    struct metrics_child *table[METRICS_HASH_SIZE];
+    size_t nchildren;                /* excluding the overflow child */
+    struct metrics_child *overflow;  /* created on first fold */
+    struct metrics_child *overflow_counter; /* ndd_metrics_overflow_total{family=name} */
+};
+
+struct metrics_registry {
+    pthread_mutex_t mu;
+    struct metrics_family **fams;
+    size_t nfams, capfams;
+    size_t max_children;
+    struct metrics_family *overflow_fam;
+};
+
+const double metrics_latency_buckets_seconds[] = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+    0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
+const size_t metrics_latency_buckets_seconds_n =
+    sizeof metrics_latency_buckets_seconds / sizeof metrics_latency_buckets_seconds[0];
+const double metrics_size_buckets_bytes[] = {64,    256,    1024,    2048,    4096,   8192,
+                                             16384, 65536, 262144, 1048576, 4194304};
+const size_t metrics_size_buckets_bytes_n =
+    sizeof metrics_size_buckets_bytes / sizeof metrics_size_buckets_bytes[0];
+
+/* ---- atomic doubles ---- */
+
+static inline uint64_t dbl_bits(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+static inline double bits_dbl(uint64_t b)
+{
+    double v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+static void atomic_dbl_add(_Atomic uint64_t *p, double v)
+{
+    uint64_t old = atomic_load_explicit(p, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(p, &old, dbl_bits(bits_dbl(old) + v),
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+/* ---- names ---- */
+
+static bool valid_metric_name(const char *s)
+{
+    if (!s || !*s || !(isalpha((unsigned char)*s) || *s == '_' || *s == ':'))
+        return false;
+    for (s++; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == ':'))
+            return false;
+    return true;
+}
+
+static bool valid_label_name(const char *s, size_t n)
+{
+    if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return false;
+    if (n >= 2 && s[0] == '_' && s[1] == '_')
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+            return false;
+    return true;
+}
+
+/* "a,b" -> names; returns count or -1 (logged). */
+static int split_labels(const char *fam, const char *labels, char **out, bool histogram)
+{
+    int n = 0;
+    if (!labels || !*labels)
+        return 0;
+    const char *p = labels;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && isspace((unsigned char)*p)) {
+            p++;
+            len--;
+        }
+        while (len && isspace((unsigned char)p[len - 1]))
+            len--;
+        if (!valid_label_name(p, len) || n >= METRICS_MAX_LABELS ||
+            (histogram && len == 2 && memcmp(p, "le", 2) == 0)) {
+            log_error("metrics: family %s: invalid or too many label names in \"%s\"", fam,
+                      labels);
+            goto fail;
+        }
+        out[n] = strndup(p, len);
+        if (!out[n])
+            goto fail;
+        for (int i = 0; i < n; i++)
+            if (strcmp(out[i], out[n]) == 0) {
+                log_error("metrics: family %s: duplicate label name %s", fam, out[n]);
+                n++;
+                goto fail;
+            }
+        n++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return n;
+fail:
+    for (int i = 0; i < n; i++)
+        free(out[i]);
+    return -1;
+}
+
+/* ---- children ---- */
+
+static uint32_t labels_hash(const char *const *values, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        for (const unsigned char *p = (const unsigned char *)(values[i] ? values[i] : ""); *p;
+             p++)
+            h = (h ^ *p) * 16777619u;
+        h = (h ^ 0xffu) * 16777619u; /* separator: ("ab","c") != ("a","bc") */
+    }
+    return h;
+}
+
+static bool labels_equal(char *const *a, const char *const *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a[i], b[i] ? b[i] : "") != 0)
+            return false;
+    return true;
+}
+
+static struct metrics_child *child_alloc(struct metrics_family *f, const char *const *values,
+                                         uint32_t hash)
+{
+    size_t nb = f->type == METRICS_HISTOGRAM ? f->nbounds + 1 : 0;
+    size_t head = sizeof(struct metrics_child) + nb * sizeof(_Atomic uint64_t);
+    size_t strs = 0;
+    for (size_t i = 0; i < f->nlabels; i++)
+        strs += strlen(values[i] ? values[i] : "") + 1;
+    /* One allocation: child, bucket array, value pointer array, value strings. */
+    head = (head + sizeof(char *) - 1) / sizeof(char *) * sizeof(char *);
+    struct metrics_child *c = calloc(1, head + f->nlabels * sizeof(char *) + strs);
+    if (!c)
+        return NULL;
+    c->fam = f;
+    c->hash = hash;
+    c->values = (char **)((char *)c + head);
+    char *s = (char *)(c->values + f->nlabels);
+    for (size_t i = 0; i < f->nlabels; i++) {
+        size_t len = strlen(values[i] ? values[i] : "");
+        memcpy(s, values[i] ? values[i] : "", len + 1);
+        c->values[i] = s;
+        s += len + 1;
+    }
+    atomic_init(&c->u, 0);
+    atomic_init(&c->dbits, dbl_bits(0.0));
+    atomic_init(&c->cb, NULL);
+    atomic_init(&c->cb_arg, NULL);
+    for (size_t i = 0; i < nb; i++)
+        atomic_init(&c->buckets[i], 0);
+    return c;
+}
+
+static struct metrics_child *overflow_counter_for(struct metrics_family *f);
+
+struct metrics_child *metrics_child_labelv(metrics_family_t *f, const char *const *values)
+{
+    if (!f)
+        return NULL;
+    static const char *const none[1] = {NULL};
+    if (f->nlabels == 0)
+        values = none;
+    uint32_t h = labels_hash(values, f->nlabels);
+    struct metrics_child *overflow_ctr = NULL;
+    pthread_mutex_lock(&f->mu);
+    struct metrics_child *c;
+    for (c = f->table[h % METRICS_HASH_SIZE]; c; c = c->hnext)
+        if (c->hash == h && labels_equal(c->values, values, f->nlabels))
+            goto out;
+    if (f->nchildren >= f->max_children) {
+        if (!f->overflow) {
+            const char *ov[METRICS_MAX_LABELS];
+            for (size_t i = 0; i < f->nlabels; i++)
+                ov[i] = METRICS_OVERFLOW_VALUE;
+            f->overflow = child_alloc(f, ov, 0);
+            if (f->overflow)
+                f->overflow->overflow = true;
+        }
+        c = f->overflow;
+        overflow_ctr = f->overflow_counter;
+        goto out;
+    }
+    c = child_alloc(f, values, h);
+    if (!c) {
+        log_error("metrics: family %s: out of memory adding a child", f->name);
+        goto out;
+    }
+    c->hnext = f->table[h % METRICS_HASH_SIZE];
+    f->table[h % METRICS_HASH_SIZE] = c;
+    f->nchildren++;
+out:
+    pthread_mutex_unlock(&f->mu);
+    if (c && c->overflow) {
+        /* Outside f->mu: the overflow family has its own lock. */
+        if (!overflow_ctr) {
+            overflow_ctr = overflow_counter_for(f);
+            pthread_mutex_lock(&f->mu);
+            f->overflow_counter = overflow_ctr;
+            pthread_mutex_unlock(&f->mu);
+        }
+        if (overflow_ctr)
+            metrics_counter_inc(overflow_ctr);
+    }
+    return c;
+}
+
+static struct metrics_child *child_labels_va(metrics_family_t *f, metrics_type_t want,
+                                             va_list ap)
+{
+    if (!f)
+        return NULL;
+    if (f->type != want) {
+        log_error("metrics: family %s used with the wrong type", f->name);
+        return NULL;
+    }
+    const char *values[METRICS_MAX_LABELS];
+    for (size_t i = 0; i < f->nlabels; i++)
+        values[i] = va_arg(ap, const char *);
+    return metrics_child_labelv(f, values);
+}
+
+metrics_counter_t *metrics_counter_labels(metrics_family_t *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    struct metrics_child *c = child_labels_va(f, METRICS_COUNTER, ap);
+    va_end(ap);
+    return c;
+}
+
+metrics_gauge_t *metrics_gauge_labels(metrics_family_t *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    struct metrics_child *c = child_labels_va(f, METRICS_GAUGE, ap);
+    va_end(ap);
+    return c;
+}
+
+metrics_histogram_t *metrics_histogram_labels(metrics_family_t *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    struct metrics_child *c = child_labels_va(f, METRICS_HISTOGRAM, ap);
+    va_end(ap);
+    return c;
+}
+
+/* Unlinks c from f's table; f->mu held. */
+static void child_unlink(struct metrics_family *f, struct metrics_child *c)
+{
+    struct metrics_child **pp = &f->table[c->hash % METRICS_HASH_SIZE];
+    while (*pp && *pp != c)
+        pp = &(*pp)->hnext;
+    if (*pp) {
+        *pp = c->hnext;
+        f->nchildren--;
+    }
+}
+
+int metrics_child_remove(metrics_family_t *f, const char *const *values)
+{
+    if (!f)
+        return -1;
+    static const char *const none[1] = {NULL};
+    if (f->nlabels == 0)
+        values = none;
+    uint32_t h = labels_hash(values, f->nlabels);
+    pthread_mutex_lock(&f->mu);
+    struct metrics_child *c;
+    for (c = f->table[h % METRICS_HASH_SIZE]; c; c = c->hnext)
+        if (c->hash == h && labels_equal(c->values, values, f->nlabels))
+            break;
+    if (c)
+        child_unlink(f, c);
+    pthread_mutex_unlock(&f->mu);
+    free(c);
+    return c ? 0 : -1;
+}
+
+size_t metrics_family_remove_matching(metrics_family_t *f, const char *label, const char *value)
+{
+    if (!f || !label)
+        return 0;
+    size_t li;
+    for (li = 0; li < f->nlabels; li++)
+        if (strcmp(f->labelnames[li], label) == 0)
+            break;
+    if (li == f->nlabels)
+        return 0;
+    size_t removed = 0;
+    pthread_mutex_lock(&f->mu);
+    for (size_t b = 0; b < METRICS_HASH_SIZE; b++) {
+        struct metrics_child **pp = &f->table[b];
+        while (*pp) {
+            struct metrics_child *c = *pp;
+            if (strcmp(c->values[li], value ? value : "") == 0) {
+                *pp = c->hnext;
+                f->nchildren--;
+                free(c);
+                removed++;
+            } else {
+                pp = &c->hnext;
+            }
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    return removed;
+}
+
+/* ---- updates ---- */
+
+void metrics_counter_inc(metrics_counter_t *c)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->u, 1, memory_order_relaxed);
+}
+
+void metrics_counter_add(metrics_counter_t *c, uint64_t n)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->u, n, memory_order_relaxed);
+}
+
+void metrics_counter_add_double(metrics_counter_t *c, double v)
+{
+    if (c && v > 0 && isfinite(v))
+        atomic_dbl_add(&c->dbits, v);
+}
+
+static double child_value(const struct metrics_child *c)
+{
+    metrics_value_fn fn = atomic_load_explicit(&((struct metrics_child *)c)->cb,
+                                               memory_order_acquire);
+    if (fn)
+        return fn(atomic_load_explicit(&((struct metrics_child *)c)->cb_arg,
+                                       memory_order_acquire));
+    double d = bits_dbl(atomic_load_explicit(&((struct metrics_child *)c)->dbits,
+                                             memory_order_relaxed));
+    if (c->fam->type == METRICS_COUNTER)
+        return (double)atomic_load_explicit(&((struct metrics_child *)c)->u,
+                                            memory_order_relaxed) +
+               d;
+    return d;
+}
+
+double metrics_counter_value(const metrics_counter_t *c)
+{
+    return c ? child_value(c) : 0.0;
+}
+
+void metrics_gauge_set(metrics_gauge_t *g, double v)
+{
+    if (g)
+        atomic_store_explicit(&g->dbits, dbl_bits(v), memory_order_relaxed);
+}
+
+void metrics_gauge_add(metrics_gauge_t *g, double v)
+{
+    if (g)
+        atomic_dbl_add(&g->dbits, v);
+}
+
+void metrics_gauge_inc(metrics_gauge_t *g)
+{
+    metrics_gauge_add(g, 1.0);
+}
+
+void metrics_gauge_dec(metrics_gauge_t *g)
+{
+    metrics_gauge_add(g, -1.0);
+}
+
+double metrics_gauge_value(const metrics_gauge_t *g)
+{
+    return g ? child_value(g) : 0.0;
+}
+
+void metrics_child_set_callback(struct metrics_child *c, metrics_value_fn fn, void *arg)
+{
+    if (!c || c->fam->type == METRICS_HISTOGRAM)
+        return;
+    /* arg first: a scrape that sees the new fn must see its arg. */
+    atomic_store_explicit(&c->cb_arg, arg, memory_order_release);
+    atomic_store_explicit(&c->cb, fn, memory_order_release);
+}
+
+void metrics_histogram_observe(metrics_histogram_t *h, double v)
+{
+    if (!h || isnan(v))
+        return;
+    const struct metrics_family *f = h->fam;
+    /* Binary search for the first bound >= v (buckets are "less or equal"). */
+    size_t lo = 0, hi = f->nbounds;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v <= f->bounds[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    atomic_fetch_add_explicit(&h->buckets[lo], 1, memory_order_relaxed);
+    atomic_dbl_add(&h->dbits, v);
+}
+
+uint64_t metrics_histogram_count(const metrics_histogram_t *h)
+{
+    if (!h)
+        return 0;
+    uint64_t n = 0;
+    for (size_t i = 0; i <= h->fam->nbounds; i++)
+        n += atomic_load_explicit(&((struct metrics_child *)h)->buckets[i], memory_order_relaxed);
+    return n;
+}
+
+double metrics_histogram_sum(const metrics_histogram_t *h)
+{
+    return h ? bits_dbl(atomic_load_explicit(&((struct metrics_child *)h)->dbits,
+                                             memory_order_relaxed))
+             : 0.0;
+}
+
+/* ---- buckets ---- */
+
+int metrics_buckets_exponential(double start, double factor, size_t count, double *out)
+{
+    if (!out || count == 0 || count > METRICS_MAX_BUCKETS || !(start > 0) || !(factor > 1) ||
+        !isfinite(start) || !isfinite(factor))
+        return -1;
+    double v = start;
+    for (size_t i = 0; i < count; i++) {
+        if (!isfinite(v))
+            return -1;
+        out[i] = v;
+        v *= factor;
+    }
+    return 0;
+}
+
+int metrics_buckets_linear(double start, double width, size_t count, double *out)
+{
+    if (!out || count == 0 || count > METRICS_MAX_BUCKETS || !(width > 0) || !isfinite(start) ||
+        !isfinite(width))
+        return -1;
+    for (size_t i = 0; i < count; i++)
+        out[i] = start + width * (double)i;
+    return 0;
+}
+
+/* ---- families ---- */
+
+static void family_free(struct metrics_family *f)
+{
+    if (!f)
+        return;
+    for (size_t b = 0; b < METRICS_HASH_SIZE; b++) {
+        struct metrics_child *c = f->table[b];
+        while (c) {
+            struct metrics_child *next = c->hnext;
+            free(c);
+            c = next;
+        }
+    }
+    free(f->overflow);
+    for (size_t i = 0; i < f->nlabels; i++)
+        free(f->labelnames[i]);
+    free(f->bounds);
+    free(f->name);
+    free(f->help);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+static bool family_matches(const struct metrics_family *f, metrics_type_t type, char **labels,
+                           size_t nlabels, const double *bounds, size_t nbounds)
+{
+    if (f->type != type || f->nlabels != nlabels)
+        return false;
+    for (size_t i = 0; i < nlabels; i++)
+        if (strcmp(f->labelnames[i], labels[i]) != 0)
+            return false;
+    if (type == METRICS_HISTOGRAM &&
+        (f->nbounds != nbounds || memcmp(f->bounds, bounds, nbounds * sizeof(double)) != 0))
+        return false;
+    return true;
+}
+
+static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, const char *name,
+                                    const char *help, const char *labels, const double *bounds,
+                                    size_t nbounds)
+{
+    if (!r)
+        return NULL;
+    if (!valid_metric_name(name)) {
+        log_error("metrics: invalid metric name \"%s\"", name ? name : "(null)");
+        return NULL;
+    }
+    size_t nlen = strlen(name);
+    bool total = nlen > 6 && strcmp(name + nlen - 6, "_total") == 0;
+    if (type == METRICS_COUNTER ? !total : total) {
+        /* the exposition convention promtool enforces: counters, and only counters, end in
+         * _total */
+        log_error("metrics: %s: a %s name must %send in _total", name,
+                  type == METRICS_COUNTER ? "counter" : "gauge or histogram",
+                  type == METRICS_COUNTER ? "" : "not ");
+        return NULL;
+    }
+    if (type == METRICS_HISTOGRAM) {
+        if (!bounds || nbounds == 0 || nbounds > METRICS_MAX_BUCKETS) {
+            log_error("metrics: histogram %s: needs 1 to %d bucket bounds", name,
+                      METRICS_MAX_BUCKETS);
+            return NULL;
+        }
+        for (size_t i = 0; i < nbounds; i++)
+            if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
+                log_error("metrics: histogram %s: bounds must be finite and strictly increasing",
+                          name);
+                return NULL;
+            }
+    }
+    char *lnames[METRICS_MAX_LABELS];
+    int nl = split_labels(name, labels, lnames, type == METRICS_HISTOGRAM);
+    if (nl < 0)
+        return NULL;
+
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nfams; i++) {
+        struct metrics_family *f = r->fams[i];
+        if (strcmp(f->name, name) == 0) {
+            bool same = family_matches(f, type, lnames, (size_t)nl, bounds, nbounds);
+            pthread_mutex_unlock(&r->mu);
+            for (int k = 0; k < nl; k++)
+                free(lnames[k]);
+            if (!same)
+                log_error("metrics: %s already registered with another type, labels or buckets",
+                          name);
+            return same ? f : NULL;
+        }
+    }
+    struct metrics_family *f = calloc(1, sizeof *f);
+    if (!f)
+        goto oom;
+    f->reg = r;
+    f->type = type;
+    f->nlabels = (size_t)nl;
+    for (int k = 0; k < nl; k++)
+        f->labelnames[k] = lnames[k];
+    nl = 0; /* owned by f now */
+    f->max_children = r->max_children;
+    pthread_mutex_init(&f->mu, NULL);
+    f->name = strdup(name);
+    f->help = strdup(help ? help : "");
+    if (!f->name || !f->help)
+        goto oom;
+    if (type == METRICS_HISTOGRAM) {
+        f->bounds = malloc(nbounds * sizeof(double));
+        if (!f->bounds)
+            goto oom;
+        memcpy(f->bounds, bounds, nbounds * sizeof(double));
+        f->nbounds = nbounds;
+    }
+    if (r->nfams == r->capfams) {
+        size_t cap = r->capfams ? r->capfams * 2 : 32;
+        struct metrics_family **nf = realloc(r->fams, cap * sizeof *nf);
+        if (!nf)
+            goto oom;
+        r->fams = nf;
+        r->capfams = cap;
+    }
+    r->fams[r->nfams++] = f;
+    pthread_mutex_unlock(&r->mu);
+    return f;
+oom:
+    pthread_mutex_unlock(&r->mu);
+    for (int k = 0; k < nl; k++)
+        free(lnames[k]);
+    family_free(f);
+    log_error("metrics: out of memory registering %s", name);
+    return NULL;
+}
+
+metrics_family_t *metrics_counter_new(metrics_registry_t *r, const char *name, const char *help,
+                                      const char *labels)
+{
+    return family_new(r, METRICS_COUNTER, name, help, labels, NULL, 0);
+}
+
+metrics_family_t *metrics_gauge_new(metrics_registry_t *r, const char *name, const char *help,
+                                    const char *labels)
+{
+    return family_new(r, METRICS_GAUGE, name, help, labels, NULL, 0);
+}
+
+metrics_family_t *metrics_histogram_new(metrics_registry_t *r, const char *name,
+                                        const char *help, const char *labels,
+                                        const double *bounds, size_t nbounds)
+{
+    return family_new(r, METRICS_HISTOGRAM, name, help, labels, bounds, nbounds);
+}
+
+void metrics_family_set_max_children(metrics_family_t *f, size_t max)
+{
+    if (!f)
+        return;
+    pthread_mutex_lock(&f->mu);
+    f->max_children = max;
+    pthread_mutex_unlock(&f->mu);
+}
+
+size_t metrics_family_children(const metrics_family_t *f)
+{
+    if (!f)
+        return 0;
+    pthread_mutex_lock(&((struct metrics_family *)f)->mu);
+    size_t n = f->nchildren;
+    pthread_mutex_unlock(&((struct metrics_family *)f)->mu);
+    return n;
+}
+
+metrics_type_t metrics_family_type(const metrics_family_t *f)
+{
+    return f->type;
+}
+
+static struct metrics_child *overflow_counter_for(struct metrics_family *f)
+{
+    struct metrics_family *of = f->reg->overflow_fam;
+    if (!of || of == f)
+        return NULL;
+    const char *v[1] = {f->name};
+    return metrics_child_labelv(of, v);
+}
+
+/* ---- process metrics (from /proc/self) ---- */
+
+struct proc_stat {
+    double utime_s, stime_s, start_ticks;
+    double vsize, rss_pages;
+};
+
+static int read_proc_stat(struct proc_stat *ps)
+{
+    char buf[1024];
+    FILE *fp = fopen("/proc/self/stat", "r");
+    if (!fp)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    /* The command name (field 2) may hold spaces and parentheses: parse after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    p += 2;
+    /* fields from 3 on: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime(14) stime(15) cutime cstime priority nice threads itreal starttime(22) vsize(23)
+     * rss(24) */
+    unsigned long long f[22] = {0};
+    char state;
+    int got = sscanf(p,
+                     "%c %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+                     "%llu %llu %llu %llu %llu %llu %llu",
+                     &state, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9],
+                     &f[10], &f[11], &f[12], &f[13], &f[14], &f[15], &f[16], &f[17], &f[18],
+                     &f[19], &f[20]);
+    if (got < 22)
+        return -1;
+    double tck = (double)sysconf(_SC_CLK_TCK);
+    /* f[k] is field k+4 */
+    ps->utime_s = (double)f[10] / tck;
+    ps->stime_s = (double)f[11] / tck;
+    ps->start_ticks = (double)f[18];
+    ps->vsize = (double)f[19];
+    ps->rss_pages = (double)f[20];
+    return 0;
+}
+
+static double proc_cpu_seconds(void *arg)
+{
+    struct proc_stat ps;
+    return read_proc_stat(&ps) == 0 ? ps.utime_s + ps.stime_s : 0.0;
+}
+
+static double proc_rss_bytes(void *arg)
+{
+    struct proc_stat ps;
+    return read_proc_stat(&ps) == 0 ? ps.rss_pages * (double)sysconf(_SC_PAGESIZE) : 0.0;
+}
+
+static double proc_vsize_bytes(void *arg)
+{
+    struct proc_stat ps;
+    return read_proc_stat(&ps) == 0 ? ps.vsize : 0.0;
+}
+
+static double proc_start_time(void *arg)
+{
+    static _Atomic uint64_t cached; /* bits of the value, 0 = not computed */
+    uint64_t b = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (b)
+        return bits_dbl(b);
+    struct proc_stat ps;
+    if (read_proc_stat(&ps) != 0)
+        return 0.0;
+    double btime = 0;
+    FILE *fp = fopen("/proc/stat", "r");
+    if (fp) {
+        char line[256];
+        while (fgets(line, sizeof line, fp))
+            if (strncmp(line, "btime ", 6) == 0) {
+                btime = strtod(line + 6, NULL);
+                break;
+            }
+        fclose(fp);
+    }
+    if (btime <= 0)
+        return 0.0;
+    double v = btime + ps.start_ticks / (double)sysconf(_SC_CLK_TCK);
+    atomic_store_explicit(&cached, dbl_bits(v), memory_order_relaxed);
+    return v;
+}
+
+static double proc_open_fds(void *arg)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0.0;
+    double n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the directory stream's own descriptor */
+}
+
+static double proc_max_fds(void *arg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 0.0;
+    return (double)rl.rlim_cur;
+}
+
+static int add_callback(metrics_registry_t *r, metrics_type_t type, const char *name,
+                        const char *help, metrics_value_fn fn)
+{
+    metrics_family_t *f = type == METRICS_COUNTER ? metrics_counter_new(r, name, help, NULL)
+                                                  : metrics_gauge_new(r, name, help, NULL);
+    struct metrics_child *c = metrics_child_labelv(f, NULL);
+    if (!c)
+        return -1;
+    metrics_child_set_callback(c, fn, NULL);
+    return 0;
+}
+
+/* ---- registry ---- */
+
+metrics_registry_t *metrics_registry_new(void)
+{
+    metrics_registry_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    pthread_mutex_init(&r->mu, NULL);
+    r->max_children = METRICS_DEFAULT_MAX_CHILDREN;
+    r->overflow_fam =
+        metrics_counter_new(r, "ndd_metrics_overflow_total",
+                            "Label sets folded into the _overflow child because a family was "
+                            "at its child limit",
+                            "family");
+    if (!r->overflow_fam ||
+        add_callback(r, METRICS_COUNTER, "process_cpu_seconds_total",
+                     "Total user and system CPU time spent in seconds.", proc_cpu_seconds) ||
+        add_callback(r, METRICS_GAUGE, "process_resident_memory_bytes",
+                     "Resident memory size in bytes.", proc_rss_bytes) ||
+        add_callback(r, METRICS_GAUGE, "process_virtual_memory_bytes",
+                     "Virtual memory size in bytes.", proc_vsize_bytes) ||
+        add_callback(r, METRICS_GAUGE, "process_start_time_seconds",
+                     "Start time of the process since unix epoch in seconds.", proc_start_time) ||
+        add_callback(r, METRICS_GAUGE, "process_open_fds", "Number of open file descriptors.",
+                     proc_open_fds) ||
+        add_callback(r, METRICS_GAUGE, "process_max_fds",
+                     "Maximum number of open file descriptors.", proc_max_fds)) {
+        metrics_registry_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void metrics_registry_free(metrics_registry_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nfams; i++)
+        family_free(r->fams[i]);
+    free(r->fams);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+static metrics_registry_t *g_default;
+static pthread_once_t g_default_once = PTHREAD_ONCE_INIT;
+
+static void default_init(void)
+{
+    g_default = metrics_registry_new();
+}
+
+metrics_registry_t *metrics_default_registry(void)
+{
+    pthread_once(&g_default_once, default_init);
+    return g_default;
+}
+
+void metrics_registry_set_max_children(metrics_registry_t *r, size_t max)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->max_children = max;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- rendering ---- */
+
+/* Shortest text that reads back as the same double; integers without exponent or point. */
+static void fmt_double(double v, char *out, size_t len)
+{
+    if (isnan(v)) {
+        snprintf(out, len, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(out, len, v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 1e15) {
+        snprintf(out, len, "%.0f", v);
+        return;
+    }
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(out, len, "%.*g", prec, v);
+        if (strtod(out, NULL) == v)
+            return;
+    }
+}
+
+static int put_escaped(buf_t *out, const char *s, bool quote)
+{
+    const char *run = s;
+    for (; *s; s++) {
+        const char *rep = NULL;
+        if (*s == '\\')
+            rep = "\\\\";
+        else if (*s == '\n')
+            rep = "\\n";
+        else if (quote && *s == '"')
+            rep = "\\\"";
+        if (!rep)
+            continue;
+        if (buf_append(out, run, (size_t)(s - run)) || buf_append_str(out, rep))
+            return -1;
+        run = s + 1;
+    }
+    return buf_append(out, run, (size_t)(s - run));
+}
+
+/* name{l1="v1",...[,le="x"]} value\n */
+static int put_sample(buf_t *out, const struct metrics_family *f, const char *suffix,
+                      const struct metrics_child *c, const char *le, double v)
+{
+    char num[40];
+    if (buf_append_str(out, f->name) || buf_append_str(out, suffix))
+        return -1;
+    if (f->nlabels || le) {
+        if (buf_append_u8(out, '{'))
+            return -1;
+        for (size_t i = 0; i < f->nlabels; i++) {
+            if ((i && buf_append_u8(out, ',')) || buf_append_str(out, f->labelnames[i]) ||
+                buf_append_str(out, "=\"") || put_escaped(out, c->values[i], true) ||
+                buf_append_u8(out, '"'))
+                return -1;
+        }
+        if (le && ((f->nlabels && buf_append_u8(out, ',')) || buf_append_str(out, "le=\"") ||
+                   buf_append_str(out, le) || buf_append_u8(out, '"')))
+            return -1;
+        if (buf_append_u8(out, '}'))
+            return -1;
+    }
+    fmt_double(v, num, sizeof num);
+    return buf_printf(out, " %s\n", num) < 0 ? -1 : 0;
+}
+
+static int render_child(buf_t *out, const struct metrics_family *f, const struct metrics_child *c)
+{
+    if (f->type != METRICS_HISTOGRAM)
+        return put_sample(out, f, "", c, NULL, child_value(c));
+    /* Cumulative counts; _count is the +Inf bucket so the two always agree even while
+     * observations land during the scrape. */
+    uint64_t cum = 0;
+    char le[40];
+    for (size_t i = 0; i <= f->nbounds; i++) {
+        cum += atomic_load_explicit(&((struct metrics_child *)c)->buckets[i],
+                                    memory_order_relaxed);
+        if (i < f->nbounds)
+            fmt_double(f->bounds[i], le, sizeof le);
+        else
+            snprintf(le, sizeof le, "+Inf");
+        if (put_sample(out, f, "_bucket", c, le, (double)cum))
+            return -1;
+    }
+    if (put_sample(out, f, "_sum", c, NULL, metrics_histogram_sum(c)) ||
+        put_sample(out, f, "_count", c, NULL, (double)cum))
+        return -1;
+    return 0;
+}
+
+static int cmp_child(const void *a, const void *b, void *arg)
+{
+    const struct metrics_child *x = *(struct metrics_child *const *)a;
+    const struct metrics_child *y = *(struct metrics_child *const *)b;
+    size_t nlabels = *(const size_t *)arg;
+    for (size_t i = 0; i < nlabels; i++) {
+        int r = strcmp(x->values[i], y->values[i]);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+static int cmp_family(const void *a, const void *b)
+{
+    const struct metrics_family *x = *(struct metrics_family *const *)a;
+    const struct metrics_family *y = *(struct metrics_family *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static int render_family(buf_t *out, struct metrics_family *f)
+{
+    static const char *const type_names[] = {"counter", "gauge", "histogram"};
+    int rc = 0;
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->nchildren + (f->overflow ? 1 : 0);
+    if (n == 0)
+        goto done; /* a family without samples is left out, as client_golang does */
+    struct metrics_child **v = malloc(n * sizeof *v);
+    if (!v) {
+        rc = -1;
+        goto done;
+    }
+    size_t k = 0;
+    for (size_t b = 0; b < METRICS_HASH_SIZE; b++)
+        for (struct metrics_child *c = f->table[b]; c; c = c->hnext)
+            v[k++] = c;
+    qsort_r(v, k, sizeof *v, cmp_child, &f->nlabels);
+    if (f->overflow)
+        v[k++] = f->overflow;
+    if (buf_append_str(out, "# HELP ") || buf_append_str(out, f->name) ||
+        buf_append_u8(out, ' ') || put_escaped(out, f->help, false) ||
+        buf_printf(out, "\n# TYPE %s %s\n", f->name, type_names[f->type]) < 0)
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < k; i++)
+        rc = render_child(out, f, v[i]);
+    free(v);
+done:
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+int metrics_render(metrics_registry_t *r, buf_t *out)
+{
+    if (!r || !out)
+        return -1;
+    pthread_mutex_lock(&r->mu);
+    size_t n = r->nfams;
+    struct metrics_family **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) {
+        pthread_mutex_unlock(&r->mu);
+        return -1;
+    }
+    memcpy(v, r->fams, n * sizeof *v);
+    pthread_mutex_unlock(&r->mu);
+    /* Families are never removed while the registry lives, so the copied pointers stay
+     * valid without the registry lock. */
+    qsort(v, n, sizeof *v, cmp_family);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = render_family(out, v[i]);
+    free(v);
+    return rc;
+}

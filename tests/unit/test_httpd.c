@@ -1,0 +1,452 @@
+/* HTTP server: built-in routes, routing rules, limits, TLS; a real server on a thread and a
+ * raw-socket client, so what is tested is the bytes on the wire. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <event2/event.h>
+
+#include "httpd.h"
+#include "log.h"
+#include "metrics.h"
+
+/* ---- client ---- */
+
+static int connect_port(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return; /* the server may close early (413) */
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Reads until EOF into a malloc'd NUL-terminated string. */
+static char *recv_all(int fd)
+{
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    for (;;) {
+        if (len + 1024 > cap)
+            s = realloc(s, cap *= 2);
+        ssize_t r = recv(fd, s + len, cap - len - 1, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    s[len] = '\0';
+    return s;
+}
+
+static int status_of(const char *resp)
+{
+    int st = 0;
+    if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1) {
+        fprintf(stderr, "unparsable response: \"%.200s\"\n", resp);
+        return -1;
+    }
+    return st;
+}
+
+static const char *body_of(const char *resp)
+{
+    const char *p = strstr(resp, "\r\n\r\n");
+    return p ? p + 4 : "";
+}
+
+/* One request with Connection: close; returns the whole response. */
+static char *do_request(uint16_t port, const char *method, const char *path, const char *extra,
+                        const char *body)
+{
+    char req[8192];
+    size_t bl = body ? strlen(body) : 0;
+    int n = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s"
+                     "Content-Length: %zu\r\n\r\n",
+                     method, path, extra ? extra : "", bl);
+    int fd = connect_port(port);
+    send_all(fd, req, (size_t)n);
+    if (bl)
+        send_all(fd, body, bl);
+    char *resp = recv_all(fd);
+    close(fd);
+    return resp;
+}
+
+/* ---- server fixture ---- */
+
+struct fixture {
+    httpd_thread_t *t;
+    uint16_t port;
+    metrics_registry_t *reg;
+};
+
+static void echo_handler(httpd_req_t *req, void *arg)
+{
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
+    const char *q = httpd_req_query(req, "name");
+    const char *hdr = httpd_req_header(req, "X-Test");
+    char out[2048];
+    snprintf(out, sizeof out, "method=%s path=%s sub=%s q=%s hdr=%s len=%zu body=%s tag=%s",
+             httpd_req_method(req), httpd_req_path(req), httpd_req_subpath(req), q ? q : "-",
+             hdr ? hdr : "-", len, body, (const char *)arg);
+    httpd_resp_header(req, "X-Reply", "yes");
+    httpd_reply_text(req, 200, out);
+}
+
+static void json_handler(httpd_req_t *req, void *arg)
+{
+    httpd_reply_jansson(req, 201, json_pack("{s:s}", "id", "f1"));
+}
+
+static void silent_handler(httpd_req_t *req, void *arg)
+{
+}
+
+static int setup_routes(httpd_t *h, void *arg)
+{
+    struct fixture *f = arg;
+    httpd_set_metrics(h, f->reg);
+    httpd_set_ready_reason(h, "waiting for kafka");
+    if (httpd_route(h, "GET", "/api/v1/feeds*", echo_handler, "list") ||
+        httpd_route(h, "POST", "/api/v1/feeds", echo_handler, "create") ||
+        httpd_route(h, "GET", "/api/v1/feeds/special", echo_handler, "special") ||
+        httpd_route(h, "*", "/any", echo_handler, "any") ||
+        httpd_route(h, "PUT", "/json", json_handler, NULL) ||
+        httpd_route(h, "GET", "/silent", silent_handler, NULL))
+        return -1;
+    return 0;
+}
+
+static int start_server(void **state, const httpd_options_t *opts)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    f->reg = metrics_registry_new();
+    metrics_counter_inc(metrics_counter_labels(
+        metrics_counter_new(f->reg, "ndd_test_requests_total", "Test counter.", "kind"), "a\"b"));
+    char err[256];
+    httpd_options_t o = {.port = 0, .max_body_bytes = 1024, .max_connections = 4};
+    if (opts)
+        o = *opts;
+    f->t = httpd_thread_start(&o, setup_routes, f, err, sizeof err);
+    if (!f->t) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    f->port = httpd_port(httpd_thread_server(f->t));
+    *state = f;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return start_server(state, NULL);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    httpd_thread_stop(f->t);
+    metrics_registry_free(f->reg);
+    free(f);
+    return 0;
+}
+
+/* ---- tests ---- */
+
+static void test_healthz_answers_200_while_loop_runs(void **state)
+{
+    struct fixture *f = *state;
+    assert_true(f->port > 0);
+    char *r = do_request(f->port, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_string_equal(body_of(r), "ok\n");
+    free(r);
+}
+
+static void test_readyz_is_503_with_reason_until_set_ready(void **state)
+{
+    struct fixture *f = *state;
+    httpd_t *h = httpd_thread_server(f->t);
+    char *r = do_request(f->port, "GET", "/readyz", NULL, NULL);
+    assert_int_equal(status_of(r), 503);
+    assert_string_equal(body_of(r), "waiting for kafka\n");
+    free(r);
+    httpd_set_ready(h, true); /* from this (non-server) thread */
+    assert_true(httpd_is_ready(h));
+    r = do_request(f->port, "GET", "/readyz", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_string_equal(body_of(r), "ready\n");
+    free(r);
+    httpd_set_ready(h, false);
+    r = do_request(f->port, "GET", "/readyz", NULL, NULL);
+    assert_int_equal(status_of(r), 503);
+    free(r);
+}
+
+static void test_metrics_serves_registry_as_text_0_0_4(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "GET", "/metrics", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_non_null(strstr(r, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+    assert_non_null(strstr(body_of(r), "ndd_test_requests_total{kind=\"a\\\"b\"} 1\n"));
+    assert_non_null(strstr(body_of(r), "# TYPE process_resident_memory_bytes gauge\n"));
+    free(r);
+}
+
+static void test_builtin_routes_refuse_other_methods_with_405(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "POST", "/metrics", NULL, "x");
+    assert_int_equal(status_of(r), 405);
+    assert_non_null(strstr(r, "Allow: GET, HEAD\r\n"));
+    free(r);
+}
+
+static void test_unknown_path_is_404_with_json_body(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "GET", "/nope", NULL, NULL);
+    assert_int_equal(status_of(r), 404);
+    assert_non_null(strstr(r, "Content-Type: application/json\r\n"));
+    json_error_t je;
+    json_t *j = json_loads(body_of(r), 0, &je);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "error"), "status")),
+                     404);
+    assert_non_null(strstr(
+        json_string_value(json_object_get(json_object_get(j, "error"), "message")), "/nope"));
+    json_decref(j);
+    free(r);
+}
+
+static void test_known_path_with_wrong_method_is_405_with_allow(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "DELETE", "/api/v1/feeds", NULL, NULL);
+    assert_int_equal(status_of(r), 405);
+    const char *allow = strstr(r, "Allow: ");
+    assert_non_null(allow);
+    assert_non_null(strstr(allow, "GET"));
+    assert_non_null(strstr(allow, "POST"));
+    free(r);
+}
+
+static void test_longest_pattern_wins_and_prefix_gives_subpath(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "GET", "/api/v1/feeds/f%201?name=a%26b", "X-Test: hi\r\n", NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_non_null(strstr(r, "X-Reply: yes\r\n"));
+    assert_string_equal(body_of(r),
+                        "method=GET path=/api/v1/feeds/f 1 sub=f 1 q=a&b hdr=hi len=0 body= tag=list");
+    free(r);
+    r = do_request(f->port, "GET", "/api/v1/feeds/special", NULL, NULL);
+    assert_non_null(strstr(body_of(r), "tag=special"));
+    assert_non_null(strstr(body_of(r), "sub= "));
+    free(r);
+    r = do_request(f->port, "GET", "/api/v1/feeds", NULL, NULL);
+    assert_non_null(strstr(body_of(r), "tag=list"));
+    free(r);
+    r = do_request(f->port, "PATCH", "/any", NULL, "p");
+    assert_int_equal(status_of(r), 200);
+    assert_non_null(strstr(body_of(r), "method=PATCH"));
+    free(r);
+}
+
+static void test_post_body_reaches_handler(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "POST", "/api/v1/feeds", "Content-Type: application/json\r\n",
+                         "{\"name\":\"f1\"}");
+    assert_int_equal(status_of(r), 200);
+    assert_non_null(strstr(body_of(r), "len=13 body={\"name\":\"f1\"} tag=create"));
+    free(r);
+}
+
+static void test_body_over_limit_is_413(void **state)
+{
+    struct fixture *f = *state;
+    char big[2049];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char *r = do_request(f->port, "POST", "/api/v1/feeds", NULL, big);
+    assert_int_equal(status_of(r), 413);
+    free(r);
+    /* the server still serves afterwards */
+    r = do_request(f->port, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    free(r);
+}
+
+static void test_jansson_reply_and_missing_reply(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "PUT", "/json", NULL, "");
+    assert_int_equal(status_of(r), 201);
+    assert_string_equal(body_of(r), "{\"id\":\"f1\"}");
+    free(r);
+    r = do_request(f->port, "GET", "/silent", NULL, NULL);
+    assert_int_equal(status_of(r), 500);
+    free(r);
+}
+
+/* With max_connections = 4: four idle connections hold every slot; a fifth connection is
+ * left in the backlog (no answer) until one of the four closes. */
+static void test_connection_limit_defers_new_connections_until_one_closes(void **state)
+{
+    struct fixture *f = *state;
+    int idle[4];
+    for (int i = 0; i < 4; i++)
+        idle[i] = connect_port(f->port);
+    usleep(100 * 1000); /* let the server accept them */
+    int fd = connect_port(f->port);
+    const char *req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 300), 0); /* deferred */
+    close(idle[0]);
+    assert_int_equal(poll(&p, 1, 5000), 1);
+    char *r = recv_all(fd);
+    assert_int_equal(status_of(r), 200);
+    free(r);
+    close(fd);
+    for (int i = 1; i < 4; i++)
+        close(idle[i]);
+}
+
+static void test_bind_conflict_names_address_and_port(void **state)
+{
+    struct fixture *f = *state;
+    struct event_base *base = event_base_new();
+    char err[256];
+    httpd_t *h = httpd_new(base, "127.0.0.1", f->port, err, sizeof err);
+    assert_null(h);
+    char want[64];
+    snprintf(want, sizeof want, "127.0.0.1 port %u", f->port);
+    assert_non_null(strstr(err, want));
+    event_base_free(base);
+}
+
+/* ---- TLS ---- */
+
+static SSL_CTX *self_signed_ctx(void)
+{
+    EVP_PKEY *pkey = EVP_EC_gen("P-256");
+    assert_non_null(pkey);
+    X509 *x = X509_new();
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, pkey);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1,
+                               -1, 0);
+    X509_set_issuer_name(x, name);
+    assert_true(X509_sign(x, pkey, EVP_sha256()) > 0);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    assert_int_equal(SSL_CTX_use_certificate(ctx, x), 1);
+    assert_int_equal(SSL_CTX_use_PrivateKey(ctx, pkey), 1);
+    X509_free(x);
+    EVP_PKEY_free(pkey);
+    return ctx;
+}
+
+static void test_tls_listener_serves_healthz_over_tls(void **state)
+{
+    SSL_CTX *sctx = self_signed_ctx();
+    httpd_options_t o = {.port = 0, .ssl_ctx = sctx};
+    void *fx = NULL;
+    assert_int_equal(start_server(&fx, &o), 0);
+    struct fixture *f = fx;
+
+    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(cctx, SSL_VERIFY_NONE, NULL); /* self-signed test certificate */
+    int fd = connect_port(f->port);
+    SSL *ssl = SSL_new(cctx);
+    SSL_set_fd(ssl, fd);
+    assert_int_equal(SSL_connect(ssl), 1);
+    const char *req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_int_equal(SSL_write(ssl, req, (int)strlen(req)), (int)strlen(req));
+    char resp[2048];
+    int len = 0, n;
+    while ((n = SSL_read(ssl, resp + len, (int)sizeof resp - 1 - len)) > 0)
+        len += n;
+    resp[len] = '\0';
+    assert_int_equal(status_of(resp), 200);
+    assert_string_equal(body_of(resp), "ok\n");
+    SSL_free(ssl);
+    close(fd);
+    SSL_CTX_free(cctx);
+
+    /* a plain-text client gets no HTTP answer from a TLS listener */
+    char *r = do_request(f->port, "GET", "/healthz", NULL, NULL);
+    assert_int_not_equal(status_of(r), 200);
+    free(r);
+    teardown(&fx);
+    SSL_CTX_free(sctx);
+}
+
+int main(void)
+{
+    log_setup("test_httpd", getenv("NDD_TEST_LOG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_OFF, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_healthz_answers_200_while_loop_runs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_readyz_is_503_with_reason_until_set_ready, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_serves_registry_as_text_0_0_4, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_builtin_routes_refuse_other_methods_with_405, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_path_is_404_with_json_body, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_known_path_with_wrong_method_is_405_with_allow,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_longest_pattern_wins_and_prefix_gives_subpath,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_post_body_reaches_handler, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_over_limit_is_413, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jansson_reply_and_missing_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_connection_limit_defers_new_connections_until_one_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_conflict_names_address_and_port, setup,
+                                        teardown),
+        cmocka_unit_test(test_tls_listener_serves_healthz_over_tls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,388 @@
+/* The HTTP/2 transport against nghttpd (Debian nghttp2-server), a server that is not NDD code:
+ * h2c prior knowledge and TLS with ALPN h2, many concurrent streams, non-2xx statuses, an
+ * unknown CA, connection refused, request timeouts and the server dying mid-flight. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "adapter_testutil.h"
+#include "log.h"
+#include "tls.h"
+#include "tls_testutil.h"
+#include "transport.h"
+
+#define NREQ 300
+
+typedef struct ctx {
+    struct event_base *base;
+    transport_t *t;
+    int acked, failed, failed_retryable, last_status, ups, downs;
+    char last_reason[400];
+    char down_reason[400];
+    uint8_t payload[3400];
+    int to_send, sent;
+} ctx_t;
+
+static void on_ack(void *o, void *cookie, int status)
+{
+    ctx_t *c = o;
+    c->acked++;
+    c->last_status = status;
+}
+
+static void on_fail(void *o, void *cookie, const transport_failure_t *f)
+{
+    ctx_t *c = o;
+    c->failed++;
+    if (f->retryable)
+        c->failed_retryable++;
+    c->last_status = f->status;
+    snprintf(c->last_reason, sizeof c->last_reason, "%s", f->reason);
+}
+
+static void pump(ctx_t *c)
+{
+    while (c->sent < c->to_send && transport_send(c->t, c->payload, sizeof c->payload,
+                                                  (void *)(intptr_t)(c->sent + 1)) == 0)
+        c->sent++;
+}
+
+static void on_up(void *o)
+{
+    ctx_t *c = o;
+    c->ups++;
+    pump(c);
+}
+
+static void on_down(void *o, const char *reason)
+{
+    ctx_t *c = o;
+    c->downs++;
+    snprintf(c->down_reason, sizeof c->down_reason, "%s", reason);
+}
+
+static void on_writable(void *o)
+{
+    pump(o);
+}
+
+static const transport_events_t EV = {on_ack, on_fail, on_up, on_down, on_writable};
+
+static bool all_done(void *a)
+{
+    ctx_t *c = a;
+    return c->acked + c->failed >= c->to_send;
+}
+static bool is_down(void *a)
+{
+    return ((ctx_t *)a)->downs > 0;
+}
+
+static tls_testutil_pki_t pki;
+static char logdir[600];
+
+static int setup_all(void **state)
+{
+    log_setup("test_transport_h2", LOG_LEVEL_WARN, 0);
+    signal(SIGPIPE, SIG_IGN);
+    if (tls_testutil_make_pki(&pki) != 0)
+        return -1;
+    snprintf(logdir, sizeof logdir, "%s/nghttpd.log", pki.dir);
+    return 0;
+}
+
+static int teardown_all(void **state)
+{
+    tls_testutil_remove_pki(&pki);
+    return 0;
+}
+
+static pid_t start_nghttpd(int port, const char *key, const char *cert)
+{
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    pid_t pid;
+    if (key) {
+        char *argv[] = {"nghttpd", "--echo-upload", "-d", pki.dir, "-a", "127.0.0.1",
+                        ps,        (char *)key,     (char *)cert, NULL};
+        pid = atu_spawn(argv, logdir);
+    } else {
+        char *argv[] = {"nghttpd", "--echo-upload", "--no-tls", "-d", pki.dir,
+                        "-a",      "127.0.0.1",     ps,         NULL};
+        pid = atu_spawn(argv, logdir);
+    }
+    assert_true(pid > 0);
+    if (!atu_wait_port(port, 5000))
+        fail_msg("nghttpd did not listen on %d (see %s)", port, logdir);
+    return pid;
+}
+
+static void make(ctx_t *c, const char *url, SSL_CTX *ssl, unsigned max_in_flight,
+                 uint32_t timeout_ms, const char *method)
+{
+    static transport_url_t u;
+    char err[256];
+    assert_int_equal(transport_url_parse(url, &u, err, sizeof err), 0);
+    transport_config_t cfg = {.kind = u.kind,
+                              .feed = "test",
+                              .endpoint = url,
+                              .host = u.host,
+                              .port = u.port,
+                              .use_tls = u.tls,
+                              .ssl_ctx = ssl,
+                              .max_in_flight = max_in_flight,
+                              .timeout_ms = timeout_ms,
+                              .out_buf_max = 64 * 1024,
+                              .path = u.path,
+                              .method = method,
+                              .content_type = "application/json",
+                              .n_headers = 1,
+                              .headers = {{"x-ndd-feed", "test"}}};
+    c->base = event_base_new();
+    for (size_t i = 0; i < sizeof c->payload; i++)
+        c->payload[i] = (uint8_t)('a' + i % 26);
+    c->t = transport_h2_ops.create(c->base, &cfg, &EV, c, err, sizeof err);
+    assert_non_null(c->t);
+}
+
+static void unmake(ctx_t *c)
+{
+    transport_destroy(c->t);
+    event_base_free(c->base);
+}
+
+static void test_h2c_delivers_every_request_with_concurrent_streams(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    pid_t srv = start_nghttpd(port, NULL, NULL);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/ingest", port);
+    ctx_t c = {0};
+    make(&c, url, NULL, 64, 5000, "POST");
+    c.to_send = NREQ;
+    transport_connect(c.t);
+    assert_true(atu_run_until(c.base, all_done, &c, 20000));
+    assert_int_equal(c.acked, NREQ);
+    assert_int_equal(c.failed, 0);
+    assert_int_equal(c.last_status, 200);
+    assert_int_equal(c.ups, 1);
+    assert_int_equal(transport_in_flight(c.t), 0);
+    unmake(&c);
+    atu_stop(srv, SIGTERM);
+}
+
+static void test_h2_tls_alpn_delivers_every_request(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    pid_t srv = start_nghttpd(port, pki.server_key, pki.server_cert);
+    char err[256], url[128];
+    tls_config_t tc = {.ca_file = pki.ca_cert, .alpn = "h2"};
+    SSL_CTX *ssl = tls_client_ctx_new(&tc, err, sizeof err);
+    assert_non_null(ssl);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/ingest", port);
+    ctx_t c = {0};
+    make(&c, url, ssl, 64, 5000, "POST");
+    c.to_send = NREQ;
+    transport_connect(c.t);
+    assert_true(atu_run_until(c.base, all_done, &c, 20000));
+    assert_int_equal(c.acked, NREQ);
+    assert_int_equal(c.failed, 0);
+    unmake(&c);
+    tls_ctx_free(ssl);
+    atu_stop(srv, SIGTERM);
+}
+
+static void test_h2_tls_unknown_ca_is_refused_with_clear_error(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    pid_t srv = start_nghttpd(port, pki.other_server_key, pki.other_server_cert);
+    char err[256], url[128];
+    tls_config_t tc = {.ca_file = pki.ca_cert, .alpn = "h2"};
+    SSL_CTX *ssl = tls_client_ctx_new(&tc, err, sizeof err);
+    assert_non_null(ssl);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/ingest", port);
+    ctx_t c = {0};
+    make(&c, url, ssl, 8, 5000, "POST");
+    c.to_send = 1;
+    transport_connect(c.t);
+    assert_true(atu_run_until(c.base, is_down, &c, 10000));
+    assert_int_equal(c.ups, 0);
+    assert_int_equal(c.sent, 0);
+    if (!strstr(c.down_reason, "certificate verify failed"))
+        fail_msg("unexpected reason: %s", c.down_reason);
+    assert_non_null(strstr(c.down_reason, url));
+    unmake(&c);
+    tls_ctx_free(ssl);
+    atu_stop(srv, SIGTERM);
+}
+
+static void test_h2_non_2xx_status_fails_not_retryable_with_body_excerpt(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    pid_t srv = start_nghttpd(port, NULL, NULL);
+    char url[128];
+    /* nghttpd answers 404 for a PATCH of a file that does not exist. */
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/no-such-file", port);
+    ctx_t c = {0};
+    make(&c, url, NULL, 8, 5000, "PATCH");
+    c.to_send = 5;
+    transport_connect(c.t);
+    assert_true(atu_run_until(c.base, all_done, &c, 10000));
+    assert_int_equal(c.failed, 5);
+    assert_int_equal(c.failed_retryable, 0);
+    assert_int_equal(c.last_status, 404);
+    assert_non_null(strstr(c.last_reason, "HTTP 404"));
+    unmake(&c);
+    atu_stop(srv, SIGTERM);
+}
+
+static void test_h2_connection_refused_reports_down(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
+    ctx_t c = {0};
+    make(&c, url, NULL, 8, 1000, "POST");
+    c.to_send = 1;
+    transport_connect(c.t);
+    assert_true(atu_run_until(c.base, is_down, &c, 5000));
+    assert_false(transport_is_up(c.t));
+    assert_int_equal(transport_capacity(c.t), 0);
+    assert_non_null(strstr(c.down_reason, "connect"));
+    unmake(&c);
+}
+
+static void test_h2_silent_server_times_out_requests_as_retryable(void **state)
+{
+    /* A listening socket that never answers: TCP connects, HTTP/2 never replies. */
+    int port = atu_free_port(27100, 27999);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
+    ctx_t c = {0};
+    make(&c, url, NULL, 8, 300, "POST");
+    c.to_send = 3;
+    transport_connect(c.t);
+    uint64_t t0 = atu_now_ms();
+    assert_true(atu_run_until(c.base, all_done, &c, 5000));
+    assert_int_equal(c.failed_retryable, 3);
+    assert_non_null(strstr(c.last_reason, "timeout"));
+    assert_true(atu_now_ms() - t0 >= 250);
+    unmake(&c);
+    close(lfd);
+}
+
+static void test_h2_server_killed_fails_in_flight_as_retryable_and_goes_down(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    pid_t srv = start_nghttpd(port, NULL, NULL);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/ingest", port);
+    ctx_t c = {0};
+    make(&c, url, NULL, 64, 5000, "POST");
+    c.to_send = 50;
+    transport_connect(c.t);
+    assert_true(atu_run_until(c.base, all_done, &c, 10000));
+    assert_int_equal(c.acked, 50);
+    atu_stop(srv, SIGKILL);
+    assert_true(atu_run_until(c.base, is_down, &c, 5000));
+    assert_false(transport_is_up(c.t));
+    assert_int_equal(transport_in_flight(c.t), 0);
+    unmake(&c);
+}
+
+static void test_h2_connection_stays_up_without_spurious_reconnects(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    atu_srv_t *srv = atu_srv_start(ATU_SRV_H2, port, NULL);
+    assert_non_null(srv);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/in", port);
+    ctx_t c = {0};
+    make(&c, url, NULL, 16, 5000, "POST");
+    /* A JSON envelope with a seq, as the recorder expects. */
+    int n = snprintf((char *)c.payload, sizeof c.payload, "{\"metadata\":{\"seq\":7},\"pad\":\"");
+    memset(c.payload + n, 'x', sizeof c.payload - (size_t)n - 2);
+    memcpy(c.payload + sizeof c.payload - 2, "\"}", 2);
+    c.to_send = 2000;
+    transport_connect(c.t);
+    uint64_t t0 = atu_now_ms();
+    assert_true(atu_run_until(c.base, all_done, &c, 10000));
+    fprintf(stderr, "2000 requests in %llu ms\n", (unsigned long long)(atu_now_ms() - t0));
+    assert_int_equal(c.acked, 2000);
+    assert_int_equal(c.ups, 1);
+    if (c.downs)
+        fail_msg("spurious down: %s", c.down_reason);
+    assert_true(atu_srv_has(srv, 7));
+    unmake(&c);
+    atu_srv_stop(srv);
+}
+
+static void test_url_parse_accepts_schemes_and_rejects_garbage(void **state)
+{
+    transport_url_t u;
+    char err[200];
+    assert_int_equal(transport_url_parse("https://h.example:8443/a/b?x=1", &u, err, sizeof err),
+                     0);
+    assert_int_equal(u.kind, TRANSPORT_HTTP2);
+    assert_true(u.tls);
+    assert_string_equal(u.host, "h.example");
+    assert_string_equal(u.port, "8443");
+    assert_string_equal(u.path, "/a/b?x=1");
+    assert_int_equal(transport_url_parse("http://[::1]/", &u, err, sizeof err), 0);
+    assert_string_equal(u.host, "::1");
+    assert_string_equal(u.port, "80");
+    assert_int_equal(transport_url_parse("tls://127.0.0.1:9000", &u, err, sizeof err), 0);
+    assert_int_equal(u.kind, TRANSPORT_TLS);
+    assert_int_equal(transport_url_parse("tcp://127.0.0.1", &u, err, sizeof err), -1);
+    assert_non_null(strstr(err, "port"));
+    assert_int_equal(transport_url_parse("ftp://x:1", &u, err, sizeof err), -1);
+    assert_int_equal(transport_url_parse("tcp://x:99999", &u, err, sizeof err), -1);
+    assert_int_equal(transport_url_parse("tcp://x:1/path", &u, err, sizeof err), -1);
+}
+
+static void test_retry_after_and_retryable_statuses(void **state)
+{
+    assert_int_equal(transport_parse_retry_after("2", 1), 2000);
+    assert_int_equal(transport_parse_retry_after(" 10 ", 4), 10000);
+    assert_int_equal(transport_parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 29), 0);
+    assert_true(transport_status_retryable(503));
+    assert_true(transport_status_retryable(429));
+    assert_true(transport_status_retryable(408));
+    assert_false(transport_status_retryable(400));
+    assert_false(transport_status_retryable(401));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_url_parse_accepts_schemes_and_rejects_garbage),
+        cmocka_unit_test(test_retry_after_and_retryable_statuses),
+        cmocka_unit_test(test_h2c_delivers_every_request_with_concurrent_streams),
+        cmocka_unit_test(test_h2_connection_stays_up_without_spurious_reconnects),
+        cmocka_unit_test(test_h2_tls_alpn_delivers_every_request),
+        cmocka_unit_test(test_h2_tls_unknown_ca_is_refused_with_clear_error),
+        cmocka_unit_test(test_h2_non_2xx_status_fails_not_retryable_with_body_excerpt),
+        cmocka_unit_test(test_h2_connection_refused_reports_down),
+        cmocka_unit_test(test_h2_silent_server_times_out_requests_as_retryable),
+        cmocka_unit_test(test_h2_server_killed_fails_in_flight_as_retryable_and_goes_down),
+    };
+    return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
