@@ -1,17 +1,20 @@
-/* The feed object: the adapter's feed format (docs/adapter.md), with "filter" either the
- * name of a filter object (resolved when published) or an inline filter definition. */
+/* The feed object: the adapter's feed format (docs/adapter.md; adapter/feed_config.c is the
+ * parser the workers run), with "filter" either the name of a filter object (resolved when
+ * published) or an inline filter definition. Keys, ranges and limits mirror the adapter's, so
+ * a feed the admin accepts is one the adapter applies; where the admin is stricter (names of
+ * at most 64 characters, methods POST/PUT/PATCH) it says so in docs/api.md. */
 #include <stdio.h>
 #include <string.h>
 
 #include "admin.h"
 #include "admin_validate.h"
 
-#define AV_MAX_ENDPOINTS 64
-#define AV_MAX_HEADERS 64
+#define AV_MAX_ENDPOINTS 32 /* adapter FEED_MAX_ENDPOINTS */
+#define AV_MAX_HEADERS 16   /* adapter TRANSPORT_MAX_HEADERS, headers and header_files together */
 
-static const char *const av_feed_fields[] = {
-    "name",      "source_topic", "filter", "encoding", "transport",
-    "endpoints", "delivery",     "tls",    "http",     NULL};
+static const char *const av_feed_fields[] = {"name",     "source_topic", "dlq_topic", "filter",
+                                             "encoding", "transport",    "endpoints", "delivery",
+                                             "tls",      "http",         NULL};
 
 static int av_endpoints(json_t *body, const char *transport, admin_err_t *err)
 {
@@ -72,14 +75,34 @@ static int av_delivery(json_t *body, admin_err_t *err)
         return -1;
     if (!d)
         return 0;
-    static const char *const fields[] = {"max_in_flight", "timeout_ms", "retry_max_ms",
-                                         "batch_max",     "batch_ms",   NULL};
+    static const char *const fields[] = {"max_in_flight",
+                                         "timeout_ms",
+                                         "retry_max_ms",
+                                         "retry_initial_ms",
+                                         "retry_backoff_max_ms",
+                                         "batch_max",
+                                         "batch_ms",
+                                         "max_pending",
+                                         "max_request_bytes",
+                                         "fire_and_forget",
+                                         "backoff_initial_ms",
+                                         "backoff_max_ms",
+                                         "fail_threshold",
+                                         NULL};
     if (av_unknown(d, fields, "delivery", false, err) != 0 ||
-        av_int(d, "max_in_flight", "delivery", false, 1, 100000, err) != 0 ||
-        av_int(d, "timeout_ms", "delivery", false, 1, 600000, err) != 0 ||
-        av_int(d, "retry_max_ms", "delivery", false, 0, 86400000, err) != 0 ||
+        av_int(d, "max_in_flight", "delivery", false, 1, 10000, err) != 0 ||
+        av_int(d, "timeout_ms", "delivery", false, 1, 3600000, err) != 0 ||
+        av_int(d, "retry_max_ms", "delivery", false, 0, INT64_C(7) * 86400000, err) != 0 ||
+        av_int(d, "retry_initial_ms", "delivery", false, 1, 600000, err) != 0 ||
+        av_int(d, "retry_backoff_max_ms", "delivery", false, 1, 3600000, err) != 0 ||
         av_int(d, "batch_max", "delivery", false, 1, 10000, err) != 0 ||
-        av_int(d, "batch_ms", "delivery", false, 0, 60000, err) != 0)
+        av_int(d, "batch_ms", "delivery", false, 0, 60000, err) != 0 ||
+        av_int(d, "max_pending", "delivery", false, 1, 1000000, err) != 0 ||
+        av_int(d, "max_request_bytes", "delivery", false, 1024, INT64_C(256) << 20, err) != 0 ||
+        av_bool(d, "fire_and_forget", "delivery", false, err) != 0 ||
+        av_int(d, "backoff_initial_ms", "delivery", false, 1, 600000, err) != 0 ||
+        av_int(d, "backoff_max_ms", "delivery", false, 1, 3600000, err) != 0 ||
+        av_int(d, "fail_threshold", "delivery", false, 1, 1000, err) != 0)
         return -1;
     return 0;
 }
@@ -91,12 +114,14 @@ static int av_tls(json_t *body, admin_err_t *err)
         return -1;
     if (!t)
         return 0;
-    static const char *const fields[] = {"ca_file", "cert_file", "key_file", "verify", "sni", NULL};
+    static const char *const fields[] = {"ca_file", "cert_file", "key_file", "key_password_file",
+                                         "verify",  "sni",       NULL};
     const char *cert, *key, *s;
     if (av_unknown(t, fields, "tls", false, err) != 0 ||
-        av_string(t, "ca_file", "tls", false, 4096, &s, err) != 0 ||
-        av_string(t, "cert_file", "tls", false, 4096, &cert, err) != 0 ||
-        av_string(t, "key_file", "tls", false, 4096, &key, err) != 0 ||
+        av_string(t, "ca_file", "tls", false, 511, &s, err) != 0 ||
+        av_string(t, "cert_file", "tls", false, 511, &cert, err) != 0 ||
+        av_string(t, "key_file", "tls", false, 511, &key, err) != 0 ||
+        av_string(t, "key_password_file", "tls", false, 511, &s, err) != 0 ||
         av_bool(t, "verify", "tls", false, err) != 0 ||
         av_string(t, "sni", "tls", false, 253, &s, err) != 0)
         return -1;
@@ -121,50 +146,59 @@ static int av_http(json_t *body, admin_err_t *err)
         return -1;
     if (!h)
         return 0;
-    static const char *const fields[] = {"path", "method", "headers", NULL};
+    static const char *const fields[] = {"path", "method", "headers", "header_files", NULL};
     static const char *const methods[] = {"POST", "PUT", "PATCH", NULL};
     const char *path;
     if (av_unknown(h, fields, "http", false, err) != 0 ||
-        av_string(h, "path", "http", false, 2048, &path, err) != 0 ||
+        av_string(h, "path", "http", false, 511, &path, err) != 0 ||
         av_enum(h, "method", "http", false, methods, NULL, err) != 0)
         return -1;
     if (path && path[0] != '/') {
         admin_err_set(err, 422, "invalid value", "http.path", "must start with '/'");
         return -1;
     }
-    json_t *hdrs;
-    if (av_object(h, "headers", "http", false, &hdrs, err) != 0)
-        return -1;
-    if (!hdrs)
-        return 0;
-    if (json_object_size(hdrs) > AV_MAX_HEADERS) {
-        admin_err_set(err, 422, "invalid value", "http.headers", "more than %d headers",
-                      AV_MAX_HEADERS);
-        return -1;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(hdrs, k, v)
-    {
-        char path2[128];
-        snprintf(path2, sizeof(path2), "http.headers.%s", k);
-        bool ok = *k != '\0';
-        for (const char *p = k; ok && *p; p++)
-            ok = av_token_char(*p);
-        if (!ok) {
-            admin_err_set(err, 422, "invalid value", path2, "not a valid HTTP header name");
+    /* header_files: values are names of files holding secret header values (authorization),
+     * so the secret itself never reaches the database or ndd.config. */
+    static const char *const groups[] = {"headers", "header_files"};
+    size_t total = 0;
+    for (int g = 0; g < 2; g++) {
+        json_t *hdrs;
+        if (av_object(h, groups[g], "http", false, &hdrs, err) != 0)
+            return -1;
+        if (!hdrs)
+            continue;
+        total += json_object_size(hdrs);
+        if (total > AV_MAX_HEADERS) {
+            char p[48];
+            snprintf(p, sizeof(p), "http.%s", groups[g]);
+            admin_err_set(err, 422, "invalid value", p, "more than %d headers in all",
+                          AV_MAX_HEADERS);
             return -1;
         }
-        if (!json_is_string(v)) {
-            admin_err_set(err, 400, "wrong type", path2, "expected string");
-            return -1;
-        }
-        for (const char *p = json_string_value(v); *p; p++)
-            if ((unsigned char)*p < 0x20 && *p != '\t') {
-                admin_err_set(err, 422, "invalid value", path2,
-                              "header value contains a control character");
+        const char *k;
+        json_t *v;
+        json_object_foreach(hdrs, k, v)
+        {
+            char path2[160];
+            snprintf(path2, sizeof(path2), "http.%s.%.100s", groups[g], k);
+            bool ok = *k != '\0' && strlen(k) < 64;
+            for (const char *p = k; ok && *p; p++)
+                ok = av_token_char(*p);
+            if (!ok) {
+                admin_err_set(err, 422, "invalid value", path2, "not a valid HTTP header name");
                 return -1;
             }
+            if (!json_is_string(v)) {
+                admin_err_set(err, 400, "wrong type", path2, "expected string");
+                return -1;
+            }
+            for (const char *p = json_string_value(v); *p; p++)
+                if ((unsigned char)*p < 0x20 && *p != '\t') {
+                    admin_err_set(err, 422, "invalid value", path2,
+                                  "header value contains a control character");
+                    return -1;
+                }
+        }
     }
     return 0;
 }
@@ -173,13 +207,22 @@ int av_feed(json_t *body, admin_err_t *err)
 {
     static const char *const encodings[] = {"json", "frame", NULL};
     static const char *const transports[] = {"http2", "tcp", "tls", NULL};
-    const char *transport;
+    const char *transport, *encoding;
     if (av_unknown(body, av_feed_fields, "", true, err) != 0 ||
         av_name(body, "name", "", true, err) != 0 ||
         av_topic(body, "source_topic", "", false, err) != 0 ||
-        av_enum(body, "encoding", "", false, encodings, NULL, err) != 0 ||
-        av_enum(body, "transport", "", true, transports, &transport, err) != 0)
+        av_topic(body, "dlq_topic", "", false, err) != 0 ||
+        av_enum(body, "encoding", "", false, encodings, &encoding, err) != 0 ||
+        av_enum(body, "transport", "", false, transports, &transport, err) != 0)
         return -1;
+    /* The adapter's defaults: transport http2, encoding json. */
+    if (!transport)
+        transport = "http2";
+    if (strcmp(transport, "http2") != 0 && (!encoding || strcmp(encoding, "frame") != 0)) {
+        admin_err_set(err, 422, "invalid value", "encoding",
+                      "transport %s carries binary frames: use \"frame\"", transport);
+        return -1;
+    }
     json_t *filter = json_object_get(body, "filter");
     if (filter && !json_is_null(filter)) {
         if (json_is_string(filter)) {

@@ -91,6 +91,7 @@ struct agg_worker {
 
     bool paused;
     int64_t blocked_since_ms;
+    int64_t pause_logged_ms;
     bool fatal;
     agg_stats_t st;
     agg_metrics_t m;
@@ -461,6 +462,19 @@ static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messag
 
 enum { AGG_WAIT = -1, AGG_FINISHED = 0, AGG_GO = 1 };
 
+/* Sets an enrichment header. Most copies do not carry it yet (the decoder says so), and then
+ * it is appended without scanning the list for an old value to replace. */
+static int agg_header_put(rd_kafka_headers_t *h, const codec_msg_t *cm, codec_meta_t meta,
+                          const char *value, size_t len)
+{
+    if (cm->meta[meta].ptr)
+        return codec_headers_set_meta(h, meta, value, len);
+    return rd_kafka_header_add(h, codec_meta_name(meta), -1, value, (ssize_t)len) ==
+                   RD_KAFKA_RESP_ERR_NO_ERROR
+               ? 0
+               : -1;
+}
+
 /* Decides what a NEW slot becomes: AGG_GO when it is READY to produce, AGG_FINISHED when
  * nothing is to be produced (filtered, or consumed before a revoke) and the caller frees it,
  * AGG_WAIT when it must wait (offset window full, or out of memory with w->fatal set). */
@@ -517,9 +531,12 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int6
         char origin[300];
         int olen =
             codec_format_origin(origin, sizeof(origin), w->in_topic, m->partition, m->offset);
-        if (codec_headers_set_meta_u64(h, CODEC_META_AGG_TIMESTAMP, (uint64_t)now_us) ||
-            codec_headers_set_meta_u64(h, CODEC_META_AGG_SEQ, p->seq + 1) ||
-            codec_headers_set_meta(h, CODEC_META_ORIGIN, origin, olen > 0 ? (size_t)olen : 0))
+        char ts[24], seq[24];
+        int tlen = snprintf(ts, sizeof(ts), "%" PRId64, now_us);
+        int qlen = snprintf(seq, sizeof(seq), "%" PRIu64, p->seq + 1);
+        if (agg_header_put(h, &cm, CODEC_META_AGG_TIMESTAMP, ts, (size_t)tlen) ||
+            agg_header_put(h, &cm, CODEC_META_AGG_SEQ, seq, (size_t)qlen) ||
+            agg_header_put(h, &cm, CODEC_META_ORIGIN, origin, olen > 0 ? (size_t)olen : 0))
             goto nomem;
         p->seq++;
         s->dest = AGG_DEST_MAIN;
@@ -712,8 +729,13 @@ static uint32_t agg_backpressure(agg_worker_t *w)
         w->st.pauses++;
         metrics_counter_inc(w->m.pauses);
         metrics_gauge_set(w->m.paused, 1);
-        log_info("aggregation %s: paused (%u in flight, %u waiting to be produced)", w->cfg.nf_type,
-                 inflight - w->fifo_len, w->fifo_len);
+        /* Under sustained overload this repeats often: one line a minute is enough. */
+        if (now - w->pause_logged_ms >= 60000 || !w->pause_logged_ms) {
+            log_info("aggregation %s: paused (%u in flight, %u waiting to be produced; %" PRIu64
+                     " pauses so far)",
+                     w->cfg.nf_type, inflight - w->fifo_len, w->fifo_len, w->st.pauses);
+            w->pause_logged_ms = now;
+        }
     }
     return 0;
 }
@@ -738,6 +760,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "aggregation: brokers and nf-type are required");
         return NULL;
     }
+    kafka_prop_t *pprops = NULL, *cprops = NULL;
     agg_worker_t *w = calloc(1, sizeof(*w));
     if (!w) {
         snprintf(err, errlen, "aggregation: out of memory");
@@ -800,12 +823,17 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
 
     /* The producer's queue holds at most the in-flight records (plus slack for DLQ retries),
      * so QUEUE_FULL means the byte bound was hit. */
-    kafka_prop_t pprops[72];
+    pprops = calloc(cfg->n_props + 4, sizeof(*pprops));
+    cprops = calloc(cfg->n_props + 4, sizeof(*cprops));
+    if (!pprops || !cprops) {
+        snprintf(err, errlen, "aggregation: out of memory");
+        goto fail;
+    }
     size_t np = 0;
     char qmax[32];
     snprintf(qmax, sizeof(qmax), "%u", w->n_slots + 1000);
     pprops[np++] = (kafka_prop_t){"queue.buffering.max.messages", qmax};
-    for (size_t i = 0; i < cfg->n_props && np < 64; i++)
+    for (size_t i = 0; i < cfg->n_props; i++)
         if (!agg_prop_for(&cfg->props[i], "consumer.", "producer.", &pprops[np]))
             np++;
     kafka_producer_opts_t po = {.brokers = cfg->brokers,
@@ -818,7 +846,6 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     if (!w->producer)
         goto fail;
 
-    kafka_prop_t cprops[72];
     size_t nc = 0;
     /* Memory: what librdkafka prefetches beyond the in-flight records is bounded small (a
      * few fetch responses); a held record keeps its fetch response alive, so big responses
@@ -826,7 +853,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     cprops[nc++] = (kafka_prop_t){"statistics.interval.ms", "5000"};
     cprops[nc++] = (kafka_prop_t){"queued.max.messages.kbytes", "4096"};
     cprops[nc++] = (kafka_prop_t){"fetch.max.bytes", "4194304"};
-    for (size_t i = 0; i < cfg->n_props && nc < 64; i++)
+    for (size_t i = 0; i < cfg->n_props; i++)
         if (!agg_prop_for(&cfg->props[i], "producer.", "consumer.", &cprops[nc]))
             nc++;
     const char *topics[] = {w->in_topic};
@@ -848,8 +875,12 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
              "max in-flight %u, batch %u",
              cfg->nf_type, w->in_topic, w->group, w->main_topic, w->dlq_topic, w->cfg.max_inflight,
              w->cfg.batch);
+    free(pprops);
+    free(cprops);
     return w;
 fail:
+    free(pprops);
+    free(cprops);
     agg_worker_free(w);
     return NULL;
 }

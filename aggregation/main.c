@@ -31,7 +31,8 @@ static const config_spec_t agg_specs[] = {
     {"create-topics", CONFIG_BOOL, "true",
      "create the NF topic, MAIN and the dead-letter topic if missing", 0},
     {"main-partitions", CONFIG_INT, "0",
-     "partitions of MAIN (and of the NF topic) when created (0: as many as the NF topic, else 6)", 0},
+     "partitions of MAIN (and of the NF topic) when created (0: as many as the NF topic, else 6)",
+     0},
     {"dlq-partitions", CONFIG_INT, "1", "partitions of the dead-letter topic when created", 0},
     {"filter-file", CONFIG_STRING, NULL,
      "ingress filter JSON (docs/filters.md); reloaded on "

@@ -339,8 +339,8 @@ static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, confi
             set_err(err, errlen, "invalid value for %s (from %s): expected %s", s->key, origin,
                     type_expect(s->type));
         else
-            set_err(err, errlen, "invalid value \"%s\" for %s (from %s): expected %s", text,
-                    s->key, origin, type_expect(s->type));
+            set_err(err, errlen, "invalid value \"%s\" for %s (from %s): expected %s", text, s->key,
+                    origin, type_expect(s->type));
         return -1;
     }
     nv.text = strdup(text);
@@ -466,8 +466,10 @@ static int apply(config_t *cfg, const char *key, const char *value, config_sourc
     bool is_file = ends_with_file(key, len);
     if (is_file && (s = find_spec(cfg, key, len - 5, &idx)) != NULL) {
         if (!(s->flags & CONFIG_F_SECRET)) {
-            set_err(err, errlen, "unknown setting \"%s\" (from %s): only secret settings can be "
-                                 "read from a file, and %s is not one", key, origin, s->key);
+            set_err(err, errlen,
+                    "unknown setting \"%s\" (from %s): only secret settings can be "
+                    "read from a file, and %s is not one",
+                    key, origin, s->key);
             return -1;
         }
         char *content = read_secret_file(s->key, value, origin, err, errlen);
@@ -545,8 +547,15 @@ static int walk(struct json_walk *w, const char *prefix, json_t *obj)
         char key[CONFIG_KEY_MAX];
         int kn = snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
         if (kn < 0 || (size_t)kn >= sizeof key || !*k) {
-            set_err(w->err, w->errlen, "%s: key \"%.64s...\" is empty or too long", w->origin,
-                    key);
+            set_err(w->err, w->errlen, "%s: key \"%.64s...\" is empty or too long", w->origin, key);
+            return -1;
+        }
+        size_t kl = strlen(k);
+        bool bad = k[0] == '.' || k[kl - 1] == '.' || strstr(k, "..") != NULL;
+        for (size_t i = 0; i < kl && !bad; i++)
+            bad = (unsigned char)k[i] < 0x20 || k[i] == '=' || isspace((unsigned char)k[i]);
+        if (bad) {
+            set_err(w->err, w->errlen, "%s: key \"%s\" is not a setting name", w->origin, key);
             return -1;
         }
         if (json_is_object(v)) {
@@ -747,8 +756,8 @@ static bool is_help(const char *a)
 }
 
 /* Finds --config (or NDD_CONFIG); sets *path or NULL. -1 on "--config" without a value. */
-static int find_config_path(int argc, char **argv, char *const *envp, const char **path,
-                            char *err, size_t errlen)
+static int find_config_path(int argc, char **argv, char *const *envp, const char **path, char *err,
+                            size_t errlen)
 {
     *path = env_find(envp, "NDD_CONFIG");
     for (int i = 1; i < argc; i++) {
@@ -823,8 +832,8 @@ static int load_flags(config_t *cfg, int argc, char **argv, char *err, size_t er
 
 /* ---- load ---- */
 
-config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
-                      char *err, size_t errlen)
+config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char **argv, char *err,
+                      size_t errlen)
 {
     return config_load_env(specs, nspecs, argc, argv, environ, err, errlen);
 }
@@ -868,8 +877,9 @@ config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, c
         if ((specs[i].flags & CONFIG_F_REQUIRED) && !cfg->vals[i].text) {
             char env[CONFIG_KEY_MAX + 8];
             config_env_name(specs[i].key, env, sizeof env);
-            set_err(err, errlen, "missing required setting %s (give --%s, env %s or \"%s\" in "
-                                 "the config file)",
+            set_err(err, errlen,
+                    "missing required setting %s (give --%s, env %s or \"%s\" in "
+                    "the config file)",
                     specs[i].key, specs[i].key, env, specs[i].key);
             goto fail;
         }
@@ -1005,8 +1015,8 @@ const config_kafka_prop_t *config_kafka_props(const config_t *cfg, size_t *n)
 
 static bool kafka_prop_is_secret(const char *name)
 {
-    static const char *const words[] = {"password", "secret", "ssl.key.pem",
-                                        "sasl.oauthbearer.config", "ssl_key", "keystore"};
+    static const char *const words[] = {
+        "password", "secret", "ssl.key.pem", "sasl.oauthbearer.config", "ssl_key", "keystore"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strcasestr(name, words[i]))
             return true;
@@ -1021,8 +1031,8 @@ void config_dump(const config_t *cfg, FILE *out)
         if (!v->text)
             fprintf(out, "%s = (unset)\n", s->key);
         else
-            fprintf(out, "%s = %s  (%s)\n", s->key,
-                    (s->flags & CONFIG_F_SECRET) ? "***" : v->text, v->origin);
+            fprintf(out, "%s = %s  (%s)\n", s->key, (s->flags & CONFIG_F_SECRET) ? "***" : v->text,
+                    v->origin);
     }
     for (size_t i = 0; i < cfg->nprops; i++)
         fprintf(out, "kafka.%s = %s  (%s)\n", cfg->props[i].name,
@@ -1030,8 +1040,7 @@ void config_dump(const config_t *cfg, FILE *out)
                 cfg->props[i].origin);
 }
 
-void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program,
-                       FILE *out)
+void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program, FILE *out)
 {
     const char *base = program ? strrchr(program, '/') : NULL;
     base = base ? base + 1 : (program ? program : "ndd");

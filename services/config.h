@@ -43,7 +43,7 @@ enum {
 };
 
 typedef struct config_spec {
-    const char *key;  /* lowercase, dotted: "http.port", "feed.max-inflight" */
+    const char *key; /* lowercase, dotted: "http.port", "feed.max-inflight" */
     config_type_t type;
     const char *def;  /* default as text (parsed like any other source); NULL = unset */
     const char *help; /* one line for --help */
@@ -70,8 +70,8 @@ typedef struct config config_t;
  * file against specs. Returns NULL with a message in err on any error; the specs table
  * must outlive the returned config. --help / -h is not an error: the result reports
  * config_help_requested() and the daemon prints config_print_help() and exits 0. */
-config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
-                      char *err, size_t errlen);
+config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char **argv, char *err,
+                      size_t errlen);
 /* As config_load, with the environment given as a NULL-terminated "NAME=value" array
  * (tests); config_load passes environ. */
 config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
@@ -80,8 +80,7 @@ void config_free(config_t *cfg);
 
 bool config_help_requested(const config_t *cfg);
 /* The table of settings: key, type, default, environment name, help. */
-void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program,
-                       FILE *out);
+void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program, FILE *out);
 
 /* Typed getters. Asking for a key that is not in the specs, or with the wrong type, is a
  * programming error: it is logged and the process aborts (caught by the first test run).

@@ -159,8 +159,7 @@ void httpd_reply(httpd_req_t *req, int status, const char *content_type, const v
                  size_t len)
 {
     if (req->replied) {
-        log_error("httpd: %s %s: second reply (status %d) ignored", req->method, req->path,
-                  status);
+        log_error("httpd: %s %s: second reply (status %d) ignored", req->method, req->path, status);
         return;
     }
     req->replied = true;
@@ -302,16 +301,15 @@ static const char *method_name(enum evhttp_cmd_type t)
 
 static bool method_ok(const char *m)
 {
-    static const char *const ok[] = {"*",      "GET",     "POST", "PUT",
-                                     "DELETE", "PATCH",   "HEAD", "OPTIONS"};
+    static const char *const ok[] = {"*",      "GET",   "POST", "PUT",
+                                     "DELETE", "PATCH", "HEAD", "OPTIONS"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcmp(m, ok[i]) == 0)
             return true;
     return false;
 }
 
-int httpd_route(httpd_t *h, const char *method, const char *pattern, httpd_handler_fn fn,
-                void *arg)
+int httpd_route(httpd_t *h, const char *method, const char *pattern, httpd_handler_fn fn, void *arg)
 {
     if (!h || !method || !pattern || pattern[0] != '/' || !fn || !method_ok(method)) {
         log_error("httpd: bad route %s %s", method ? method : "(null)",
@@ -426,7 +424,8 @@ static void dispatch(httpd_req_t *req)
             /* Longest pattern wins; at equal length an exact route beats a prefix. */
             if (!best || r->plen > best->plen || (r->plen == best->plen && !r->prefix))
                 best = r;
-        } else if (!strstr(allow, r->method) && strlen(allow) + strlen(r->method) + 3 < sizeof allow) {
+        } else if (!strstr(allow, r->method) &&
+                   strlen(allow) + strlen(r->method) + 3 < sizeof allow) {
             if (allow[0])
                 strcat(allow, ", ");
             strcat(allow, r->method);
@@ -518,9 +517,9 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
     evhttp_set_max_headers_size(h->http, (ev_ssize_t)(opts && opts->max_header_bytes
                                                           ? opts->max_header_bytes
                                                           : HTTPD_DEFAULT_MAX_HEADER));
-    evhttp_set_max_body_size(h->http, (ev_ssize_t)(opts && opts->max_body_bytes
-                                                       ? opts->max_body_bytes
-                                                       : HTTPD_DEFAULT_MAX_BODY));
+    evhttp_set_max_body_size(
+        h->http,
+        (ev_ssize_t)(opts && opts->max_body_bytes ? opts->max_body_bytes : HTTPD_DEFAULT_MAX_BODY));
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
@@ -706,7 +705,9 @@ void httpd_thread_stop(httpd_thread_t *t)
 {
     if (!t)
         return;
-    event_base_loopbreak(t->base);
+    /* loopexit, not loopbreak: it is queued in the base, so it also stops a loop that has
+     * not started yet (loopbreak before the first iteration would be lost). */
+    event_base_loopexit(t->base, NULL);
     pthread_join(t->tid, NULL);
     httpd_free(t->h);
     event_base_free(t->base);

@@ -29,9 +29,9 @@ struct metrics_child {
     struct metrics_child *hnext;
     uint32_t hash;
     bool overflow;
-    char **values;              /* nlabels strings, one allocation with the child */
-    _Atomic uint64_t u;         /* counter: integer part */
-    _Atomic uint64_t dbits;     /* gauge value / counter fraction / histogram sum (as bits) */
+    char **values;          /* nlabels strings, one allocation with the child */
+    _Atomic uint64_t u;     /* counter: integer part */
+    _Atomic uint64_t dbits; /* gauge value / counter fraction / histogram sum (as bits) */
     _Atomic(metrics_value_fn) cb;
     void *_Atomic cb_arg;
     _Atomic uint64_t buckets[]; /* histogram: nbounds + 1 (last = +Inf), not cumulative */
@@ -49,8 +49,8 @@ struct metrics_family {
     size_t max_children;
     pthread_mutex_t mu;
     struct metrics_child *table[METRICS_HASH_SIZE];
-    size_t nchildren;                /* excluding the overflow child */
-    struct metrics_child *overflow;  /* created on first fold */
+    size_t nchildren;                       /* excluding the overflow child */
+    struct metrics_child *overflow;         /* created on first fold */
     struct metrics_child *overflow_counter; /* ndd_metrics_overflow_total{family=name} */
 };
 
@@ -62,12 +62,12 @@ struct metrics_registry {
     struct metrics_family *overflow_fam;
 };
 
-const double metrics_latency_buckets_seconds[] = {
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-    0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
+const double metrics_latency_buckets_seconds[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                  0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
+                                                  0.5,     1,      2.5,     5,      10};
 const size_t metrics_latency_buckets_seconds_n =
     sizeof metrics_latency_buckets_seconds / sizeof metrics_latency_buckets_seconds[0];
-const double metrics_size_buckets_bytes[] = {64,    256,    1024,    2048,    4096,   8192,
+const double metrics_size_buckets_bytes[] = {64,    256,   1024,   2048,    4096,   8192,
                                              16384, 65536, 262144, 1048576, 4194304};
 const size_t metrics_size_buckets_bytes_n =
     sizeof metrics_size_buckets_bytes / sizeof metrics_size_buckets_bytes[0];
@@ -138,8 +138,7 @@ static int split_labels(const char *fam, const char *labels, char **out, bool hi
             len--;
         if (!valid_label_name(p, len) || n >= METRICS_MAX_LABELS ||
             (histogram && len == 2 && memcmp(p, "le", 2) == 0)) {
-            log_error("metrics: family %s: invalid or too many label names in \"%s\"", fam,
-                      labels);
+            log_error("metrics: family %s: invalid or too many label names in \"%s\"", fam, labels);
             goto fail;
         }
         out[n] = strndup(p, len);
@@ -169,8 +168,7 @@ static uint32_t labels_hash(const char *const *values, size_t n)
 {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < n; i++) {
-        for (const unsigned char *p = (const unsigned char *)(values[i] ? values[i] : ""); *p;
-             p++)
+        for (const unsigned char *p = (const unsigned char *)(values[i] ? values[i] : ""); *p; p++)
             h = (h ^ *p) * 16777619u;
         h = (h ^ 0xffu) * 16777619u; /* separator: ("ab","c") != ("a","bc") */
     }
@@ -270,8 +268,7 @@ out:
     return c;
 }
 
-static struct metrics_child *child_labels_va(metrics_family_t *f, metrics_type_t want,
-                                             va_list ap)
+static struct metrics_child *child_labels_va(metrics_family_t *f, metrics_type_t want, va_list ap)
 {
     if (!f)
         return NULL;
@@ -396,16 +393,14 @@ void metrics_counter_add_double(metrics_counter_t *c, double v)
 
 static double child_value(const struct metrics_child *c)
 {
-    metrics_value_fn fn = atomic_load_explicit(&((struct metrics_child *)c)->cb,
-                                               memory_order_acquire);
+    metrics_value_fn fn =
+        atomic_load_explicit(&((struct metrics_child *)c)->cb, memory_order_acquire);
     if (fn)
-        return fn(atomic_load_explicit(&((struct metrics_child *)c)->cb_arg,
-                                       memory_order_acquire));
-    double d = bits_dbl(atomic_load_explicit(&((struct metrics_child *)c)->dbits,
-                                             memory_order_relaxed));
+        return fn(atomic_load_explicit(&((struct metrics_child *)c)->cb_arg, memory_order_acquire));
+    double d =
+        bits_dbl(atomic_load_explicit(&((struct metrics_child *)c)->dbits, memory_order_relaxed));
     if (c->fam->type == METRICS_COUNTER)
-        return (double)atomic_load_explicit(&((struct metrics_child *)c)->u,
-                                            memory_order_relaxed) +
+        return (double)atomic_load_explicit(&((struct metrics_child *)c)->u, memory_order_relaxed) +
                d;
     return d;
 }
@@ -481,8 +476,8 @@ uint64_t metrics_histogram_count(const metrics_histogram_t *h)
 
 double metrics_histogram_sum(const metrics_histogram_t *h)
 {
-    return h ? bits_dbl(atomic_load_explicit(&((struct metrics_child *)h)->dbits,
-                                             memory_order_relaxed))
+    return h ? bits_dbl(
+                   atomic_load_explicit(&((struct metrics_child *)h)->dbits, memory_order_relaxed))
              : 0.0;
 }
 
@@ -563,6 +558,21 @@ static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, 
     }
     size_t nlen = strlen(name);
     bool total = nlen > 6 && strcmp(name + nlen - 6, "_total") == 0;
+    bool reserved = false, upper = false;
+    for (const char *p = name; *p; p++)
+        upper |= isupper((unsigned char)*p) != 0;
+    static const char *const suffixes[] = {"_count", "_sum", "_bucket"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t sl = strlen(suffixes[i]);
+        reserved |= nlen > sl && strcmp(name + nlen - sl, suffixes[i]) == 0;
+    }
+    if (upper || (type != METRICS_HISTOGRAM && reserved)) {
+        /* promtool's lint: snake_case, and _count/_sum/_bucket belong to histograms */
+        log_error("metrics: %s: names are snake_case and only histograms end in "
+                  "_count/_sum/_bucket",
+                  name);
+        return NULL;
+    }
     if (type == METRICS_COUNTER ? !total : total) {
         /* the exposition convention promtool enforces: counters, and only counters, end in
          * _total */
@@ -615,7 +625,8 @@ static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, 
     f->max_children = r->max_children;
     pthread_mutex_init(&f->mu, NULL);
     f->name = strdup(name);
-    f->help = strdup(help ? help : "");
+    /* promtool rejects an empty HELP: fall back to the name rather than fail the caller */
+    f->help = strdup(help && *help ? help : name);
     if (!f->name || !f->help)
         goto oom;
     if (type == METRICS_HISTOGRAM) {
@@ -657,9 +668,8 @@ metrics_family_t *metrics_gauge_new(metrics_registry_t *r, const char *name, con
     return family_new(r, METRICS_GAUGE, name, help, labels, NULL, 0);
 }
 
-metrics_family_t *metrics_histogram_new(metrics_registry_t *r, const char *name,
-                                        const char *help, const char *labels,
-                                        const double *bounds, size_t nbounds)
+metrics_family_t *metrics_histogram_new(metrics_registry_t *r, const char *name, const char *help,
+                                        const char *labels, const double *bounds, size_t nbounds)
 {
     return family_new(r, METRICS_HISTOGRAM, name, help, labels, bounds, nbounds);
 }
@@ -723,12 +733,12 @@ static int read_proc_stat(struct proc_stat *ps)
      * rss(24) */
     unsigned long long f[22] = {0};
     char state;
-    int got = sscanf(p,
-                     "%c %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-                     "%llu %llu %llu %llu %llu %llu %llu",
-                     &state, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9],
-                     &f[10], &f[11], &f[12], &f[13], &f[14], &f[15], &f[16], &f[17], &f[18],
-                     &f[19], &f[20]);
+    int got =
+        sscanf(p,
+               "%c %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+               "%llu %llu %llu %llu %llu %llu %llu",
+               &state, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
+               &f[11], &f[12], &f[13], &f[14], &f[15], &f[16], &f[17], &f[18], &f[19], &f[20]);
     if (got < 22)
         return -1;
     double tck = (double)sysconf(_SC_CLK_TCK);
@@ -966,8 +976,7 @@ static int render_child(buf_t *out, const struct metrics_family *f, const struct
     uint64_t cum = 0;
     char le[40];
     for (size_t i = 0; i <= f->nbounds; i++) {
-        cum += atomic_load_explicit(&((struct metrics_child *)c)->buckets[i],
-                                    memory_order_relaxed);
+        cum += atomic_load_explicit(&((struct metrics_child *)c)->buckets[i], memory_order_relaxed);
         if (i < f->nbounds)
             fmt_double(f->bounds[i], le, sizeof le);
         else
@@ -1021,8 +1030,8 @@ static int render_family(buf_t *out, struct metrics_family *f)
     qsort_r(v, k, sizeof *v, cmp_child, &f->nlabels);
     if (f->overflow)
         v[k++] = f->overflow;
-    if (buf_append_str(out, "# HELP ") || buf_append_str(out, f->name) ||
-        buf_append_u8(out, ' ') || put_escaped(out, f->help, false) ||
+    if (buf_append_str(out, "# HELP ") || buf_append_str(out, f->name) || buf_append_u8(out, ' ') ||
+        put_escaped(out, f->help, false) ||
         buf_printf(out, "\n# TYPE %s %s\n", f->name, type_names[f->type]) < 0)
         rc = -1;
     for (size_t i = 0; rc == 0 && i < k; i++)

@@ -75,9 +75,8 @@ metrics_family_t *metrics_gauge_new(metrics_registry_t *r, const char *name, con
                                     const char *labels);
 /* bounds: strictly increasing finite upper bounds (the +Inf bucket is implicit), 1 to
  * METRICS_MAX_BUCKETS of them; copied. */
-metrics_family_t *metrics_histogram_new(metrics_registry_t *r, const char *name,
-                                        const char *help, const char *labels,
-                                        const double *bounds, size_t nbounds);
+metrics_family_t *metrics_histogram_new(metrics_registry_t *r, const char *name, const char *help,
+                                        const char *labels, const double *bounds, size_t nbounds);
 void metrics_family_set_max_children(metrics_family_t *f, size_t max);
 size_t metrics_family_children(const metrics_family_t *f);
 metrics_type_t metrics_family_type(const metrics_family_t *f);

@@ -17,6 +17,9 @@
 #include "buf.h"
 #include "metrics.h"
 
+/* Seconds a TLS client has to complete its handshake. */
+#define SINK_TLS_HANDSHAKE_S 10
+
 struct event_base;
 struct event;
 struct evconnlistener;

@@ -208,6 +208,7 @@ static void frame_event_cb(struct bufferevent *bev, short what, void *arg)
     frame_conn_t *fc = arg;
     if (what & BEV_EVENT_CONNECTED) {
         fc->tls_up = true;
+        bufferevent_set_timeouts(bev, NULL, NULL);
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
@@ -274,4 +275,9 @@ void sink_frame_accept(sink_t *s, sink_transport_t t, int fd, const char *peer)
     bufferevent_setcb(fc->c.bev, frame_read_cb, frame_write_cb, frame_event_cb, fc);
     bufferevent_setwatermark(fc->c.bev, EV_WRITE, FRAME_OUT_HIGH / 2, 0);
     bufferevent_enable(fc->c.bev, EV_READ | EV_WRITE);
+    if (t == SINK_H2TLS || t == SINK_TLS) {
+        /* A TLS client gets this long to finish its handshake (no idle limit after it). */
+        struct timeval hs = {SINK_TLS_HANDSHAKE_S, 0};
+        bufferevent_set_timeouts(fc->c.bev, &hs, NULL);
+    }
 }

@@ -415,6 +415,7 @@ static void h2_event_cb(struct bufferevent *bev, short what, void *arg)
     h2_conn_t *hc = arg;
     if (what & BEV_EVENT_CONNECTED) {
         /* TLS handshake done: HTTP/2 only if ALPN said so. */
+        bufferevent_set_timeouts(bev, NULL, NULL);
         SSL *ssl = bufferevent_openssl_get_ssl(bev);
         if (!ssl || !tls_alpn_is(ssl, "h2")) {
             log_warn("sink: h2tls connection %s did not negotiate ALPN h2; closing", hc->c.peer);
@@ -491,6 +492,11 @@ void sink_h2_accept(sink_t *s, sink_transport_t t, int fd, const char *peer)
     bufferevent_setcb(hc->c.bev, h2_read_cb, h2_write_cb, h2_event_cb, hc);
     bufferevent_setwatermark(hc->c.bev, EV_WRITE, H2_OUT_HIGH / 2, 0);
     bufferevent_enable(hc->c.bev, EV_READ | EV_WRITE);
+    if (t == SINK_H2TLS || t == SINK_TLS) {
+        /* A TLS client gets this long to finish its handshake (no idle limit after it). */
+        struct timeval hs = {SINK_TLS_HANDSHAKE_S, 0};
+        bufferevent_set_timeouts(hc->c.bev, &hs, NULL);
+    }
     if (t == SINK_H2 && h2_start(hc) != 0)
         h2_conn_close(&hc->c);
 }

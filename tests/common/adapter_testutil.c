@@ -53,6 +53,10 @@ pid_t atu_spawn(char *const argv[], const char *log_path)
                 close(fd);
             }
         }
+        /* The test's own sockets (recording endpoints, clients) must not leak into the child:
+         * a listener held by a child keeps its port busy after the test closed it. */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
         execvp(argv[0], argv);
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -479,7 +483,7 @@ atu_srv_t *atu_srv_start(atu_srv_kind_t kind, int port, SSL_CTX *ssl)
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     s->lis = evconnlistener_new_bind(s->base, atu_accept, s, LEV_OPT_CLOSE_ON_FREE |
-                                     LEV_OPT_REUSEABLE, 64, (struct sockaddr *)&a, sizeof a);
+                                     LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 64, (struct sockaddr *)&a, sizeof a);
     if (!s->lis) {
         fprintf(stderr, "atu_srv_start: cannot listen on %d: %s\n", port, strerror(errno));
         event_base_free(s->base);
@@ -653,8 +657,13 @@ pid_t atu_start_adapter(const char *feeds_file, int metrics_port, const char *lo
     argv[n++] = ff;
     argv[n++] = "--http.port";
     argv[n++] = port;
-    argv[n++] = "--feeds-watch";
-    argv[n++] = "200ms";
+    bool watch_given = false;
+    for (size_t i = 0; extra && extra[i]; i++)
+        watch_given |= !strncmp(extra[i], "--feeds-watch", 13);
+    if (!watch_given) {
+        argv[n++] = "--feeds-watch";
+        argv[n++] = "200ms";
+    }
     argv[n++] = "--drain-timeout";
     argv[n++] = "3s";
     argv[n++] = "--kafka.session.timeout.ms=6000";

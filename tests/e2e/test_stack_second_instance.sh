@@ -18,16 +18,17 @@ if [[ -z ${NDD_E2E_TIMED:-} ]]; then
 fi
 
 dir=$(mktemp -d /tmp/ndd-e2e-stack.XXXXXX)
+args=()
+cleanup() {
+    # Only ever stop this test's own stack (no --dir would mean the default one).
+    if ((${#args[@]})); then "$STACK" stop "${args[@]}" >/dev/null 2>&1 || true; fi
+    rm -rf "$dir"
+}
+trap cleanup EXIT
 mapfile -t ports < <("$STACK" free-ports 3)
 ((${#ports[@]} == 3)) || fail "stack.sh free-ports gave '${ports[*]}'"
 kport=${ports[0]} cport=${ports[1]} pport=${ports[2]}
 args=(--dir "$dir" --kafka-port "$kport" --controller-port "$cport" --pg-port "$pport")
-
-cleanup() {
-    "$STACK" stop "${args[@]}" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
 
 echo "second stack in $dir: kafka $kport, controller $cport, pg $pport"
 out=$("$STACK" start "${args[@]}") || fail "stack.sh start failed"

@@ -395,8 +395,10 @@ static void test_bad_inputs_get_status_and_field(void **state)
          "{\"name\":\"x\",\"transport\":\"http2\",\"endpoints\":[{\"url\":\"http://"
          "a:1\"}],\"bogus\":1}",
          400, "bogus"},
-        {"POST", "/api/v1/feeds", "{\"name\":\"x\",\"endpoints\":[{\"url\":\"http://a:1\"}]}", 400,
-         "transport"},
+        {"POST", "/api/v1/feeds", "{\"name\":\"x\",\"transport\":\"http2\"}", 400, "endpoints"},
+        {"POST", "/api/v1/feeds",
+         "{\"name\":\"x\",\"transport\":\"tcp\",\"endpoints\":[{\"url\":\"tcp://a:1\"}]}", 422,
+         "encoding"},
         {"POST", "/api/v1/feeds",
          "{\"name\":\"x\",\"transport\":\"http2\",\"endpoints\":[{\"url\":\"http//a\"}]}", 422,
          "endpoints[0].url"},

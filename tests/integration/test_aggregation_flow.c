@@ -23,6 +23,14 @@ static uint64_t rec_seq(const ktu_record_t *r)
     return s ? strtoull(s, NULL, 10) : UINT64_MAX;
 }
 
+static int header_count(const ktu_record_t *r, const char *name)
+{
+    int n = 0;
+    for (size_t i = 0; i < r->n_headers; i++)
+        n += strcmp(r->headers[i].name, name) == 0;
+    return n;
+}
+
 static void stop_clean(agg_env_t *e, int slot)
 {
     int st = ktu_stop(e->pid[slot], SIGTERM, 30000);
@@ -186,6 +194,13 @@ static void test_every_invalid_vector_is_dead_lettered_with_its_reason(void **st
         size_t off = (size_t)strtoull(strrchr(origin, '/') + 1, NULL, 10);
         assert_true(off < total);
         assert_true(vs[off].expect_ok);
+        /* A copy that already carried enrichment (aggregated_copy.json) gets it replaced. */
+        char want[160];
+        snprintf(want, sizeof(want), "%s/0/%zu", e.in, off);
+        assert_string_equal(origin, want);
+        assert_int_equal(header_count(&mainr.v[i], "@origin"), 1);
+        assert_int_equal(header_count(&mainr.v[i], "@agg-seq"), 1);
+        assert_int_equal(header_count(&mainr.v[i], "@agg-timestamp-us"), 1);
     }
     ktu_records_free(&dlq);
     ktu_records_free(&mainr);
@@ -298,6 +313,30 @@ static void test_filter_change_at_run_time_applies_without_restart_or_loss(void 
     agg_env_cleanup(&e);
 }
 
+/* A slow MAIN (acknowledgements held back by a long linger) with a small in-flight bound: the
+ * worker stops taking records, pauses its partitions, resumes, and loses or repeats nothing. */
+static void test_slow_main_pauses_consumption_and_resumes_without_loss(void **state)
+{
+    agg_env_t e;
+    assert_int_equal(agg_env_init(&e, "aggpause", 2, 2), 0);
+    rd_kafka_t *p = ktu_producer_new(NULL, 0);
+    assert_non_null(p);
+    assert_int_equal(agg_produce_copies(p, e.in, 0, 2000, 40, 100), 0);
+    const char *extra[] = {"--max-inflight=100", "--batch=50", "--kafka.producer.linger.ms=400",
+                           NULL};
+    assert_true(agg_start(&e, 0, extra) > 0);
+    assert_true(agg_log_wait(&e, 0, "paused (", 20000));
+    int64_t deadline = ktu_now_ms() + 40000;
+    while (agg_committed_sum(e.group, e.in, 2) < 2000 && ktu_now_ms() < deadline)
+        ktu_sleep_ms(100);
+    assert_int_equal(agg_committed_sum(e.group, e.in, 2), 2000);
+    stop_clean(&e, 0);
+    assert_int_equal(ktu_topic_record_count(e.main, 5000), 2000);
+    assert_true(agg_log_count(&e, 0, "stopped: consumed 2000, produced 2000") == 1);
+    rd_kafka_destroy(p);
+    agg_env_cleanup(&e);
+}
+
 static void test_unreadable_filter_file_fails_start_naming_the_file(void **state)
 {
     agg_env_t e;
@@ -322,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_valid_copies_reach_main_exactly_once_in_key_order_and_enriched),
         cmocka_unit_test(test_every_invalid_vector_is_dead_lettered_with_its_reason),
         cmocka_unit_test(test_filter_change_at_run_time_applies_without_restart_or_loss),
+        cmocka_unit_test(test_slow_main_pauses_consumption_and_resumes_without_loss),
         cmocka_unit_test(test_unreadable_filter_file_fails_start_naming_the_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,6 +39,9 @@ typedef struct sink_proc {
 } sink_proc_t;
 
 static tls_testutil_pki_t pki;
+/* The sink of the running test: killed by the per-test teardown when an assertion fails
+ * before the test stopped it (cmocka leaves the test function on failure). */
+static pid_t live_pid;
 
 /* Reads the child's log until the "listening on" line; takes the ports from it. */
 static void sink_start(sink_proc_t *sp, const char *const *extra)
@@ -76,6 +79,7 @@ static void sink_start(sink_proc_t *sp, const char *const *extra)
         _exit(127);
     }
     close(pfd[1]);
+    live_pid = sp->pid;
     sp->err_fd = pfd[0];
     char log[8192];
     size_t len = 0;
@@ -106,6 +110,7 @@ static void sink_start(sink_proc_t *sp, const char *const *extra)
     }
     kill(sp->pid, SIGKILL);
     waitpid(sp->pid, NULL, 0);
+    live_pid = 0;
     fail_msg("ndd-sink (%s) did not start; its log:\n%s", SINK_BIN, log);
 }
 
@@ -119,6 +124,7 @@ static void drain_log(sink_proc_t *sp)
 static int sink_stop(sink_proc_t *sp)
 {
     int status = 0;
+    live_pid = 0;
     drain_log(sp);
     kill(sp->pid, SIGTERM);
     for (int i = 0; i < 100; i++) {
@@ -603,6 +609,7 @@ static void test_exit_on_expect_stops_when_complete(void **state)
     if (r != sp.pid) {
         kill(sp.pid, SIGKILL);
         waitpid(sp.pid, NULL, 0);
+        live_pid = 0;
         fail_msg("ndd-sink did not exit after the expected records");
     }
     close(sp.err_fd);
@@ -625,6 +632,16 @@ static int setup(void **state)
     return tls_testutil_make_pki(&pki);
 }
 
+static int kill_leftover_sink(void **state)
+{
+    if (live_pid > 0) {
+        kill(live_pid, SIGKILL);
+        waitpid(live_pid, NULL, 0);
+        live_pid = 0;
+    }
+    return 0;
+}
+
 static int teardown(void **state)
 {
     char path[1024];
@@ -637,16 +654,19 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tcp_frames_acked_cumulatively_and_counted),
-        cmocka_unit_test(test_fault_status_nacks_exactly_that_frame),
-        cmocka_unit_test(test_delay_fault_holds_the_ack),
-        cmocka_unit_test(test_drop_fault_closes_without_answer),
-        cmocka_unit_test(test_bad_magic_and_decreasing_ids_close_the_connection),
-        cmocka_unit_test(test_tls_frames_with_test_ca_and_unknown_ca_refused),
-        cmocka_unit_test(test_mtls_sink_requires_a_client_certificate),
-        cmocka_unit_test(test_frame_throughput_all_acked),
-        cmocka_unit_test(test_sigterm_writes_summary_with_expectation),
-        cmocka_unit_test(test_exit_on_expect_stops_when_complete),
+        cmocka_unit_test_teardown(test_tcp_frames_acked_cumulatively_and_counted,
+                                  kill_leftover_sink),
+        cmocka_unit_test_teardown(test_fault_status_nacks_exactly_that_frame, kill_leftover_sink),
+        cmocka_unit_test_teardown(test_delay_fault_holds_the_ack, kill_leftover_sink),
+        cmocka_unit_test_teardown(test_drop_fault_closes_without_answer, kill_leftover_sink),
+        cmocka_unit_test_teardown(test_bad_magic_and_decreasing_ids_close_the_connection,
+                                  kill_leftover_sink),
+        cmocka_unit_test_teardown(test_tls_frames_with_test_ca_and_unknown_ca_refused,
+                                  kill_leftover_sink),
+        cmocka_unit_test_teardown(test_mtls_sink_requires_a_client_certificate, kill_leftover_sink),
+        cmocka_unit_test_teardown(test_frame_throughput_all_acked, kill_leftover_sink),
+        cmocka_unit_test_teardown(test_sigterm_writes_summary_with_expectation, kill_leftover_sink),
+        cmocka_unit_test_teardown(test_exit_on_expect_stops_when_complete, kill_leftover_sink),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

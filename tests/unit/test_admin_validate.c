@@ -57,8 +57,17 @@ static const bad_case_t bad_cases[] = {
     {ADMIN_KIND_FEED, "{\"name\":\"f\",\"transport\":\"http2\"}", 400, "endpoints"},
     {ADMIN_KIND_FEED, "{\"name\":\"f\",\"transport\":\"http2\",\"endpoints\":[{\"weight\":1}]}",
      400, "endpoints[0].url"},
-    {ADMIN_KIND_FEED, "{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://a:1\"}]}", 400,
-     "transport"},
+    {ADMIN_KIND_FEED,
+     "{\"name\":\"f\",\"transport\":\"tls\",\"endpoints\":[{\"url\":\"tls://a:1\"}]}", 422,
+     "encoding"},
+    {ADMIN_KIND_FEED,
+     "{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://"
+     "a:1\"}],\"delivery\":{\"max_in_flight\":20000}}",
+     422, "delivery.max_in_flight"},
+    {ADMIN_KIND_FEED,
+     "{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://"
+     "a:1\"}],\"http\":{\"header_files\":{\"authorization\":3}}}",
+     400, "http.header_files.authorization"},
     /* bad URL */
     {ADMIN_KIND_FEED,
      "{\"name\":\"f\",\"transport\":\"http2\",\"endpoints\":[{\"url\":\"not a url\"}]}", 422,
@@ -71,8 +80,9 @@ static const bad_case_t bad_cases[] = {
      "{\"name\":\"f\",\"transport\":\"http2\",\"endpoints\":[{\"url\":\"http://h:99999/\"}]}", 422,
      "endpoints[0].url"},
     {ADMIN_KIND_FEED,
-     "{\"name\":\"f\",\"transport\":\"tcp\",\"endpoints\":[{\"url\":\"tcp://h\"}]}", 422,
-     "endpoints[0].url"},
+     "{\"name\":\"f\",\"transport\":\"tcp\",\"encoding\":\"frame\",\"endpoints\":[{\"url\":\"tcp://"
+     "h\"}]}",
+     422, "endpoints[0].url"},
     {ADMIN_KIND_FEED,
      "{\"name\":\"f\",\"transport\":\"http2\",\"endpoints\":[{\"url\":\"http://user:pw@h:80/\"}]}",
      422, "endpoints[0].url"},
@@ -141,6 +151,12 @@ static void test_validate_accepts_good_objects_of_every_kind(void **state)
     } good[] = {
         {ADMIN_KIND_FEED, GOOD_FEED},
         {ADMIN_KIND_FEED,
+         "{\"name\":\"f4\",\"dlq_topic\":\"ndd.dlq.f4\",\"endpoints\":[{\"url\":"
+         "\"http://h:8080/\"}],\"delivery\":{\"max_pending\":4096,\"fire_and_forget\":false,"
+         "\"retry_initial_ms\":50,\"fail_threshold\":3},\"http\":{\"header_files\":{"
+         "\"authorization\":\"/run/secrets/probe-auth\"}},\"tls\":{\"key_password_file\":"
+         "\"/run/secrets/kp\"}}"},
+        {ADMIN_KIND_FEED,
          "{\"name\":\"f2\",\"source_topic\":\"XDR\",\"transport\":\"tls\",\"encoding\":\"frame\","
          "\"filter\":\"scp-only\",\"endpoints\":[{\"url\":\"tls://[::1]:7000\"},{\"url\":"
          "\"tls://probe.example:7001\",\"weight\":3}],\"delivery\":{\"max_in_flight\":64,"
@@ -198,9 +214,11 @@ static void test_merge_patch_follows_rfc7396(void **state)
     assert_true(json_equal(got, want));
     /* the target is left unchanged */
     assert_string_equal(json_string_value(json_object_get(target, "a")), "b");
-    json_t *replace = admin_merge_patch(target, json_integer(1));
+    json_t *one = json_integer(1);
+    json_t *replace = admin_merge_patch(target, one);
     assert_true(json_is_integer(replace));
     json_decref(replace);
+    json_decref(one);
     json_decref(target);
     json_decref(patch);
     json_decref(want);

@@ -137,8 +137,9 @@ static void test_config_file_named_by_env_and_lists_from_json_arrays(void **stat
 
 static void test_flag_forms_equals_space_and_bare_bool(void **state)
 {
-    char *argv[] = {"ndd-test", "--tls.enabled",      "--name=a=b",       "--feed.retry-backoff",
-                    "2s",       "--topics=SCP, ,NRF", "--ratio", "1e-3", NULL};
+    char *argv[] = {"ndd-test", "--tls.enabled",      "--name=a=b", "--feed.retry-backoff",
+                    "2s",       "--topics=SCP, ,NRF", "--ratio",    "1e-3",
+                    NULL};
     char err[512];
     config_t *c = load(8, argv, no_env, err);
     assert_non_null(c);
@@ -299,8 +300,7 @@ static void test_kafka_properties_pass_through_from_every_source(void **state)
     snprintf(envpw, sizeof envpw, "NDD_KAFKA_SASL_PASSWORD_FILE=%s", pw);
     char *env[] = {"NDD_KAFKA_BOOTSTRAP_SERVERS=env:9092", "NDD_KAFKA_ACKS=all", envpw,
                    "NDD_KAFKA=ignored-not-a-property", NULL};
-    char *argv[] = {"ndd-test", cfg, "--kafka.acks", "1", "--kafka.enable.idempotence=true",
-                    NULL};
+    char *argv[] = {"ndd-test", cfg, "--kafka.acks", "1", "--kafka.enable.idempotence=true", NULL};
     char err[512];
     config_t *c = load(5, argv, env, err);
     assert_non_null(c);
@@ -379,8 +379,7 @@ static void test_value_parsers_accept_units_and_reject_garbage(void **state)
     char env[32];
     assert_int_equal(config_env_name("feed.max-inflight", env, sizeof env), 0);
     assert_string_equal(env, "NDD_FEED_MAX_INFLIGHT");
-    assert_int_equal(config_env_name("a.very.long.key.name.that.is.too.long", env, sizeof env),
-                     -1);
+    assert_int_equal(config_env_name("a.very.long.key.name.that.is.too.long", env, sizeof env), -1);
 }
 
 static void test_duplicate_spec_keys_and_bad_defaults_are_rejected(void **state)

@@ -132,9 +132,7 @@ static void json_handler(httpd_req_t *req, void *arg)
     httpd_reply_jansson(req, 201, json_pack("{s:s}", "id", "f1"));
 }
 
-static void silent_handler(httpd_req_t *req, void *arg)
-{
-}
+static void silent_handler(httpd_req_t *req, void *arg) {}
 
 static int setup_routes(httpd_t *h, void *arg)
 {
@@ -272,8 +270,8 @@ static void test_longest_pattern_wins_and_prefix_gives_subpath(void **state)
     char *r = do_request(f->port, "GET", "/api/v1/feeds/f%201?name=a%26b", "X-Test: hi\r\n", NULL);
     assert_int_equal(status_of(r), 200);
     assert_non_null(strstr(r, "X-Reply: yes\r\n"));
-    assert_string_equal(body_of(r),
-                        "method=GET path=/api/v1/feeds/f 1 sub=f 1 q=a&b hdr=hi len=0 body= tag=list");
+    assert_string_equal(
+        body_of(r), "method=GET path=/api/v1/feeds/f 1 sub=f 1 q=a&b hdr=hi len=0 body= tag=list");
     free(r);
     r = do_request(f->port, "GET", "/api/v1/feeds/special", NULL, NULL);
     assert_non_null(strstr(body_of(r), "tag=special"));
@@ -374,8 +372,8 @@ static SSL_CTX *self_signed_ctx(void)
     X509_gmtime_adj(X509_getm_notAfter(x), 3600);
     X509_set_pubkey(x, pkey);
     X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
+                               0);
     X509_set_issuer_name(x, name);
     assert_true(X509_sign(x, pkey, EVP_sha256()) > 0);
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
@@ -425,27 +423,24 @@ int main(void)
 {
     log_setup("test_httpd", getenv("NDD_TEST_LOG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_OFF, 0);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_healthz_answers_200_while_loop_runs, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_healthz_answers_200_while_loop_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readyz_is_503_with_reason_until_set_ready, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_metrics_serves_registry_as_text_0_0_4, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_builtin_routes_refuse_other_methods_with_405, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_unknown_path_is_404_with_json_body, setup,
+        cmocka_unit_test_setup_teardown(test_unknown_path_is_404_with_json_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_known_path_with_wrong_method_is_405_with_allow, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_known_path_with_wrong_method_is_405_with_allow,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_longest_pattern_wins_and_prefix_gives_subpath,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_longest_pattern_wins_and_prefix_gives_subpath, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_post_body_reaches_handler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_over_limit_is_413, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jansson_reply_and_missing_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_connection_limit_defers_new_connections_until_one_closes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bind_conflict_names_address_and_port, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bind_conflict_names_address_and_port, setup, teardown),
         cmocka_unit_test(test_tls_listener_serves_healthz_over_tls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

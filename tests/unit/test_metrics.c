@@ -29,8 +29,7 @@ static char *render(metrics_registry_t *r)
 static void assert_starts_with(const char *doc, const char *want)
 {
     if (strncmp(doc, want, strlen(want)) != 0) {
-        fprintf(stderr, "--- want prefix:\n%s--- got:\n%.*s\n", want, (int)strlen(want) + 200,
-                doc);
+        fprintf(stderr, "--- want prefix:\n%s--- got:\n%.*s\n", want, (int)strlen(want) + 200, doc);
         fail();
     }
 }
@@ -180,6 +179,8 @@ static void test_invalid_names_labels_and_buckets_are_rejected(void **state)
     assert_null(metrics_counter_new(r, "", "h", NULL));
     assert_null(metrics_counter_new(r, "a_no_suffix", "h", NULL)); /* counters end in _total */
     assert_null(metrics_gauge_new(r, "a_gauge_total", "h", NULL));
+    assert_null(metrics_gauge_new(r, "a_queue_count", "h", NULL)); /* histogram suffixes */
+    assert_null(metrics_counter_new(r, "a_camelCase_total", "h", NULL));
     assert_null(metrics_counter_new(r, "a_ok", "h", "bad-label"));
     assert_null(metrics_counter_new(r, "a_ok", "h", "__reserved"));
     assert_null(metrics_counter_new(r, "a_ok", "h", "x,x"));
@@ -197,6 +198,16 @@ static void test_invalid_names_labels_and_buckets_are_rejected(void **state)
 static double answer(void *arg)
 {
     return *(double *)arg;
+}
+
+static void test_empty_help_falls_back_to_the_name(void **state)
+{
+    metrics_registry_t *r = metrics_registry_new();
+    metrics_counter_inc(metrics_counter_labels(metrics_counter_new(r, "a_nohelp_total", "", NULL)));
+    char *doc = render(r);
+    assert_starts_with(doc, "# HELP a_nohelp_total a_nohelp_total\n");
+    free(doc);
+    metrics_registry_free(r);
 }
 
 static void test_callback_values_are_read_at_scrape_time(void **state)
@@ -263,9 +274,9 @@ static void test_concurrent_updates_from_two_threads_while_rendering(void **stat
 {
     metrics_registry_t *r = metrics_registry_new();
     metrics_family_t *cf = metrics_counter_new(r, "a_conc_total", "c", "who");
-    metrics_family_t *hf = metrics_histogram_new(r, "a_conc_seconds", "h", NULL,
-                                                 metrics_latency_buckets_seconds,
-                                                 metrics_latency_buckets_seconds_n);
+    metrics_family_t *hf =
+        metrics_histogram_new(r, "a_conc_seconds", "h", NULL, metrics_latency_buckets_seconds,
+                              metrics_latency_buckets_seconds_n);
     metrics_family_t *gf = metrics_gauge_new(r, "a_conc_gauge", "g", NULL);
     struct worker w = {metrics_counter_labels(cf, "both"), metrics_histogram_labels(hf),
                        metrics_gauge_labels(gf)};
@@ -365,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_removed_children_disappear_from_output),
         cmocka_unit_test(test_reregistering_a_family_returns_it_or_fails_on_conflict),
         cmocka_unit_test(test_invalid_names_labels_and_buckets_are_rejected),
+        cmocka_unit_test(test_empty_help_falls_back_to_the_name),
         cmocka_unit_test(test_callback_values_are_read_at_scrape_time),
         cmocka_unit_test(test_process_metrics_reflect_this_process),
         cmocka_unit_test(test_concurrent_updates_from_two_threads_while_rendering),

@@ -331,6 +331,11 @@ static void test_h2_connection_stays_up_without_spurious_reconnects(void **state
     if (c.downs)
         fail_msg("spurious down: %s", c.down_reason);
     assert_true(atu_srv_has(srv, 7));
+    /* Stopping the endpoint closes the connection; it can listen again on the same port. */
+    atu_srv_stop(srv);
+    assert_true(atu_run_until(c.base, is_down, &c, 5000));
+    srv = atu_srv_start(ATU_SRV_H2, port, NULL);
+    assert_non_null(srv);
     unmake(&c);
     atu_srv_stop(srv);
 }

@@ -1,0 +1,179 @@
+/* Feed JSON: defaults, every section, and refusals that name the JSON path of the problem.
+ * Also the feeds document check (duplicates, shape) that runs before anything is applied. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "adapter_testutil.h"
+#include "feed_config.h"
+#include "feeds.h"
+#include "log.h"
+
+static feed_config_t *parse(const char *text, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    if (!j)
+        fail_msg("bad test JSON: %s", je.text);
+    feed_config_t *c = feed_config_parse(j, "feeds[0]", err, errlen);
+    json_decref(j);
+    return c;
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    char err[512] = "";
+    feed_config_t *c = parse(text, err, sizeof err);
+    if (c) {
+        feed_config_free(c);
+        fail_msg("accepted: %s", text);
+    }
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" does not contain \"%s\"", err, want);
+}
+
+static void test_minimal_feed_gets_documented_defaults(void **state)
+{
+    char err[256];
+    feed_config_t *c = parse("{\"name\":\"probe-1\",\"endpoints\":[{\"url\":\"http://h:8080/in\"}]}",
+                             err, sizeof err);
+    assert_non_null(c);
+    assert_string_equal(c->source_topic, "MAIN");
+    assert_string_equal(c->dlq_topic, "ndd.dlq.probe-1");
+    assert_string_equal(c->group_id, "ndd-feed-probe-1");
+    assert_string_equal(c->encoding->name, "json");
+    assert_int_equal(c->transport, TRANSPORT_HTTP2);
+    assert_int_equal(c->delivery.max_in_flight, 64);
+    assert_int_equal(c->delivery.batch_max, 1);
+    assert_true(c->verify);
+    assert_string_equal(c->method, "POST");
+    assert_int_equal(c->endpoints[0].weight, 1);
+    assert_string_equal(c->endpoints[0].u.path, "/in");
+    feed_config_free(c);
+}
+
+static void test_full_feed_with_secret_header_from_file(void **state)
+{
+    char path[] = "/tmp/ndd-feed-secret-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(write(fd, "Bearer s3cret\n", 14) == 14);
+    close(fd);
+    char text[2048], err[256];
+    snprintf(text, sizeof text,
+             "{\"name\":\"f\",\"source_topic\":\"XDR\",\"encoding\":\"frame\",\"transport\":\"tls\","
+             "\"filter\":{\"name\":\"x\",\"default\":\"allow\",\"rules\":[]},"
+             "\"endpoints\":[{\"url\":\"tls://a:1\",\"weight\":3},{\"url\":\"tls://b:2\"}],"
+             "\"delivery\":{\"max_in_flight\":8,\"timeout_ms\":100,\"retry_max_ms\":1000,"
+             "\"batch_max\":10,\"batch_ms\":5,\"fire_and_forget\":true},"
+             "\"tls\":{\"ca_file\":\"/ca\",\"verify\":true,\"sni\":\"probe.example\"}}");
+    feed_config_t *c = parse(text, err, sizeof err);
+    if (!c)
+        fail_msg("%s", err);
+    assert_int_equal(c->n_endpoints, 2);
+    assert_int_equal(c->endpoints[0].weight, 3);
+    assert_int_equal(c->delivery.batch_max, 10);
+    assert_true(c->delivery.fire_and_forget);
+    assert_string_equal(c->sni, "probe.example");
+    assert_non_null(c->filter_json);
+    feed_config_free(c);
+    snprintf(text, sizeof text,
+             "{\"name\":\"g\",\"endpoints\":[{\"url\":\"https://a/x\"}],"
+             "\"http\":{\"path\":\"/ingest\",\"method\":\"PUT\",\"headers\":{\"x-tenant\":\"t1\"},"
+             "\"header_files\":{\"authorization\":\"%s\"}}}",
+             path);
+    c = parse(text, err, sizeof err);
+    if (!c)
+        fail_msg("%s", err);
+    assert_int_equal(c->n_headers, 2);
+    assert_string_equal(c->header_names[1], "authorization");
+    assert_string_equal(c->header_values[1], "Bearer s3cret");
+    assert_string_equal(c->method, "PUT");
+    feed_config_free(c);
+    unlink(path);
+}
+
+static void test_invalid_feeds_are_refused_with_json_path(void **state)
+{
+    expect_error("{\"endpoints\":[{\"url\":\"http://h/\"}]}", "feeds[0].name: required");
+    expect_error("{\"name\":\"a b\",\"endpoints\":[{\"url\":\"http://h/\"}]}", "feeds[0].name");
+    expect_error("{\"name\":\"a\",\"endpoints\":[]}", "feeds[0].endpoints");
+    expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"tcp://h:1\"}]}",
+                 "feeds[0].endpoints[0].url: scheme does not match");
+    expect_error("{\"name\":\"a\",\"transport\":\"tcp\",\"endpoints\":[{\"url\":\"tcp://h:1\"}]}",
+                 "feeds[0].encoding");
+    expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
+                 "{\"timeout_ms\":0}}",
+                 "feeds[0].delivery.timeout_ms");
+    expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
+                 "{\"timout_ms\":5}}",
+                 "feeds[0].delivery: unknown key \"timout_ms\"");
+    expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"filter\":"
+                 "{\"name\":\"x\",\"default\":\"allow\",\"rules\":[{\"name\":\"r\","
+                 "\"action\":\"drop\",\"match\":{\"field\":\":path\",\"op\":\"equal\","
+                 "\"value\":\"/\"}}]}}",
+                 "feeds[0].filter:");
+    expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
+                 "{\"fire_and_forget\":true}}",
+                 "fire_and_forget");
+    expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"http\":"
+                 "{\"header_files\":{\"authorization\":\"/nonexistent/token\"}}}",
+                 "cannot read /nonexistent/token");
+    expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\",\"weight\":0}]}",
+                 "feeds[0].endpoints[0].weight");
+    expect_error("{\"name\":\"a\",\"colour\":1,\"endpoints\":[{\"url\":\"http://h/\"}]}",
+                 "unknown key \"colour\"");
+}
+
+static void test_feeds_document_is_validated_before_anything_changes(void **state)
+{
+    log_setup("test_feed_config", LOG_LEVEL_ERROR, 0);
+    feed_runtime_t rt = {.brokers = "127.0.0.1:1"};
+    feed_manager_t *m = feed_manager_new(&rt, 100);
+    char err[512];
+    json_t *dup = json_loads("{\"feeds\":[{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]},"
+                             "{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]}]}",
+                             0, NULL);
+    assert_int_equal(feed_manager_apply_document(m, dup, err, sizeof err), -1);
+    assert_non_null(strstr(err, "feeds[1].name: duplicate feed name"));
+    json_t *bad = json_loads("{\"feedz\":[]}", 0, NULL);
+    assert_int_equal(feed_manager_apply_document(m, bad, err, sizeof err), -1);
+    assert_int_equal(feed_manager_apply(m, "nope", NULL, err, sizeof err), -1);
+    assert_int_equal(feed_manager_count(m), 0);
+    json_decref(dup);
+    json_decref(bad);
+    feed_manager_free(m);
+}
+
+static void test_equal_json_means_unchanged_feed(void **state)
+{
+    char err[256];
+    feed_config_t *a = parse("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]}", err,
+                             sizeof err);
+    feed_config_t *b = parse("{\"endpoints\":[{\"url\":\"http://h/\"}],\"name\":\"a\"}", err,
+                             sizeof err);
+    feed_config_t *c = parse("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h2/\"}]}", err,
+                             sizeof err);
+    assert_true(feed_config_equal(a, b));
+    assert_false(feed_config_equal(a, c));
+    feed_config_free(a);
+    feed_config_free(b);
+    feed_config_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_minimal_feed_gets_documented_defaults),
+        cmocka_unit_test(test_full_feed_with_secret_header_from_file),
+        cmocka_unit_test(test_invalid_feeds_are_refused_with_json_path),
+        cmocka_unit_test(test_feeds_document_is_validated_before_anything_changes),
+        cmocka_unit_test(test_equal_json_means_unchanged_feed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
