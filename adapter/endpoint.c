@@ -18,7 +18,7 @@ struct endpoint {
     unsigned weight;
     long current; /* smooth WRR state */
     bool up;
-    bool ever_acked; /* since the last (re)connect: resets the backoff */
+    bool ever_acked;   /* since the last (re)connect: resets the backoff */
     unsigned attempts; /* consecutive failed connects */
     unsigned consecutive_failures;
     struct event *reconnect;
@@ -85,8 +85,8 @@ static void ep_on_up(void *o)
     ep->consecutive_failures = 0;
     ep->ever_acked = false;
     if (ep->attempts > 0)
-        log_info("feed %s: endpoint %s is up again after %u failed attempts", ep->feed,
-                 ep->name, ep->attempts);
+        log_info("feed %s: endpoint %s is up again after %u failed attempts", ep->feed, ep->name,
+                 ep->attempts);
     ep->set->ev.on_state(ep->set->owner, ep, true);
     ep->set->ev.on_capacity(ep->set->owner);
 }
@@ -101,15 +101,14 @@ static void ep_on_down(void *o, const char *reason)
     if (s->freeing)
         return;
     ep->attempts++;
-    uint32_t delay =
-        endpoint_backoff_ms(s->opts.backoff_initial_ms, s->opts.backoff_max_ms, ep->attempts,
-                            &s->seed);
+    uint32_t delay = endpoint_backoff_ms(s->opts.backoff_initial_ms, s->opts.backoff_max_ms,
+                                         ep->attempts, &s->seed);
     if (was_up || ep->attempts == 1 || ep->attempts % 10 == 0)
         log_warn("feed %s: endpoint %s down: %s; reconnect #%u in %u ms", ep->feed, ep->name,
                  reason, ep->attempts, delay);
     else
-        log_debug("feed %s: endpoint %s still down: %s; reconnect #%u in %u ms", ep->feed,
-                  ep->name, reason, ep->attempts, delay);
+        log_debug("feed %s: endpoint %s still down: %s; reconnect #%u in %u ms", ep->feed, ep->name,
+                  reason, ep->attempts, delay);
     struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
     event_add(ep->reconnect, &tv);
     if (was_up)

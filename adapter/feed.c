@@ -32,6 +32,7 @@
 #define FEED_POLL_CHUNK 64
 #define FEED_POLL_BUDGET 2048
 #define FEED_EXCERPT_MAX 256
+#define FEED_PAUSE_AFTER_MS 1000
 
 typedef enum dstate {
     D_FREE = 0,
@@ -108,6 +109,7 @@ struct feed {
     filter_t *filter;
     endpoint_set_t *eps;
     feed_ep_metrics_t *epm; /* per endpoint */
+    kafka_prop_t *props;    /* feed defaults + the operator's kafka.* settings */
     transport_header_t headers[TRANSPORT_MAX_HEADERS];
 
     feed_part_t *parts;
@@ -119,10 +121,11 @@ struct feed {
     feed_delivery_t *free_list;
     feed_delivery_t *filling;
     feed_delivery_t *wait_head, *wait_tail;
-    uint64_t pending;   /* messages held */
-    uint64_t hard_max;  /* never hold more than this */
+    uint64_t pending;  /* messages held */
+    uint64_t hard_max; /* never hold more than this */
     bool paused;
     bool repause;
+    uint64_t full_since; /* when the feed became full (0: not full) */
     unsigned seed;
 
     /* metrics */
@@ -204,23 +207,34 @@ static void feed_msg_finish(feed_t *f, feed_msg_t *m, bool done)
     m->rkm = NULL;
 }
 
+/* Flow control. When the feed holds max_pending messages it first just stops polling: the
+ * messages wait in librdkafka's bounded prefetch queue, and polling resumes at half without
+ * any refetch. Only when that lasts FEED_PAUSE_AFTER_MS (every endpoint full or down for a
+ * while) are the partitions paused, so the loop can keep polling for rebalances and group
+ * liveness without receiving messages. (Pausing at every short congestion would cost a
+ * refetch and a fetch.wait.max.ms stall per cycle: pause drops the prefetched messages.) */
 static void feed_update_pause(feed_t *f)
 {
     if (f->closing)
         return;
-    /* Deliveries waiting for an endpoint are the buffer; the partitions are paused when it is
-     * full (max_pending: every endpoint full or down long enough), not at the first wait:
-     * each pause drops librdkafka's prefetched messages and the resume fetches them again. */
-    bool want = f->stopping || f->pending >= f->cfg->delivery.max_pending || f->free_list == NULL;
+    uint64_t now = now_ms();
+    bool full = f->pending >= f->cfg->delivery.max_pending || f->free_list == NULL;
+    if (full && !f->full_since) {
+        f->full_since = now;
+    } else if (!full && f->full_since && f->pending <= f->cfg->delivery.max_pending / 2) {
+        f->full_since = 0;
+        event_active(f->poll_ev, 0, 0);
+    }
+    bool want = f->stopping || (f->full_since && now - f->full_since >= FEED_PAUSE_AFTER_MS);
     if (want && !f->paused) {
         kafka_consumer_pause_all(f->kc);
         f->paused = true;
-        log_debug("feed %s: paused (%" PRIu64 " pending%s)", f->cfg->name, f->pending,
+        log_debug("feed %s: partitions paused (%" PRIu64 " pending%s)", f->cfg->name, f->pending,
                   f->wait_head ? ", endpoints full or down" : "");
-    } else if (!want && f->paused && f->pending <= f->cfg->delivery.max_pending / 2) {
+    } else if (!want && f->paused) {
         kafka_consumer_resume_all(f->kc);
         f->paused = false;
-        log_debug("feed %s: resumed", f->cfg->name);
+        log_debug("feed %s: partitions resumed", f->cfg->name);
         event_active(f->poll_ev, 0, 0);
     }
     atomic_store_explicit(&f->s_paused, f->paused, memory_order_relaxed);
@@ -384,13 +398,13 @@ static void feed_dlq_continue(feed_t *f, feed_delivery_t *d)
         rd_kafka_header_add(h, "@dlq-timestamp-us", -1, num, -1);
         rd_kafka_resp_err_t kerr = 0;
         kafka_produce_result_t r =
-            kafka_produce(f->dlq, f->cfg->dlq_topic, RD_KAFKA_PARTITION_UA, rkm->key,
-                          rkm->key_len, rkm->payload, rkm->len, h, KAFKA_VALUE_BORROW, m, &kerr);
+            kafka_produce(f->dlq, f->cfg->dlq_topic, RD_KAFKA_PARTITION_UA, rkm->key, rkm->key_len,
+                          rkm->payload, rkm->len, h, KAFKA_VALUE_BORROW, m, &kerr);
         if (r != KAFKA_PRODUCE_OK) {
             rd_kafka_headers_destroy(h);
             if (r == KAFKA_PRODUCE_ERROR)
-                log_error("feed %s: cannot produce to dead-letter topic %s (%s/%" PRId32
-                          "/%" PRId64 "): %s; retrying in 1 s",
+                log_error("feed %s: cannot produce to dead-letter topic %s (%s/%" PRId32 "/%" PRId64
+                          "): %s; retrying in 1 s",
                           f->cfg->name, f->cfg->dlq_topic, rd_kafka_topic_name(rkm->rkt),
                           rkm->partition, rkm->offset, rd_kafka_err2str(kerr));
             struct timeval tv = {r == KAFKA_PRODUCE_ERROR ? 1 : 0, 100000};
@@ -681,6 +695,10 @@ static void feed_poll(feed_t *f)
 {
     if (f->stopping || f->closing)
         return;
+    if (f->full_since && !f->paused) {
+        feed_update_pause(f); /* full: leave messages in librdkafka's queue for now */
+        return;
+    }
     size_t budget = FEED_POLL_BUDGET;
     rd_kafka_message_t *msgs[FEED_POLL_CHUNK];
     while (budget > 0) {
@@ -772,8 +790,8 @@ static double feed_lag(feed_t *f)
     if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         for (int i = 0; i < l->cnt; i++) {
             int64_t lo, hi;
-            if (rd_kafka_get_watermark_offsets(rk, f->cfg->source_topic, l->elems[i].partition,
-                                               &lo, &hi) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+            if (rd_kafka_get_watermark_offsets(rk, f->cfg->source_topic, l->elems[i].partition, &lo,
+                                               &hi) != RD_KAFKA_RESP_ERR_NO_ERROR ||
                 hi < 0)
                 continue;
             int64_t pos = l->elems[i].offset >= 0 ? l->elems[i].offset : lo;
@@ -796,8 +814,8 @@ static void feed_lag_cb(evutil_socket_t fd, short what, void *arg)
 static void *feed_thread(void *arg)
 {
     feed_t *f = arg;
-    char tn[16] = "feed-";
-    strncat(tn, f->cfg->name, sizeof tn - 6);
+    char tn[16];
+    snprintf(tn, sizeof tn, "feed-%.10s", f->cfg->name);
     pthread_setname_np(pthread_self(), tn);
     endpoint_set_start(f->eps);
     event_base_dispatch(f->base);
@@ -829,12 +847,12 @@ static void feed_metrics_init(feed_t *f)
     const char *n = f->cfg->name;
     metrics_family_t *fc = metrics_counter_new(r, "ndd_adapter_consumed_messages_total",
                                                "Copies read from the feed's source topic", "feed");
-    metrics_family_t *ff = metrics_counter_new(
-        r, "ndd_adapter_filtered_messages_total", "Copies dropped by the feed's egress filter",
-        "feed");
-    metrics_family_t *fd = metrics_counter_new(r, "ndd_adapter_dead_lettered_messages_total",
-                                               "Copies written to the feed's dead-letter topic",
-                                               "feed");
+    metrics_family_t *ff =
+        metrics_counter_new(r, "ndd_adapter_filtered_messages_total",
+                            "Copies dropped by the feed's egress filter", "feed");
+    metrics_family_t *fd =
+        metrics_counter_new(r, "ndd_adapter_dead_lettered_messages_total",
+                            "Copies written to the feed's dead-letter topic", "feed");
     metrics_family_t *fl = metrics_gauge_new(
         r, "ndd_adapter_consumer_lag_messages",
         "Messages of the source topic not yet delivered by the feed (fetch lag + pending)", "feed");
@@ -853,23 +871,22 @@ static void feed_metrics_init(feed_t *f)
     f->m_pending = fp ? metrics_gauge_labels(fp, n) : NULL;
     f->m_latency = fh ? metrics_histogram_labels(fh, n) : NULL;
 
-    metrics_family_t *es = metrics_counter_new(r, "ndd_adapter_sent_messages_total",
-                                               "Messages handed to an endpoint (each attempt)",
-                                               "feed,endpoint");
-    metrics_family_t *ea = metrics_counter_new(r, "ndd_adapter_acked_messages_total",
-                                               "Messages acknowledged by an endpoint",
-                                               "feed,endpoint");
-    metrics_family_t *er = metrics_counter_new(r, "ndd_adapter_retried_messages_total",
-                                               "Messages scheduled for another attempt",
-                                               "feed,endpoint");
+    metrics_family_t *es =
+        metrics_counter_new(r, "ndd_adapter_sent_messages_total",
+                            "Messages handed to an endpoint (each attempt)", "feed,endpoint");
+    metrics_family_t *ea =
+        metrics_counter_new(r, "ndd_adapter_acked_messages_total",
+                            "Messages acknowledged by an endpoint", "feed,endpoint");
+    metrics_family_t *er =
+        metrics_counter_new(r, "ndd_adapter_retried_messages_total",
+                            "Messages scheduled for another attempt", "feed,endpoint");
     metrics_family_t *ef = metrics_counter_new(r, "ndd_adapter_failed_messages_total",
                                                "Messages whose attempt failed", "feed,endpoint");
-    metrics_family_t *eb = metrics_counter_new(r, "ndd_adapter_sent_bytes_total",
-                                               "Encoded bytes handed to an endpoint",
-                                               "feed,endpoint");
-    metrics_family_t *ei = metrics_gauge_new(r, "ndd_adapter_in_flight_requests",
-                                             "Requests or frames awaiting acknowledgement",
-                                             "feed,endpoint");
+    metrics_family_t *eb = metrics_counter_new(
+        r, "ndd_adapter_sent_bytes_total", "Encoded bytes handed to an endpoint", "feed,endpoint");
+    metrics_family_t *ei =
+        metrics_gauge_new(r, "ndd_adapter_in_flight_requests",
+                          "Requests or frames awaiting acknowledgement", "feed,endpoint");
     metrics_family_t *eu = metrics_gauge_new(r, "ndd_adapter_endpoint_up",
                                              "1 while the endpoint is connected", "feed,endpoint");
     for (size_t i = 0; i < f->cfg->n_endpoints; i++) {
@@ -889,13 +906,18 @@ static void feed_metrics_init(feed_t *f)
 
 static void feed_metrics_remove(feed_t *f)
 {
-    static const char *const names[] = {
-        "ndd_adapter_consumed_messages_total", "ndd_adapter_filtered_messages_total",
-        "ndd_adapter_dead_lettered_messages_total", "ndd_adapter_consumer_lag_messages",
-        "ndd_adapter_pending_messages", "ndd_adapter_sent_messages_total",
-        "ndd_adapter_acked_messages_total", "ndd_adapter_retried_messages_total",
-        "ndd_adapter_failed_messages_total", "ndd_adapter_sent_bytes_total",
-        "ndd_adapter_in_flight_requests", "ndd_adapter_endpoint_up"};
+    static const char *const names[] = {"ndd_adapter_consumed_messages_total",
+                                        "ndd_adapter_filtered_messages_total",
+                                        "ndd_adapter_dead_lettered_messages_total",
+                                        "ndd_adapter_consumer_lag_messages",
+                                        "ndd_adapter_pending_messages",
+                                        "ndd_adapter_sent_messages_total",
+                                        "ndd_adapter_acked_messages_total",
+                                        "ndd_adapter_retried_messages_total",
+                                        "ndd_adapter_failed_messages_total",
+                                        "ndd_adapter_sent_bytes_total",
+                                        "ndd_adapter_in_flight_requests",
+                                        "ndd_adapter_endpoint_up"};
     metrics_registry_t *r = f->rt.metrics;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         /* Re-declaring with the same shape returns the existing family. */
@@ -908,14 +930,60 @@ static void feed_metrics_remove(feed_t *f)
         if (fam)
             metrics_family_remove_matching(fam, "feed", f->cfg->name);
     }
-    metrics_family_t *fh = metrics_histogram_new(
-        r, "ndd_adapter_e2e_latency_seconds", "", "feed", metrics_latency_buckets_seconds,
-        metrics_latency_buckets_seconds_n);
+    metrics_family_t *fh =
+        metrics_histogram_new(r, "ndd_adapter_e2e_latency_seconds", "", "feed",
+                              metrics_latency_buckets_seconds, metrics_latency_buckets_seconds_n);
     if (fh)
         metrics_family_remove_matching(fh, "feed", f->cfg->name);
 }
 
 /* ---- lifecycle ---- */
+
+enum { FEED_PROP_BOTH = 0, FEED_PROP_CONSUMER, FEED_PROP_PRODUCER };
+
+/* Which client a librdkafka property belongs to (by name; anything unknown goes to both). */
+static int feed_prop_kind(const char *k)
+{
+    static const char *const consumer[] = {"queued.",
+                                           "session.timeout",
+                                           "heartbeat.",
+                                           "auto.commit",
+                                           "auto.offset",
+                                           "enable.auto",
+                                           "fetch.",
+                                           "max.poll",
+                                           "group.",
+                                           "partition.assignment",
+                                           "isolation.level",
+                                           "check.crcs",
+                                           "enable.partition.eof",
+                                           "max.partition.fetch",
+                                           "offset.",
+                                           "coordinator.",
+                                           NULL};
+    static const char *const producer[] = {"queue.buffering.",
+                                           "linger.",
+                                           "batch.",
+                                           "acks",
+                                           "enable.idempotence",
+                                           "message.timeout",
+                                           "compression.",
+                                           "retries",
+                                           "retry.",
+                                           "delivery.",
+                                           "request.required.acks",
+                                           "partitioner",
+                                           "sticky.partitioning",
+                                           "transaction",
+                                           NULL};
+    for (size_t i = 0; consumer[i]; i++)
+        if (!strncmp(k, consumer[i], strlen(consumer[i])))
+            return FEED_PROP_CONSUMER;
+    for (size_t i = 0; producer[i]; i++)
+        if (!strncmp(k, producer[i], strlen(producer[i])))
+            return FEED_PROP_PRODUCER;
+    return FEED_PROP_BOTH;
+}
 
 static void feed_free(feed_t *f)
 {
@@ -962,6 +1030,7 @@ static void feed_free(feed_t *f)
     if (f->cfg && f->rt.metrics)
         feed_metrics_remove(f);
     free(f->epm);
+    free(f->props);
     feed_config_free(f->cfg);
     free(f);
 }
@@ -1081,10 +1150,36 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         endpoint_set_user(ep, &f->epm[i]);
     }
 
+    /* Feed defaults first, the operator's kafka.* settings after them (they win): a smaller
+     * prefetch than librdkafka's 64 MiB / the wrapper's 16 MiB keeps many feeds in a small
+     * RSS (the adapter's own pending messages are bounded by delivery.max_pending). */
+    size_t nprops = rt->n_kafka_props + 3;
+    f->props = calloc(nprops, sizeof *f->props);
+    if (!f->props) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    f->props[0] = (kafka_prop_t){"queued.max.messages.kbytes", "4096"};
+    f->props[1] = (kafka_prop_t){"queue.buffering.max.kbytes", "4096"};
+    /* librdkafka 2.0 backs a partition's fetcher off for fetch.error.backoff.ms (500 ms) when
+     * its prefetch queue is full; with a small queue that is a stall per refill. */
+    f->props[2] = (kafka_prop_t){"fetch.error.backoff.ms", "10"};
+    for (size_t i = 0; i < rt->n_kafka_props; i++)
+        f->props[i + 3] = rt->kafka_props[i];
+    kafka_prop_t consumer_props[256], producer_props[256];
+    size_t ncp = 0, npp = 0;
+    for (size_t i = 0; i < nprops && ncp < 256 && npp < 256; i++) {
+        /* Each client gets its own kind of property only (no CONFWARN noise). */
+        int kind = feed_prop_kind(f->props[i].key);
+        if (kind != FEED_PROP_PRODUCER)
+            consumer_props[ncp++] = f->props[i];
+        if (kind != FEED_PROP_CONSUMER)
+            producer_props[npp++] = f->props[i];
+    }
     kafka_producer_opts_t po = {.brokers = f->brokers,
                                 .client_id = "ndd-adapter-dlq",
-                                .props = rt->kafka_props,
-                                .n_props = rt->n_kafka_props,
+                                .props = producer_props,
+                                .n_props = npp,
                                 .on_delivery = feed_on_dlq_delivery,
                                 .owner = f};
     f->dlq = kafka_producer_new(&po, e2, sizeof e2);
@@ -1099,8 +1194,8 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
                                 .topics = topics,
                                 .n_topics = 1,
                                 .cooperative = false,
-                                .props = rt->kafka_props,
-                                .n_props = rt->n_kafka_props,
+                                .props = consumer_props,
+                                .n_props = ncp,
                                 .on_rebalance = feed_on_rebalance,
                                 .owner = f};
     f->kc = kafka_consumer_new(&co, e2, sizeof e2);

@@ -30,8 +30,8 @@ bool feed_name_valid(const char *name)
 }
 
 /* Refuses keys outside `allowed` (NULL-terminated). */
-static int fc_check_keys(const json_t *o, const char *const *allowed, const char *where,
-                         char *err, size_t errlen)
+static int fc_check_keys(const json_t *o, const char *const *allowed, const char *where, char *err,
+                         size_t errlen)
 {
     const char *k;
     json_t *v;
@@ -115,11 +115,20 @@ static char *fc_read_secret(const char *path, char *err, size_t errlen, const ch
 static int fc_delivery(feed_config_t *c, const json_t *d, const char *where, char *err,
                        size_t errlen)
 {
-    static const char *const keys[] = {"max_in_flight", "timeout_ms", "retry_max_ms",
-                                       "retry_initial_ms", "retry_backoff_max_ms", "batch_max",
-                                       "batch_ms", "max_pending", "max_request_bytes",
-                                       "fire_and_forget", "backoff_initial_ms", "backoff_max_ms",
-                                       "fail_threshold", NULL};
+    static const char *const keys[] = {"max_in_flight",
+                                       "timeout_ms",
+                                       "retry_max_ms",
+                                       "retry_initial_ms",
+                                       "retry_backoff_max_ms",
+                                       "batch_max",
+                                       "batch_ms",
+                                       "max_pending",
+                                       "max_request_bytes",
+                                       "fire_and_forget",
+                                       "backoff_initial_ms",
+                                       "backoff_max_ms",
+                                       "fail_threshold",
+                                       NULL};
     if (!json_is_object(d))
         return fc_err(err, errlen, "%s: must be an object", where);
     if (fc_check_keys(d, keys, where, err, errlen))
@@ -155,7 +164,7 @@ static int fc_delivery(feed_config_t *c, const json_t *d, const char *where, cha
 
 feed_config_t *feed_config_parse(const json_t *j, const char *where, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"name",      "source_topic", "filter", "encoding",
+    static const char *const keys[] = {"name",      "source_topic", "filter",   "encoding",
                                        "transport", "endpoints",    "delivery", "tls",
                                        "http",      "dlq_topic",    NULL};
     char w[256];
@@ -178,7 +187,7 @@ feed_config_t *feed_config_parse(const json_t *j, const char *where, char *err, 
                                            .retry_backoff_max_ms = 5000,
                                            .batch_max = 1,
                                            .batch_ms = 0,
-                                           .max_pending = 2048,
+                                           .max_pending = 1024,
                                            .max_request_bytes = 4u << 20,
                                            .backoff_initial_ms = 100,
                                            .backoff_max_ms = 10000,
@@ -207,13 +216,12 @@ feed_config_t *feed_config_parse(const json_t *j, const char *where, char *err, 
         goto fail;
     }
     if (transport_kind_parse(tr, &c->transport) < 0) {
-        fc_err(err, errlen, "%s.transport: unknown transport \"%s\" (http2, tcp, tls)", where,
-               tr);
+        fc_err(err, errlen, "%s.transport: unknown transport \"%s\" (http2, tcp, tls)", where, tr);
         goto fail;
     }
     if (c->transport != TRANSPORT_HTTP2 && strcmp(c->encoding->name, "frame")) {
-        fc_err(err, errlen, "%s.encoding: transport %s carries binary frames: use \"frame\"",
-               where, tr);
+        fc_err(err, errlen, "%s.encoding: transport %s carries binary frames: use \"frame\"", where,
+               tr);
         goto fail;
     }
     json_t *f = json_object_get(j, "filter");
@@ -275,8 +283,8 @@ feed_config_t *feed_config_parse(const json_t *j, const char *where, char *err, 
     }
     json_t *t = json_object_get(j, "tls");
     if (t && !json_is_null(t)) {
-        static const char *const tkeys[] = {"ca_file", "cert_file", "key_file",
-                                            "key_password_file", "verify", "sni", NULL};
+        static const char *const tkeys[] = {"ca_file", "cert_file", "key_file", "key_password_file",
+                                            "verify",  "sni",       NULL};
         snprintf(w, sizeof w, "%s.tls", where);
         if (!json_is_object(t)) {
             fc_err(err, errlen, "%s: must be an object", w);
@@ -286,8 +294,8 @@ feed_config_t *feed_config_parse(const json_t *j, const char *where, char *err, 
             fc_str(t, "ca_file", c->ca_file, sizeof c->ca_file, false, w, err, errlen) ||
             fc_str(t, "cert_file", c->cert_file, sizeof c->cert_file, false, w, err, errlen) ||
             fc_str(t, "key_file", c->key_file, sizeof c->key_file, false, w, err, errlen) ||
-            fc_str(t, "key_password_file", c->key_password_file, sizeof c->key_password_file,
-                   false, w, err, errlen) ||
+            fc_str(t, "key_password_file", c->key_password_file, sizeof c->key_password_file, false,
+                   w, err, errlen) ||
             fc_str(t, "sni", c->sni, sizeof c->sni, false, w, err, errlen) ||
             fc_bool(t, "verify", &c->verify, w, err, errlen))
             goto fail;

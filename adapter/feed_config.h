@@ -24,20 +24,20 @@ typedef struct feed_endpoint_config {
 } feed_endpoint_config_t;
 
 typedef struct feed_delivery_config {
-    unsigned max_in_flight;     /* per endpoint (requests/frames), default 64 */
-    uint32_t timeout_ms;        /* per request, default 5000 */
-    uint32_t retry_max_ms;      /* total retry time per message before the DLQ, default 300000 */
-    uint32_t retry_initial_ms;  /* first retry delay, default 100 */
+    unsigned max_in_flight;        /* per endpoint (requests/frames), default 64 */
+    uint32_t timeout_ms;           /* per request, default 5000 */
+    uint32_t retry_max_ms;         /* total retry time per message before the DLQ, default 300000 */
+    uint32_t retry_initial_ms;     /* first retry delay, default 100 */
     uint32_t retry_backoff_max_ms; /* retry delay cap, default 5000 */
-    unsigned batch_max;         /* messages per request/frame, default 1 */
-    uint32_t batch_ms;          /* longest wait to fill a batch, default 0 */
-    unsigned max_pending;       /* messages held by the feed (in batches, in flight, retrying),
-                                   default 2048; beyond it the partitions are paused */
-    size_t max_request_bytes;   /* encoded request/frame ceiling, default 4 MiB */
-    bool fire_and_forget;       /* tcp/tls only */
-    uint32_t backoff_initial_ms; /* endpoint reconnect backoff, default 100 */
-    uint32_t backoff_max_ms;     /* default 10000 */
-    unsigned fail_threshold;     /* consecutive failures that take an endpoint out, default 5 */
+    unsigned batch_max;            /* messages per request/frame, default 1 */
+    uint32_t batch_ms;             /* longest wait to fill a batch, default 0 */
+    unsigned max_pending;          /* messages held by the feed (in batches, in flight, retrying),
+                                      default 1024; beyond it the feed stops taking more */
+    size_t max_request_bytes;      /* encoded request/frame ceiling, default 4 MiB */
+    bool fire_and_forget;          /* tcp/tls only */
+    uint32_t backoff_initial_ms;   /* endpoint reconnect backoff, default 100 */
+    uint32_t backoff_max_ms;       /* default 10000 */
+    unsigned fail_threshold;       /* consecutive failures that take an endpoint out, default 5 */
 } feed_delivery_config_t;
 
 typedef struct feed_config {

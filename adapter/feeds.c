@@ -132,8 +132,7 @@ int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err,
             rc = -1;
         for (size_t j = 0; rc == 0 && j < i; j++)
             if (!strcmp(cfgs[j]->name, cfgs[i]->name)) {
-                snprintf(err, errlen, "%s.name: duplicate feed name \"%s\"", where,
-                         cfgs[i]->name);
+                snprintf(err, errlen, "%s.name: duplicate feed name \"%s\"", where, cfgs[i]->name);
                 rc = -1;
             }
     }

@@ -18,8 +18,7 @@ static const config_spec_t SPECS[] = {
     {"bootstrap", CONFIG_STRING, "127.0.0.1:9092", "Kafka bootstrap servers", 0},
     {"feeds-file", CONFIG_STRING, NULL, "JSON file with the feeds (reloaded on SIGHUP/change)",
      CONFIG_F_REQUIRED},
-    {"feeds-watch", CONFIG_DURATION_MS, "1s", "How often the feeds file is checked for changes",
-     0},
+    {"feeds-watch", CONFIG_DURATION_MS, "1s", "How often the feeds file is checked for changes", 0},
     {"drain-timeout", CONFIG_DURATION_MS, "10s",
      "How long a stopping feed waits for in-flight acknowledgements", 0},
     {"http.bind", CONFIG_STRING, "127.0.0.1", "Address of /metrics, /healthz, /readyz", 0},
@@ -77,8 +76,8 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
     struct timespec mt;
     off_t sz;
     app_stat(a, &mt, &sz);
-    if (sz >= 0 && (mt.tv_sec != a->mtime.tv_sec || mt.tv_nsec != a->mtime.tv_nsec ||
-                    sz != a->size))
+    if (sz >= 0 &&
+        (mt.tv_sec != a->mtime.tv_sec || mt.tv_nsec != a->mtime.tv_nsec || sz != a->size))
         app_reload(a, "file changed");
 }
 

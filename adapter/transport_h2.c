@@ -64,8 +64,8 @@ struct h2 {
     h2_req_t *reqs;
     h2_req_t *free_list;
     unsigned n_reqs;
-    unsigned active;   /* slots in use */
-    unsigned pending;  /* requests not yet reported */
+    unsigned active;              /* slots in use */
+    unsigned pending;             /* requests not yet reported */
     const struct timeval *tv_req; /* common timeout for requests */
     struct event *close_ev;       /* deferred teardown */
     char close_reason[320];
@@ -105,8 +105,7 @@ static void h2_req_release(h2_t *t, h2_req_t *r)
 }
 
 /* Delivers the outcome of a request to the owner (once). */
-static void h2_report(h2_t *t, h2_req_t *r, int status, bool ok, bool retryable,
-                      const char *reason)
+static void h2_report(h2_t *t, h2_req_t *r, int status, bool ok, bool retryable, const char *reason)
 {
     if (r->reported)
         return;
@@ -250,8 +249,8 @@ static int h2_on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void
     if (frame->hd.type == NGHTTP2_GOAWAY) {
         t->goaway = true;
         log_warn("feed %s: endpoint %s sent GOAWAY (%s); draining %u streams and reconnecting",
-                 t->cfg.feed, t->cfg.endpoint,
-                 nghttp2_http2_strerror(frame->goaway.error_code), t->active);
+                 t->cfg.feed, t->cfg.endpoint, nghttp2_http2_strerror(frame->goaway.error_code),
+                 t->active);
         if (t->active == 0) {
             char why[200];
             snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->cfg.endpoint);
@@ -439,8 +438,7 @@ static void h2_timeoutcb(evutil_socket_t fd, short what, void *arg)
 /* ---- ops ---- */
 
 static transport_t *h2_create(struct event_base *base, const transport_config_t *cfg,
-                              const transport_events_t *ev, void *owner, char *err,
-                              size_t errlen)
+                              const transport_events_t *ev, void *owner, char *err, size_t errlen)
 {
     if (cfg->use_tls && !cfg->ssl_ctx) {
         snprintf(err, errlen, "endpoint %s: https needs a TLS context", cfg->endpoint);
@@ -571,8 +569,8 @@ static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *
     nghttp2_data_provider dp = {.source.ptr = r, .read_callback = h2_read_body};
     int32_t sid = nghttp2_submit_request(t->sess, NULL, nva, t->n_nv + 1, &dp, r);
     if (sid < 0) {
-        log_warn("feed %s: endpoint %s: cannot submit a request: %s", t->cfg.feed,
-                 t->cfg.endpoint, nghttp2_strerror(sid));
+        log_warn("feed %s: endpoint %s: cannot submit a request: %s", t->cfg.feed, t->cfg.endpoint,
+                 nghttp2_strerror(sid));
         r->reported = true;
         t->pending--;
         h2_req_release(t, r);

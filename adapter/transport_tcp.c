@@ -185,8 +185,8 @@ static void ftx_readcb(struct bufferevent *bev, void *arg)
         } else if (f.hdr.type == FRAME_TYPE_NACK) {
             ftx_nack(t, f.hdr.id, f.nack_status, &f.nack_reason);
         } else {
-            log_debug("feed %s: endpoint %s sent a %s frame; ignored", t->cfg.feed,
-                      t->cfg.endpoint, frame_type_name(f.hdr.type));
+            log_debug("feed %s: endpoint %s sent a %s frame; ignored", t->cfg.feed, t->cfg.endpoint,
+                      frame_type_name(f.hdr.type));
         }
         evbuffer_drain(in, used);
     }
@@ -274,15 +274,14 @@ static void ftx_tickcb(evutil_socket_t fd, short what, void *arg)
     uint64_t now = ftx_now_ms();
     if (now - s->sent_ms > t->cfg.timeout_ms) {
         char why[320];
-        snprintf(why, sizeof why, "no ACK for frame %" PRIu64 " within %u ms (endpoint %s)",
-                 s->id, t->cfg.timeout_ms, t->cfg.endpoint);
+        snprintf(why, sizeof why, "no ACK for frame %" PRIu64 " within %u ms (endpoint %s)", s->id,
+                 t->cfg.timeout_ms, t->cfg.endpoint);
         ftx_teardown(t, why);
     }
 }
 
 static transport_t *ftx_create(struct event_base *base, const transport_config_t *cfg,
-                               const transport_events_t *ev, void *owner, char *err,
-                               size_t errlen)
+                               const transport_events_t *ev, void *owner, char *err, size_t errlen)
 {
     if (cfg->use_tls && !cfg->ssl_ctx) {
         snprintf(err, errlen, "endpoint %s: tls needs a TLS context", cfg->endpoint);

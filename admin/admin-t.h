@@ -82,12 +82,14 @@ typedef struct admin_obj {
     json_t *json;
     char *text;
     size_t text_len;
-    struct admin_obj *next_in_bucket;
+    struct admin_obj *next_in_bucket; /* chain by id */
+    struct admin_obj *next_by_name;   /* chain by name (names are unique per kind) */
 } admin_obj_t;
 
 /* A kind's cache: a chained hash table by id, with a hard ceiling on entries. */
 typedef struct admin_cache {
-    admin_obj_t **buckets;
+    admin_obj_t **buckets;         /* by id */
+    admin_obj_t **buckets_by_name; /* same size, by name: reference checks stay O(1) */
     size_t nbuckets;
     size_t count;
     size_t max;
@@ -105,14 +107,12 @@ typedef struct admin_ctx {
     admin_events_t *events; /* NULL: no ndd.events consumer */
     admin_tokens_t *tokens; /* NULL: every request is anonymous (401) */
     admin_cache_t cache[ADMIN_KIND_COUNT];
-    size_t max_body; /* bytes; larger bodies get 413 */
-    uint64_t requests_total;
-    uint64_t responses_by_class[6]; /* 1xx..5xx, index = status/100 */
-    uint64_t db_errors_total;
+    size_t max_body;               /* bytes; larger bodies get 413 */
+    uint64_t db_unavailable_total; /* writes refused with 503 */
 } admin_ctx_t;
 
 typedef void (*admin_handler_fn)(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
-                                 const char *sub, admin_resp_t *resp);
+                                 admin_resp_t *resp);
 
 /* One registered route. `pattern` uses {id} for one path segment; the same strings appear in
  * docs/openapi.yaml (a unit test keeps the two in step). A NULL handler marks a route served

@@ -166,24 +166,18 @@ const char *admin_method_name(admin_method_t m);
 int admin_query_get(const char *q, const char *key, char *out, size_t outlen);
 
 /* Handlers (admin_routes_objects.c, admin_routes_ops.c). */
-void admin_h_list(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
-void admin_h_get(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
-void admin_h_create(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
-void admin_h_replace(admin_ctx_t *, const admin_req_t *, const char *, const char *,
-                     admin_resp_t *);
-void admin_h_patch(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
-void admin_h_delete(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
-void admin_h_status(admin_ctx_t *, const admin_req_t *, const char *, const char *, admin_resp_t *);
-void admin_h_alarms_list(admin_ctx_t *, const admin_req_t *, const char *, const char *,
-                         admin_resp_t *);
-void admin_h_alarms_get(admin_ctx_t *, const admin_req_t *, const char *, const char *,
-                        admin_resp_t *);
-void admin_h_alarms_ack(admin_ctx_t *, const admin_req_t *, const char *, const char *,
-                        admin_resp_t *);
-void admin_h_audit_list(admin_ctx_t *, const admin_req_t *, const char *, const char *,
-                        admin_resp_t *);
-void admin_h_audit_get(admin_ctx_t *, const admin_req_t *, const char *, const char *,
-                       admin_resp_t *);
+void admin_h_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_create(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_replace(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_patch(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_delete(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_status(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_alarms_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_alarms_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_alarms_ack(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_audit_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_audit_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 
 /* ---- context ---- */
 int admin_ctx_init(admin_ctx_t *ctx, size_t max_objects, size_t max_body);

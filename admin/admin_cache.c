@@ -24,7 +24,12 @@ int admin_cache_init(admin_cache_t *c, size_t max)
     while (c->nbuckets < max && c->nbuckets < (1u << 20))
         c->nbuckets <<= 1;
     c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-    return c->buckets ? 0 : -1;
+    c->buckets_by_name = calloc(c->nbuckets, sizeof(*c->buckets_by_name));
+    if (!c->buckets || !c->buckets_by_name) {
+        admin_cache_free(c);
+        return -1;
+    }
+    return 0;
 }
 
 static void admin_obj_free(admin_obj_t *o)
@@ -46,6 +51,7 @@ void admin_cache_clear(admin_cache_t *c)
             o = next;
         }
         c->buckets[i] = NULL;
+        c->buckets_by_name[i] = NULL;
     }
     c->count = 0;
 }
@@ -54,7 +60,9 @@ void admin_cache_free(admin_cache_t *c)
 {
     admin_cache_clear(c);
     free(c->buckets);
+    free(c->buckets_by_name);
     c->buckets = NULL;
+    c->buckets_by_name = NULL;
 }
 
 admin_obj_t *admin_cache_get(const admin_cache_t *c, const char *id)
@@ -70,11 +78,12 @@ admin_obj_t *admin_cache_get(const admin_cache_t *c, const char *id)
 
 admin_obj_t *admin_cache_find_name(const admin_cache_t *c, const char *name)
 {
-    /* Linear: names are looked up on writes and reference checks only, never on reads. */
-    for (size_t i = 0; c->buckets && i < c->nbuckets; i++)
-        for (admin_obj_t *o = c->buckets[i]; o; o = o->next_in_bucket)
-            if (o->name && strcmp(o->name, name) == 0)
-                return o;
+    if (!c->buckets_by_name || !name)
+        return NULL;
+    for (admin_obj_t *o = c->buckets_by_name[admin_cache_hash(name) & (c->nbuckets - 1)]; o;
+         o = o->next_by_name)
+        if (strcmp(o->name, name) == 0)
+            return o;
     return NULL;
 }
 
@@ -101,12 +110,22 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
     }
     o->id = strdup(id);
     o->name = name ? strdup(name) : NULL;
+    if (!o->id || (name && !o->name)) {
+        free(o->id);
+        free(o->name);
+        free(o);
+        free(text);
+        json_decref(json);
+        return -1;
+    }
     o->version = json_integer_value(json_object_get(json, "version"));
     o->json = json;
     /* Keep a trailing newline in the cached text so a read is one write of ready bytes. */
     size_t len = strlen(text);
     o->text = malloc(len + 2);
     if (!o->text) {
+        free(o->id);
+        free(o->name);
         free(o);
         free(text);
         json_decref(json);
@@ -122,6 +141,11 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
     size_t b = admin_cache_hash(o->id) & (c->nbuckets - 1);
     o->next_in_bucket = c->buckets[b];
     c->buckets[b] = o;
+    if (o->name) {
+        size_t nb = admin_cache_hash(o->name) & (c->nbuckets - 1);
+        o->next_by_name = c->buckets_by_name[nb];
+        c->buckets_by_name[nb] = o;
+    }
     c->count++;
     return 0;
 }
@@ -135,6 +159,14 @@ void admin_cache_remove(admin_cache_t *c, const char *id)
         if (strcmp((*pp)->id, id) == 0) {
             admin_obj_t *o = *pp;
             *pp = o->next_in_bucket;
+            if (o->name) {
+                admin_obj_t **np =
+                    &c->buckets_by_name[admin_cache_hash(o->name) & (c->nbuckets - 1)];
+                while (*np && *np != o)
+                    np = &(*np)->next_by_name;
+                if (*np)
+                    *np = o->next_by_name;
+            }
             admin_obj_free(o);
             c->count--;
             return;

@@ -19,6 +19,8 @@
 
 struct admin_db {
     PGconn *conn;
+    int64_t next_reset_ms; /* no reconnect attempt before this (backoff while down) */
+    int64_t reset_backoff_ms;
     char schema[64];
     char *schema_quoted;
     bool ok;
@@ -84,20 +86,36 @@ static int admin_db_setup_session(admin_db_t *db, admin_err_t *err)
     return 0;
 }
 
-/* Makes sure there is a live connection before a statement; 503 otherwise. */
+/* Makes sure there is a live connection before a statement; 503 otherwise. Reconnects are
+ * spaced out (1 s doubling to 8 s) so that an unreachable server costs each request nothing
+ * but the 503: a reconnect attempt can block the event loop for up to connect_timeout. */
 static int admin_db_ensure(admin_db_t *db, admin_err_t *err)
 {
     if (!admin_db_conn_lost(db))
         return 0;
+    int64_t now = admin_now_ms();
+    if (now < db->next_reset_ms) {
+        db->ok = false;
+        admin_err_set(err, 503, "database unavailable", "",
+                      "PostgreSQL unreachable; next reconnect attempt in %lld ms",
+                      (long long)(db->next_reset_ms - now));
+        return -1;
+    }
     PQreset(db->conn);
     if (admin_db_conn_lost(db)) {
         char msg[200];
         snprintf(msg, sizeof(msg), "%s", PQerrorMessage(db->conn));
         msg[strcspn(msg, "\n")] = '\0';
         db->ok = false;
+        db->reset_backoff_ms = db->reset_backoff_ms ? db->reset_backoff_ms * 2 : 1000;
+        if (db->reset_backoff_ms > 8000)
+            db->reset_backoff_ms = 8000;
+        db->next_reset_ms = admin_now_ms() + db->reset_backoff_ms;
         admin_err_set(err, 503, "database unavailable", "", "PostgreSQL: %s", msg);
         return -1;
     }
+    db->reset_backoff_ms = 0;
+    db->next_reset_ms = 0;
     log_info("admin db: reconnected to PostgreSQL");
     return admin_db_setup_session(db, err);
 }

@@ -62,10 +62,9 @@ admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const
     }
     if (!bootstrap) /* apply-only (tests) */
         return ev;
-    if (admin_kafka_create_topic(bootstrap, ev->topic, 1, -1, false, err, errlen) != 0) {
-        admin_events_free(ev);
-        return NULL;
-    }
+    /* Not fatal: the subscription picks the topic up once it exists. */
+    if (admin_kafka_create_topic(bootstrap, ev->topic, 1, -1, false, err, errlen) != 0)
+        log_error("admin events: %s (the consumer waits for the topic)", err);
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     const char *props[][2] = {{"bootstrap.servers", bootstrap},
@@ -339,11 +338,12 @@ json_t *admin_events_status(admin_events_t *ev, int64_t now_ms)
                 json_object_set_new(rates, k, json_real(admin_counter_rate(w, k)));
         }
         json_array_append_new(
-            workers, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:o}", "service", w->service,
+            workers, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:o,s:b}", "service", w->service,
                                "instance", w->instance, "state", w->down ? "down" : "up",
                                "last_seen", seen, "age_ms", (json_int_t)(now_ms - w->last_seen_ms),
                                "interval_ms", (json_int_t)w->interval_ms, "counters",
-                               w->counters ? w->counters : json_null(), "rates_per_s", rates));
+                               w->counters ? w->counters : json_null(), "rates_per_s", rates,
+                               "dead_letter_surge", (int)w->dlq_surge));
         /* Per feed: numbers summed over the workers serving it. */
         const char *fname;
         json_t *f;

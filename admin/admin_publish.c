@@ -8,12 +8,29 @@
 #include <string.h>
 #include <time.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include <librdkafka/rdkafka.h>
 
 #include "admin.h"
 #include "log.h"
 
 #define ADMIN_RECONCILE_RETRY_MS 5000
+#define ADMIN_RECONCILE_RETRY_MAX_MS 60000
+#define ADMIN_RECONCILE_TIMEOUT_MS 10000
+
+/* A background reconcile: the thread only reads the topic and compares it with a snapshot of
+ * the records the caches wanted; the keys that differ come back to the event loop, which
+ * republishes their *current* state. The loop is never blocked by Kafka, and a record the
+ * loop published meanwhile can never be overwritten by an older one from the thread. */
+typedef struct admin_reconcile_job {
+    admin_publisher_t *p;
+    json_t *want;  /* key -> record text (snapshot) */
+    json_t *diff;  /* out: keys to republish or tombstone */
+    char err[256]; /* out, when diff is NULL */
+    atomic_bool done;
+} admin_reconcile_job_t;
 
 struct admin_publisher {
     rd_kafka_t *rk;
@@ -21,7 +38,11 @@ struct admin_publisher {
     char *bootstrap;
     uint64_t failed;
     bool dirty;
-    int64_t last_reconcile_ms;
+    int64_t next_reconcile_ms;
+    int64_t retry_ms;
+    int replication;
+    pthread_t thread;
+    admin_reconcile_job_t *job; /* non-NULL while a background reconcile runs */
 };
 
 int64_t admin_now_ms(void)
@@ -95,15 +116,21 @@ int admin_kafka_create_topic(const char *bootstrap, const char *topic, int parti
 admin_publisher_t *admin_publisher_new(const char *bootstrap, const char *topic, int replication,
                                        char *err, size_t errlen)
 {
-    if (admin_kafka_create_topic(bootstrap, topic, 1, replication, true, err, errlen) != 0)
-        return NULL;
     admin_publisher_t *p = calloc(1, sizeof(*p));
     if (!p) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    p->replication = replication;
+    /* Kafka being away at start is not fatal: the database is the source of truth, and the
+     * background reconcile creates the topic and catches up once the broker answers. */
+    if (admin_kafka_create_topic(bootstrap, topic, 1, replication, true, err, errlen) != 0) {
+        log_error("admin publish: %s (will retry)", err);
+        p->dirty = true;
+    }
     p->topic = strdup(topic);
     p->bootstrap = strdup(bootstrap);
+    p->retry_ms = ADMIN_RECONCILE_RETRY_MS;
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     const char *props[][2] = {{"bootstrap.servers", bootstrap},
@@ -135,6 +162,12 @@ void admin_publisher_free(admin_publisher_t *p)
 {
     if (!p)
         return;
+    if (p->job) {
+        pthread_join(p->thread, NULL);
+        json_decref(p->job->want);
+        json_decref(p->job->diff);
+        free(p->job);
+    }
     if (p->rk) {
         if (rd_kafka_flush(p->rk, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
             log_warn("admin publish: %d records to %s not delivered at shutdown; the next "
@@ -268,9 +301,20 @@ static int admin_desired_add(admin_obj_t *o, void *arg)
     return 0;
 }
 
+static json_t *admin_desired_snapshot(admin_ctx_t *ctx)
+{
+    json_t *want = json_object();
+    for (int k = 0; k < ADMIN_KIND_COUNT; k++) {
+        admin_desired_t d = {ctx, (admin_kind_t)k, want};
+        admin_cache_foreach(&ctx->cache[k], admin_desired_add, &d);
+    }
+    return want;
+}
+
 /* Reads the whole topic (it is compacted: one record per live key plus recent history) into
  * key -> latest value text (JSON null for a tombstone). */
-static json_t *admin_read_topic(admin_publisher_t *p, int timeout_ms, char *err, size_t errlen)
+static json_t *admin_read_topic(const admin_publisher_t *p, int timeout_ms, char *err,
+                                size_t errlen)
 {
     char errstr[256], group[64];
     snprintf(group, sizeof(group), "ndd-admin-reconcile-%lld", (long long)admin_now_ms());
@@ -351,50 +395,103 @@ out:
     return seen;
 }
 
-int admin_reconcile(admin_publisher_t *p, admin_ctx_t *ctx, int timeout_ms, char *err,
-                    size_t errlen)
+/* Keys whose latest record differs from want: missing or different records, and live keys
+ * want does not have. Runs on any thread (touches only its arguments and a new consumer). */
+static json_t *admin_reconcile_diff(const admin_publisher_t *p, json_t *want, int timeout_ms,
+                                    char *err, size_t errlen)
 {
-    p->last_reconcile_ms = admin_now_ms();
-    /* Anything still queued must land before we compare. */
-    rd_kafka_flush(p->rk, timeout_ms);
     json_t *seen = admin_read_topic(p, timeout_ms, err, errlen);
     if (!seen)
-        return -1;
-    json_t *want = json_object();
-    for (int k = 0; k < ADMIN_KIND_COUNT; k++) {
-        admin_desired_t d = {ctx, (admin_kind_t)k, want};
-        admin_cache_foreach(&ctx->cache[k], admin_desired_add, &d);
-    }
-    p->dirty = false;
-    int produced = 0;
+        return NULL;
+    json_t *diff = json_array();
     const char *key;
     json_t *v;
     json_object_foreach(want, key, v)
     {
         json_t *have = json_object_get(seen, key);
-        if (have && json_is_string(have) &&
-            strcmp(json_string_value(have), json_string_value(v)) == 0)
-            continue;
-        if (admin_produce(p, key, json_string_value(v)) == 0)
-            produced++;
+        if (!have || !json_is_string(have) ||
+            strcmp(json_string_value(have), json_string_value(v)) != 0)
+            json_array_append_new(diff, json_string(key));
     }
     json_object_foreach(seen, key, v)
     {
-        if (json_is_null(v) || json_object_get(want, key))
-            continue;
+        if (!json_is_null(v) && !json_object_get(want, key))
+            json_array_append_new(diff, json_string(key));
+    }
+    json_decref(seen);
+    return diff;
+}
+
+/* On the event loop: republishes the current state of each key (tombstone when gone). */
+static int admin_reconcile_apply(admin_publisher_t *p, admin_ctx_t *ctx, json_t *diff)
+{
+    int produced = 0;
+    size_t i;
+    json_t *k;
+    json_array_foreach(diff, i, k)
+    {
+        const char *key = json_string_value(k);
+        const char *slash = strchr(key, '/');
+        char kname[32];
+        admin_kind_t kind;
+        if (!slash || (size_t)(slash - key) >= sizeof(kname))
+            goto tombstone;
+        memcpy(kname, key, (size_t)(slash - key));
+        kname[slash - key] = '\0';
+        if (admin_kind_from_name(kname, &kind) != 0)
+            goto tombstone;
+        admin_obj_t *o = admin_cache_get(&ctx->cache[kind], slash + 1);
+        if (!o)
+            goto tombstone;
+        log_debug("admin reconcile: republishing %s", key);
+        if (admin_publish(p, ctx, kind, o->id, o->json) == 0)
+            produced++;
+        continue;
+    tombstone:
+        /* A key the database does not have (or not of our shape): remove it. */
+        log_debug("admin reconcile: tombstoning %s", key);
         if (admin_produce(p, key, NULL) == 0)
             produced++;
     }
+    return produced;
+}
+
+int admin_reconcile(admin_publisher_t *p, admin_ctx_t *ctx, int timeout_ms, char *err,
+                    size_t errlen)
+{
+    /* Anything still queued must land before we compare. */
+    rd_kafka_flush(p->rk, timeout_ms);
+    json_t *want = admin_desired_snapshot(ctx);
+    json_t *diff = admin_reconcile_diff(p, want, timeout_ms, err, errlen);
     json_decref(want);
-    json_decref(seen);
+    if (!diff) {
+        p->dirty = true;
+        return -1;
+    }
+    p->dirty = false;
+    int produced = admin_reconcile_apply(p, ctx, diff);
+    json_decref(diff);
     if (rd_kafka_flush(p->rk, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         snprintf(err, errlen, "%d records to %s not delivered within %d ms",
                  rd_kafka_outq_len(p->rk), p->topic, timeout_ms);
         p->dirty = true;
         return -1;
     }
-    rd_kafka_poll(p->rk, 0);
     return p->dirty ? -1 : produced;
+}
+
+static void *admin_reconcile_thread(void *arg)
+{
+    admin_reconcile_job_t *job = arg;
+    if (admin_kafka_create_topic(job->p->bootstrap, job->p->topic, 1, job->p->replication, true,
+                                 job->err, sizeof(job->err)) != 0) {
+        atomic_store(&job->done, true);
+        return NULL;
+    }
+    job->diff = admin_reconcile_diff(job->p, job->want, ADMIN_RECONCILE_TIMEOUT_MS, job->err,
+                                     sizeof(job->err));
+    atomic_store(&job->done, true);
+    return NULL;
 }
 
 void admin_publisher_poll(admin_publisher_t *p, admin_ctx_t *ctx)
@@ -402,13 +499,46 @@ void admin_publisher_poll(admin_publisher_t *p, admin_ctx_t *ctx)
     if (!p)
         return;
     rd_kafka_poll(p->rk, 0);
-    if (p->dirty && admin_now_ms() - p->last_reconcile_ms >= ADMIN_RECONCILE_RETRY_MS) {
-        char err[256];
-        int n = admin_reconcile(p, ctx, 5000, err, sizeof(err));
-        if (n < 0)
-            log_error("admin publish: reconcile of %s failed: %s (retrying in %d ms)", p->topic,
-                      err, ADMIN_RECONCILE_RETRY_MS);
-        else
+    int64_t now = admin_now_ms();
+    if (p->job) {
+        if (!atomic_load(&p->job->done))
+            return;
+        pthread_join(p->thread, NULL);
+        admin_reconcile_job_t *job = p->job;
+        p->job = NULL;
+        if (job->diff) {
+            int n = admin_reconcile_apply(p, ctx, job->diff);
             log_info("admin publish: reconciled %s, %d records written", p->topic, n);
+            p->retry_ms = ADMIN_RECONCILE_RETRY_MS;
+        } else {
+            p->dirty = true;
+            p->retry_ms = p->retry_ms * 2 > ADMIN_RECONCILE_RETRY_MAX_MS
+                              ? ADMIN_RECONCILE_RETRY_MAX_MS
+                              : p->retry_ms * 2;
+            log_error("admin publish: reconcile of %s failed: %s (retrying in %lld ms)", p->topic,
+                      job->err, (long long)p->retry_ms);
+        }
+        p->next_reconcile_ms = now + p->retry_ms;
+        json_decref(job->want);
+        json_decref(job->diff);
+        free(job);
+        return;
     }
+    /* Wait for the queue to drain first: its delivery reports may mark us dirty again. */
+    if (!p->dirty || now < p->next_reconcile_ms || rd_kafka_outq_len(p->rk) > 0)
+        return;
+    admin_reconcile_job_t *job = calloc(1, sizeof(*job));
+    if (!job)
+        return;
+    job->p = p;
+    job->want = admin_desired_snapshot(ctx);
+    p->dirty = false;
+    if (pthread_create(&p->thread, NULL, admin_reconcile_thread, job) != 0) {
+        json_decref(job->want);
+        free(job);
+        p->dirty = true;
+        p->next_reconcile_ms = now + p->retry_ms;
+        return;
+    }
+    p->job = job;
 }

@@ -117,7 +117,6 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *autho
     const admin_route_t *route = NULL;
     bool path_known = false;
     char allow[64] = "";
-    ctx->requests_total++;
     for (size_t i = 0; i < n; i++) {
         if (!admin_route_match(routes[i].pattern, req_in->path, id, sizeof(id)))
             continue;
@@ -135,7 +134,7 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *autho
             admin_resp_errorf(resp, 405, "method not allowed", "", "allowed: %s", allow);
         else
             admin_resp_errorf(resp, 404, "not found", "", "no such resource: %s", req_in->path);
-        goto out;
+        return;
     }
     admin_req_t req = *req_in;
     if (!route->anonymous) {
@@ -143,17 +142,14 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *autho
         if (req.principal.role == ADMIN_ROLE_NONE) {
             admin_resp_errorf(resp, 401, "unauthorized", "",
                               "a valid API token is required (Authorization: Bearer <token>)");
-            goto out;
+            return;
         }
         if (route->write && req.principal.role != ADMIN_ROLE_ADMIN) {
             admin_resp_errorf(resp, 403, "forbidden", "",
                               "token \"%s\" has role %s; this request needs role admin",
                               req.principal.name, admin_role_name(req.principal.role));
-            goto out;
+            return;
         }
     }
-    route->handler(ctx, &req, id, NULL, resp);
-out:
-    if (resp->status >= 100 && resp->status < 600)
-        ctx->responses_by_class[resp->status / 100]++;
+    route->handler(ctx, &req, id, resp);
 }

@@ -58,8 +58,7 @@ static void admin_send_object(admin_resp_t *resp, int status, const admin_obj_t 
     admin_set_etag(resp, o->version);
 }
 
-void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                 admin_resp_t *resp)
+void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     admin_kind_t kind;
     if (admin_req_kind(req, &kind) != 0) {
@@ -117,8 +116,7 @@ static int admin_query_int(const admin_req_t *req, const char *key, long def, lo
     return 0;
 }
 
-void admin_h_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                  admin_resp_t *resp)
+void admin_h_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     admin_kind_t kind;
     if (admin_req_kind(req, &kind) != 0) {
@@ -228,7 +226,7 @@ static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     json_decref(body);
     if (rc != 0) {
         if (err.status == 503)
-            ctx->db_errors_total++;
+            ctx->db_unavailable_total++;
         admin_resp_error(resp, &err);
         return;
     }
@@ -259,26 +257,22 @@ static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     json_decref(out);
 }
 
-void admin_h_create(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                    admin_resp_t *resp)
+void admin_h_create(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     admin_write(ctx, req, NULL, "create", resp);
 }
 
-void admin_h_replace(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                     admin_resp_t *resp)
+void admin_h_replace(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     admin_write(ctx, req, id, "replace", resp);
 }
 
-void admin_h_patch(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                   admin_resp_t *resp)
+void admin_h_patch(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     admin_write(ctx, req, id, "patch", resp);
 }
 
-void admin_h_delete(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                    admin_resp_t *resp)
+void admin_h_delete(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     admin_write(ctx, req, id, "delete", resp);
 }

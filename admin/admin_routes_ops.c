@@ -34,8 +34,7 @@ static int admin_limit(const admin_req_t *req, int def, int *out, admin_resp_t *
     return 0;
 }
 
-void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                    admin_resp_t *resp)
+void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     json_t *st = ctx->events ? admin_events_status(ctx->events, admin_now_ms())
                              : json_pack("{s:[],s:[]}", "workers", "feeds");
@@ -51,7 +50,7 @@ static int admin_need_db(admin_ctx_t *ctx, admin_resp_t *resp)
     return -1;
 }
 
-void admin_h_alarms_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+void admin_h_alarms_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                          admin_resp_t *resp)
 {
     char state[16], type[64], severity[16];
@@ -76,7 +75,7 @@ void admin_h_alarms_list(admin_ctx_t *ctx, const admin_req_t *req, const char *i
     admin_resp_json(resp, 200, j);
 }
 
-void admin_h_alarms_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+void admin_h_alarms_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         admin_resp_t *resp)
 {
     int64_t n;
@@ -95,7 +94,7 @@ void admin_h_alarms_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     admin_resp_json(resp, 200, j);
 }
 
-void admin_h_alarms_ack(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+void admin_h_alarms_ack(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         admin_resp_t *resp)
 {
     int64_t n;
@@ -114,7 +113,7 @@ void admin_h_alarms_ack(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     admin_resp_json(resp, 200, j);
 }
 
-void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
+void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         admin_resp_t *resp)
 {
     char kind[32], object_id[160], before[24];
@@ -146,8 +145,7 @@ void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     admin_resp_json(resp, 200, j);
 }
 
-void admin_h_audit_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, const char *sub,
-                       admin_resp_t *resp)
+void admin_h_audit_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     int64_t n;
     if (admin_need_db(ctx, resp))

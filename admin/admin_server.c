@@ -74,6 +74,11 @@ static double admin_metric_publish_failed(void *arg)
     return (double)admin_publisher_failed(((admin_server_t *)arg)->ctx.pub);
 }
 
+static double admin_metric_db_unavailable(void *arg)
+{
+    return (double)((admin_server_t *)arg)->ctx.db_unavailable_total;
+}
+
 static void admin_metrics_setup(admin_server_t *srv)
 {
     metrics_registry_t *r = metrics_default_registry();
@@ -103,6 +108,12 @@ static void admin_metrics_setup(admin_server_t *srv)
     metrics_counter_t *c = pf ? metrics_counter_labels(pf) : NULL;
     if (c)
         metrics_child_set_callback(c, admin_metric_publish_failed, srv);
+    metrics_family_t *du =
+        metrics_counter_new(r, "ndd_admin_db_unavailable_total",
+                            "Writes refused with 503: PostgreSQL unreachable", NULL);
+    c = du ? metrics_counter_labels(du) : NULL;
+    if (c)
+        metrics_child_set_callback(c, admin_metric_db_unavailable, srv);
     httpd_set_metrics(srv->httpd, r);
 }
 
@@ -206,7 +217,16 @@ int admin_serve(const admin_settings_t *s)
             goto out;
         }
     }
-    srv.base = event_base_new();
+    /* The changelist coalesces evhttp's enable/disable of read and write events within one
+     * loop turn: about a fifth less CPU per read (docs/api.md, bench/admin). */
+    struct event_config *ecfg = event_config_new();
+    if (ecfg)
+        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    srv.base = ecfg ? event_base_new_with_config(ecfg) : NULL;
+    if (ecfg)
+        event_config_free(ecfg);
+    if (!srv.base)
+        srv.base = event_base_new();
     httpd_options_t ho = {.bind_addr = s->listen,
                           .port = s->port,
                           .ssl_ctx = ssl,

@@ -92,6 +92,9 @@ struct agg_worker {
     bool paused;
     int64_t blocked_since_ms;
     int64_t pause_logged_ms;
+    bool backlog;         /* the last poll filled its room: more is probably waiting */
+    int64_t dry_since_ms; /* since when polls return nothing after a backlog */
+    uint64_t kicks;
     bool fatal;
     agg_stats_t st;
     agg_metrics_t m;
@@ -885,6 +888,32 @@ fail:
     return NULL;
 }
 
+/* librdkafka 2.0.2 stops fetching for up to a second once its prefetch queue was full
+ * (kafka_consumer_kick). When full polls were coming and the queue then stays dry for
+ * AGG_DRY_MS, the broker still has a backlog that librdkafka is not fetching: wake it. */
+#define AGG_DRY_MS 3
+static void agg_kick_if_starved(agg_worker_t *w, size_t got, uint32_t room)
+{
+    if (got >= room) {
+        w->backlog = true;
+        w->dry_since_ms = 0;
+        return;
+    }
+    if (got > 0 || !w->backlog)
+        return;
+    int64_t now = agg_now_ms();
+    if (!w->dry_since_ms) {
+        w->dry_since_ms = now;
+        return;
+    }
+    if (now - w->dry_since_ms >= AGG_DRY_MS) {
+        kafka_consumer_kick(w->consumer, 200);
+        w->kicks++;
+        w->backlog = false;
+        w->dry_since_ms = 0;
+    }
+}
+
 /* Each consumed message enters the FIFO with the epoch of its partition at that moment
  * (poll_each hands it over before a later rebalance callback can change the epoch). */
 static void agg_on_message(void *owner, rd_kafka_message_t *m)
@@ -925,7 +954,8 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
         if (room > 0) {
             /* With records in flight, come back soon for their acknowledgements. */
             int timeout = agg_inflight(w) > 0 ? 1 : 100;
-            kafka_consumer_poll_each(w->consumer, room, timeout, agg_on_message, w);
+            size_t got = kafka_consumer_poll_each(w->consumer, room, timeout, agg_on_message, w);
+            agg_kick_if_starved(w, got, room);
             agg_process_fifo(w);
             continue;
         }

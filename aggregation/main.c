@@ -101,6 +101,10 @@ int main(int argc, char **argv)
      * bounded because what it holds is bounded (in-flight records, librdkafka queues). */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    /* One arena: librdkafka's threads each got their own, and each kept its own free memory
+     * (peak RSS 93 -> 75 MiB in the benchmark, CPU unchanged within noise; per-thread caches
+     * still serve the small allocations without the arena lock). */
+    mallopt(M_ARENA_MAX, 1);
     char err[1024];
     config_t *cfg = config_load(agg_specs, AGG_NSPECS, argc, argv, err, sizeof(err));
     if (!cfg) {

@@ -730,15 +730,25 @@ static int load_env(config_t *cfg, char *const *envp, char *err, size_t errlen)
         size_t n = (size_t)(eq - *e);
         memcpy(name, *e, n);
         name[n] = '\0';
-        /* A declared kafka.* spec was read above under its own name. */
+        /* A declared setting whose environment name this is (kafka.x, kafka-x) was read
+         * above under its own name: it is not a librdkafka property. */
+        bool declared = false;
+        for (size_t i = 0; i < cfg->nspecs && !declared; i++) {
+            char own[CONFIG_KEY_MAX + 16];
+            if (config_env_name(cfg->specs[i].key, own, sizeof own - 5) == 0) {
+                declared = strcmp(own, name) == 0;
+                strcat(own, "_FILE");
+                declared |= (cfg->specs[i].flags & CONFIG_F_SECRET) && strcmp(own, name) == 0;
+            }
+        }
+        if (declared)
+            continue;
         char key[CONFIG_KEY_MAX + 8] = "kafka.";
         size_t k = 6;
         bool file = n > 15 && strcmp(name + n - 5, "_FILE") == 0;
         for (size_t i = 10; i < n - (file ? 5 : 0); i++)
             key[k++] = name[i] == '_' ? '.' : (char)tolower((unsigned char)name[i]);
         key[k] = '\0';
-        if (find_spec(cfg, key, strlen(key), NULL))
-            continue;
         if (file)
             strcat(key, "_file");
         snprintf(origin, sizeof origin, "env %s", name);

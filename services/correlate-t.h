@@ -47,7 +47,13 @@ typedef struct correlate_config {
     uint32_t max_partitions; /* partition ids 0..max-1 accepted; 0: 4096 */
     bool preallocate;        /* allocate max_open slots when a partition is first seen
                                 (instead of CORRELATE_CHUNK_SLOTS at a time) */
-    bool expect_set;         /* false: defaults (SCP, SEPP proxy; the others endpoint) */
+    /* Keep each emitted transaction in its partition's low-water mark until the caller
+     * confirms with correlate_ack(x->ticket) that its xDR was written (delivery report), so
+     * offsets are never stored past an xDR still in flight. */
+    bool hold_until_ack;
+    uint32_t max_held; /* held xDRs per partition (extra slots); 0: max_open. When full, an
+                          xDR is emitted with ticket 0 (not held) and counted as unheld. */
+    bool expect_set;   /* false: defaults (SCP, SEPP proxy; the others endpoint) */
     correlate_expect_t expect[CODEC_NF__COUNT];
     xdr_subscriber_opts_t subscriber; /* zero: path and body, 4096 bytes of body */
     bool subscriber_set;              /* false: use the default above */
@@ -64,6 +70,9 @@ typedef struct correlate_stats {
     uint64_t handed_over;  /* open transactions dropped by a CORRELATE_DRAIN_HANDOVER */
     uint64_t truncated;    /* xDRs whose text did not fit the slot */
     uint64_t open;         /* open transactions now, all partitions */
+    uint64_t held;         /* emitted xDRs waiting for correlate_ack, all partitions */
+    uint64_t unheld;       /* xDRs emitted without a ticket because max_held was reached */
+    uint64_t stale_acks;   /* correlate_ack calls with an unknown or old ticket */
     uint64_t partitions;   /* partitions with a table now */
     uint64_t memory_bytes; /* bytes allocated for tables now */
 } correlate_stats_t;

@@ -8,6 +8,8 @@
 #include "log.h"
 
 #define CORR_NIL UINT32_MAX
+#define CORR_OPEN 0
+#define CORR_HELD 1 /* emitted, in the FIFO (low-water mark) until correlate_ack */
 #define CORR_ABSENT UINT16_MAX
 #define CORR_NO_BYTES UINT32_MAX
 #define CORR_MAX_STR_AREA 4096u
@@ -26,14 +28,15 @@
 typedef struct corr_slot {
     uint32_t prev, next; /* FIFO links; next is also the free-list link */
     uint32_t hash;
-    uint32_t dups;
+    uint16_t dups; /* saturates */
+    uint16_t gen;  /* bumped when the slot is freed: stale tickets do not match */
     uint32_t req_bytes, resp_bytes;
     uint16_t str_used;
     uint16_t status;
     uint8_t seen;
     uint8_t nf;
     uint8_t flags;
-    uint8_t pad;
+    uint8_t state; /* CORR_OPEN or CORR_HELD */
     int64_t first_offset;
     int64_t opened_us;
     int64_t ts[4]; /* by codec_trigger_t - 1 */
@@ -46,7 +49,9 @@ typedef struct corr_part {
     int32_t id;
     uint32_t active_pos; /* index in correlate_t.active */
     uint32_t open;
-    uint32_t head, tail; /* oldest, newest */
+    uint32_t held;
+    uint16_t epoch;      /* of this table's life: tickets from before a drain do not match */
+    uint32_t head, tail; /* oldest, newest (open and held, in arrival order) */
     uint32_t free_head;
     uint32_t n_slots; /* slots allocated (all chunks) */
     uint32_t n_chunks;
@@ -60,7 +65,9 @@ typedef struct corr_part {
 
 struct correlate {
     correlate_config_t cfg;
-    size_t stride; /* bytes per slot */
+    size_t stride;      /* bytes per slot */
+    uint32_t cap_slots; /* per partition: max_open (+ max_held) */
+    uint16_t next_epoch;
     corr_part_t **parts;
     int32_t *active;
     uint32_t n_active;
@@ -122,6 +129,10 @@ correlate_t *correlate_new(const correlate_config_t *cfg, char *err, size_t errl
         k.str_area = CORRELATE_DEFAULT_STR_AREA;
     if (!k.max_partitions)
         k.max_partitions = CORRELATE_DEFAULT_MAX_PARTITIONS;
+    if (!k.max_held)
+        k.max_held = k.max_open;
+    if (!k.hold_until_ack)
+        k.max_held = 0;
     if (!k.expect_set) {
         for (int i = 0; i < CODEC_NF__COUNT; i++)
             k.expect[i] = CORRELATE_EXPECT_ENDPOINT;
@@ -138,7 +149,7 @@ correlate_t *correlate_new(const correlate_config_t *cfg, char *err, size_t errl
         snprintf(err, errlen, "correlation: timeout must be positive");
         return NULL;
     }
-    if (k.max_open > (1u << 30)) {
+    if (k.max_open > (1u << 30) || k.max_held > (1u << 30)) {
         snprintf(err, errlen, "correlation: max open transactions %u above %u per partition",
                  k.max_open, 1u << 30);
         return NULL;
@@ -168,6 +179,8 @@ correlate_t *correlate_new(const correlate_config_t *cfg, char *err, size_t errl
         return NULL;
     }
     c->cfg = k;
+    c->cap_slots = k.max_open + k.max_held;
+    c->next_epoch = 1;
     c->stride = (sizeof(corr_slot_t) + k.str_area + 7) & ~(size_t)7;
     c->st.memory_bytes = k.max_partitions * (sizeof *c->parts + sizeof *c->active);
     return c;
@@ -180,7 +193,7 @@ static void part_free(correlate_t *c, corr_part_t *p)
     c->st.memory_bytes -= (uint64_t)p->n_slots * c->stride;
     c->st.memory_bytes -= (uint64_t)(p->index_mask + 1) * sizeof *p->index;
     c->st.memory_bytes -=
-        sizeof *p + (uint64_t)(c->cfg.max_open / p->chunk_slots + 1) * sizeof(uint8_t *);
+        sizeof *p + (uint64_t)(c->cap_slots / p->chunk_slots + 1) * sizeof(uint8_t *);
     free(p->chunks);
     free(p->index);
     free(p);
@@ -208,11 +221,14 @@ static corr_part_t *part_get(correlate_t *c, int32_t id, bool create)
     if (!p)
         return NULL;
     p->id = id;
+    p->epoch = c->next_epoch++;
+    if (!c->next_epoch)
+        c->next_epoch = 1; /* tickets are never 0 */
     p->head = p->tail = p->free_head = CORR_NIL;
-    p->chunk_slots = c->cfg.preallocate ? c->cfg.max_open : CORRELATE_CHUNK_SLOTS;
-    if (p->chunk_slots > c->cfg.max_open)
-        p->chunk_slots = c->cfg.max_open;
-    uint32_t max_chunks = c->cfg.max_open / p->chunk_slots + 1;
+    p->chunk_slots = c->cfg.preallocate ? c->cap_slots : CORRELATE_CHUNK_SLOTS;
+    if (p->chunk_slots > c->cap_slots)
+        p->chunk_slots = c->cap_slots;
+    uint32_t max_chunks = c->cap_slots / p->chunk_slots + 1;
     p->chunks = calloc(max_chunks, sizeof *p->chunks);
     p->index_max = pow2_at_least(2 * (uint64_t)c->cfg.max_open);
     uint32_t cap = pow2_at_least(2 * (uint64_t)p->chunk_slots);
@@ -314,11 +330,11 @@ static int index_grow(correlate_t *c, corr_part_t *p)
 static uint32_t slot_alloc(correlate_t *c, corr_part_t *p)
 {
     if (p->free_head == CORR_NIL) {
-        if (p->n_slots >= c->cfg.max_open)
+        if (p->n_slots >= c->cap_slots)
             return CORR_NIL;
         uint32_t n = p->chunk_slots;
-        if (n > c->cfg.max_open - p->n_slots)
-            n = c->cfg.max_open - p->n_slots;
+        if (n > c->cap_slots - p->n_slots)
+            n = c->cap_slots - p->n_slots;
         uint8_t *chunk = malloc((size_t)n * c->stride);
         if (!chunk)
             return CORR_NIL;
@@ -348,6 +364,25 @@ static void fifo_unlink(correlate_t *c, corr_part_t *p, corr_slot_t *s)
         p->tail = s->prev;
 }
 
+static void slot_free(correlate_t *c, corr_part_t *p, uint32_t si)
+{
+    corr_slot_t *s = slot_at(c, p, si);
+    fifo_unlink(c, p, s);
+    s->gen++;
+    s->state = CORR_OPEN;
+    s->next = p->free_head;
+    p->free_head = si;
+}
+
+/* Oldest transaction still open (held ones are skipped: at most max_held of them). */
+static uint32_t oldest_open(const correlate_t *c, const corr_part_t *p)
+{
+    uint32_t si = p->head;
+    while (si != CORR_NIL && slot_at(c, p, si)->state == CORR_HELD)
+        si = slot_at(c, p, si)->next;
+    return si;
+}
+
 static uint8_t expected_copies(const correlate_t *c, const corr_slot_t *s)
 {
     if (c->cfg.expect[s->nf] == CORRELATE_EXPECT_PROXY)
@@ -365,7 +400,8 @@ static int64_t slot_ts(const corr_slot_t *s, codec_trigger_t t)
     return (s->seen & (1u << t)) ? s->ts[t - 1] : XDR_NONE;
 }
 
-/* Emits the slot's xDR and frees the slot. */
+/* Emits the slot's xDR, then frees the slot or, with hold_until_ack, keeps it in the FIFO
+ * (so in the low-water mark) until correlate_ack. */
 static void slot_finish(correlate_t *c, corr_part_t *p, uint32_t si, xdr_completion_t how)
 {
     corr_slot_t *s = slot_at(c, p, si);
@@ -393,17 +429,30 @@ static void slot_finish(correlate_t *c, corr_part_t *p, uint32_t si, xdr_complet
     x->partition = p->id;
     x->first_offset = s->first_offset;
 
+    /* A revoked xDR is not held: its partition's table is about to go. */
+    bool hold = c->cfg.hold_until_ack && how != XDR_REVOKED;
+    if (hold && p->held >= c->cfg.max_held) {
+        hold = false;
+        c->st.unheld++;
+    }
+    x->ticket = hold ? ((uint64_t)p->epoch << 48) | ((uint64_t)s->gen << 32) | si : 0;
+
     c->st.emitted[how]++;
     if (s->flags & XDR_FLAG_TRUNCATED)
         c->st.truncated++;
     c->cfg.emit(c->cfg.opaque, x);
 
-    fifo_unlink(c, p, s);
+    /* Out of the index either way: a later copy with the same id opens a new transaction. */
     index_del(p, s->hash, si);
-    s->next = p->free_head;
-    p->free_head = si;
     p->open--;
     c->st.open--;
+    if (hold) {
+        s->state = CORR_HELD;
+        p->held++;
+        c->st.held++;
+    } else {
+        slot_free(c, p, si);
+    }
 }
 
 /* ---- text fields ---- */
@@ -512,7 +561,7 @@ int correlate_add(correlate_t *c, const codec_msg_t *m, int32_t partition, int64
     corr_slot_t *s;
     if (si == CORR_NIL) {
         if (p->open >= c->cfg.max_open)
-            slot_finish(c, p, p->head, XDR_EVICTED); /* oldest first, never dropped */
+            slot_finish(c, p, oldest_open(c, p), XDR_EVICTED); /* oldest first, never dropped */
         if ((uint64_t)(p->open + 1) * 2 > (uint64_t)p->index_mask + 1 &&
             p->index_mask + 1 < p->index_max && index_grow(c, p) != 0) {
             c->st.rejected++;
@@ -524,7 +573,9 @@ int correlate_add(correlate_t *c, const codec_msg_t *m, int32_t partition, int64
             return -1;
         }
         s = slot_at(c, p, si);
+        uint16_t gen = s->gen;
         memset(s, 0, sizeof *s);
+        s->gen = gen;
         for (int i = 0; i < XDR_S__COUNT; i++)
             s->off[i] = CORR_ABSENT;
         s->hash = h;
@@ -553,7 +604,8 @@ int correlate_add(correlate_t *c, const codec_msg_t *m, int32_t partition, int64
 
     uint8_t bit = (uint8_t)(1u << m->trigger);
     if (s->seen & bit) {
-        s->dups++;
+        if (s->dups < UINT16_MAX)
+            s->dups++;
         c->st.duplicates++;
         return 0;
     }
@@ -581,10 +633,17 @@ size_t correlate_expire(correlate_t *c, int64_t now_us)
     size_t n = 0;
     for (uint32_t i = 0; i < c->n_active; i++) {
         corr_part_t *p = c->parts[c->active[i]];
-        while (p->head != CORR_NIL &&
-               now_us - slot_at(c, p, p->head)->opened_us >= c->cfg.timeout_us) {
-            slot_finish(c, p, p->head, XDR_TIMEOUT);
-            n++;
+        uint32_t si = p->head;
+        while (si != CORR_NIL) {
+            corr_slot_t *s = slot_at(c, p, si);
+            uint32_t next = s->next; /* slot_finish may unlink s, never next */
+            if (s->state == CORR_OPEN) {
+                if (now_us - s->opened_us < c->cfg.timeout_us)
+                    break; /* arrival order: every later one is younger */
+                slot_finish(c, p, si, XDR_TIMEOUT);
+                n++;
+            }
+            si = next;
         }
     }
     return n;
@@ -606,6 +665,27 @@ int64_t correlate_committable(const correlate_t *c, int32_t partition, int64_t n
     return (lw >= 0 && lw < next_offset) ? lw : next_offset;
 }
 
+int correlate_ack(correlate_t *c, int32_t partition, uint64_t ticket)
+{
+    if (!ticket)
+        return 0;
+    corr_part_t *p = part_get(c, partition, false);
+    uint32_t si = (uint32_t)ticket;
+    if (!p || (uint16_t)(ticket >> 48) != p->epoch || si >= p->n_slots) {
+        c->st.stale_acks++;
+        return -1;
+    }
+    corr_slot_t *s = slot_at(c, p, si);
+    if (s->state != CORR_HELD || s->gen != (uint16_t)(ticket >> 32)) {
+        c->st.stale_acks++;
+        return -1;
+    }
+    slot_free(c, p, si);
+    p->held--;
+    c->st.held--;
+    return 0;
+}
+
 size_t correlate_drain_partition(correlate_t *c, int32_t partition, correlate_drain_t mode)
 {
     corr_part_t *p = part_get(c, partition, false);
@@ -613,12 +693,16 @@ size_t correlate_drain_partition(correlate_t *c, int32_t partition, correlate_dr
         return 0;
     size_t n = p->open;
     if (mode == CORRELATE_DRAIN_EMIT) {
-        while (p->head != CORR_NIL)
-            slot_finish(c, p, p->head, XDR_REVOKED);
+        uint32_t si;
+        while ((si = oldest_open(c, p)) != CORR_NIL)
+            slot_finish(c, p, si, XDR_REVOKED);
     } else {
         c->st.handed_over += p->open;
         c->st.open -= p->open;
     }
+    /* Held xDRs are forgotten: their late acks are stale, and the offsets stored so far are
+     * below them, so the next owner re-reads their copies if they never got written. */
+    c->st.held -= p->held;
     uint32_t pos = p->active_pos;
     c->active[pos] = c->active[--c->n_active];
     c->parts[c->active[pos]]->active_pos = pos;
@@ -665,7 +749,7 @@ typedef struct corr_metrics_entry {
 
 struct correlate_metrics {
     metrics_family_t *txn, *lat, *missing;
-    metrics_gauge_t *open;
+    metrics_gauge_t *open, *held;
     metrics_counter_t *dups, *handed;
     uint64_t last_dups, last_handed;
     metrics_counter_t *missing_c[CODEC_NF__COUNT][CODEC_TRIGGER__COUNT];
@@ -690,14 +774,18 @@ correlate_metrics_t *correlate_metrics_new(metrics_registry_t *r, const char *nf
                                      "nf_type,trigger_point");
     metrics_family_t *open = metrics_gauge_new(r, "ndd_correlation_open_transactions",
                                                "Transactions waiting for copies", "nf_type");
+    metrics_family_t *held = metrics_gauge_new(
+        r, "ndd_correlation_unacknowledged_xdrs",
+        "Emitted xDRs whose produce is not acknowledged yet (hold_until_ack)", "nf_type");
     metrics_family_t *dups =
         metrics_counter_new(r, "ndd_correlation_duplicate_copies_total",
                             "Copies of a trigger point seen twice (replays)", "nf_type");
     metrics_family_t *handed = metrics_counter_new(
         r, "ndd_correlation_handed_over_total",
         "Open transactions left to the next partition owner on rebalance", "nf_type");
-    if (!m->txn || !m->lat || !m->missing || !open || !dups || !handed ||
+    if (!m->txn || !m->lat || !m->missing || !open || !dups || !handed || !held ||
         !(m->open = metrics_gauge_labels(open, nf_label)) ||
+        !(m->held = metrics_gauge_labels(held, nf_label)) ||
         !(m->dups = metrics_counter_labels(dups, nf_label)) ||
         !(m->handed = metrics_counter_labels(handed, nf_label))) {
         free(m);
@@ -781,6 +869,7 @@ void correlate_metrics_observe(correlate_metrics_t *m, const xdr_t *x)
 void correlate_metrics_update(correlate_metrics_t *m, const correlate_t *c)
 {
     metrics_gauge_set(m->open, (double)c->st.open);
+    metrics_gauge_set(m->held, (double)c->st.held);
     metrics_counter_add(m->dups, c->st.duplicates - m->last_dups);
     m->last_dups = c->st.duplicates;
     metrics_counter_add(m->handed, c->st.handed_over - m->last_handed);

@@ -2,15 +2,16 @@
  * same partition) and emits one xDR per transaction. Design and guarantees: docs/xdr.md.
  *
  * Per partition: an open-addressing hash index (linear probing, backward-shift delete) over
- * preallocated slots, plus an intrusive FIFO of open transactions in arrival order, which is
- * at once the timeout order, the eviction order and the offset order. Every operation is O(1)
+ * preallocated slots, plus an intrusive FIFO of open transactions (and of emitted xDRs not yet
+ * acknowledged, with hold_until_ack) in arrival order, which is at once the timeout order, the
+ * eviction order and the offset order. Every operation is O(1)
  * (expiry O(1) per expired transaction); no allocation per copy; bodies are never kept.
  *
  * Typical consume loop:
  *   correlate_add(c, &msg, rkm->partition, rkm->offset, now_us);   // may emit xDRs
  *   correlate_expire(c, now_us);                                     // once per poll
- *   store offset min(next_offset, correlate_low_water(c, partition)) after the emitted
- *   xDRs were acknowledged by the producer (docs/xdr.md, "Offsets and crashes");
+ *   store offset correlate_committable(c, partition, next_offset); with hold_until_ack the
+ *   emitted xDRs keep that mark down until correlate_ack (docs/xdr.md, "Offsets");
  *   on revoke: correlate_drain_partition(c, p, CORRELATE_DRAIN_HANDOVER). */
 #ifndef NDD_CORRELATE_H
 #define NDD_CORRELATE_H
@@ -43,6 +44,12 @@ int64_t correlate_low_water(const correlate_t *c, int32_t partition);
  * min(next_offset, low water). */
 int64_t correlate_committable(const correlate_t *c, int32_t partition, int64_t next_offset);
 
+/* Releases an xDR held by hold_until_ack (ticket from the emitted xdr_t, partition its
+ * x->partition): from now on the low-water mark may pass it. Call it from the delivery report
+ * of the XDR produce. Returns 0, or -1 for a ticket that is unknown, already acknowledged, or
+ * from before a drain of the partition (counted in stale_acks). Ticket 0 is a no-op. */
+int correlate_ack(correlate_t *c, int32_t partition, uint64_t ticket);
+
 /* Drains one partition (rebalance: revoked or lost) and frees its table. Returns how many
  * open transactions it had. */
 size_t correlate_drain_partition(correlate_t *c, int32_t partition, correlate_drain_t mode);
@@ -60,6 +67,7 @@ size_t correlate_slot_bytes(const correlate_config_t *cfg);
  * ndd_xdr_latency_seconds{nf_type,service,side}        histogram (side rx|tx)
  * ndd_xdr_missing_copies_total{nf_type,trigger_point}
  * ndd_correlation_open_transactions{nf_type}           gauge (correlate_metrics_update)
+ * ndd_correlation_unacknowledged_xdrs{nf_type}         gauge (correlate_metrics_update)
  * ndd_correlation_duplicate_copies_total{nf_type}, ndd_correlation_handed_over_total{nf_type}
  * Label sets are bounded by the registry (overflow child) and cached here, so observing an
  * xDR costs no lock once its label set was seen. */

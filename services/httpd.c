@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ struct httpd {
     uint16_t port;
     SSL_CTX *ssl_ctx;
     size_t max_conn;
-    size_t nconn;
+    _Atomic size_t nconn; /* written on the server thread, read by httpd_connections() */
     bool listener_paused;
     bool freeing;
     metrics_registry_t *reg;
@@ -166,8 +167,14 @@ void httpd_reply(httpd_req_t *req, int status, const char *content_type, const v
     struct evbuffer *out = evbuffer_new();
     if (content_type)
         httpd_resp_header(req, "Content-Type", content_type);
-    if (out && len)
+    if (strcmp(req->method, "HEAD") == 0) {
+        /* libevent 2.1 would send the body after a HEAD response: send only its length */
+        char cl[32];
+        snprintf(cl, sizeof cl, "%zu", len);
+        httpd_resp_header(req, "Content-Length", cl);
+    } else if (out && len) {
         evbuffer_add(out, body, len);
+    }
     evhttp_send_reply(req->ev, status, NULL, out);
     if (out)
         evbuffer_free(out);
@@ -559,6 +566,11 @@ void httpd_free(httpd_t *h)
     buf_free(&h->scrape);
     pthread_mutex_destroy(&h->mu);
     free(h);
+}
+
+size_t httpd_connections(const httpd_t *h)
+{
+    return h ? atomic_load(&((httpd_t *)h)->nconn) : 0;
 }
 
 uint16_t httpd_port(const httpd_t *h)

@@ -58,6 +58,8 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
                       size_t errlen);
 void httpd_free(httpd_t *h);
 uint16_t httpd_port(const httpd_t *h);
+/* Connections open now (any thread). */
+size_t httpd_connections(const httpd_t *h);
 
 void httpd_set_metrics(httpd_t *h, metrics_registry_t *reg);
 /* Thread-safe. Not ready by default; the reason is served in the 503 body. */

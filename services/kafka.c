@@ -564,6 +564,21 @@ int kafka_consumer_resume(kafka_consumer_t *c, const char *topic, int32_t partit
     return kafka_consumer_pause_one(c, topic, partition, false);
 }
 
+int kafka_consumer_kick(kafka_consumer_t *c, int timeout_ms)
+{
+    rd_kafka_topic_partition_list_t *a = NULL;
+    if (rd_kafka_assignment(c->rk, &a))
+        return -1;
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (a->cnt > 0) {
+        for (int i = 0; i < a->cnt; i++)
+            a->elems[i].offset = RD_KAFKA_OFFSET_END; /* "latest": cheapest lookup */
+        e = rd_kafka_offsets_for_times(c->rk, a, timeout_ms);
+    }
+    rd_kafka_topic_partition_list_destroy(a);
+    return e ? -1 : 0;
+}
+
 bool kafka_consumer_paused(const kafka_consumer_t *c)
 {
     return c->paused;

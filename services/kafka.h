@@ -159,6 +159,13 @@ int kafka_consumer_resume_all(kafka_consumer_t *c);
 int kafka_consumer_pause(kafka_consumer_t *c, const char *topic, int32_t partition);
 int kafka_consumer_resume(kafka_consumer_t *c, const char *topic, int32_t partition);
 bool kafka_consumer_paused(const kafka_consumer_t *c);
+/* Wakes librdkafka's fetchers. librdkafka 2.0.2 stops fetching a partition once its prefetch
+ * queue passed queued.max.messages.kbytes and looks again only when its broker thread wakes,
+ * up to a second later (fetch.queue.backoff.ms arrived in 2.1). An application faster than
+ * that second then idles. A ListOffsets request (offsets-for-times of the assignment, one
+ * request per leader, timeout_ms at most) makes each leader's broker thread run, and it then
+ * fetches again at once. Call it when the queue ran dry while a backlog is known to exist. */
+int kafka_consumer_kick(kafka_consumer_t *c, int timeout_ms);
 /* Synchronous commit of the stored offsets of the current assignment. 0 also when there was
  * nothing to commit. */
 int kafka_consumer_commit(kafka_consumer_t *c);

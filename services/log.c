@@ -2,6 +2,7 @@
  * single fwrite so lines from different threads never interleave. */
 #include "log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,13 +15,18 @@ static const char *const level_names[] = {"debug", "info", "warn", "error", "off
 static _Atomic int g_level = LOG_LEVEL_INFO;
 static _Atomic int g_json;
 static char g_program[64] = "ndd";
-static FILE *g_stream;
+static FILE *_Atomic g_stream;
+/* Serialises the write of a line (and program-name updates). stdio's own FILE lock would do
+ * for interleaving, but it is invisible to ThreadSanitizer, and this is not a hot path. */
+static pthread_mutex_t g_write_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void log_setup(const char *program, log_level_t level, int json_lines)
 {
     if (program) {
         const char *slash = strrchr(program, '/');
+        pthread_mutex_lock(&g_write_mu);
         snprintf(g_program, sizeof g_program, "%s", slash ? slash + 1 : program);
+        pthread_mutex_unlock(&g_write_mu);
     }
     atomic_store(&g_level, (int)level);
     atomic_store(&g_json, json_lines ? 1 : 0);
@@ -44,7 +50,9 @@ log_level_t log_get_level(void)
 
 void log_set_stream(void *file)
 {
-    g_stream = file;
+    pthread_mutex_lock(&g_write_mu);
+    atomic_store(&g_stream, (FILE *)file);
+    pthread_mutex_unlock(&g_write_mu);
 }
 
 /* JSON string body into dst; returns bytes written (never past cap - 1). */
@@ -118,6 +126,7 @@ void log_write(log_level_t level, const char *file, int line, const char *fmt, .
 
     char out[5000];
     int n;
+    pthread_mutex_lock(&g_write_mu);
     if (atomic_load_explicit(&g_json, memory_order_relaxed)) {
         char esc[4200], prog[200], src[200];
         json_escape(esc, sizeof esc, msg);
@@ -131,15 +140,18 @@ void log_write(log_level_t level, const char *file, int line, const char *fmt, .
         n = snprintf(out, sizeof out, "%s %-5s %s %s:%d %s\n", when, level_names[level], g_program,
                      base, line, msg);
     }
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof out) {
-        n = (int)sizeof out - 1;
-        out[n - 1] = '\n';
+    if (n >= 0) {
+        if ((size_t)n >= sizeof out) {
+            n = (int)sizeof out - 1;
+            out[n - 1] = '\n';
+        }
+        FILE *f = atomic_load(&g_stream);
+        if (!f)
+            f = stderr;
+        fwrite(out, 1, (size_t)n, f);
+        fflush(f);
     }
-    FILE *f = g_stream ? g_stream : stderr;
-    fwrite(out, 1, (size_t)n, f);
-    fflush(f);
+    pthread_mutex_unlock(&g_write_mu);
 }
 
 /* A key names a secret when it contains password/passwd/secret/token anywhere

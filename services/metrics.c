@@ -162,6 +162,71 @@ fail:
     return -1;
 }
 
+/* ---- label values ---- */
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one (overlong forms,
+ * surrogates and code points past U+10FFFF are invalid). */
+static size_t utf8_seq(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+            return 0;
+        if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0))
+            return 0;
+        return 3;
+    }
+    if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+            return 0;
+        if ((p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))
+            return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* The exposition format is UTF-8 and one bad byte makes Prometheus reject the whole scrape,
+ * so label values are canonicalised when a child is looked up: invalid sequences become
+ * U+FFFD and values are cut at METRICS_MAX_LABEL_VALUE bytes. Returns v itself when it is
+ * already canonical, else a malloc'd copy stored in *owned (NULL on OOM: v is used). */
+static const char *label_canonical(const char *v, char **owned)
+{
+    *owned = NULL;
+    if (!v)
+        return "";
+    const unsigned char *p = (const unsigned char *)v;
+    size_t len = 0, n;
+    while (p[len] && (n = utf8_seq(p + len)) != 0 && len + n <= METRICS_MAX_LABEL_VALUE)
+        len += n;
+    if (!p[len])
+        return v;
+    char *out = malloc(METRICS_MAX_LABEL_VALUE + 4);
+    if (!out)
+        return v;
+    size_t o = 0;
+    for (size_t i = 0; p[i];) {
+        n = utf8_seq(p + i);
+        size_t need = n ? n : 3;
+        if (o + need > METRICS_MAX_LABEL_VALUE)
+            break;
+        if (n) {
+            memcpy(out + o, p + i, n);
+            i += n;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            i++;
+        }
+        o += need;
+    }
+    out[o] = '\0';
+    *owned = out;
+    return out;
+}
+
 /* ---- children ---- */
 
 static uint32_t labels_hash(const char *const *values, size_t n)
@@ -217,13 +282,27 @@ static struct metrics_child *child_alloc(struct metrics_family *f, const char *c
 
 static struct metrics_child *overflow_counter_for(struct metrics_family *f);
 
+static struct metrics_child *child_lookup(metrics_family_t *f, const char *const *values);
+
 struct metrics_child *metrics_child_labelv(metrics_family_t *f, const char *const *values)
 {
     if (!f)
         return NULL;
     static const char *const none[1] = {NULL};
     if (f->nlabels == 0)
-        values = none;
+        return child_lookup(f, none);
+    const char *canon[METRICS_MAX_LABELS];
+    char *owned[METRICS_MAX_LABELS];
+    for (size_t i = 0; i < f->nlabels; i++)
+        canon[i] = label_canonical(values[i], &owned[i]);
+    struct metrics_child *c = child_lookup(f, canon);
+    for (size_t i = 0; i < f->nlabels; i++)
+        free(owned[i]);
+    return c;
+}
+
+static struct metrics_child *child_lookup(metrics_family_t *f, const char *const *values)
+{
     uint32_t h = labels_hash(values, f->nlabels);
     struct metrics_child *overflow_ctr = NULL;
     pthread_mutex_lock(&f->mu);
@@ -321,13 +400,14 @@ static void child_unlink(struct metrics_family *f, struct metrics_child *c)
     }
 }
 
-int metrics_child_remove(metrics_family_t *f, const char *const *values)
+int metrics_child_remove(metrics_family_t *f, const char *const *in)
 {
     if (!f)
         return -1;
-    static const char *const none[1] = {NULL};
-    if (f->nlabels == 0)
-        values = none;
+    const char *values[METRICS_MAX_LABELS + 1] = {NULL};
+    char *owned[METRICS_MAX_LABELS] = {NULL};
+    for (size_t i = 0; i < f->nlabels; i++)
+        values[i] = label_canonical(in[i], &owned[i]);
     uint32_t h = labels_hash(values, f->nlabels);
     pthread_mutex_lock(&f->mu);
     struct metrics_child *c;
@@ -337,6 +417,8 @@ int metrics_child_remove(metrics_family_t *f, const char *const *values)
     if (c)
         child_unlink(f, c);
     pthread_mutex_unlock(&f->mu);
+    for (size_t i = 0; i < f->nlabels; i++)
+        free(owned[i]);
     free(c);
     return c ? 0 : -1;
 }
@@ -351,13 +433,15 @@ size_t metrics_family_remove_matching(metrics_family_t *f, const char *label, co
             break;
     if (li == f->nlabels)
         return 0;
+    char *owned;
+    value = label_canonical(value, &owned);
     size_t removed = 0;
     pthread_mutex_lock(&f->mu);
     for (size_t b = 0; b < METRICS_HASH_SIZE; b++) {
         struct metrics_child **pp = &f->table[b];
         while (*pp) {
             struct metrics_child *c = *pp;
-            if (strcmp(c->values[li], value ? value : "") == 0) {
+            if (strcmp(c->values[li], value) == 0) {
                 *pp = c->hnext;
                 f->nchildren--;
                 free(c);
@@ -368,6 +452,7 @@ size_t metrics_family_remove_matching(metrics_family_t *f, const char *label, co
         }
     }
     pthread_mutex_unlock(&f->mu);
+    free(owned);
     return removed;
 }
 
@@ -626,7 +711,10 @@ static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, 
     pthread_mutex_init(&f->mu, NULL);
     f->name = strdup(name);
     /* promtool rejects an empty HELP: fall back to the name rather than fail the caller */
-    f->help = strdup(help && *help ? help : name);
+    char *help_owned;
+    const char *h = label_canonical(help && *help ? help : name, &help_owned); /* UTF-8 */
+    f->help = strdup(h);
+    free(help_owned);
     if (!f->name || !f->help)
         goto oom;
     if (type == METRICS_HISTOGRAM) {

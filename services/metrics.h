@@ -48,6 +48,8 @@ typedef double (*metrics_value_fn)(void *arg);
 #define METRICS_OVERFLOW_VALUE "_overflow"
 #define METRICS_MAX_LABELS 8
 #define METRICS_MAX_BUCKETS 64
+/* Label values are UTF-8 (invalid sequences become U+FFFD) of at most this many bytes. */
+#define METRICS_MAX_LABEL_VALUE 1024
 
 /* ---- registry ---- */
 

@@ -65,6 +65,9 @@ typedef struct xdr {
     int64_t response_bytes; /* body size of the first response copy; XDR_NONE if none */
     int32_t partition;      /* where the first copy was consumed */
     int64_t first_offset;
+    /* With correlate_config_t.hold_until_ack: pass to correlate_ack() once the xDR is
+     * written. 0: nothing to acknowledge. Not part of either encoding. */
+    uint64_t ticket;
 } xdr_t;
 
 /* Where SUPI/GPSI are looked for (docs/xdr.md, "Subscriber identities"). */

@@ -11,12 +11,13 @@
 #     --no-install  skip deploy/local/install-deps.sh
 # Env: NDD_FUZZ_SECONDS (libFuzzer seconds per target in build-asan/, default 20),
 #      NDD_BUILD_BASE (where build/ and build-asan/ go, default the repo root),
-#      NDD_PORT_RANGE (LOW-HIGH for the stack's ports, default 30000-32000), NDD_JOBS (2).
+#      NDD_PORT_RANGE (LOW-HIGH for the stack's ports, default 30000-32000), NDD_JOBS (2),
+#      NDD_RUN_BUDGET (seconds the whole run may take, default 4200; CI allows 5400).
 # Works unattended (CI=true, no stdin) from a fresh clone, as root.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 exec </dev/null
 
 QUICK=0
@@ -41,6 +42,9 @@ BUILD=$BASE/build
 BUILD_ASAN=$BASE/build-asan
 STACK=$ROOT/deploy/local/stack.sh
 START=$SECONDS
+# Past the budget no further ctest run starts and a running one is cut short, so the summary
+# line is always printed before CI's own limit ends the job.
+DEADLINE=$((START + ${NDD_RUN_BUDGET:-4200}))
 
 TOTAL_PASS=0
 TOTAL_FAIL=0
@@ -191,10 +195,17 @@ run_ctest() {
     local name=$1 dir=$2 label=$3 jobs=$4 out rc t0=$SECONDS
     label_wanted "$label" || return 0
     note "ctest $name"
+    local left=$((DEADLINE - SECONDS))
+    if ((left < 30)); then
+        echo "run.sh: time budget exhausted; not running $name"
+        record "$name" 0 1 "(not run: time budget exhausted)"
+        return 0
+    fi
     out=$(mktemp)
-    ctest --test-dir "$dir" --output-on-failure --no-tests=ignore -L "^${label}\$" -j "$jobs" \
-        2>&1 | tee "$out"
+    timeout -k 30 "$left" ctest --test-dir "$dir" --output-on-failure --no-tests=ignore \
+        -L "^${label}\$" -j "$jobs" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
+    ((rc == 124)) && echo "run.sh: $name cut short by the time budget"
     local total=0 failed=0
     # "100% tests passed, 0 tests failed out of 12" (absent when no test has the label).
     if read -r failed total < <(sed -nE 's/^[0-9]+% tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$out" | tail -n1); then

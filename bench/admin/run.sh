@@ -57,7 +57,9 @@ ID=$(curl -sf -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: applicat
 TARGET="$URL/api/v1/feeds/$ID"
 BYTES=$(curl -sf -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET" | wc -c)
 
-echo "ndd-admin read benchmark: GET /api/v1/feeds/{id} ($BYTES-byte body), $TOOL, $(nproc) CPUs"
+# Other work on the machine skews reads/s (not CPU per read): say how busy it was.
+echo "ndd-admin read benchmark: GET /api/v1/feeds/{id} ($BYTES-byte body), $TOOL, $(nproc) CPUs,"\
+  "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # CPU seconds the admin used so far (utime + stime from /proc), to report CPU per read: on a
 # shared 2-core machine the load generator competes with the server, so reads/s alone
 # understates what one core of the admin can serve.
@@ -83,5 +85,6 @@ for c in $CLIENTS; do
   printf 'clients=%-3s threads=%s reads/s=%s mean=%s admin-cpu/read=%sus\n' "$c" "$t" "$rps" "$lat" "$us"
   TABLE+="| $c | $t | $n | $rps | $lat | $us µs |\n"
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 printf "%b" "$TABLE"

@@ -1,12 +1,13 @@
 /* bench-correlate: throughput and memory of the correlation engine (services/correlate.c).
  *
  *   bench-correlate [--transactions N] [--window W] [--open N] [--partitions P]
- *                   [--encode none|json|binary] [--json]
+ *                   [--encode none|json|binary] [--hold] [--json]
  *
  * Phase 1 (throughput): N SCP transactions of four copies each (realistic metadata: ids,
  * FQDNs, addresses, a SUPI path, a JSON response body), W transactions open at any time.
  * Each copy is decoded from Kafka headers (codec_decode_parts) and added; the run reports
- * copies per CPU-second for decode + correlate and for correlate alone.
+ * copies per CPU-second for decode + correlate and for correlate alone. --hold runs with
+ * hold_until_ack and acknowledges each xDR right after the copy that emitted it.
  * Phase 2 (memory): --open request copies of distinct transactions spread over P partitions,
  * none completed; reports the RSS growth and bytes per open transaction, then the time to
  * expire them all. Every loop is bounded by its count. */
@@ -23,6 +24,10 @@
 
 typedef struct bench_sink {
     uint64_t xdrs, complete, bytes;
+    /* --hold: tickets to acknowledge after each add (as delivery reports would). */
+    uint64_t tickets[64];
+    int32_t parts[64];
+    size_t n_tickets;
     int encode; /* 0 none, 1 json, 2 binary */
     buf_t out;
 } bench_sink_t;
@@ -32,6 +37,10 @@ static void bench_emit(void *opaque, const xdr_t *x)
     bench_sink_t *s = opaque;
     s->xdrs++;
     s->complete += x->completion == XDR_COMPLETE;
+    if (x->ticket && s->n_tickets < 64) {
+        s->tickets[s->n_tickets] = x->ticket;
+        s->parts[s->n_tickets++] = x->partition;
+    }
     if (s->encode) {
         buf_reset(&s->out);
         int rc = s->encode == 1 ? xdr_encode_json(x, &s->out) : xdr_encode_binary(x, &s->out);
@@ -101,6 +110,8 @@ static const char bench_body[] =
     "{\"gpsis\":[\"msisdn-33612345678\"],\"subscribedUeAmbr\":{\"uplink\":\"1 Gbps\","
     "\"downlink\":\"2 Gbps\"},\"nssai\":{\"defaultSingleNssais\":[{\"sst\":1}]}}";
 
+static bench_sink_t *bench_sink_of;
+
 static int bench_copy(correlate_t *c, codec_msg_t *m, rd_kafka_headers_t *const *tpl,
                       codec_trigger_t t, uint64_t txn, int32_t part, int64_t off, bool decode)
 {
@@ -119,21 +130,28 @@ static int bench_copy(correlate_t *c, codec_msg_t *m, rd_kafka_headers_t *const 
         m->key = (codec_slice_t){key, (size_t)klen};
         m->meta[CODEC_META_CORRELATION_ID] = m->key;
     }
-    return correlate_add(c, m, part, off, 0);
+    int rc = correlate_add(c, m, part, off, 0);
+    bench_sink_t *s = bench_sink_of;
+    for (size_t i = 0; i < s->n_tickets; i++)
+        correlate_ack(c, s->parts[i], s->tickets[i]);
+    s->n_tickets = 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
     uint64_t txns = 2000000, window = 10000, open_n = 1000000;
     uint32_t parts = 1;
-    bool json = false;
-    bench_sink_t sink = {0};
+    bool json = false, hold = false;
+    static bench_sink_t sink;
+    bench_sink_of = &sink;
     static const struct option opts[] = {{"transactions", required_argument, 0, 't'},
                                          {"window", required_argument, 0, 'w'},
                                          {"open", required_argument, 0, 'o'},
                                          {"partitions", required_argument, 0, 'p'},
                                          {"encode", required_argument, 0, 'e'},
                                          {"json", no_argument, 0, 'j'},
+                                         {"hold", no_argument, 0, 'H'},
                                          {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -156,10 +174,13 @@ int main(int argc, char **argv)
         case 'j':
             json = true;
             break;
+        case 'H':
+            hold = true;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s [--transactions N] [--window W] [--open N] "
-                    "[--partitions P] [--encode none|json|binary] [--json]\n",
+                    "[--partitions P] [--encode none|json|binary] [--hold] [--json]\n",
                     argv[0]);
             return 2;
         }
@@ -181,8 +202,10 @@ int main(int argc, char **argv)
     /* Phase 1: throughput, with and without decoding. */
     for (int pass = 0; pass < 2; pass++) {
         bool decode = pass == 0;
-        correlate_config_t cfg = {
-            .max_open = (uint32_t)(window * 2), .emit = bench_emit, .opaque = &sink};
+        correlate_config_t cfg = {.max_open = (uint32_t)(window * 2),
+                                  .hold_until_ack = hold,
+                                  .emit = bench_emit,
+                                  .opaque = &sink};
         correlate_t *c = correlate_new(&cfg, err, sizeof err);
         if (!c) {
             fprintf(stderr, "bench: %s\n", err);

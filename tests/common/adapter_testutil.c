@@ -165,7 +165,6 @@ char *atu_read_file(const char *path)
 
 /* ---- recording endpoints ---- */
 
-
 #define ATU_SEQ_MAX (1u << 22)
 
 struct atu_srv {
@@ -482,8 +481,9 @@ atu_srv_t *atu_srv_start(atu_srv_kind_t kind, int port, SSL_CTX *ssl)
     s->base = event_base_new();
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->lis = evconnlistener_new_bind(s->base, atu_accept, s, LEV_OPT_CLOSE_ON_FREE |
-                                     LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 64, (struct sockaddr *)&a, sizeof a);
+    s->lis = evconnlistener_new_bind(
+        s->base, atu_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+        64, (struct sockaddr *)&a, sizeof a);
     if (!s->lis) {
         fprintf(stderr, "atu_srv_start: cannot listen on %d: %s\n", port, strerror(errno));
         event_base_free(s->base);
@@ -582,15 +582,24 @@ int atu_produce_copies(const char *topic, uint64_t first, size_t n, size_t body_
             body[len++] = 'x';
         body[len++] = '"';
         body[len++] = '}';
-        const char *h[] = {"@correlation-id", key,
-                           "@timestamp-us",   ts,
-                           "@message-type",   "request",
-                           "@trigger-point",  "rx-request",
-                           "@nf-type",        "SCP",
-                           "@seq",            sq,
-                           ":method",         "POST",
-                           ":path",           "/nudm-sdm/v2/imsi-001010000000001/am-data",
-                           "content-type",    "application/json"};
+        const char *h[] = {"@correlation-id",
+                           key,
+                           "@timestamp-us",
+                           ts,
+                           "@message-type",
+                           "request",
+                           "@trigger-point",
+                           "rx-request",
+                           "@nf-type",
+                           "SCP",
+                           "@seq",
+                           sq,
+                           ":method",
+                           "POST",
+                           ":path",
+                           "/nudm-sdm/v2/imsi-001010000000001/am-data",
+                           "content-type",
+                           "application/json"};
         rc = ktu_produce(p, topic, -1, key, strlen(key), body, (size_t)len, h, 9);
     }
     if (rc == 0)

@@ -28,7 +28,6 @@ uint64_t atu_now_ms(void);
 /* Whole file into a NUL-terminated heap string (NULL when unreadable). */
 char *atu_read_file(const char *path);
 
-
 /* ---- recording endpoints run by the test itself (a thread with its own loop) ----
  * They record which @seq values arrived (JSON envelope: metadata.seq; frames: the @seq
  * header), answer as scripted, and are used where a fault must be scripted precisely;

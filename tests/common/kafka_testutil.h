@@ -72,8 +72,9 @@ int ktu_produce_n(const char *topic, size_t n, const char *key_prefix, size_t n_
 /* ---- consuming ---- */
 
 /* Reads topic from the beginning of every partition (assign, no group membership and no
- * commit: nothing is left behind on the broker) until `want` messages were seen, cb returned false, or timeout_ms
- * passed with no progress toward want. Returns the number of messages seen. */
+ * commit: nothing is left behind on the broker) until `want` messages were seen, cb returned
+ * false, or timeout_ms passed with no progress toward want. Returns the number of messages
+ * seen. */
 size_t ktu_consume(const char *topic, size_t want, int timeout_ms, ktu_consume_cb_t cb,
                    void *owner);
 /* Same, collecting copies into out (which the caller frees with ktu_records_free). */

@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            .principal = {.role = ADMIN_ROLE_ADMIN, .name = "fuzz"}};
         admin_resp_t resp;
         if (admin_resp_init(&resp) == 0) {
-            admin_h_create(&ctx, &req, "", NULL, &resp);
+            admin_h_create(&ctx, &req, "", &resp);
             fuzz_check(&resp);
             admin_resp_free(&resp);
         }

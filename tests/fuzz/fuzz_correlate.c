@@ -1,17 +1,20 @@
 /* libFuzzer target on the correlation engine (services/correlate.c), checked against a
  * reference model that keeps the same state the slow and obvious way.
  *
- * Input: a sequence of 3-byte operations (b0 b1 b2), at most 1024 used; a trailing partial
- * op is ignored.
+ * Input: one mode byte (bit 0: hold_until_ack with at most 3 held xDRs per partition), then
+ * a sequence of 3-byte operations (b0 b1 b2), at most 1024 used; a trailing partial op is
+ * ignored.
  *   b0 % 8 in 0..4  add a copy: correlation id "c<b1 % 48>", trigger 1 + (b2 & 3),
  *                   partition (b2 >> 2) & 3, NF type SCP when b2 & 0x10 else PCF
  *   b0 % 8 == 5     advance the clock by b1 * 50 ms, then correlate_expire
  *   b0 % 8 == 6     drain partition b1 & 3 (emit when b2 & 1, else hand over)
- *   b0 % 8 == 7     no-op (spacing)
+ *   b0 % 8 == 7     acknowledge held xDR number b2 % 3 of partition b1 & 3 (or, when there
+ *                   is none, replay an old ticket, which must be refused)
  * The engine runs with max_open 6 per partition and a 1 s timeout, so evictions, timeouts
  * and index deletions (backward shift) happen constantly. After every operation the open
  * counts and low-water offsets must equal the model's, and every emitted xDR must be the one
- * the model expects (same id, partition, completion, seen copies, first offset). */
+ * the model expects (same id, partition, completion, seen copies, first offset, ticket or
+ * not); held xDRs count in the low-water mark until acknowledged. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #define FZ_PARTS 4
 #define FZ_MAX_OPEN 6
 #define FZ_TIMEOUT 1000000
+#define FZ_MAX_HELD 3
 
 typedef struct fz_txn {
     bool open;
@@ -40,12 +44,23 @@ typedef struct fz_expect {
     uint8_t seen;
     int64_t first_offset;
     bool matched;
+    int held; /* index in fz_held[part], or -1 when the xDR must come without a ticket */
 } fz_expect_t;
+
+typedef struct fz_held {
+    bool used;
+    int64_t first_offset;
+    uint64_t ticket;
+} fz_held_t;
 
 static fz_txn_t fz_model[FZ_PARTS][FZ_IDS];
 static fz_expect_t fz_queue[FZ_PARTS * FZ_IDS + 8];
 static size_t fz_queued, fz_checked;
 static uint64_t fz_order;
+static bool fz_hold;
+static fz_held_t fz_held[FZ_PARTS][FZ_MAX_HELD];
+static uint64_t fz_stale_ticket;
+static int fz_stale_part;
 
 static uint8_t fz_expected(const fz_txn_t *t)
 {
@@ -59,7 +74,15 @@ static uint8_t fz_expected(const fz_txn_t *t)
 static void fz_close(int p, int id, xdr_completion_t how)
 {
     fz_txn_t *t = &fz_model[p][id];
-    fz_queue[fz_queued++] = (fz_expect_t){p, id, how, t->seen, t->first_offset, false};
+    int h = -1;
+    if (fz_hold && how != XDR_REVOKED) {
+        for (int k = 0; k < FZ_MAX_HELD && h < 0; k++)
+            if (!fz_held[p][k].used)
+                h = k;
+        if (h >= 0)
+            fz_held[p][h] = (fz_held_t){true, t->first_offset, 0};
+    }
+    fz_queue[fz_queued++] = (fz_expect_t){p, id, how, t->seen, t->first_offset, false, h};
     t->open = false;
 }
 
@@ -81,6 +104,13 @@ static void fz_emit(void *opaque, const xdr_t *x)
     }
     e->matched = true;
     fz_checked++;
+    if ((e->held >= 0) != (x->ticket != 0)) {
+        fprintf(stderr, "ticket %llx where the model says %s\n", (unsigned long long)x->ticket,
+                e->held >= 0 ? "held" : "not held");
+        abort();
+    }
+    if (e->held >= 0)
+        fz_held[e->part][e->held].ticket = x->ticket;
     char cid[8];
     int n = snprintf(cid, sizeof cid, "c%d", e->id);
     if (x->completion != e->how || x->seen != e->seen || x->first_offset != e->first_offset ||
@@ -117,12 +147,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (size < 1)
+        return 0;
     memset(fz_model, 0, sizeof fz_model);
+    memset(fz_held, 0, sizeof fz_held);
     fz_queued = fz_checked = 0;
     fz_order = 0;
+    fz_stale_ticket = 0;
+    fz_hold = data[0] & 1;
+    data++;
+    size--;
     correlate_config_t cfg = {.max_open = FZ_MAX_OPEN,
                               .timeout_us = FZ_TIMEOUT,
                               .max_partitions = FZ_PARTS,
+                              .hold_until_ack = fz_hold,
+                              .max_held = FZ_MAX_HELD,
                               .emit = fz_emit};
     char err[128];
     correlate_t *c = correlate_new(&cfg, err, sizeof err);
@@ -190,6 +229,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     fz_model[p][old].open = false;
             }
             correlate_drain_partition(c, p, emit ? CORRELATE_DRAIN_EMIT : CORRELATE_DRAIN_HANDOVER);
+            for (int k = 0; k < FZ_MAX_HELD; k++) {
+                if (fz_held[p][k].used) {
+                    fz_stale_ticket = fz_held[p][k].ticket;
+                    fz_stale_part = p;
+                }
+                fz_held[p][k].used = false;
+            }
+        } else if (op == 7) {
+            int p = b1 & 3, k = b2 % FZ_MAX_HELD;
+            if (fz_held[p][k].used) {
+                if (correlate_ack(c, p, fz_held[p][k].ticket) != 0)
+                    abort();
+                fz_held[p][k].used = false;
+                fz_stale_ticket = fz_held[p][k].ticket;
+                fz_stale_part = p;
+            } else if (fz_stale_ticket && correlate_ack(c, fz_stale_part, fz_stale_ticket) != -1) {
+                abort();
+            }
         }
         if (fz_checked != fz_queued) {
             fprintf(stderr, "engine emitted %zu xDRs, model expected %zu\n", fz_checked, fz_queued);
@@ -200,8 +257,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             int old = fz_oldest(p);
             int64_t lw = old < 0 ? -1 : fz_model[p][old].first_offset;
-            if (correlate_low_water(c, p) != lw)
+            for (int k = 0; k < FZ_MAX_HELD; k++)
+                if (fz_held[p][k].used && (lw < 0 || fz_held[p][k].first_offset < lw))
+                    lw = fz_held[p][k].first_offset;
+            if (correlate_low_water(c, p) != lw) {
+                fprintf(stderr, "partition %d: low water %lld, model %lld\n", p,
+                        (long long)correlate_low_water(c, p), (long long)lw);
                 abort();
+            }
         }
     }
     correlate_free(c);

@@ -120,19 +120,17 @@ static bool wait_all(const srvwait_t *w, int timeout_ms)
     return true;
 }
 
-static pid_t start_nghttpd(int port, bool tls, const char *key, const char *cert,
-                           const char *log)
+static pid_t start_nghttpd(int port, bool tls, const char *key, const char *cert, const char *log)
 {
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
     pid_t pid;
     if (tls) {
-        char *argv[] = {"nghttpd", "-v", "--echo-upload", "-a", "127.0.0.1", ps, (char *)key,
-                        (char *)cert, NULL};
+        char *argv[] = {"nghttpd", "-v",        "--echo-upload", "-a", "127.0.0.1",
+                        ps,        (char *)key, (char *)cert,    NULL};
         pid = atu_spawn(argv, log);
     } else {
-        char *argv[] = {"nghttpd", "-v", "--echo-upload", "--no-tls", "-a", "127.0.0.1", ps,
-                        NULL};
+        char *argv[] = {"nghttpd", "-v", "--echo-upload", "--no-tls", "-a", "127.0.0.1", ps, NULL};
         pid = atu_spawn(argv, log);
     }
     assert_true(pid > 0);
@@ -464,8 +462,8 @@ static void test_kill_9_of_adapter_and_restart_loses_nothing(void **state)
     start_adapter(&t);
     srvwait_t w = {a, NULL, 0, N};
     if (!wait_all(&w, 90000))
-        fail_msg("after kill -9 and restart: %zu distinct of %d (log %s)", atu_srv_distinct(a),
-                 N, t.log);
+        fail_msg("after kill -9 and restart: %zu distinct of %d (log %s)", atu_srv_distinct(a), N,
+                 t.log);
     fprintf(stderr, "kill -9 at %zu delivered; total received %zu for %d distinct (%zu dups)\n",
             at_kill, atu_srv_total(a), N, atu_srv_total(a) - N);
     atu_srv_stop(a);
@@ -488,8 +486,7 @@ static void test_tls_endpoint_with_unknown_ca_is_refused_with_clear_error(void *
     assert_int_equal(atu_produce_copies(t.topic, 0, 5, 100), 0);
     start_adapter(&t);
     uint64_t t0 = atu_now_ms();
-    while (atu_count_in_file(t.log, "certificate verify failed") == 0 &&
-           atu_now_ms() - t0 < 15000)
+    while (atu_count_in_file(t.log, "certificate verify failed") == 0 && atu_now_ms() - t0 < 15000)
         usleep(100000);
     assert_true(atu_count_in_file(t.log, "certificate verify failed") > 0);
     assert_int_equal(atu_count_in_file(nglog, ":method: POST"), 0);

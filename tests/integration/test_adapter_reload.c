@@ -32,6 +32,17 @@ static bool union_has(atu_srv_t *a, atu_srv_t *b, uint64_t from, uint64_t to, in
     }
 }
 
+/* Waits until the adapter's log holds `n` lines containing `what` (a reload applied). */
+static void wait_log(const char *log, const char *what, size_t n)
+{
+    uint64_t t0 = atu_now_ms();
+    while (atu_count_in_file(log, what) < n && atu_now_ms() - t0 < 10000)
+        usleep(20000);
+    if (atu_count_in_file(log, what) < n)
+        fail_msg("adapter log %s: \"%s\" seen %zu times, want %zu", log, what,
+                 atu_count_in_file(log, what), n);
+}
+
 static void feed_obj(char *out, size_t n, const char *name, const char *topic, int port)
 {
     snprintf(out, n,
@@ -56,7 +67,7 @@ static void test_feeds_change_add_remove_at_run_time_without_loss(void **state)
     atu_srv_t *ra = atu_srv_start(ATU_SRV_H2, pa, NULL);
     atu_srv_t *rb = atu_srv_start(ATU_SRV_H2, pb, NULL);
     atu_srv_t *rc = atu_srv_start(ATU_SRV_H2, pc, NULL);
-    char file[600], log[600], f1[1000], f2[1000], doc[2200];
+    char file[600], log[600], f1[1000], doc[2200];
     snprintf(file, sizeof file, "%s/feeds.json", dir);
     snprintf(log, sizeof log, "%s/adapter.log", dir);
     feed_obj(f1, sizeof f1, fa, topic, pa);
@@ -75,14 +86,22 @@ static void test_feeds_change_add_remove_at_run_time_without_loss(void **state)
     assert_int_equal(atu_write_file(file, doc), 0);
     if (!union_has(ra, rb, 0, 1500, 30000))
         fail_msg("messages lost across the change (log %s)", log);
+    wait_log(log, "feeds reloaded: 1 running", 1);
     assert_int_equal(atu_produce_copies(topic, 1500, 300, 2000), 0);
-    assert_true(union_has(rb, NULL, 1500, 1800, 30000));
+    if (!union_has(rb, NULL, 1500, 1800, 30000)) {
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "curl -s 127.0.0.1:%d/metrics | grep '^ndd_adapter' >&2", mport);
+        if (system(cmd) != 0)
+            fprintf(stderr, "(no metrics)\n");
+        fail_msg("changed feed stopped delivering (log %s)", log);
+    }
 
     /* Add feed B: a new group reads the topic from the start. */
     char f3[1000];
     feed_obj(f3, sizeof f3, fb, topic, pc);
     snprintf(doc, sizeof doc, "{\"feeds\":[%s,%s]}", f1, f3);
     assert_int_equal(atu_write_file(file, doc), 0);
+    wait_log(log, "feeds reloaded: 2 running", 1);
     if (!union_has(rc, NULL, 0, 1800, 30000))
         fail_msg("added feed did not deliver everything (log %s)", log);
 
@@ -100,6 +119,7 @@ static void test_feeds_change_add_remove_at_run_time_without_loss(void **state)
     snprintf(doc, sizeof doc, "{\"feeds\":[%s]}", f3);
     assert_int_equal(atu_write_file(file, doc), 0);
     kill(ad, SIGHUP);
+    wait_log(log, "feeds reloaded: 1 running", 2);
     char group_a[200];
     snprintf(group_a, sizeof group_a, "ndd-feed-%s", fa);
     t0 = atu_now_ms();

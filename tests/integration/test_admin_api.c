@@ -87,6 +87,22 @@ static void build_proxied_conninfo(void)
         }
         n += (size_t)snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "' ");
     }
+    /* A passfile entry names the real host and port, not the proxy's: pass the password the
+     * real connection used (it travels in the child's environment only). */
+    PGconn *c = PQconnectdb(test_pg());
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("NDD_TEST_PG: cannot connect: %s", PQerrorMessage(c));
+    const char *pw = PQpass(c);
+    if (pw && *pw && !strstr(fx.conninfo, "password=")) {
+        n += (size_t)snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "password='");
+        for (const char *v = pw; *v && n + 3 < sizeof(fx.conninfo); v++) {
+            if (*v == '\'' || *v == '\\')
+                fx.conninfo[n++] = '\\';
+            fx.conninfo[n++] = *v;
+        }
+        n += (size_t)snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "' ");
+    }
+    PQfinish(c);
     snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "host=127.0.0.1 port=%u",
              (unsigned)htu_proxy_port(fx.proxy));
     PQconninfoFree(opts);

@@ -337,6 +337,45 @@ static void test_slow_main_pauses_consumption_and_resumes_without_loss(void **st
     agg_env_cleanup(&e);
 }
 
+/* A refused copy whose body is too large for the producer (librdkafka's message.max.bytes,
+ * 1,000,000 by default here) still reaches the DLQ: without its body, saying why. */
+static void test_dead_letter_too_large_for_kafka_is_kept_without_its_body(void **state)
+{
+    agg_env_t e;
+    assert_int_equal(agg_env_init(&e, "aggbig", 1, 1), 0);
+    const char *props[] = {"message.max.bytes=4194304"};
+    rd_kafka_t *p = ktu_producer_new(props, 1);
+    assert_non_null(p);
+    size_t big = 1100000; /* over the codec's 1 MiB default: oversized */
+    char *body = malloc(big);
+    assert_non_null(body);
+    memset(body, 'a', big);
+    const char *hdrs[] = {"@correlation-id", "big-1",
+                          "@timestamp-us",   "1764486000000000",
+                          "@message-type",   "request",
+                          "@trigger-point",  "rx-request",
+                          "@nf-type",        "SCP",
+                          ":method",         "POST",
+                          ":path",           "/nsmf-pdusession/v1/sm-contexts"};
+    assert_int_equal(ktu_produce(p, e.in, 0, "big-1", 5, body, big, hdrs, 7), 0);
+    assert_int_equal(ktu_flush(p, 20000), 0);
+    free(body);
+    /* The daemon's producer keeps librdkafka's default record limit. */
+    const char *extra[] = {"--kafka.producer.message.max.bytes=1000000", NULL};
+    assert_true(agg_start(&e, 0, extra) > 0);
+    ktu_records_t r = {0};
+    assert_int_equal(ktu_consume_records(e.dlq, 1, 30000, &r), 1);
+    assert_string_equal(ktu_record_header(&r.v[0], "@dlq-reason", NULL), "oversized");
+    assert_non_null(ktu_record_header(&r.v[0], "@dlq-body-dropped", NULL));
+    assert_int_equal(r.v[0].value_len, 0);
+    assert_string_equal(r.v[0].key, "big-1");
+    ktu_records_free(&r);
+    stop_clean(&e, 0);
+    assert_int_equal(agg_committed_sum(e.group, e.in, 1), 1);
+    rd_kafka_destroy(p);
+    agg_env_cleanup(&e);
+}
+
 static void test_unreadable_filter_file_fails_start_naming_the_file(void **state)
 {
     agg_env_t e;
@@ -362,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_every_invalid_vector_is_dead_lettered_with_its_reason),
         cmocka_unit_test(test_filter_change_at_run_time_applies_without_restart_or_loss),
         cmocka_unit_test(test_slow_main_pauses_consumption_and_resumes_without_loss),
+        cmocka_unit_test(test_dead_letter_too_large_for_kafka_is_kept_without_its_body),
         cmocka_unit_test(test_unreadable_filter_file_fails_start_naming_the_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "httpd.h"
 #include "log.h"
@@ -68,6 +71,7 @@ static void fill_registry(metrics_registry_t *r)
     metrics_counter_inc(metrics_counter_labels(eg, "back\\slash", "new\nline"));
     metrics_counter_inc(metrics_counter_labels(eg, "ünïcødé ✓", ""));
     metrics_counter_inc(metrics_counter_labels(eg, "{}=,", " spaces "));
+    metrics_counter_inc(metrics_counter_labels(eg, "bad utf-8 \xff\xc3(", "\xed\xa0\x80"));
     metrics_family_t *lag =
         metrics_gauge_new(r, "ndd_consumer_lag_messages",
                           "Messages behind the log end, by partition.", "topic,partition");
@@ -152,12 +156,71 @@ static void test_promtool_accepts_the_prometheus_config(void **state)
     assert_non_null(strstr(out, "SUCCESS"));
 }
 
+/* Every query of the Grafana dashboard must be valid PromQL: they are written out as
+ * recording rules (Grafana's $__rate_interval replaced by 1m) for `promtool check rules`. */
+static void test_dashboard_queries_are_valid_promql(void **state)
+{
+    require_tool("promtool");
+    char path[512];
+    snprintf(path, sizeof path, "%s/deploy/grafana/dashboards/ndd-overview.json", NDD_SOURCE_DIR);
+    json_error_t je;
+    json_t *dash = json_load_file(path, 0, &je);
+    if (!dash)
+        fprintf(stderr, "%s: line %d: %s\n", path, je.line, je.text);
+    assert_non_null(dash);
+    char rules[] = "/tmp/ndd_dash_rules_XXXXXX";
+    int fd = mkstemp(rules);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "groups:\n  - name: dashboard\n    rules:\n");
+    size_t i, k, n = 0;
+    json_t *panel, *target;
+    json_array_foreach(json_object_get(dash, "panels"), i, panel)
+    {
+        json_array_foreach(json_object_get(panel, "targets"), k, target)
+        {
+            const char *expr = json_string_value(json_object_get(target, "expr"));
+            assert_non_null(expr);
+            /* YAML single-quoted scalar: '' escapes a quote */
+            fprintf(f, "      - record: ndd:dashboard:q%zu\n        expr: '", n++);
+            for (const char *p = expr; *p; p++) {
+                if (strncmp(p, "$__rate_interval", 16) == 0) {
+                    fputs("1m", f);
+                    p += 15;
+                } else if (*p == '\'') {
+                    fputs("''", f);
+                } else {
+                    fputc(*p, f);
+                }
+            }
+            fputs("'\n", f);
+        }
+    }
+    fclose(f);
+    json_decref(dash);
+    assert_true(n >= 20);
+    char cmd[600], out[16384];
+    snprintf(cmd, sizeof cmd, "promtool check rules %s", rules);
+    int rc = run(cmd, out, sizeof out);
+    if (rc != 0)
+        fprintf(stderr, "promtool check rules (exit %d) said:\n%s\n", rc, out);
+    unlink(rules);
+    assert_int_equal(rc, 0);
+    snprintf(cmd, sizeof cmd, "promtool check rules %s/deploy/prometheus/ndd-rules.yml",
+             NDD_SOURCE_DIR);
+    rc = run(cmd, out, sizeof out);
+    if (rc != 0)
+        fprintf(stderr, "promtool check rules (exit %d) said:\n%s\n", rc, out);
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     log_setup("test_metrics_promtool", LOG_LEVEL_WARN, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_promtool_accepts_metrics_served_over_http),
         cmocka_unit_test(test_promtool_accepts_the_prometheus_config),
+        cmocka_unit_test(test_dashboard_queries_are_valid_promql),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,8 +134,13 @@ static void test_cache_put_get_replace_remove_and_limit(void **state)
     assert_string_equal(o->name, "A2");
     assert_int_equal(o->text[o->text_len - 1], '\n');
     assert_ptr_equal(admin_cache_find_name(&c, "B"), admin_cache_get(&c, "b"));
+    /* the name index follows a rename and a removal */
+    assert_null(admin_cache_find_name(&c, "A"));
+    assert_ptr_equal(admin_cache_find_name(&c, "A2"), o);
     admin_cache_remove(&c, "a");
     assert_null(admin_cache_get(&c, "a"));
+    assert_null(admin_cache_find_name(&c, "A2"));
+    assert_non_null(admin_cache_find_name(&c, "B"));
     assert_int_equal(c.count, 1);
     admin_cache_free(&c);
 }

@@ -324,6 +324,24 @@ static void test_kafka_properties_pass_through_from_every_source(void **state)
     config_free(c);
 }
 
+/* NDD_KAFKA_GROUP is the environment name of a declared "kafka-group": it must be read as
+ * that setting and not also become a librdkafka property "group". */
+static void test_declared_kafka_prefixed_setting_is_not_a_property(void **state)
+{
+    static const config_spec_t ks[] = {{"kafka-group", CONFIG_STRING, NULL, "group", 0}};
+    char *env[] = {"NDD_KAFKA_GROUP=g1", "NDD_KAFKA_CLIENT_ID=c1", NULL};
+    char *argv[] = {"ndd-test", NULL};
+    char err[512];
+    config_t *c = config_load_env(ks, 1, 1, argv, env, err, sizeof err);
+    assert_non_null(c);
+    assert_string_equal(config_get_str(c, "kafka-group"), "g1");
+    size_t n;
+    const config_kafka_prop_t *kp = config_kafka_props(c, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(kp[0].name, "client.id");
+    config_free(c);
+}
+
 static void test_help_flag_is_reported_and_help_lists_every_key(void **state)
 {
     static const config_spec_t req[] = {
@@ -409,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_required_setting_missing_fails_naming_all_sources),
         cmocka_unit_test(test_secret_read_from_file_trims_newline_and_is_never_dumped),
         cmocka_unit_test(test_kafka_properties_pass_through_from_every_source),
+        cmocka_unit_test(test_declared_kafka_prefixed_setting_is_not_a_property),
         cmocka_unit_test(test_help_flag_is_reported_and_help_lists_every_key),
         cmocka_unit_test(test_value_parsers_accept_units_and_reject_garbage),
         cmocka_unit_test(test_duplicate_spec_keys_and_bad_defaults_are_rejected),

@@ -460,6 +460,105 @@ static void test_metrics_count_by_service_status_and_completion(void **state)
     metrics_registry_free(r);
 }
 
+static correlate_t *held_engine(uint32_t max_open, uint32_t max_held)
+{
+    correlate_config_t cfg = {
+        .max_open = max_open, .hold_until_ack = true, .max_held = max_held, .emit = on_xdr};
+    char err[128];
+    correlate_t *c = correlate_new(&cfg, err, sizeof err);
+    if (!c)
+        fail_msg("%s", err);
+    return c;
+}
+
+static void test_held_xdr_keeps_low_water_until_acknowledged(void **state)
+{
+    (void)state;
+    correlate_t *c = held_engine(0, 0);
+    add_copy(c, "A", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 10, 0);
+    add_copy(c, "B", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 11, 0);
+    add_copy(c, "B", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 12, 0);
+    add_copy(c, "A", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 13, 0);
+    assert_int_equal(g_n, 2);
+    uint64_t tb = g_got[0].x.ticket, ta = g_got[1].x.ticket;
+    assert_true(ta != 0 && tb != 0 && ta != tb);
+    assert_int_equal(correlate_open(c, 0), 0);
+    assert_int_equal(correlate_stats(c).held, 2);
+    /* Both xDRs are in flight: nothing past offset 10 may be stored. */
+    assert_int_equal(correlate_low_water(c, 0), 10);
+    assert_int_equal(correlate_committable(c, 0, 14), 10);
+    assert_int_equal(correlate_ack(c, 0, ta), 0);
+    assert_int_equal(correlate_low_water(c, 0), 11);
+    assert_int_equal(correlate_ack(c, 0, ta), -1); /* twice */
+    assert_int_equal(correlate_ack(c, 1, tb), -1); /* wrong partition */
+    assert_int_equal(correlate_ack(c, 0, tb), 0);
+    assert_int_equal(correlate_low_water(c, 0), -1);
+    assert_int_equal(correlate_committable(c, 0, 14), 14);
+    correlate_stats_t st = correlate_stats(c);
+    assert_int_equal(st.held, 0);
+    assert_int_equal(st.stale_acks, 2);
+    assert_int_equal(correlate_ack(c, 0, 0), 0); /* nothing to acknowledge */
+    /* A copy with an id whose xDR is held opens a new transaction. */
+    add_copy(c, "C", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 20, 0);
+    add_copy(c, "C", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 21, 0);
+    add_copy(c, "C", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 22, 0);
+    assert_int_equal(correlate_open(c, 0), 1);
+    assert_int_equal(correlate_low_water(c, 0), 20);
+    assert_int_equal(correlate_ack(c, 0, g_got[2].x.ticket), 0);
+    assert_int_equal(correlate_low_water(c, 0), 22);
+    correlate_free(c);
+}
+
+static void test_expire_and_evict_skip_held_transactions(void **state)
+{
+    (void)state;
+    correlate_t *c = held_engine(2, 0);
+    scp_copy(c, "h", CODEC_TRIGGER_RX_REQUEST, 0, 1, 0);
+    scp_copy(c, "o", CODEC_TRIGGER_RX_REQUEST, 0, 2, 0);
+    scp_copy(c, "h", CODEC_TRIGGER_TX_REQUEST, 0, 3, 0);
+    scp_copy(c, "h", CODEC_TRIGGER_RX_RESPONSE, 0, 4, 0);
+    scp_copy(c, "h", CODEC_TRIGGER_TX_RESPONSE, 0, 5, 0); /* "h" complete, held at the head */
+    assert_int_equal(g_n, 1);
+    scp_copy(c, "p", CODEC_TRIGGER_RX_REQUEST, 0, 6, 0);
+    scp_copy(c, "q", CODEC_TRIGGER_RX_REQUEST, 0, 7, 0); /* limit 2 open: evicts "o", not "h" */
+    assert_int_equal(g_n, 2);
+    assert_string_equal(g_got[1].s[XDR_S_CORRELATION_ID], "o");
+    assert_int_equal(g_got[1].x.completion, XDR_EVICTED);
+    assert_int_equal(correlate_expire(c, 5 * SEC), 2); /* "p" and "q", past the held "h" */
+    assert_int_equal(correlate_low_water(c, 0), 1);
+    for (size_t i = 0; i < g_n; i++)
+        assert_int_equal(correlate_ack(c, 0, g_got[i].x.ticket), 0);
+    assert_int_equal(correlate_low_water(c, 0), -1);
+    correlate_free(c);
+}
+
+static void test_full_hold_emits_without_ticket_and_drain_makes_tickets_stale(void **state)
+{
+    (void)state;
+    correlate_t *c = held_engine(0, 1);
+    add_copy(c, "A", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 1, 0);
+    add_copy(c, "A", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 2, 0);
+    add_copy(c, "B", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 3, 0);
+    add_copy(c, "B", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 4, 0);
+    assert_int_equal(g_n, 2);
+    assert_true(g_got[0].x.ticket != 0);
+    assert_true(g_got[1].x.ticket == 0);
+    assert_int_equal(correlate_stats(c).unheld, 1);
+    add_copy(c, "C", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 5, 0);
+    correlate_drain_partition(c, 0, CORRELATE_DRAIN_EMIT);
+    assert_int_equal(g_n, 3);
+    assert_int_equal(g_got[2].x.completion, XDR_REVOKED);
+    assert_true(g_got[2].x.ticket == 0);
+    assert_int_equal(correlate_stats(c).held, 0);
+    /* The partition comes back: the old ticket must not release anything. */
+    add_copy(c, "D", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 9, 0);
+    add_copy(c, "D", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 10, 0);
+    assert_int_equal(correlate_ack(c, 0, g_got[0].x.ticket), -1);
+    assert_int_equal(correlate_low_water(c, 0), 9);
+    assert_int_equal(correlate_ack(c, 0, g_got[3].x.ticket), 0);
+    correlate_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -477,6 +576,10 @@ int main(void)
         cmocka_unit_test_setup(test_subscriber_body_search_can_be_disabled, reset),
         cmocka_unit_test_setup(test_many_interleaved_transactions_all_complete, reset),
         cmocka_unit_test_setup(test_metrics_count_by_service_status_and_completion, reset),
+        cmocka_unit_test_setup(test_held_xdr_keeps_low_water_until_acknowledged, reset),
+        cmocka_unit_test_setup(test_expire_and_evict_skip_held_transactions, reset),
+        cmocka_unit_test_setup(test_full_hold_emits_without_ticket_and_drain_makes_tickets_stale,
+                               reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,8 +41,8 @@ static void expect_error(const char *text, const char *want)
 static void test_minimal_feed_gets_documented_defaults(void **state)
 {
     char err[256];
-    feed_config_t *c = parse("{\"name\":\"probe-1\",\"endpoints\":[{\"url\":\"http://h:8080/in\"}]}",
-                             err, sizeof err);
+    feed_config_t *c = parse(
+        "{\"name\":\"probe-1\",\"endpoints\":[{\"url\":\"http://h:8080/in\"}]}", err, sizeof err);
     assert_non_null(c);
     assert_string_equal(c->source_topic, "MAIN");
     assert_string_equal(c->dlq_topic, "ndd.dlq.probe-1");
@@ -65,13 +65,14 @@ static void test_full_feed_with_secret_header_from_file(void **state)
     assert_true(write(fd, "Bearer s3cret\n", 14) == 14);
     close(fd);
     char text[2048], err[256];
-    snprintf(text, sizeof text,
-             "{\"name\":\"f\",\"source_topic\":\"XDR\",\"encoding\":\"frame\",\"transport\":\"tls\","
-             "\"filter\":{\"name\":\"x\",\"default\":\"allow\",\"rules\":[]},"
-             "\"endpoints\":[{\"url\":\"tls://a:1\",\"weight\":3},{\"url\":\"tls://b:2\"}],"
-             "\"delivery\":{\"max_in_flight\":8,\"timeout_ms\":100,\"retry_max_ms\":1000,"
-             "\"batch_max\":10,\"batch_ms\":5,\"fire_and_forget\":true},"
-             "\"tls\":{\"ca_file\":\"/ca\",\"verify\":true,\"sni\":\"probe.example\"}}");
+    snprintf(
+        text, sizeof text,
+        "{\"name\":\"f\",\"source_topic\":\"XDR\",\"encoding\":\"frame\",\"transport\":\"tls\","
+        "\"filter\":{\"name\":\"x\",\"default\":\"allow\",\"rules\":[]},"
+        "\"endpoints\":[{\"url\":\"tls://a:1\",\"weight\":3},{\"url\":\"tls://b:2\"}],"
+        "\"delivery\":{\"max_in_flight\":8,\"timeout_ms\":100,\"retry_max_ms\":1000,"
+        "\"batch_max\":10,\"batch_ms\":5,\"fire_and_forget\":true},"
+        "\"tls\":{\"ca_file\":\"/ca\",\"verify\":true,\"sni\":\"probe.example\"}}");
     feed_config_t *c = parse(text, err, sizeof err);
     if (!c)
         fail_msg("%s", err);
@@ -153,12 +154,12 @@ static void test_feeds_document_is_validated_before_anything_changes(void **stat
 static void test_equal_json_means_unchanged_feed(void **state)
 {
     char err[256];
-    feed_config_t *a = parse("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]}", err,
-                             sizeof err);
-    feed_config_t *b = parse("{\"endpoints\":[{\"url\":\"http://h/\"}],\"name\":\"a\"}", err,
-                             sizeof err);
-    feed_config_t *c = parse("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h2/\"}]}", err,
-                             sizeof err);
+    feed_config_t *a =
+        parse("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]}", err, sizeof err);
+    feed_config_t *b =
+        parse("{\"endpoints\":[{\"url\":\"http://h/\"}],\"name\":\"a\"}", err, sizeof err);
+    feed_config_t *c =
+        parse("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h2/\"}]}", err, sizeof err);
     assert_true(feed_config_equal(a, b));
     assert_false(feed_config_equal(a, c));
     feed_config_free(a);

@@ -90,14 +90,16 @@ static const char *body_of(const char *resp)
 static char *do_request(uint16_t port, const char *method, const char *path, const char *extra,
                         const char *body)
 {
-    char req[8192];
     size_t bl = body ? strlen(body) : 0;
-    int n = snprintf(req, sizeof req,
+    char *req = NULL;
+    int n = asprintf(&req,
                      "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s"
                      "Content-Length: %zu\r\n\r\n",
                      method, path, extra ? extra : "", bl);
+    assert_true(n > 0);
     int fd = connect_port(port);
     send_all(fd, req, (size_t)n);
+    free(req);
     if (bl)
         send_all(fd, body, bl);
     char *resp = recv_all(fd);
@@ -226,6 +228,15 @@ static void test_metrics_serves_registry_as_text_0_0_4(void **state)
     free(r);
 }
 
+static void test_head_gets_headers_without_a_body(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "HEAD", "/healthz", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_string_equal(body_of(r), "");
+    free(r);
+}
+
 static void test_builtin_routes_refuse_other_methods_with_405(void **state)
 {
     struct fixture *f = *state;
@@ -331,7 +342,10 @@ static void test_connection_limit_defers_new_connections_until_one_closes(void *
     int idle[4];
     for (int i = 0; i < 4; i++)
         idle[i] = connect_port(f->port);
-    usleep(100 * 1000); /* let the server accept them */
+    httpd_t *h = httpd_thread_server(f->t);
+    for (int i = 0; i < 500 && httpd_connections(h) < 4; i++)
+        usleep(10 * 1000); /* until the server has accepted all four (at most 5 s) */
+    assert_int_equal(httpd_connections(h), 4);
     int fd = connect_port(f->port);
     const char *req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     send_all(fd, req, strlen(req));
@@ -345,6 +359,43 @@ static void test_connection_limit_defers_new_connections_until_one_closes(void *
     close(fd);
     for (int i = 1; i < 4; i++)
         close(idle[i]);
+}
+
+static void test_oversized_headers_are_refused(void **state)
+{
+    struct fixture *f = *state;
+    size_t n = 20 * 1024; /* past the 16 KiB default */
+    char *hdr = malloc(n + 16);
+    memcpy(hdr, "X-Big: ", 7);
+    memset(hdr + 7, 'h', n);
+    memcpy(hdr + 7 + n, "\r\n", 3);
+    char *r = do_request(f->port, "GET", "/healthz", hdr, NULL);
+    /* refused: either a 4xx, or (when the close resets the unread request) no answer */
+    int st = r[0] ? status_of(r) : 0;
+    if (!(st == 0 || (st >= 400 && st < 500)))
+        fprintf(stderr, "oversized headers got: %.300s\n", r);
+    assert_true(st == 0 || (st >= 400 && st < 500));
+    free(r);
+    free(hdr);
+    r = do_request(f->port, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    free(r);
+}
+
+/* request_timeout_s = 1: a connection that sends nothing is closed by the server. */
+static void test_idle_connection_is_closed_after_request_timeout(void **state)
+{
+    void *fx = NULL;
+    httpd_options_t o = {.port = 0, .request_timeout_s = 1};
+    assert_int_equal(start_server(&fx, &o), 0);
+    struct fixture *f = fx;
+    int fd = connect_port(f->port);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 5000), 1); /* readable = EOF from the server */
+    char c;
+    assert_true(recv(fd, &c, 1, 0) <= 0);
+    close(fd);
+    teardown(&fx);
 }
 
 static void test_bind_conflict_names_address_and_port(void **state)
@@ -428,6 +479,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_metrics_serves_registry_as_text_0_0_4, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_head_gets_headers_without_a_body, setup, teardown),
         cmocka_unit_test_setup_teardown(test_builtin_routes_refuse_other_methods_with_405, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unknown_path_is_404_with_json_body, setup, teardown),
@@ -440,6 +492,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jansson_reply_and_missing_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_connection_limit_defers_new_connections_until_one_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_headers_are_refused, setup, teardown),
+        cmocka_unit_test(test_idle_connection_is_closed_after_request_timeout),
         cmocka_unit_test_setup_teardown(test_bind_conflict_names_address_and_port, setup, teardown),
         cmocka_unit_test(test_tls_listener_serves_healthz_over_tls),
     };

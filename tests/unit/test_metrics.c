@@ -96,6 +96,32 @@ static void test_label_values_and_help_are_escaped(void **state)
     metrics_registry_free(r);
 }
 
+static void test_invalid_utf8_and_long_label_values_are_canonicalised(void **state)
+{
+    metrics_registry_t *r = metrics_registry_new();
+    metrics_family_t *f = metrics_counter_new(r, "a_utf_total", "u", "v");
+    metrics_counter_t *bad = metrics_counter_labels(f, "x\xff\xfey\xc3");
+    /* the same canonical text is the same child */
+    assert_ptr_equal(bad, metrics_counter_labels(f, "x\xef\xbf\xbd\xef\xbf\xbdy\xef\xbf\xbd"));
+    metrics_counter_inc(metrics_counter_labels(f, "ok \xc3\xa9")); /* valid UTF-8 kept */
+    char *longv = malloc(5000);
+    memset(longv, 'L', 4999);
+    longv[4999] = '\0';
+    metrics_counter_inc(metrics_counter_labels(f, longv));
+    char *doc = render(r);
+    assert_non_null(strstr(doc, "a_utf_total{v=\"ok \xc3\xa9\"} 1\n"));
+    assert_non_null(strstr(doc, "a_utf_total{v=\"x\xef\xbf\xbd\xef\xbf\xbdy\xef\xbf\xbd\"} 0\n"));
+    longv[METRICS_MAX_LABEL_VALUE] = '\0';
+    char want[METRICS_MAX_LABEL_VALUE + 64];
+    snprintf(want, sizeof want, "{v=\"%s\"} 1\n", longv);
+    assert_non_null(strstr(doc, want));
+    free(doc);
+    const char *rm[] = {"x\xff\xfey\xc3"};
+    assert_int_equal(metrics_child_remove(f, rm), 0);
+    free(longv);
+    metrics_registry_free(r);
+}
+
 static void test_same_label_values_give_same_child(void **state)
 {
     metrics_registry_t *r = metrics_registry_new();
@@ -372,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_histogram_renders_cumulative_buckets_sum_count),
         cmocka_unit_test(test_label_values_and_help_are_escaped),
         cmocka_unit_test(test_same_label_values_give_same_child),
+        cmocka_unit_test(test_invalid_utf8_and_long_label_values_are_canonicalised),
         cmocka_unit_test(test_overflow_folds_new_label_sets_and_counts),
         cmocka_unit_test(test_removed_children_disappear_from_output),
         cmocka_unit_test(test_reregistering_a_family_returns_it_or_fails_on_conflict),

@@ -114,7 +114,7 @@ static pid_t start_nghttpd(int port, const char *key, const char *cert)
     snprintf(ps, sizeof ps, "%d", port);
     pid_t pid;
     if (key) {
-        char *argv[] = {"nghttpd", "--echo-upload", "-d", pki.dir, "-a", "127.0.0.1",
+        char *argv[] = {"nghttpd", "--echo-upload", "-d",         pki.dir, "-a", "127.0.0.1",
                         ps,        (char *)key,     (char *)cert, NULL};
         pid = atu_spawn(argv, logdir);
     } else {
@@ -344,8 +344,7 @@ static void test_url_parse_accepts_schemes_and_rejects_garbage(void **state)
 {
     transport_url_t u;
     char err[200];
-    assert_int_equal(transport_url_parse("https://h.example:8443/a/b?x=1", &u, err, sizeof err),
-                     0);
+    assert_int_equal(transport_url_parse("https://h.example:8443/a/b?x=1", &u, err, sizeof err), 0);
     assert_int_equal(u.kind, TRANSPORT_HTTP2);
     assert_true(u.tls);
     assert_string_equal(u.host, "h.example");

@@ -268,9 +268,8 @@ static void test_tls_frames_with_verified_server_and_mtls(void **state)
     atu_srv_t *s = atu_srv_start(ATU_SRV_FRAME, port, sctx);
     char url[64];
     snprintf(url, sizeof url, "tls://127.0.0.1:%d", port);
-    tls_config_t cc = {.ca_file = pki.ca_cert,
-                       .cert_file = pki.client_cert,
-                       .key_file = pki.client_key};
+    tls_config_t cc = {
+        .ca_file = pki.ca_cert, .cert_file = pki.client_cert, .key_file = pki.client_key};
     SSL_CTX *cctx = tls_client_ctx_new(&cc, err, sizeof err);
     assert_non_null(cctx);
     ctx_t c;
@@ -303,8 +302,9 @@ static void test_tls_unknown_ca_refused_by_openssl_s_server(void **state)
     char ps[16], log[600];
     snprintf(ps, sizeof ps, "%d", port);
     snprintf(log, sizeof log, "%s/s_server.log", pki.dir);
-    char *argv[] = {"openssl", "s_server", "-quiet", "-accept", ps,
-                    "-cert", pki.other_server_cert, "-key", pki.other_server_key, NULL};
+    char *argv[] = {
+        "openssl", "s_server",           "-quiet", "-accept", ps, "-cert", pki.other_server_cert,
+        "-key",    pki.other_server_key, NULL};
     pid_t srv = atu_spawn(argv, log);
     assert_true(atu_wait_port(port, 5000));
     char err[256], url[64];

@@ -1,0 +1,681 @@
+#!/usr/bin/env bash
+# NDD benchmark runner (issue 7; docs/benchmarks.md).
+#
+#   bench/run.sh --profile NAME [--build DIR] [--stack-dir D] [--keep] [--work-dir W]
+#                [--duration S] [--rate N] [--no-baselines] [--quiet]
+#
+# Starts a private stack (Kafka only) on free ports, the daemons with their metrics ports
+# (ndd-aggregation per NF type, ndd-adapter with the profile's feeds), one ndd-sink per feed,
+# the Kafka-side travel probe, then ndd-nf-sim per the profile (bench/profiles/NAME.profile).
+# Shows progress once per second; at the end prints a table like the OCNADD benchmark tables and
+# then ONE final line of JSON (issue 7):
+#   {"profile","produced","delivered","dead_lettered","lost","duplicates","mps",
+#    "e2e_ms":{"avg","p50","p99","max"},"cpu_s":{…},"msgs_per_cpu_s":{…},"rss_mb":{…}, …}
+# `lost` = produced − delivered − dead_lettered, delivered counted by sequence number at the
+# sink(s). Everything it starts is stopped by PID on exit (the stack too, unless --keep or a
+# --stack-dir whose stack was already running).
+#
+#   --build DIR      build directory (default $NDD_BUILD_DIR, else <repo>/build)
+#   --stack-dir D    stack directory (default W/stack); reused when its stack already runs
+#   --keep           leave the stack and W in place (prints how to stop)
+#   --work-dir W     logs, feeds file, summaries (default a new /tmp/ndd-bench.XXXXXX)
+#   --duration S     override the profile's traffic duration (per step for `max`)
+#   --rate N         override the profile's rate (copies/s)
+#   --no-baselines   skip h2load and the librdkafka baselines
+# Ports come from $NDD_BENCH_PORTS (default 26000-26999) through stack.sh free-ports.
+# Exit 0 when the run completed and lost = 0; 1 when something was lost or failed; 2 on usage.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROFILE=""
+BUILD=${NDD_BUILD_DIR:-$ROOT/build}
+STACK_DIR=""
+KEEP=0
+WORK=""
+OVR_DURATION=""
+OVR_RATE=""
+NO_BASELINES=0
+QUIET=0
+REPORT_ONLY=0
+PORT_RANGE=${NDD_BENCH_PORTS:-26000-26999}
+
+usage() {
+    sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+say() { echo "bench: $*" >&2; }
+die() {
+    echo "bench: error: $*" >&2
+    exit 1
+}
+
+while (($#)); do
+    case $1 in
+    --profile) PROFILE=${2:?}; shift 2 ;;
+    --build) BUILD=${2:?}; shift 2 ;;
+    --stack-dir) STACK_DIR=${2:?}; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --work-dir) WORK=${2:?}; shift 2 ;;
+    --duration) OVR_DURATION=${2:?}; shift 2 ;;
+    --rate) OVR_RATE=${2:?}; shift 2 ;;
+    --no-baselines) NO_BASELINES=1; shift ;;
+    --quiet) QUIET=1; shift ;;
+    --report-only) REPORT_ONLY=1; shift ;; # re-print table + JSON from --work-dir's results
+    -h | --help) usage ;;
+    *) echo "bench: unknown option '$1'" >&2; usage ;;
+    esac
+done
+[[ -n $PROFILE ]] || usage
+PROFILE_FILE=$ROOT/bench/profiles/$PROFILE.profile
+[[ -f $PROFILE_FILE ]] || die "no profile '$PROFILE' (have: $(cd "$ROOT/bench/profiles" && ls ./*.profile | sed 's|./||; s|\.profile||' | xargs))"
+
+# ---- profile defaults, then the profile ----
+DESCRIPTION=""
+DURATION=10
+RATE=1000
+NF_MIX=SCP=1
+SIZE=natural
+COPIES=2
+PARTITIONS=3
+FEEDS="f1:http2"   # name:transport, transport = http2 | https | tcp | tls
+BATCH_MAX=1
+MAX_IN_FLIGHT=64
+STEPS=""           # `max`: rates to try in order; stops at the first that fails
+P99_LIMIT_MS=50
+DRAIN_TIMEOUT=60   # after the simulator ends, how long delivery may take
+DRAIN_IDLE=15      # ... or how long without progress before giving up
+BASELINES="h2load kafka"
+BASELINE_COUNT=100000
+TRAVEL=1
+OCNADD=""          # the published figure this profile stands beside (table footer)
+# shellcheck source=/dev/null
+. "$PROFILE_FILE"
+[[ -n $OVR_DURATION ]] && DURATION=$OVR_DURATION
+[[ -n $OVR_RATE ]] && RATE=$OVR_RATE
+((NO_BASELINES)) && BASELINES=""
+
+for tool in jq curl; do
+    command -v $tool >/dev/null || die "$tool is missing (Debian package $tool; deploy/local/install-deps.sh)"
+done
+BIN_AGG=$BUILD/aggregation/ndd-aggregation
+BIN_ADA=$BUILD/adapter/ndd-adapter
+BIN_SIM=$BUILD/bench/nfsim/ndd-nf-sim
+BIN_SINK=$BUILD/bench/sink/ndd-sink
+BIN_OFF=$BUILD/bench/probes/ndd-offsets
+BIN_TRAVEL=$BUILD/bench/probes/ndd-travel
+BIN_KB=$BUILD/bench/baseline/ndd-kafka-baseline
+((REPORT_ONLY)) || for b in "$BIN_AGG" "$BIN_ADA" "$BIN_SIM" "$BIN_SINK" "$BIN_OFF" "$BIN_TRAVEL" "$BIN_KB"; do
+    [[ -x $b ]] || die "$b is not built (cmake -S $ROOT -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD)"
+done
+
+if [[ -z $WORK ]]; then
+    WORK=$(mktemp -d /tmp/ndd-bench.XXXXXX)
+else
+    mkdir -p "$WORK"
+fi
+WORK=$(realpath "$WORK")
+STACK_DIR=${STACK_DIR:-$WORK/stack}
+CLK_TCK=$(getconf CLK_TCK)
+
+# ---- process bookkeeping: everything started is stopped by PID ----
+declare -a PIDS=()
+STACK_STARTED=0
+stop_pid() { # pid [seconds]
+    local pid=$1 t=${2:-15} i
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < t * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        say "pid $pid did not stop in ${t}s: SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    local rc=$?
+    set +e
+    trap '' PIPE INT TERM HUP # finish stopping even when the reader of our output went away
+    local pid
+    for pid in "${PIDS[@]}"; do stop_pid "$pid" 10; done
+    if ((STACK_STARTED && !KEEP)); then
+        "$ROOT/deploy/local/stack.sh" stop --dir "$STACK_DIR" --no-pg >/dev/null 2>&1 ||
+            say "stack stop failed: see $STACK_DIR/kafka.log"
+    fi
+    if ((KEEP)); then
+        say "kept: work dir $WORK; stack: $ROOT/deploy/local/stack.sh stop --dir $STACK_DIR --no-pg"
+    elif ((rc == 0)); then
+        rm -rf "$WORK"
+    else
+        say "logs kept in $WORK"
+    fi
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP PIPE
+
+# Free ports from our range; one call so they are distinct.
+((REPORT_ONLY)) || mapfile -t FREE < <("$ROOT/deploy/local/stack.sh" free-ports 60 "$PORT_RANGE")
+NEXT_PORT=0
+take_port() {
+    PORT=${FREE[$NEXT_PORT]}
+    NEXT_PORT=$((NEXT_PORT + 1))
+}
+
+# ---- /proc readings ----
+cpu_ticks() { # pid -> utime+stime ticks (0 when gone)
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+    s=${s##*) }
+    # after "comm) ": field 3 is state, utime is field 14 overall = 12th here
+    awk '{print $12 + $13}' <<<"$s"
+}
+peak_rss_kb() { # pid -> VmHWM kB
+    awk '/^VmHWM:/{print $2}' "/proc/$1/status" 2>/dev/null || echo 0
+}
+http_get() { curl -fsS --max-time 2 "$1" 2>/dev/null; }
+wait_ready() { # name url seconds
+    local i
+    for ((i = 0; i < $3 * 5; i++)); do
+        http_get "$2" >/dev/null && return 0
+        sleep 0.2
+    done
+    die "$1 not ready at $2 after $3 s"
+}
+fmt() { LC_ALL=C printf "%'.${2:-0}f" "$1"; }
+
+if ((!REPORT_ONLY)); then
+# ---- stack ----
+if "$ROOT/deploy/local/stack.sh" status --dir "$STACK_DIR" --no-pg >/dev/null 2>&1; then
+    say "reusing the stack in $STACK_DIR"
+else
+    take_port
+    KPORT=$PORT
+    take_port
+    CPORT=$PORT
+    say "starting Kafka on 127.0.0.1:$KPORT (stack dir $STACK_DIR)"
+    STACK_STARTED=1
+    "$ROOT/deploy/local/stack.sh" start --dir "$STACK_DIR" --kafka-port "$KPORT" \
+        --controller-port "$CPORT" --no-pg >"$WORK/stack.out" 2>"$WORK/stack.err" ||
+        { cat "$WORK/stack.err" >&2; die "stack start failed"; }
+fi
+BOOTSTRAP=$(sed -n 's/^NDD_KAFKA=//p' "$STACK_DIR/env")
+[[ -n $BOOTSTRAP ]] || die "no NDD_KAFKA in $STACK_DIR/env"
+KAFKA_PID=$(head -n1 "$STACK_DIR/kafka/kafka.pid" 2>/dev/null | tr -dc 0-9)
+fi
+
+# ---- TLS material for https/tls feeds: a private CA and a server certificate ----
+make_certs() {
+    [[ -f $WORK/tls/server.pem ]] && return 0
+    command -v openssl >/dev/null || die "openssl missing (Debian package openssl)"
+    mkdir -p "$WORK/tls"
+    (
+        cd "$WORK/tls"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=ndd-bench-ca" \
+            -keyout ca.key -out ca.pem
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >ext.cnf
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile ext.cnf -out server.pem
+    ) >"$WORK/tls.log" 2>&1 || die "certificate generation failed: $WORK/tls.log"
+}
+
+# ---- one measured run: daemons up, traffic, drain, figures into $WORK/<tag>.result.json ----
+# Components and their PIDs for this run (component name -> space separated PIDs).
+declare -A COMP_PIDS
+run_once() { # tag rate duration
+    local tag=$1 rate=$2 dur=$3
+    local pfx="$tag-" d="$WORK/$tag"
+    mkdir -p "$d"
+    COMP_PIDS=()
+    PREV_T=0
+    PREV_U=()
+    local -a run_pids=() feed_names=() feed_kinds=() sink_mports=() nf_types=()
+    local f name kind i
+
+    # sinks, one per feed (each feed carries every copy: counting per feed keeps dups honest)
+    local feeds_json="[" sep=""
+    for f in $FEEDS; do
+        name=${f%%:*}
+        kind=${f#*:}
+        take_port
+        local lport=$PORT
+        take_port
+        local mport=$PORT
+        local -a sargs=(--metrics-port "$mport" --log-level warn)
+        local url enc=json tls_json=""
+        case $kind in
+        http2) sargs+=(--h2-port "$lport"); url="http://127.0.0.1:$lport/ndd/$name" ;;
+        https)
+            make_certs
+            sargs+=(--h2tls-port "$lport" --cert "$WORK/tls/server.pem" --key "$WORK/tls/server.key")
+            url="https://localhost:$lport/ndd/$name"
+            tls_json=",\"tls\":{\"ca_file\":\"$WORK/tls/ca.pem\"}" ;;
+        tcp) sargs+=(--tcp-port "$lport"); url="tcp://127.0.0.1:$lport"; enc=frame ;;
+        tls)
+            make_certs
+            sargs+=(--tls-port "$lport" --cert "$WORK/tls/server.pem" --key "$WORK/tls/server.key")
+            url="tls://localhost:$lport"; enc=frame
+            tls_json=",\"tls\":{\"ca_file\":\"$WORK/tls/ca.pem\"}" ;;
+        *) die "profile $PROFILE: feed '$f': transport must be http2, https, tcp or tls" ;;
+        esac
+        "$BIN_SINK" "${sargs[@]}" --summary-file "$d/sink-$name.json" >"$d/sink-$name.out" 2>"$d/sink-$name.log" &
+        PIDS+=($!)
+        run_pids+=($!)
+        COMP_PIDS[sink]+="$! "
+        feed_names+=("$name")
+        feed_kinds+=("$kind")
+        sink_mports+=("$mport")
+        feeds_json+="$sep{\"name\":\"$pfx$name\",\"source_topic\":\"${pfx}MAIN\",\"encoding\":\"$enc\",\"transport\":\"${kind/https/http2}\""
+        feeds_json+=",\"endpoints\":[{\"url\":\"$url\"}],\"delivery\":{\"batch_max\":$BATCH_MAX,\"max_in_flight\":$MAX_IN_FLIGHT}$tls_json}"
+        sep=","
+    done
+    feeds_json+="]"
+    echo "{\"feeds\":$feeds_json}" | jq . >"$d/feeds.json" || die "feeds file for $PROFILE is not JSON"
+
+    # aggregation, one worker per NF type of the mix
+    local mix_item
+    for mix_item in ${NF_MIX//,/ }; do
+        nf_types+=("${mix_item%%=*}")
+    done
+    local agg_ports=()
+    for name in "${nf_types[@]}"; do
+        take_port
+        agg_ports+=("$PORT")
+        "$BIN_AGG" --nf-type "$name" --bootstrap "$BOOTSTRAP" --topic "$pfx$name" \
+            --main-topic "${pfx}MAIN" --dlq-topic "${pfx}dlq-aggregation" \
+            --group "ndd-agg-$pfx$name" --main-partitions "$PARTITIONS" \
+            --http-port "$PORT" --log-level warn >"$d/agg-$name.log" 2>&1 &
+        PIDS+=($!)
+        run_pids+=($!)
+        COMP_PIDS[aggregation]+="$! "
+    done
+    take_port
+    local ada_port=$PORT
+    "$BIN_ADA" --bootstrap "$BOOTSTRAP" --feeds-file "$d/feeds.json" --http.port "$ada_port" \
+        --log.level info >"$d/adapter.log" 2>&1 &
+    PIDS+=($!)
+    run_pids+=($!)
+    COMP_PIDS[adapter]+="$! "
+
+    for i in "${!agg_ports[@]}"; do wait_ready "ndd-aggregation ${nf_types[$i]}" "http://127.0.0.1:${agg_ports[$i]}/readyz" 30; done
+    wait_ready ndd-adapter "http://127.0.0.1:$ada_port/readyz" 30
+    for i in "${!sink_mports[@]}"; do wait_ready "ndd-sink ${feed_names[$i]}" "http://127.0.0.1:${sink_mports[$i]}/healthz" 10; done
+    # Traffic starts once every consumer group holds its partitions, so the figures are those
+    # of the steady state, not of group joins (which would show as seconds of latency).
+    local want=$((${#nf_types[@]} + ${#feed_names[@]})) have=0 wait_until=$((SECONDS + 60)) m
+    while ((SECONDS < wait_until)); do
+        have=0
+        for i in "${!agg_ports[@]}"; do
+            m=$(http_get "http://127.0.0.1:${agg_ports[$i]}/metrics" | awk '/^ndd_aggregation_assigned_partitions/{s+=$NF} END{print s+0}')
+            ((m > 0)) && have=$((have + 1))
+        done
+        for name in "${feed_names[@]}"; do
+            grep -Eq "feed $pfx$name: [1-9][0-9]* partition\(s\) of ${pfx}MAIN assigned" "$d/adapter.log" && have=$((have + 1))
+        done
+        ((have == want)) && break
+        sleep 0.5
+    done
+    ((have == want)) || say "warning: only $have of $want consumer groups had partitions after 60 s; starting anyway"
+
+    local travel_pid=""
+    if ((TRAVEL)); then
+        # MAIN, and the NF topics themselves: NF -> NF topic is Kafka alone on this machine,
+        # the floor under every NDD latency figure of the same run.
+        local -a ttopics=(--topic "${pfx}MAIN")
+        for name in "${nf_types[@]}"; do ttopics+=(--topic "$pfx$name"); done
+        "$BIN_TRAVEL" --bootstrap "$BOOTSTRAP" "${ttopics[@]}" --group "ndd-travel-$pfx" \
+            --duration $((dur + DRAIN_TIMEOUT + 60)) --quiet >"$d/travel.json" 2>"$d/travel.log" &
+        travel_pid=$!
+        PIDS+=($travel_pid)
+        run_pids+=($travel_pid)
+        COMP_PIDS[travel]+="$travel_pid "
+    fi
+
+    # the measured window starts here
+    local comp pid
+    declare -A T0=()
+    for comp in "${!COMP_PIDS[@]}"; do
+        for pid in ${COMP_PIDS[$comp]}; do T0[$pid]=$(cpu_ticks "$pid"); done
+    done
+    [[ -n $KAFKA_PID ]] && T0[$KAFKA_PID]=$(cpu_ticks "$KAFKA_PID")
+    local start_ns
+    start_ns=$(date +%s%N)
+    say "run $tag: $rate copies/s for ${dur}s, NF mix $NF_MIX, size $SIZE, feeds: $FEEDS"
+    "$BIN_SIM" --bootstrap "$BOOTSTRAP" --rate "$rate" --duration "$dur" --nf-mix "$NF_MIX" \
+        --size "$SIZE" --copies "$COPIES" --topic-prefix "$pfx" --partitions "$PARTITIONS" \
+        --seq-start 0 >"$d/nfsim.json" 2>"$d/nfsim.log" &
+    local sim_pid=$!
+    PIDS+=($sim_pid)
+    COMP_PIDS[nf-sim]="$sim_pid "
+    T0[$sim_pid]=$(cpu_ticks "$sim_pid")
+
+    # progress once per second; sim CPU/RSS sampled while it lives (it exits before the end)
+    local sim_ticks=0 sim_rss=0 now el line produced=0 s u prev_u=0 p99
+    local -a prev=()
+    while kill -0 "$sim_pid" 2>/dev/null; do
+        sleep 1
+        s=$(cpu_ticks "$sim_pid")
+        ((s > sim_ticks)) && sim_ticks=$s
+        s=$(peak_rss_kb "$sim_pid")
+        [[ -n $s ]] && ((s > sim_rss)) && sim_rss=$s
+        produced=$( (grep -o 'produced [0-9]*' "$d/nfsim.log" 2>/dev/null || true) | tail -n1 | awk '{print $2}')
+        produced=${produced:-0}
+        progress_line "$d" "$start_ns" "$produced"
+    done
+    wait "$sim_pid" || say "ndd-nf-sim exited with status $? (see $d/nfsim.log)"
+    [[ -s $d/nfsim.json ]] || die "ndd-nf-sim printed no summary: $(tail -5 "$d/nfsim.log")"
+    produced=$(jq -r .acked "$d/nfsim.json")
+
+    # drain: until every feed's sink has every copy (or the copy is dead-lettered), bounded
+    local deadline=$((SECONDS + DRAIN_TIMEOUT)) last_change=$SECONDS total prev_total=-1 dead
+    while :; do
+        dead=$(dlq_total "$pfx")
+        total=0
+        local done_all=1
+        for i in "${!sink_mports[@]}"; do
+            u=$(http_get "http://127.0.0.1:${sink_mports[$i]}/summary" | jq -r '.unique // 0')
+            u=${u:-0}
+            total=$((total + u))
+            ((u + dead >= produced)) || done_all=0
+        done
+        ((done_all)) && break
+        if ((total != prev_total)); then
+            last_change=$SECONDS
+            prev_total=$total
+        fi
+        ((SECONDS >= deadline)) && { say "drain: timeout after ${DRAIN_TIMEOUT}s"; break; }
+        ((SECONDS - last_change >= DRAIN_IDLE)) && { say "drain: no progress for ${DRAIN_IDLE}s"; break; }
+        progress_line "$d" "$start_ns" "$produced"
+        sleep 1
+    done
+    local end_ns window
+    end_ns=$(date +%s%N)
+    window=$(awk -v a="$start_ns" -v b="$end_ns" 'BEGIN{printf "%.3f", (b-a)/1e9}')
+
+    # end of the window: CPU and peak RSS per component
+    local cpu_json="{" rss_json="{" csep=""
+    for comp in "${!COMP_PIDS[@]}"; do
+        local ticks=0 rss=0 t
+        for pid in ${COMP_PIDS[$comp]}; do
+            if [[ $pid == "$sim_pid" ]]; then
+                t=$((sim_ticks - T0[$pid]))
+                rss=$((rss + sim_rss))
+            else
+                t=$(($(cpu_ticks "$pid") - T0[$pid]))
+                rss=$((rss + $(peak_rss_kb "$pid")))
+            fi
+            ((t > 0)) && ticks=$((ticks + t))
+        done
+        cpu_json+="$csep\"$comp\":$(awk -v t=$ticks -v h="$CLK_TCK" 'BEGIN{printf "%.2f", t/h}')"
+        rss_json+="$csep\"$comp\":$(awk -v k=$rss 'BEGIN{printf "%.1f", k/1024}')"
+        csep=","
+    done
+    if [[ -n $KAFKA_PID ]] && kill -0 "$KAFKA_PID" 2>/dev/null; then
+        cpu_json+="$csep\"kafka\":$(awk -v t=$(($(cpu_ticks "$KAFKA_PID") - T0[$KAFKA_PID])) -v h="$CLK_TCK" 'BEGIN{printf "%.2f", t/h}')"
+        rss_json+="$csep\"kafka\":$(awk -v k="$(peak_rss_kb "$KAFKA_PID")" 'BEGIN{printf "%.1f", k/1024}')"
+    fi
+    cpu_json+="}"
+    rss_json+="}"
+
+    # sink summaries, offsets and lag, then stop this run's processes
+    local sinks_json="{" ssep=""
+    for i in "${!sink_mports[@]}"; do
+        s=$(http_get "http://127.0.0.1:${sink_mports[$i]}/summary") || s='{}'
+        sinks_json+="$ssep\"${feed_names[$i]}\":{\"transport\":\"${feed_kinds[$i]}\",\"dlq\":$(dlq_topic_records "ndd.dlq.$pfx${feed_names[$i]}"),\"summary\":$s}"
+        ssep=","
+    done
+    sinks_json+="}"
+    local -a groups=()
+    for name in "${nf_types[@]}"; do groups+=(--group "ndd-agg-$pfx$name"); done
+    for name in "${feed_names[@]}"; do groups+=(--group "ndd-feed-$pfx$name"); done
+    # end offsets of the NF topics and MAIN, lag of every group at the end of the window
+    local -a otopics=(--topic "${pfx}MAIN")
+    for name in "${nf_types[@]}"; do otopics+=(--topic "$pfx$name"); done
+    "$BIN_OFF" --bootstrap "$BOOTSTRAP" "${otopics[@]}" "${groups[@]}" \
+        >"$d/offsets.json" 2>"$d/offsets.log" || say "ndd-offsets: $(head -3 "$d/offsets.log")"
+    local agg_dlq
+    agg_dlq=$(dlq_topic_records "${pfx}dlq-aggregation")
+    if [[ -n $travel_pid ]]; then stop_pid "$travel_pid" 10; fi
+    for pid in "${run_pids[@]}"; do stop_pid "$pid" 15; done
+    local travel_json='null'
+    [[ -s $d/travel.json ]] && travel_json=$(tail -n1 "$d/travel.json")
+    jq -n --arg tag "$tag" --argjson rate "$rate" --argjson dur "$dur" --argjson window "$window" \
+        --argjson nfsim "$(cat "$d/nfsim.json")" --argjson sinks "$sinks_json" \
+        --argjson agg_dlq "$agg_dlq" --argjson cpu "$cpu_json" --argjson rss "$rss_json" \
+        --argjson travel "$travel_json" \
+        --argjson offsets "$(tail -n1 "$d/offsets.json" 2>/dev/null | grep . || echo null)" \
+        '{tag:$tag, rate:$rate, duration:$dur, window_s:$window, nfsim:$nfsim, sinks:$sinks,
+          agg_dlq:$agg_dlq, cpu_s:$cpu, rss_mb:$rss, travel:$travel, offsets:$offsets}' \
+        >"$WORK/$tag.result.json"
+}
+
+# Records in a topic (0 when it does not exist: nothing was dead-lettered there).
+dlq_topic_records() {
+    local out
+    out=$("$BIN_OFF" --bootstrap "$BOOTSTRAP" --topic "$1" --timeout-ms 3000 2>/dev/null) || true
+    [[ -n $out ]] || { echo 0; return; }
+    jq -r --arg t "$1" '.topics[$t].records // 0' <<<"$out"
+}
+dlq_total() { # prefix -> records in the aggregation DLQ and every feed DLQ
+    local n f
+    n=$(dlq_topic_records "${1}dlq-aggregation")
+    for f in $FEEDS; do n=$((n + $(dlq_topic_records "ndd.dlq.$1${f%%:*}"))); done
+    echo "$n"
+}
+
+# One progress line from the simulator's log and the sinks' /summary.
+declare -A PREV_U=()
+PREV_T=0
+progress_line() { # dir start_ns produced
+    ((QUIET)) && return 0
+    local d=$1 el now i u s p99 rate line
+    now=$(date +%s%N)
+    el=$(awk -v a="$2" -v b="$now" 'BEGIN{printf "%.0f", (b-a)/1e9}')
+    line=$(printf '[%4ss] ingress %9s (%s/s)' "$el" "$(fmt "$3")" "$( (grep -o '([0-9]*/s)' "$d/nfsim.log" 2>/dev/null || true) | tail -n1 | tr -dc 0-9)")
+    for i in "${!sink_mports[@]}"; do
+        s=$(http_get "http://127.0.0.1:${sink_mports[$i]}/summary") || s='{}'
+        u=$(jq -r '.unique // 0' <<<"$s")
+        p99=$(jq -r '.latency_ms.p99 // 0' <<<"$s")
+        rate=$((u - ${PREV_U[$i]:-0}))
+        ((PREV_T == 0)) && rate=$u
+        PREV_U[$i]=$u
+        line+=$(printf ' | %s %9s (%s/s) p99 %s ms' "${feed_names[$i]}" "$(fmt "$u")" "$rate" "$(fmt "$p99" 1)")
+    done
+    PREV_T=$now
+    echo "$line" >&2
+}
+
+# ---- baselines: h2load against a sink, librdkafka produce-only and consume-only ----
+run_baselines() {
+    local out="$WORK/baselines.json" parts=()
+    if [[ " $BASELINES " == *" h2load "* ]]; then
+        if command -v h2load >/dev/null; then
+            take_port
+            local lp=$PORT
+            take_port
+            local mp=$PORT
+            local bsize=$SIZE
+            [[ $bsize =~ ^[0-9]+$ ]] || bsize=1500
+            head -c "$bsize" /dev/zero | tr '\0' 'x' >"$WORK/h2load.body"
+            "$BIN_SINK" --h2-port "$lp" --metrics-port "$mp" --log-level warn >"$WORK/h2load-sink.out" 2>&1 &
+            local spid=$!
+            PIDS+=($spid)
+            wait_ready "h2load sink" "http://127.0.0.1:$mp/healthz" 10
+            local t0 n=$BASELINE_COUNT
+            t0=$(cpu_ticks "$spid")
+            say "baseline: h2load, $n POSTs of $bsize bytes to ndd-sink (h2c, 4 connections x 32 streams)"
+            h2load -n "$n" -c 4 -m 32 -t 1 -d "$WORK/h2load.body" -H 'content-type: application/octet-stream' \
+                "http://127.0.0.1:$lp/" >"$WORK/h2load.out" 2>&1 || say "h2load failed: $(tail -3 "$WORK/h2load.out")"
+            local t1 rps ok cpu
+            t1=$(cpu_ticks "$spid")
+            rps=$(awk '/^finished in/{gsub(",","",$4); print $4}' "$WORK/h2load.out")
+            ok=$(awk '/^requests:/{print $8}' "$WORK/h2load.out")
+            cpu=$(awk -v t=$((t1 - t0)) -v h="$CLK_TCK" 'BEGIN{printf "%.2f", t/h}')
+            parts+=("\"h2load_sink\":{\"requests\":$n,\"succeeded\":${ok:-0},\"rps\":${rps:-0},\"sink_cpu_s\":$cpu,\"sink_msgs_per_cpu_s\":$(awk -v n="${ok:-0}" -v c="$cpu" 'BEGIN{printf "%.0f", (c > 0 ? n / c : 0)}'),\"sink_rss_mb\":$(awk -v k="$(peak_rss_kb "$spid")" 'BEGIN{printf "%.1f", k/1024}')}")
+            stop_pid "$spid" 5
+        else
+            say "baseline h2load skipped: h2load missing (Debian package nghttp2-client)"
+        fi
+    fi
+    if [[ " $BASELINES " == *" kafka "* ]]; then
+        local bsize=$SIZE topic="baseline-$RANDOM"
+        [[ $bsize =~ ^[0-9]+$ ]] || bsize=1500
+        say "baseline: librdkafka produce-only then consume-only, $BASELINE_COUNT records of $bsize bytes"
+        local p c
+        p=$("$BIN_KB" --mode produce --bootstrap "$BOOTSTRAP" --topic "$topic" --count "$BASELINE_COUNT" --size "$bsize" 2>"$WORK/kb.log") || say "produce baseline failed: $(tail -3 "$WORK/kb.log")"
+        c=$("$BIN_KB" --mode consume --bootstrap "$BOOTSTRAP" --topic "$topic" --count "$BASELINE_COUNT" --timeout 60 2>>"$WORK/kb.log") || say "consume baseline failed: $(tail -3 "$WORK/kb.log")"
+        [[ -n $p ]] && parts+=("\"kafka_produce\":$p")
+        [[ -n $c ]] && parts+=("\"kafka_consume\":$c")
+    fi
+    local IFS=,
+    echo "{${parts[*]}}" >"$out"
+}
+
+# ---- figures of one run -> the issue 7 JSON object ----
+# delivered = the fewest distinct @seq any feed's sink received (every feed must carry every
+# copy); lost = produced − delivered − dead_lettered for that feed, the worst feed.
+summarise() { # result.json baselines.json profile
+    jq -c --arg profile "$3" --slurpfile b "$2" '
+      . as $r
+      | ($r.nfsim.acked) as $produced
+      | [ $r.sinks | to_entries[] | {name:.key, transport:.value.transport,
+            unique:(.value.summary.unique // 0), dups:(.value.summary.duplicates // 0),
+            dead:(.value.dlq + $r.agg_dlq), lat:(.value.summary.latency_ms // {}),
+            rate:(.value.summary.rate_mps // 0), received:(.value.summary.received // 0)} ] as $f
+      | ($f | min_by(.unique)) as $worst
+      | ($f | map(.lat.count // 0) | add) as $lc
+      | {profile:$profile, produced:$produced, delivered:$worst.unique, dead_lettered:$worst.dead,
+         lost:([$f[] | $produced - .unique - .dead] | max | if . < 0 then 0 else . end),
+         duplicates:($f | map(.dups) | add), mps:$r.nfsim.achieved_mps,
+         e2e_ms:{avg:(if $lc > 0 then ($f | map((.lat.avg // 0) * (.lat.count // 0)) | add) / $lc else 0 end),
+                 p50:($f | map(.lat.p50 // 0) | max), p99:($f | map(.lat.p99 // 0) | max),
+                 max:($f | map(.lat.max // 0) | max)},
+         cpu_s:$r.cpu_s,
+         msgs_per_cpu_s:($r.cpu_s | with_entries(.value as $c
+            | .value = (if $c <= 0 then null
+                        elif .key == "adapter" or .key == "sink" then (($f | map(.received) | add) / $c)
+                        else $produced / $c end | if . == null then null else floor end))),
+         rss_mb:$r.rss_mb,
+         per_core:{ndd:((($r.cpu_s.aggregation // 0) + ($r.cpu_s.adapter // 0)) as $c
+                        | (if $c > 0 then ($produced / $c | floor) else null end)),
+                   ndd_with_kafka:((($r.cpu_s.aggregation // 0) + ($r.cpu_s.adapter // 0) + ($r.cpu_s.kafka // 0)) as $c
+                        | (if $c > 0 then ($produced / $c | floor) else null end))},
+         rate:$r.rate, target_missed:$r.nfsim.target_missed, window_s:$r.window_s,
+         feeds:($f | map({key:.name, value:{transport, delivered:.unique, duplicates:.dups,
+                 dead_lettered:.dead, egress_mps:.rate, p99_ms:(.lat.p99 // 0)}}) | from_entries),
+         travel_main_ms:(if $r.travel then ($r.travel.topics | to_entries[0].value
+                 | {avg:.avg_ms, p50:.p50_ms, p99:.p99_ms, max:.max_ms, records}) else null end),
+         travel_nf_topic_ms:(if $r.travel and ($r.travel.topics | length) > 1 then
+                 ($r.travel.topics | to_entries[1].value
+                 | {avg:.avg_ms, p50:.p50_ms, p99:.p99_ms, max:.max_ms, records}) else null end),
+         baselines:($b[0] // {})}' "$1"
+}
+
+print_table() { # summary-json
+    local j=$1 success
+    success=$(jq -r 'if .produced > 0 then (100 * (.produced - .lost) / .produced) else 0 end' <<<"$j")
+    echo
+    echo "NDD benchmark — profile $PROFILE: $DESCRIPTION"
+    echo "machine: $(nproc) CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/^Mem:/{print $2}') GiB, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); Kafka $BOOTSTRAP (single broker, same host)"
+    echo
+    printf '| %-44s | %18s |\n' "Metric" "Value"
+    printf '|%s|%s|\n' "----------------------------------------------" "--------------------"
+    printf '| %-44s | %18s |\n' "Target rate (copies/s)" "$(fmt "$(jq .rate <<<"$j")")"
+    printf '| %-44s | %18s |\n' "Ingress rate, achieved (MPS)" "$(fmt "$(jq .mps <<<"$j")")"
+    local fname
+    for fname in $(jq -r '.feeds | keys[]' <<<"$j"); do
+        printf '| %-44s | %18s |\n' "Egress rate feed $fname ($(jq -r --arg f "$fname" '.feeds[$f].transport' <<<"$j")) (MPS)" \
+            "$(fmt "$(jq --arg f "$fname" '.feeds[$f].egress_mps' <<<"$j")")"
+    done
+    printf '| %-44s | %18s |\n' "Produced / delivered / dead-lettered" "$(jq -r '"\(.produced)/\(.delivered)/\(.dead_lettered)"' <<<"$j")"
+    printf '| %-44s | %18s |\n' "Lost / duplicates" "$(jq -r '"\(.lost) / \(.duplicates)"' <<<"$j")"
+    printf '| %-44s | %18s |\n' "Average E2E latency NF -> sink (ms)" "$(fmt "$(jq .e2e_ms.avg <<<"$j")" 2)"
+    printf '| %-44s | %18s |\n' "p50 / p99 / max E2E latency (ms)" "$(jq -r '.e2e_ms | "\(.p50*100|round/100) / \(.p99*100|round/100) / \(.max*100|round/100)"' <<<"$j")"
+    if jq -e '.travel_main_ms' <<<"$j" >/dev/null; then
+        printf '| %-44s | %18s |\n' "Travel NF -> MAIN avg / p99 (ms, probe)" "$(jq -r '.travel_main_ms | "\(.avg*100|round/100) / \(.p99*100|round/100)"' <<<"$j")"
+        printf '| %-44s | %18s |\n' "Kafka alone NF -> NF topic avg / p99 (ms)" "$(jq -r '.travel_nf_topic_ms | if . then "\(.avg*100|round/100) / \(.p99*100|round/100)" else "-" end' <<<"$j")"
+    fi
+    printf '| %-44s | %17s%% |\n' "Success rate" "$(fmt "$success" 3)"
+    echo
+    printf '| %-12s | %9s | %7s | %13s | %17s |\n' "Component" "CPU s" "CPU %" "Peak RSS MiB" "msgs / CPU-second"
+    printf '|%s|%s|%s|%s|%s|\n' "--------------" "-----------" "---------" "---------------" "-------------------"
+    local comp w
+    w=$(jq .window_s <<<"$j")
+    for comp in $(jq -r '.cpu_s | keys[]' <<<"$j"); do
+        printf '| %-12s | %9s | %7s | %13s | %17s |\n' "$comp" \
+            "$(fmt "$(jq --arg c "$comp" '.cpu_s[$c]' <<<"$j")" 2)" \
+            "$(fmt "$(jq --arg c "$comp" --argjson w "$w" '100 * .cpu_s[$c] / $w' <<<"$j")" 1)" \
+            "$(fmt "$(jq --arg c "$comp" '.rss_mb[$c] // 0' <<<"$j")" 1)" \
+            "$(fmt "$(jq --arg c "$comp" '.msgs_per_cpu_s[$c] // 0' <<<"$j")")"
+    done
+    echo "(measured window ${w}s: traffic + drain; CPU % of one core; msgs = copies handled by that component)"
+    echo "Whole pipeline: $(fmt "$(jq '.per_core.ndd // 0' <<<"$j")") copies per CPU-second of NDD (aggregation + adapter), $(fmt "$(jq '.per_core.ndd_with_kafka // 0' <<<"$j")") with the Kafka broker"
+    if jq -e '.baselines | length > 0' <<<"$j" >/dev/null; then
+        echo
+        echo "Local limits (baselines, same machine, same run):"
+        jq -r '.baselines | to_entries[] | "  \(.key): " + (.value | to_entries | map("\(.key)=\(.value)") | join(" "))' <<<"$j"
+    fi
+    [[ -n $OCNADD ]] && { echo; echo "OCNADD published: $OCNADD"; }
+    echo
+}
+
+# ---- main ----
+if ((REPORT_ONLY)); then
+    [[ -f $WORK/run.result.json ]] || die "--report-only: no $WORK/run.result.json"
+    [[ -f $WORK/baselines.json ]] || echo '{}' >"$WORK/baselines.json"
+    KEEP=1
+    final=$(summarise "$WORK/run.result.json" "$WORK/baselines.json" "$PROFILE")
+    BOOTSTRAP="(kept run)"
+    print_table "$final"
+    echo "$final"
+    exit 0
+fi
+if [[ -n $STEPS ]]; then
+    best=""
+    steps_json="["
+    ssep=""
+    n=0
+    for r in $STEPS; do
+        n=$((n + 1))
+        run_once "s$n" "$r" "$DURATION"
+        echo '{}' >"$WORK/nobase.json"
+        sj=$(summarise "$WORK/s$n.result.json" "$WORK/nobase.json" "$PROFILE")
+        steps_json+="$ssep$(jq -c '{rate, mps, delivered, lost, dead_lettered, duplicates, p99_ms:.e2e_ms.p99, target_missed, msgs_per_cpu_s}' <<<"$sj")"
+        ssep=","
+        if jq -e --argjson lim "$P99_LIMIT_MS" '.lost == 0 and .e2e_ms.p99 < $lim and (.target_missed | not)' <<<"$sj" >/dev/null; then
+            say "step $n: $r copies/s sustained (lost 0, p99 $(jq .e2e_ms.p99 <<<"$sj") ms)"
+            best=s$n
+        else
+            say "step $n: $r copies/s NOT sustained: $(jq -c '{mps, lost, p99_ms:.e2e_ms.p99, target_missed}' <<<"$sj")"
+            break
+        fi
+    done
+    steps_json+="]"
+    if [[ -n $BASELINES ]]; then run_baselines; else echo '{}' >"$WORK/baselines.json"; fi
+    if [[ -n $best ]]; then
+        final=$(summarise "$WORK/$best.result.json" "$WORK/baselines.json" "$PROFILE" |
+            jq -c --argjson steps "$steps_json" '. + {max_sustained_mps:.mps, steps:$steps}')
+    else
+        # Not even the first step held: show it, say so, and fail.
+        say "not even the first step ($(awk '{print $1}' <<<"$STEPS") copies/s) was sustained"
+        final=$(summarise "$WORK/s1.result.json" "$WORK/baselines.json" "$PROFILE" |
+            jq -c --argjson steps "$steps_json" '. + {max_sustained_mps:0, steps:$steps}')
+    fi
+else
+    run_once run "$RATE" "$DURATION"
+    if [[ -n $BASELINES ]]; then run_baselines; else echo '{}' >"$WORK/baselines.json"; fi
+    final=$(summarise "$WORK/run.result.json" "$WORK/baselines.json" "$PROFILE")
+fi
+print_table "$final"
+if [[ -n $STEPS ]]; then
+    echo "Steps (p99 limit ${P99_LIMIT_MS} ms, lost must be 0):"
+    jq -r '.steps[] | "  \(.rate) copies/s: achieved \(.mps), lost \(.lost), p99 \(.p99_ms) ms, target missed \(.target_missed)"' <<<"$final"
+    echo "Highest sustained: $(jq .max_sustained_mps <<<"$final") copies/s"
+    echo
+fi
+echo "$final"
+[[ $(jq .lost <<<"$final") == 0 ]] || exit 1
+[[ -z $STEPS || $(jq .max_sustained_mps <<<"$final") != 0 ]] || exit 1

@@ -1,0 +1,814 @@
+/* ndd-correlation worker loop: see corr_worker.h and docs/correlation.md.
+ *
+ * A consumed copy is decoded and given to the engine at once, then its librdkafka message is
+ * released: the engine keeps what an xDR needs (ids, path, timestamps, sizes), never the
+ * body. xDRs leave through the emit callback (encoded into one reusable buffer, copied by
+ * librdkafka) to the XDR topic.
+ *
+ * Offsets. A partition's offset may be stored only when (a) no open transaction has a copy
+ * below it (the engine's low-water mark) and (b) every xDR or dead-letter record emitted from
+ * copies below it was acknowledged. (b) is kept with checkpoints: every checkpoint_ms the
+ * worker seals the current period, recording min(next offset, low water) of each partition;
+ * every produce counts against the period it was made in. A sealed checkpoint is applied
+ * (its offsets stored) once every produce of it and of all earlier periods is acknowledged.
+ * An xDR emitted after a seal belongs to a transaction that was open at the seal (first copy
+ * at or above the recorded low water) or opened later, so the recorded offsets never pass a
+ * copy whose xDR is not acknowledged. A kill -9 therefore loses no xDR: the restart re-reads
+ * from below every transaction whose xDR was not safely written. */
+#include "corr_worker.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "codec.h"
+#include "log.h"
+#include "xdr.h"
+
+#define CORR_MAX_PARTITIONS 65536
+#define CORR_RING 64                /* checkpoints awaiting acknowledgements, at most */
+#define CORR_OUT_MAX (256u * 1024u) /* an xDR's text is at most 4 KiB (str_area), escaped x6 */
+#define CORR_PAUSE_AFTER_MS 200
+#define CORR_REASON_REFUSED "correlation-refused"
+#define CORR_KIND_XDR 0u
+#define CORR_KIND_DLQ 1u
+
+typedef struct corr_part {
+    bool assigned;
+    uint32_t epoch; /* bumped by every assignment change; checkpoints carry it */
+    int64_t next;   /* offset after the last copy processed; -1 before the first */
+    int64_t stored; /* last offset stored; -1 before the first */
+    int64_t base;   /* first offset processed since the assignment; -1 before */
+} corr_part_t;
+
+/* One partition's safe offset as recorded at a seal. */
+typedef struct corr_mark {
+    int32_t partition;
+    uint32_t epoch;
+    int64_t offset;
+} corr_mark_t;
+
+typedef struct corr_ckpt {
+    uint64_t unacked; /* produces of this period not acknowledged yet */
+    bool sealed;
+    bool failed; /* a produce of this period was not written: never apply it */
+    corr_mark_t *marks;
+    size_t n_marks, cap_marks;
+} corr_ckpt_t;
+
+typedef struct corr_metrics {
+    metrics_counter_t *in_msgs, *in_bytes, *xdr_msgs, *xdr_bytes, *produce_errors, *pauses;
+    metrics_counter_t *dlq[CODEC_REASON__COUNT + 1]; /* last: correlation-refused */
+    metrics_gauge_t *unacked, *uncommitted, *paused, *assigned, *lag, *memory;
+} corr_metrics_t;
+
+struct corr_worker {
+    corr_config_t cfg;
+    char main_topic[256], xdr_topic[256], dlq_topic[256], group[256], client_id[256];
+    kafka_consumer_t *consumer;
+    kafka_producer_t *producer;
+    correlate_t *engine;
+    correlate_metrics_t *kpi;
+    codec_msg_t msg; /* decode target (large: kept out of the stack) */
+    buf_t out;       /* the xDR being encoded */
+
+    corr_part_t *parts;
+    int32_t n_parts;
+
+    corr_ckpt_t ring[CORR_RING];
+    uint64_t ck_head; /* oldest checkpoint not applied */
+    uint64_t ck_cur;  /* the open period (not sealed); ck_head <= ck_cur */
+    bool changed;     /* something was consumed or produced since the last seal */
+
+    volatile sig_atomic_t *stop;
+    int64_t now_us; /* monotonic clock of the current poll, for the engine */
+    bool paused;
+    int64_t blocked_since_ms;
+    int64_t pause_logged_ms;
+    bool fatal;
+    bool closing; /* the stop path sealed and drained: rebalances must not seal again */
+    uint64_t dlq_logged;
+    corr_stats_t st;
+    corr_metrics_t m;
+};
+
+/* ---- small helpers ---- */
+
+static int64_t corr_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t corr_now_ms(void)
+{
+    return corr_now_us() / 1000;
+}
+
+static corr_part_t *corr_part(corr_worker_t *w, int32_t partition, bool create)
+{
+    if (partition < 0 || partition >= CORR_MAX_PARTITIONS)
+        return NULL;
+    if (partition >= w->n_parts) {
+        if (!create)
+            return NULL;
+        int32_t n = partition + 1;
+        corr_part_t *p = realloc(w->parts, sizeof(*p) * (size_t)n);
+        if (!p)
+            return NULL;
+        for (int32_t i = w->n_parts; i < n; i++)
+            p[i] = (corr_part_t){.next = -1, .stored = -1, .base = -1};
+        w->parts = p;
+        w->n_parts = n;
+    }
+    return &w->parts[partition];
+}
+
+/* ---- metrics ---- */
+
+static int corr_metrics_init(corr_worker_t *w)
+{
+    metrics_registry_t *r = w->cfg.metrics;
+    corr_metrics_t *m = &w->m;
+    metrics_family_t *f;
+#define CORR_COUNTER(field, name, help)                                                            \
+    do {                                                                                           \
+        if (!(f = metrics_counter_new(r, name, help, NULL)) ||                                     \
+            !(m->field = metrics_counter_labels(f)))                                               \
+            return -1;                                                                             \
+    } while (0)
+#define CORR_GAUGE(field, name, help)                                                              \
+    do {                                                                                           \
+        if (!(f = metrics_gauge_new(r, name, help, NULL)) ||                                       \
+            !(m->field = metrics_gauge_labels(f)))                                                 \
+            return -1;                                                                             \
+    } while (0)
+    CORR_COUNTER(in_msgs, "ndd_correlation_consumed_messages_total", "Copies consumed from MAIN");
+    CORR_COUNTER(in_bytes, "ndd_correlation_consumed_bytes_total",
+                 "Value bytes of the copies consumed from MAIN");
+    CORR_COUNTER(xdr_msgs, "ndd_correlation_xdr_records_total",
+                 "xDRs written to the XDR topic and acknowledged");
+    CORR_COUNTER(xdr_bytes, "ndd_correlation_xdr_bytes_total",
+                 "Value bytes of the xDRs written to the XDR topic and acknowledged");
+    CORR_COUNTER(produce_errors, "ndd_correlation_produce_errors_total",
+                 "xDR or dead-letter records the broker refused (the worker stops)");
+    CORR_COUNTER(pauses, "ndd_correlation_pauses_total",
+                 "Times consumption was paused because too many records awaited acknowledgement");
+    CORR_GAUGE(unacked, "ndd_correlation_unacked_records",
+               "xDR and dead-letter records produced whose acknowledgement is still to come");
+    CORR_GAUGE(uncommitted, "ndd_correlation_uncommitted_records",
+               "Copies processed above the stored offsets: what a crash would re-read");
+    CORR_GAUGE(paused, "ndd_correlation_paused", "1 while consumption is paused (backpressure)");
+    CORR_GAUGE(assigned, "ndd_correlation_assigned_partitions", "MAIN partitions assigned");
+    CORR_GAUGE(lag, "ndd_correlation_consumer_lag_messages",
+               "Records behind the end of the assigned MAIN partitions (librdkafka statistics)");
+    CORR_GAUGE(memory, "ndd_correlation_table_bytes",
+               "Bytes allocated for the open-transaction tables");
+    if (!(f = metrics_counter_new(r, "ndd_correlation_dead_letter_total",
+                                  "Copies sent to the dead-letter topic, by reason", "reason")))
+        return -1;
+    for (int i = 1; i < CODEC_REASON__COUNT; i++)
+        if (!(m->dlq[i] = metrics_counter_labels(f, codec_reason_name((codec_reason_t)i))))
+            return -1;
+    if (!(m->dlq[CODEC_REASON__COUNT] = metrics_counter_labels(f, CORR_REASON_REFUSED)))
+        return -1;
+    return 0;
+#undef CORR_COUNTER
+#undef CORR_GAUGE
+}
+
+/* Gauges and engine KPIs that are not updated per record. */
+static void corr_metrics_refresh(corr_worker_t *w)
+{
+    correlate_metrics_update(w->kpi, w->engine);
+    uint64_t uncommitted = 0;
+    int assigned = 0;
+    for (int32_t i = 0; i < w->n_parts; i++) {
+        const corr_part_t *p = &w->parts[i];
+        if (!p->assigned)
+            continue;
+        assigned++;
+        int64_t from = p->stored >= 0 ? p->stored : p->base;
+        if (p->next >= 0 && from >= 0 && p->next > from)
+            uncommitted += (uint64_t)(p->next - from);
+    }
+    w->st.uncommitted = uncommitted;
+    metrics_gauge_set(w->m.uncommitted, (double)uncommitted);
+    metrics_gauge_set(w->m.assigned, assigned);
+    metrics_gauge_set(w->m.unacked, (double)w->st.unacked);
+    metrics_gauge_set(w->m.memory, (double)correlate_stats(w->engine).memory_bytes);
+}
+
+/* Consumer statistics: the consumer lag summed over our MAIN partitions. */
+static void corr_on_stats(void *owner, const char *json, size_t len)
+{
+    corr_worker_t *w = owner;
+    json_t *root = json_loadb(json, len, 0, NULL);
+    if (!root)
+        return;
+    json_t *parts = json_object_get(json_object_get(json_object_get(root, "topics"), w->main_topic),
+                                    "partitions");
+    const char *k;
+    json_t *p;
+    int64_t lag = 0;
+    json_object_foreach(parts, k, p)
+    {
+        if (strcmp(k, "-1") == 0)
+            continue;
+        json_int_t l = json_integer_value(json_object_get(p, "consumer_lag"));
+        if (l > 0)
+            lag += l;
+    }
+    metrics_gauge_set(w->m.lag, (double)lag);
+    json_decref(root);
+}
+
+/* ---- checkpoints ---- */
+
+/* Closes the current period, recording each assigned partition's safe offset. When the ring
+ * is full the period simply goes on (coarser, still safe). */
+static void corr_seal(corr_worker_t *w)
+{
+    if (w->ck_cur - w->ck_head + 1 >= CORR_RING)
+        return;
+    corr_ckpt_t *ck = &w->ring[w->ck_cur % CORR_RING];
+    size_t n = 0;
+    for (int32_t i = 0; i < w->n_parts; i++)
+        n += w->parts[i].assigned && w->parts[i].next >= 0;
+    if (n > ck->cap_marks) {
+        corr_mark_t *mk = realloc(ck->marks, n * sizeof(*mk));
+        if (!mk)
+            return; /* try again at the next seal */
+        ck->marks = mk;
+        ck->cap_marks = n;
+    }
+    ck->n_marks = 0;
+    for (int32_t i = 0; i < w->n_parts; i++) {
+        const corr_part_t *p = &w->parts[i];
+        if (!p->assigned || p->next < 0)
+            continue;
+        ck->marks[ck->n_marks++] =
+            (corr_mark_t){.partition = i,
+                          .epoch = p->epoch,
+                          .offset = correlate_committable(w->engine, i, p->next)};
+    }
+    ck->sealed = true;
+    w->ck_cur++;
+    corr_ckpt_t *next = &w->ring[w->ck_cur % CORR_RING];
+    next->unacked = 0;
+    next->sealed = false;
+    next->failed = false;
+    next->n_marks = 0;
+    w->changed = false;
+}
+
+/* Applies, oldest first, every sealed checkpoint whose produces (and those of all earlier
+ * periods) are acknowledged. */
+static void corr_advance(corr_worker_t *w)
+{
+    while (w->ck_head < w->ck_cur) {
+        corr_ckpt_t *ck = &w->ring[w->ck_head % CORR_RING];
+        if (!ck->sealed || ck->unacked > 0 || ck->failed || w->fatal)
+            return;
+        for (size_t i = 0; i < ck->n_marks; i++) {
+            const corr_mark_t *mk = &ck->marks[i];
+            corr_part_t *p = corr_part(w, mk->partition, false);
+            /* A mark from before a revoke/assign of its partition is stale: the new owner
+             * (perhaps us again) starts from the committed offset. */
+            if (!p || !p->assigned || p->epoch != mk->epoch || mk->offset <= p->stored)
+                continue;
+            if (kafka_consumer_store(w->consumer, w->main_topic, mk->partition, mk->offset) == 0) {
+                p->stored = mk->offset;
+                w->st.stores++;
+            }
+        }
+        ck->sealed = false;
+        ck->n_marks = 0;
+        w->st.checkpoints++;
+        w->ck_head++;
+    }
+}
+
+/* ---- producing ---- */
+
+static void *corr_opaque(uint64_t gen, unsigned kind)
+{
+    return (void *)(uintptr_t)(((gen << 1) | kind) + 1);
+}
+
+static void corr_on_delivery(void *owner, void *msg_opaque, const rd_kafka_message_t *rkm)
+{
+    corr_worker_t *w = owner;
+    uintptr_t v = (uintptr_t)msg_opaque;
+    if (!v)
+        return;
+    v -= 1;
+    unsigned kind = (unsigned)(v & 1u);
+    corr_ckpt_t *ck = &w->ring[(v >> 1) % CORR_RING];
+    ck->unacked--;
+    w->st.unacked--;
+    if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (kind == CORR_KIND_XDR) {
+            w->st.xdrs_acked++;
+            metrics_counter_inc(w->m.xdr_msgs);
+            metrics_counter_add(w->m.xdr_bytes, rkm->len);
+        } else {
+            w->st.dead_lettered++;
+        }
+        return;
+    }
+    ck->failed = true;
+    if (rkm->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || rkm->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+        return; /* shutdown gave up on it: its checkpoint is never applied */
+    /* message.timeout.ms is infinite, so this is a permanent refusal (too large, topic gone,
+     * not authorised). Its period is never applied and no later offset is stored: a restart
+     * re-reads the copies and emits the record again. */
+    w->st.produce_failures++;
+    metrics_counter_inc(w->m.produce_errors);
+    log_error("correlation: %s record (key %.*s) refused by %s: %s; stopping without storing "
+              "further offsets",
+              kind == CORR_KIND_XDR ? "xDR" : "dead-letter",
+              (int)(rkm->key_len > 64 ? 64 : rkm->key_len), rkm->key ? (const char *)rkm->key : "",
+              rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "-", rd_kafka_err2str(rkm->err));
+    w->fatal = true;
+}
+
+/* Hands one record to librdkafka (value copied), counting it against the open period. When
+ * the producer queue is full it serves acknowledgements until there is room: the xDR exists
+ * only now (its slot in the engine is gone), so it is never dropped. Returns 0, or -1 when
+ * the record was refused or a stop was asked while the broker stayed unreachable. */
+static int corr_produce(corr_worker_t *w, const char *topic, const void *key, size_t key_len,
+                        const void *value, size_t value_len, rd_kafka_headers_t *hdrs,
+                        unsigned kind, rd_kafka_resp_err_t *err)
+{
+    int64_t waited_since = 0;
+    bool warned = false;
+    for (;;) {
+        uint64_t gen = w->ck_cur;
+        kafka_produce_result_t r =
+            kafka_produce(w->producer, topic, RD_KAFKA_PARTITION_UA, key, key_len, value, value_len,
+                          hdrs, KAFKA_VALUE_COPY, corr_opaque(gen, kind), err);
+        if (r == KAFKA_PRODUCE_OK) {
+            w->ring[gen % CORR_RING].unacked++;
+            w->st.unacked++;
+            w->changed = true;
+            return 0;
+        }
+        if (r == KAFKA_PRODUCE_ERROR)
+            return -1;
+        int64_t now = corr_now_ms();
+        if (!waited_since)
+            waited_since = now;
+        if (!warned && now - waited_since >= 5000) {
+            log_warn("correlation: producer queue full for 5 s (%" PRIu64
+                     " records unacknowledged): is the broker reachable?",
+                     w->st.unacked);
+            warned = true;
+        }
+        if (w->stop && *w->stop && now - waited_since >= w->cfg.shutdown_timeout_ms) {
+            *err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+            return -1;
+        }
+        kafka_producer_poll(w->producer, 10);
+    }
+}
+
+/* The engine's emit callback: one finished transaction. */
+static void corr_on_xdr(void *opaque, const xdr_t *x)
+{
+    corr_worker_t *w = opaque;
+    correlate_metrics_observe(w->kpi, x);
+    if (w->fatal)
+        return; /* stopping: nothing is stored any more, the restart emits it again */
+    buf_reset(&w->out);
+    int rc = w->cfg.format == CORR_FORMAT_BINARY ? xdr_encode_binary(x, &w->out)
+                                                 : xdr_encode_json(x, &w->out);
+    const codec_slice_t *id = &x->s[XDR_S_CORRELATION_ID];
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (rc == 0 && corr_produce(w, w->xdr_topic, id->ptr, id->len, w->out.data, w->out.len, NULL,
+                                CORR_KIND_XDR, &e) == 0) {
+        w->st.xdrs++;
+        return;
+    }
+    w->st.produce_failures++;
+    metrics_counter_inc(w->m.produce_errors);
+    log_error("correlation: xDR %.*s (%s [%d], first copy at offset %" PRId64
+              ") could not be written to %s: %s; stopping without storing further offsets",
+              (int)(id->len > 128 ? 128 : id->len), id->ptr ? id->ptr : "", w->main_topic,
+              (int)x->partition, x->first_offset, w->xdr_topic,
+              rc ? "encoding larger than the output buffer" : rd_kafka_err2str(e));
+    w->fatal = true;
+}
+
+/* Sends a copy that cannot be correlated to the dead-letter topic: the original key, value
+ * and headers plus the @dlq-* headers (docs/message-format.md, "Dead-letter records"). */
+static void corr_dead_letter(corr_worker_t *w, const rd_kafka_message_t *m,
+                             const codec_error_t *cerr, const char *reason_override)
+{
+    int32_t part = m->partition;
+    long long off = (long long)m->offset;
+    int idx = reason_override ? CODEC_REASON__COUNT : (int)cerr->reason;
+    metrics_counter_inc(w->m.dlq[idx]);
+    uint64_t logged = w->dlq_logged++;
+    if (logged < 10 || logged % 10000 == 0)
+        log_warn("correlation: %s [%d] offset %lld to %s: %s %s: %s (%" PRIu64 " so far)",
+                 w->main_topic, (int)part, off, w->dlq_topic,
+                 reason_override ? reason_override : codec_reason_name(cerr->reason), cerr->field,
+                 cerr->detail, logged + 1);
+
+    char origin[300];
+    codec_format_origin(origin, sizeof(origin), w->main_topic, part, m->offset);
+    const void *value = m->payload;
+    size_t value_len = m->len;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rd_kafka_headers_t *src = NULL, *h;
+        if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR && src)
+            h = rd_kafka_headers_copy(src);
+        else
+            h = rd_kafka_headers_new(8);
+        if (!h || codec_dlq_headers(h, cerr, origin) ||
+            (reason_override &&
+             codec_headers_set(h, CODEC_DLQ_REASON, reason_override, strlen(reason_override))) ||
+            (attempt && codec_headers_set(h, "@dlq-body-dropped", "too-large", 9))) {
+            if (h)
+                rd_kafka_headers_destroy(h);
+            log_error("correlation: out of memory building the dead-letter record of %s [%d] "
+                      "offset %lld; stopping",
+                      w->main_topic, (int)part, off);
+            w->fatal = true;
+            return;
+        }
+        rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (corr_produce(w, w->dlq_topic, m->key, m->key_len, value, value_len, h, CORR_KIND_DLQ,
+                         &e) == 0)
+            return;
+        rd_kafka_headers_destroy(h);
+        w->st.produce_failures++;
+        metrics_counter_inc(w->m.produce_errors);
+        if (e == RD_KAFKA_RESP_ERR__TIMED_OUT)
+            break;
+        /* Refused before queueing (most likely larger than message.max.bytes): retry once
+         * without the value. */
+        value = NULL;
+        value_len = 0;
+        log_warn("correlation: dead-letter record of %s [%d] offset %lld refused by %s: %s; "
+                 "retrying without its value",
+                 w->main_topic, (int)part, off, w->dlq_topic, rd_kafka_err2str(e));
+    }
+    log_error("correlation: %s [%d] offset %lld could not be written to %s; stopping without "
+              "storing further offsets",
+              w->main_topic, (int)part, off, w->dlq_topic);
+    w->fatal = true;
+}
+
+/* ---- consuming ---- */
+
+static void corr_on_message(void *owner, rd_kafka_message_t *m)
+{
+    corr_worker_t *w = owner;
+    w->st.consumed++;
+    metrics_counter_inc(w->m.in_msgs);
+    metrics_counter_add(w->m.in_bytes, m->len);
+    corr_part_t *p = corr_part(w, m->partition, false);
+    if (!p || !p->assigned || w->fatal) {
+        /* Not ours (any more), or stopping: not processed, its offset is not stored. */
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    codec_error_t cerr;
+    if (codec_decode(&w->msg, m, &cerr) != CODEC_OK) {
+        corr_dead_letter(w, m, &cerr, NULL);
+    } else if (correlate_add(w->engine, &w->msg, m->partition, m->offset, w->now_us) != 0) {
+        memset(&cerr, 0, sizeof(cerr));
+        cerr.reason = CODEC_ERR_BAD_VALUE;
+        snprintf(cerr.field, sizeof(cerr.field), "partition");
+        snprintf(cerr.detail, sizeof(cerr.detail),
+                 "the correlation engine refused the copy (partition %d above max-partitions, or "
+                 "out of memory)",
+                 (int)m->partition);
+        corr_dead_letter(w, m, &cerr, CORR_REASON_REFUSED);
+    } else {
+        w->st.correlated++;
+    }
+    if (p->base < 0)
+        p->base = m->offset;
+    if (m->offset >= p->next)
+        p->next = m->offset + 1;
+    w->changed = true;
+    rd_kafka_message_destroy(m);
+}
+
+/* ---- rebalance ---- */
+
+static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
+                              const rd_kafka_topic_partition_list_t *parts)
+{
+    corr_worker_t *w = owner;
+    if (kind == KAFKA_REBALANCE_REVOKED && !w->fatal && !w->closing) {
+        /* Last chance to hand finished work over: with EMIT the open transactions become
+         * "revoked" xDRs now; then the acknowledgements get a short time, the period is
+         * sealed (with HANDOVER its offsets still sit below the open transactions) and every
+         * safe checkpoint is stored for the commit that follows this callback. */
+        if (w->cfg.revoke_mode == CORRELATE_DRAIN_EMIT)
+            for (int i = 0; i < parts->cnt; i++)
+                if (strcmp(parts->elems[i].topic, w->main_topic) == 0)
+                    correlate_drain_partition(w->engine, parts->elems[i].partition,
+                                              CORRELATE_DRAIN_EMIT);
+        int left = w->st.unacked ? kafka_producer_flush(w->producer, w->cfg.revoke_flush_ms) : 0;
+        if (left)
+            log_warn("correlation: revoke: %d records still unacknowledged after %d ms; the next "
+                     "owner re-reads from the last safe offset (duplicates possible)",
+                     left, w->cfg.revoke_flush_ms);
+        corr_advance(w);
+        corr_seal(w);
+        corr_advance(w);
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        if (strcmp(parts->elems[i].topic, w->main_topic) != 0)
+            continue;
+        int32_t pid = parts->elems[i].partition;
+        corr_part_t *p = corr_part(w, pid, kind == KAFKA_REBALANCE_ASSIGNED);
+        if (!p) {
+            if (kind == KAFKA_REBALANCE_ASSIGNED) {
+                log_error("correlation: no memory for %s [%d]", w->main_topic, (int)pid);
+                w->fatal = true;
+            }
+            continue;
+        }
+        /* Whatever the engine still holds for the partition is handed over: the offset
+         * committed for it is at most its low water, so its next reader rebuilds it. */
+        size_t n = correlate_drain_partition(w->engine, pid, CORRELATE_DRAIN_HANDOVER);
+        if (n)
+            log_info("correlation: %s [%d] %s: %zu open transactions handed over", w->main_topic,
+                     (int)pid,
+                     kind == KAFKA_REBALANCE_ASSIGNED
+                         ? "assigned"
+                         : (kind == KAFKA_REBALANCE_LOST ? "lost" : "revoked"),
+                     n);
+        p->epoch++;
+        p->next = -1;
+        p->stored = -1;
+        p->base = -1;
+        p->assigned = kind == KAFKA_REBALANCE_ASSIGNED;
+    }
+    corr_metrics_refresh(w);
+}
+
+/* ---- life cycle ---- */
+
+/* Pass-through properties: "consumer.X" goes to the consumer only, "producer.X" to the
+ * producer only (as X), anything else to both. Returns -1 when in is not for this client. */
+static int corr_prop_for(const kafka_prop_t *in, const char *other, const char *mine,
+                         kafka_prop_t *out)
+{
+    if (strncmp(in->key, other, strlen(other)) == 0)
+        return -1;
+    out->key = strncmp(in->key, mine, strlen(mine)) == 0 ? in->key + strlen(mine) : in->key;
+    out->value = in->value;
+    return 0;
+}
+
+corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errlen)
+{
+    if (!cfg->brokers) {
+        snprintf(err, errlen, "correlation: brokers are required");
+        return NULL;
+    }
+    kafka_prop_t *pprops = NULL, *cprops = NULL;
+    corr_worker_t *w = calloc(1, sizeof(*w));
+    if (!w) {
+        snprintf(err, errlen, "correlation: out of memory");
+        return NULL;
+    }
+    w->cfg = *cfg;
+    if (!w->cfg.batch)
+        w->cfg.batch = 1000;
+    if (!w->cfg.max_unacked)
+        w->cfg.max_unacked = 50000;
+    if (w->cfg.checkpoint_ms <= 0)
+        w->cfg.checkpoint_ms = 100;
+    if (!w->cfg.shutdown_timeout_ms)
+        w->cfg.shutdown_timeout_ms = 10000;
+    if (w->cfg.revoke_flush_ms <= 0)
+        w->cfg.revoke_flush_ms = w->cfg.revoke_flush_ms < 0 ? 0 : 2000;
+    if (!w->cfg.metrics)
+        w->cfg.metrics = metrics_default_registry();
+#define CORR_NAME(field, value, def) snprintf(w->field, sizeof(w->field), "%s", value ? value : def)
+    CORR_NAME(main_topic, cfg->main_topic, "MAIN");
+    CORR_NAME(xdr_topic, cfg->xdr_topic, "XDR");
+    CORR_NAME(dlq_topic, cfg->dlq_topic, "ndd.dlq.correlation");
+    CORR_NAME(group, cfg->group, "ndd-correlation");
+    CORR_NAME(client_id, cfg->client_id, "ndd-correlation");
+#undef CORR_NAME
+    w->cfg.main_topic = w->main_topic;
+    w->cfg.xdr_topic = w->xdr_topic;
+    w->cfg.dlq_topic = w->dlq_topic;
+    w->cfg.group = w->group;
+    w->cfg.client_id = w->client_id;
+
+    if (corr_metrics_init(w) || !(w->kpi = correlate_metrics_new(w->cfg.metrics, "all"))) {
+        snprintf(err, errlen, "correlation: metrics registration failed");
+        goto fail;
+    }
+    if (buf_init(&w->out, 4096, CORR_OUT_MAX)) {
+        snprintf(err, errlen, "correlation: out of memory");
+        goto fail;
+    }
+    correlate_config_t ec = cfg->engine;
+    ec.emit = corr_on_xdr;
+    ec.opaque = w;
+    char why[256];
+    w->engine = correlate_new(&ec, why, sizeof(why));
+    if (!w->engine) {
+        snprintf(err, errlen, "%s", why);
+        goto fail;
+    }
+
+    pprops = calloc(cfg->n_props + 4, sizeof(*pprops));
+    cprops = calloc(cfg->n_props + 4, sizeof(*cprops));
+    if (!pprops || !cprops) {
+        snprintf(err, errlen, "correlation: out of memory");
+        goto fail;
+    }
+    size_t np = 0;
+    for (size_t i = 0; i < cfg->n_props; i++)
+        if (!corr_prop_for(&cfg->props[i], "consumer.", "producer.", &pprops[np]))
+            np++;
+    kafka_producer_opts_t po = {.brokers = cfg->brokers,
+                                .client_id = w->client_id,
+                                .props = pprops,
+                                .n_props = np,
+                                .on_delivery = corr_on_delivery,
+                                .owner = w};
+    w->producer = kafka_producer_new(&po, err, errlen);
+    if (!w->producer)
+        goto fail;
+
+    size_t nc = 0;
+    cprops[nc++] = (kafka_prop_t){"statistics.interval.ms", "5000"};
+    for (size_t i = 0; i < cfg->n_props; i++)
+        if (!corr_prop_for(&cfg->props[i], "producer.", "consumer.", &cprops[nc]))
+            nc++;
+    const char *topics[] = {w->main_topic};
+    kafka_consumer_opts_t co = {.brokers = cfg->brokers,
+                                .group_id = w->group,
+                                .client_id = w->client_id,
+                                .topics = topics,
+                                .n_topics = 1,
+                                .cooperative = cfg->cooperative,
+                                .props = cprops,
+                                .n_props = nc,
+                                .on_rebalance = corr_on_rebalance,
+                                .on_stats = corr_on_stats,
+                                .owner = w};
+    w->consumer = kafka_consumer_new(&co, err, errlen);
+    if (!w->consumer)
+        goto fail;
+    log_info("correlation: consuming %s in group %s, xDRs (%s) to %s, dead letters to %s; "
+             "timeout %" PRId64 " ms, at most %u open transactions per partition, %s rebalancing "
+             "(%s on revoke)",
+             w->main_topic, w->group, cfg->format == CORR_FORMAT_BINARY ? "binary" : "json",
+             w->xdr_topic, w->dlq_topic,
+             (ec.timeout_us ? ec.timeout_us : CORRELATE_DEFAULT_TIMEOUT_US) / 1000,
+             ec.max_open ? ec.max_open : CORRELATE_DEFAULT_MAX_OPEN,
+             cfg->cooperative ? "cooperative" : "eager",
+             cfg->revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over");
+    free(pprops);
+    free(cprops);
+    return w;
+fail:
+    free(pprops);
+    free(cprops);
+    corr_worker_free(w);
+    return NULL;
+}
+
+/* Consumption stops while max_unacked records await acknowledgement. A stall is first met by
+ * not polling for data (librdkafka's prefetch is bounded); if it lasts CORR_PAUSE_AFTER_MS
+ * the partitions are paused, so the consumer can still be polled for rebalances. */
+static bool corr_room(corr_worker_t *w)
+{
+    if (w->st.unacked < w->cfg.max_unacked) {
+        w->blocked_since_ms = 0;
+        if (w->paused && kafka_consumer_resume_all(w->consumer) == 0) {
+            w->paused = false;
+            metrics_gauge_set(w->m.paused, 0);
+        }
+        return true;
+    }
+    int64_t now = corr_now_ms();
+    if (!w->blocked_since_ms)
+        w->blocked_since_ms = now;
+    if (!w->paused && now - w->blocked_since_ms >= CORR_PAUSE_AFTER_MS &&
+        kafka_consumer_pause_all(w->consumer) == 0) {
+        w->paused = true;
+        w->st.pauses++;
+        metrics_counter_inc(w->m.pauses);
+        metrics_gauge_set(w->m.paused, 1);
+        if (now - w->pause_logged_ms >= 60000 || !w->pause_logged_ms) {
+            log_info("correlation: paused (%" PRIu64 " records unacknowledged; %" PRIu64
+                     " pauses so far)",
+                     w->st.unacked, w->st.pauses);
+            w->pause_logged_ms = now;
+        }
+    }
+    return false;
+}
+
+int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
+{
+    w->stop = stop;
+    int64_t next_seal = 0, next_refresh = 0;
+    const int64_t seal_us = (int64_t)w->cfg.checkpoint_ms * 1000;
+    while (!*stop && !w->fatal) {
+        kafka_producer_poll(w->producer, 0);
+        w->now_us = corr_now_us();
+        correlate_expire(w->engine, w->now_us);
+        if (w->now_us >= next_seal) {
+            if (w->changed)
+                corr_seal(w);
+            next_seal = w->now_us + seal_us;
+        }
+        corr_advance(w);
+        if (w->now_us >= next_refresh) {
+            corr_metrics_refresh(w);
+            next_refresh = w->now_us + 200000;
+        }
+        if (corr_room(w)) {
+            /* With records in flight, come back soon for their acknowledgements. */
+            kafka_consumer_poll_each(w->consumer, w->cfg.batch, w->st.unacked ? 5 : 100,
+                                     corr_on_message, w);
+            continue;
+        }
+        kafka_producer_poll(w->producer, 10);
+        if (w->paused)
+            kafka_consumer_poll_each(w->consumer, w->cfg.batch, 0, corr_on_message, w);
+    }
+
+    int rc = w->fatal ? -1 : 0;
+    correlate_stats_t es = correlate_stats(w->engine);
+    log_info("correlation: stopping (%" PRIu64 " open transactions, %" PRIu64
+             " records unacknowledged)",
+             es.open, w->st.unacked);
+    kafka_consumer_pause_all(w->consumer);
+    if (!w->fatal) {
+        corr_advance(w);
+        if (w->cfg.shutdown_mode == CORRELATE_DRAIN_EMIT) {
+            correlate_drain_all(w->engine, CORRELATE_DRAIN_EMIT);
+            corr_seal(w);
+        } else {
+            /* Sealed before the drop: the offsets stay below the open transactions, so the
+             * next start rebuilds them. */
+            corr_seal(w);
+            correlate_drain_all(w->engine, CORRELATE_DRAIN_HANDOVER);
+        }
+        int left = kafka_producer_flush(w->producer, w->cfg.shutdown_timeout_ms);
+        if (left)
+            log_warn("correlation: %d records not acknowledged within %d ms; their offsets are "
+                     "not committed (the copies will be read again)",
+                     left, w->cfg.shutdown_timeout_ms);
+        corr_advance(w);
+    }
+    w->closing = true;
+    corr_metrics_refresh(w);
+    kafka_consumer_close(w->consumer); /* commits the stored offsets, leaves the group */
+    w->consumer = NULL;
+    kafka_producer_close(w->producer, 0);
+    w->producer = NULL;
+    es = correlate_stats(w->engine);
+    log_info("correlation: stopped: consumed %" PRIu64 ", correlated %" PRIu64 ", xDRs %" PRIu64
+             " (complete %" PRIu64 ", timeout %" PRIu64 ", evicted %" PRIu64 ", revoked %" PRIu64
+             "), acknowledged %" PRIu64 ", dead-lettered %" PRIu64 ", handed over %" PRIu64,
+             w->st.consumed, w->st.correlated, w->st.xdrs, es.emitted[XDR_COMPLETE],
+             es.emitted[XDR_TIMEOUT], es.emitted[XDR_EVICTED], es.emitted[XDR_REVOKED],
+             w->st.xdrs_acked, w->st.dead_lettered, es.handed_over);
+    return rc;
+}
+
+corr_stats_t corr_worker_stats(const corr_worker_t *w)
+{
+    return w->st;
+}
+
+void corr_worker_free(corr_worker_t *w)
+{
+    if (!w)
+        return;
+    if (w->consumer)
+        kafka_consumer_close(w->consumer);
+    if (w->producer)
+        kafka_producer_close(w->producer, 0);
+    correlate_free(w->engine);
+    correlate_metrics_free(w->kpi);
+    for (int i = 0; i < CORR_RING; i++)
+        free(w->ring[i].marks);
+    free(w->parts);
+    buf_free(&w->out);
+    free(w);
+}

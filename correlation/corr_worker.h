@@ -1,0 +1,89 @@
+/* The ndd-correlation worker: consume MAIN in its own consumer group, decode each copy, feed
+ * the correlation engine (services/correlate.h), produce every xDR to the XDR topic (keyed by
+ * correlation id, idempotent producer), send undecodable copies to the dead-letter topic, and
+ * store a partition's offset only when it is below every open transaction of the partition
+ * AND every xDR / dead-letter record emitted before it was acknowledged by the broker.
+ * One thread runs corr_worker_run(); the metrics it updates are read by the HTTP thread.
+ * Design: docs/correlation.md. */
+#ifndef NDD_CORR_WORKER_H
+#define NDD_CORR_WORKER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "correlate.h"
+#include "kafka.h"
+#include "metrics.h"
+
+/* Value layout of the records on the XDR topic (docs/xdr.md). */
+typedef enum corr_format {
+    CORR_FORMAT_JSON = 0,
+    CORR_FORMAT_BINARY,
+} corr_format_t;
+
+typedef struct corr_config {
+    const char *brokers;
+    const char *main_topic;    /* NULL: "MAIN" */
+    const char *xdr_topic;     /* NULL: "XDR" */
+    const char *dlq_topic;     /* NULL: "ndd.dlq.correlation" */
+    const char *group;         /* NULL: "ndd-correlation" */
+    const char *client_id;     /* NULL: "ndd-correlation" */
+    const kafka_prop_t *props; /* kafka.* pass-through: "consumer.X" / "producer.X" go to one
+                                  client only (as X), anything else to both */
+    size_t n_props;
+    corr_format_t format;
+    /* Engine settings: max_open, timeout_us, str_area, max_partitions, preallocate, expect,
+     * subscriber. emit/opaque are the worker's own (ignored here). */
+    correlate_config_t engine;
+    /* What happens to the open transactions of a revoked partition, and of every partition
+     * at a clean stop. HANDOVER (default, 0): dropped; the stored offset stays at or below
+     * their first copy, so whoever reads the partition next rebuilds them. EMIT: emitted as
+     * incomplete xDRs ("revoked") before the partition goes. */
+    correlate_drain_t revoke_mode;
+    correlate_drain_t shutdown_mode;
+    uint32_t batch;              /* copies taken per consumer poll; 0: 1000 */
+    uint32_t max_unacked;        /* xDR + DLQ records not yet acknowledged before consumption
+                                    pauses; 0: 50000 */
+    int checkpoint_ms;           /* how often an offset checkpoint is taken; 0: 100 */
+    bool cooperative;            /* cooperative-sticky rebalancing (only moved partitions are
+                                    revoked) instead of eager */
+    int shutdown_timeout_ms;     /* flush budget at stop; 0: 10000 */
+    int revoke_flush_ms;         /* wait for acks before giving partitions up; 0: 2000, <0: none */
+    metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
+} corr_config_t;
+
+/* Totals since start (also exported as metrics). */
+typedef struct corr_stats {
+    uint64_t consumed;      /* copies taken from MAIN */
+    uint64_t correlated;    /* copies accepted by the engine */
+    uint64_t dead_lettered; /* records acknowledged on the dead-letter topic */
+    uint64_t xdrs;          /* xDRs handed to the producer */
+    uint64_t xdrs_acked;    /* xDRs acknowledged by the broker */
+    uint64_t produce_failures;
+    uint64_t pauses;
+    uint64_t checkpoints; /* checkpoints whose offsets were applied */
+    uint64_t stores;      /* offsets stored (partition advances) */
+    uint64_t unacked;     /* records produced, acknowledgement still to come */
+    uint64_t uncommitted; /* copies processed above the stored offsets (replay window) */
+} corr_stats_t;
+
+typedef struct corr_worker corr_worker_t;
+
+/* Creates the engine, the producer and the consumer (subscribed to MAIN). NULL with a reason
+ * in err (bad property, bad engine setting). */
+corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errlen);
+
+/* Runs until *stop becomes non-zero, then stops: open transactions are handled per
+ * shutdown_mode, acknowledgements are awaited up to the shutdown timeout, the offsets that
+ * are safe are stored and committed, and the group is left. Returns 0 after a clean stop, -1
+ * after a fatal error (an xDR or dead-letter record that could not be written, a fatal
+ * producer error): from then on no offset is stored, so a restart re-reads and re-emits. */
+int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop);
+
+corr_stats_t corr_worker_stats(const corr_worker_t *w);
+/* Releases everything (after corr_worker_run returned, or instead of it). */
+void corr_worker_free(corr_worker_t *w);
+
+#endif

@@ -1,0 +1,321 @@
+/* ndd-correlation: pairs the copies on MAIN into xDRs on the XDR topic (docs/correlation.md).
+ *
+ *   ndd-correlation [--bootstrap HOST:PORT] [--main-topic MAIN] [--xdr-topic XDR] ...
+ *
+ * main reads the settings, creates the XDR and dead-letter topics when asked, starts the
+ * /metrics server on its own thread and runs the worker loop until SIGTERM/SIGINT. */
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "codec.h"
+#include "config.h"
+#include "corr_worker.h"
+#include "httpd.h"
+#include "kafka.h"
+#include "log.h"
+#include "metrics.h"
+
+static const config_spec_t corr_specs[] = {
+    {"bootstrap", CONFIG_STRING, NULL,
+     "Kafka bootstrap servers (else env NDD_KAFKA, else kafka.bootstrap.servers)", 0},
+    {"main-topic", CONFIG_STRING, "MAIN", "topic of the copies to correlate", 0},
+    {"xdr-topic", CONFIG_STRING, "XDR", "topic the xDRs go to (key: correlation id)", 0},
+    {"dlq-topic", CONFIG_STRING, "ndd.dlq.correlation", "dead-letter topic for refused copies", 0},
+    {"group", CONFIG_STRING, "ndd-correlation", "consumer group on MAIN", 0},
+    {"client-id", CONFIG_STRING, "ndd-correlation", "Kafka client id", 0},
+    {"create-topics", CONFIG_BOOL, "true",
+     "create MAIN, the XDR topic and the dead-letter topic if missing", 0},
+    {"main-partitions", CONFIG_INT, "6", "partitions of MAIN when it has to be created", 0},
+    {"xdr-partitions", CONFIG_INT, "0",
+     "partitions of the XDR topic when created (0: as many as MAIN)", 0},
+    {"dlq-partitions", CONFIG_INT, "1", "partitions of the dead-letter topic when created", 0},
+    {"timeout", CONFIG_DURATION_MS, "5s",
+     "a transaction still missing copies this long after its first copy is emitted as timeout", 0},
+    {"max-open", CONFIG_INT, "100000",
+     "open transactions per partition; beyond it the oldest is emitted as evicted", 0},
+    {"max-partitions", CONFIG_INT, "4096", "MAIN partition ids accepted (0..N-1)", 0},
+    {"text-area", CONFIG_BYTES, "320",
+     "bytes of text kept per open transaction (ids, FQDNs, path); 272..4096", 0},
+    {"preallocate", CONFIG_BOOL, "false",
+     "allocate max-open slots when a partition is first seen (no growth later)", 0},
+    {"proxy-types", CONFIG_LIST, "SCP,SEPP",
+     "NF types whose transactions need all four copies (the others: one side, two copies)", 0},
+    {"subscriber-from-path", CONFIG_BOOL, "true", "look for SUPI/GPSI in :path", 0},
+    {"subscriber-from-body", CONFIG_BOOL, "true", "look for SUPI/GPSI in JSON bodies", 0},
+    {"subscriber-body-scan", CONFIG_BYTES, "4096", "bytes of a body searched for SUPI/GPSI", 0},
+    {"xdr-format", CONFIG_STRING, "json", "value of the XDR records: json or binary", 0},
+    {"revoke-mode", CONFIG_STRING, "handover",
+     "open transactions of a revoked partition: handover (next owner rebuilds them) or emit "
+     "(incomplete xDRs now)",
+     0},
+    {"shutdown-mode", CONFIG_STRING, "handover",
+     "open transactions at a clean stop: handover (next start rebuilds them) or emit", 0},
+    {"batch", CONFIG_INT, "1000", "copies taken per consumer poll", 0},
+    {"max-unacked", CONFIG_INT, "50000",
+     "xDR and dead-letter records awaiting acknowledgement before consumption pauses", 0},
+    {"checkpoint-interval", CONFIG_DURATION_MS, "100ms",
+     "how often safe offsets are recorded (they are stored once acknowledged)", 0},
+    {"max-body", CONFIG_BYTES, "1MiB", "largest copy body accepted (larger: DLQ, oversized)", 0},
+    {"cooperative", CONFIG_BOOL, "true",
+     "cooperative-sticky rebalancing (only moved partitions rebuild state) instead of eager", 0},
+    {"shutdown-timeout", CONFIG_DURATION_MS, "10s", "how long a stop waits for acknowledgements",
+     0},
+    {"revoke-flush", CONFIG_DURATION_MS, "2s",
+     "on a rebalance, how long acknowledgements are awaited before partitions go", 0},
+    {"http-listen", CONFIG_STRING, "127.0.0.1", "address of /metrics, /healthz, /readyz", 0},
+    {"http-port", CONFIG_INT, "9103", "port of /metrics (0: ephemeral, -1: no HTTP server)", 0},
+    {"http-port-file", CONFIG_STRING, NULL, "write the bound HTTP port to this file", 0},
+    {"log-level", CONFIG_STRING, "info", "debug, info, warn, error", 0},
+    {"log-json", CONFIG_BOOL, "false", "log JSON lines", 0},
+};
+#define CORR_NSPECS (sizeof(corr_specs) / sizeof(corr_specs[0]))
+
+static volatile sig_atomic_t corr_stop;
+
+static void corr_on_signal(int sig)
+{
+    (void)sig;
+    corr_stop = 1;
+}
+
+static int corr_http_setup(httpd_t *h, void *arg)
+{
+    httpd_set_metrics(h, arg);
+    httpd_set_ready_reason(h, "starting: joining the consumer group");
+    return 0;
+}
+
+static int corr_create_topics(const char *brokers, const char *main_topic, int main_parts,
+                              const char *xdr_topic, int xdr_parts, const char *dlq_topic,
+                              int dlq_parts)
+{
+    char err[256];
+    kafka_producer_opts_t po = {.brokers = brokers};
+    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
+    int n = p ? kafka_admin_partition_count(kafka_producer_handle(p), main_topic, 5000) : -1;
+    kafka_producer_close(p, 0);
+    if (n < 1) {
+        if (kafka_admin_create_topic(brokers, main_topic, main_parts, 1, NULL, 0, 15000))
+            return -1;
+        n = main_parts;
+    }
+    if (kafka_admin_create_topic(brokers, xdr_topic, xdr_parts > 0 ? xdr_parts : n, 1, NULL, 0,
+                                 15000) ||
+        kafka_admin_create_topic(brokers, dlq_topic, dlq_parts > 0 ? dlq_parts : 1, 1, NULL, 0,
+                                 15000))
+        return -1;
+    return 0;
+}
+
+static int corr_parse_mode(const char *s, correlate_drain_t *out)
+{
+    if (strcasecmp(s, "handover") == 0)
+        *out = CORRELATE_DRAIN_HANDOVER;
+    else if (strcasecmp(s, "emit") == 0)
+        *out = CORRELATE_DRAIN_EMIT;
+    else
+        return -1;
+    return 0;
+}
+
+/* Fills the engine settings; -1 with a message on stderr when one is out of range. */
+static int corr_engine_config(const config_t *cfg, correlate_config_t *ec)
+{
+    int64_t max_open = config_get_int(cfg, "max-open");
+    int64_t max_parts = config_get_int(cfg, "max-partitions");
+    uint64_t area = config_get_bytes(cfg, "text-area");
+    int64_t timeout = config_get_duration_ms(cfg, "timeout");
+    uint64_t scan = config_get_bytes(cfg, "subscriber-body-scan");
+    if (max_open < 1 || max_open > 100000000 || max_parts < 1 || max_parts > 1048576 ||
+        timeout < 1 || scan > (1u << 20)) {
+        fprintf(stderr, "ndd-correlation: --max-open must be 1..100000000, --max-partitions "
+                        "1..1048576, --timeout positive, --subscriber-body-scan at most 1MiB\n");
+        return -1;
+    }
+    ec->max_open = (uint32_t)max_open;
+    ec->max_partitions = (uint32_t)max_parts;
+    ec->str_area = area > 65536 ? 65536 : (uint32_t)area; /* the engine refuses > 4096 */
+    ec->timeout_us = timeout * 1000;
+    ec->preallocate = config_get_bool(cfg, "preallocate");
+    ec->subscriber_set = true;
+    ec->subscriber.from_path = config_get_bool(cfg, "subscriber-from-path");
+    ec->subscriber.from_body = config_get_bool(cfg, "subscriber-from-body");
+    ec->subscriber.body_scan = (size_t)scan;
+    ec->expect_set = true;
+    for (int i = 0; i < CODEC_NF__COUNT; i++)
+        ec->expect[i] = CORRELATE_EXPECT_ENDPOINT;
+    size_t n = 0;
+    const char *const *types = config_get_list(cfg, "proxy-types", &n);
+    for (size_t i = 0; i < n; i++) {
+        codec_nf_t nf = codec_nf_parse(types[i], strlen(types[i]));
+        if (nf == CODEC_NF_UNKNOWN) {
+            fprintf(stderr, "ndd-correlation: --proxy-types: \"%s\" is not an NF type\n", types[i]);
+            return -1;
+        }
+        ec->expect[nf] = CORRELATE_EXPECT_PROXY;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* librdkafka's fetch buffers are large and short-lived: keep them in the heap (reused)
+     * instead of fresh mmap'd pages each time (same reasoning as ndd-aggregation). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    char err[1024];
+    config_t *cfg = config_load(corr_specs, CORR_NSPECS, argc, argv, err, sizeof(err));
+    if (!cfg) {
+        fprintf(stderr, "ndd-correlation: %s\n", err);
+        return 2;
+    }
+    if (config_help_requested(cfg)) {
+        config_print_help(corr_specs, CORR_NSPECS, "ndd-correlation", stdout);
+        config_free(cfg);
+        return 0;
+    }
+    log_level_t level = LOG_LEVEL_INFO;
+    if (log_level_parse(config_get_str(cfg, "log-level"), &level) != 0) {
+        fprintf(stderr, "ndd-correlation: --log-level: \"%s\" is not debug, info, warn or error\n",
+                config_get_str(cfg, "log-level"));
+        config_free(cfg);
+        return 2;
+    }
+    log_setup("ndd-correlation", level, config_get_bool(cfg, "log-json"));
+
+    size_t n_kprops = 0;
+    const config_kafka_prop_t *kp = config_kafka_props(cfg, &n_kprops);
+    kafka_prop_t *props = calloc(n_kprops + 1, sizeof(*props));
+    const char *brokers = config_get_str(cfg, "bootstrap");
+    if (!brokers)
+        brokers = getenv("NDD_KAFKA");
+    size_t np = 0;
+    for (size_t i = 0; props && i < n_kprops; i++) {
+        if (strcmp(kp[i].name, "bootstrap.servers") == 0 && !brokers)
+            brokers = kp[i].value;
+        props[np++] = (kafka_prop_t){kp[i].name, kp[i].value};
+    }
+    int64_t batch = config_get_int(cfg, "batch");
+    int64_t max_unacked = config_get_int(cfg, "max-unacked");
+    int64_t http_port = config_get_int(cfg, "http-port");
+    int rc = 2;
+    httpd_thread_t *http = NULL;
+    corr_worker_t *w = NULL;
+    codec_limits_t limits = {.max_body = (size_t)config_get_bytes(cfg, "max-body")};
+    corr_config_t cc = {0};
+
+    if (!props) {
+        fprintf(stderr, "ndd-correlation: out of memory\n");
+        goto out;
+    }
+    if (!brokers) {
+        fprintf(stderr, "ndd-correlation: no Kafka: set --bootstrap, NDD_KAFKA or "
+                        "--kafka.bootstrap.servers\n");
+        goto out;
+    }
+    if (batch < 1 || batch > 100000 || max_unacked < 1 || max_unacked > 10000000) {
+        fprintf(stderr, "ndd-correlation: --batch must be 1..100000 and --max-unacked "
+                        "1..10000000\n");
+        goto out;
+    }
+    if (http_port < -1 || http_port > 65535) {
+        fprintf(stderr, "ndd-correlation: --http-port must be -1..65535\n");
+        goto out;
+    }
+    if (codec_limits_set(&limits)) {
+        fprintf(stderr, "ndd-correlation: --max-body is above the codec's ceiling\n");
+        goto out;
+    }
+    if (corr_parse_mode(config_get_str(cfg, "revoke-mode"), &cc.revoke_mode) ||
+        corr_parse_mode(config_get_str(cfg, "shutdown-mode"), &cc.shutdown_mode)) {
+        fprintf(stderr, "ndd-correlation: --revoke-mode and --shutdown-mode are handover or "
+                        "emit\n");
+        goto out;
+    }
+    const char *fmt = config_get_str(cfg, "xdr-format");
+    if (strcasecmp(fmt, "json") == 0)
+        cc.format = CORR_FORMAT_JSON;
+    else if (strcasecmp(fmt, "binary") == 0)
+        cc.format = CORR_FORMAT_BINARY;
+    else {
+        fprintf(stderr, "ndd-correlation: --xdr-format: \"%s\" is not json or binary\n", fmt);
+        goto out;
+    }
+    if (corr_engine_config(cfg, &cc.engine))
+        goto out;
+
+    if (config_get_bool(cfg, "create-topics") &&
+        corr_create_topics(
+            brokers, config_get_str(cfg, "main-topic"), (int)config_get_int(cfg, "main-partitions"),
+            config_get_str(cfg, "xdr-topic"), (int)config_get_int(cfg, "xdr-partitions"),
+            config_get_str(cfg, "dlq-topic"), (int)config_get_int(cfg, "dlq-partitions"))) {
+        fprintf(stderr, "ndd-correlation: could not create the MAIN / XDR / dead-letter topics\n");
+        goto out;
+    }
+
+    metrics_registry_t *reg = metrics_default_registry();
+    if (http_port >= 0) {
+        httpd_options_t ho = {.bind_addr = config_get_str(cfg, "http-listen"),
+                              .port = (uint16_t)http_port};
+        http = httpd_thread_start(&ho, corr_http_setup, reg, err, sizeof(err));
+        if (!http) {
+            fprintf(stderr, "ndd-correlation: HTTP server: %s\n", err);
+            goto out;
+        }
+        uint16_t port = httpd_port(httpd_thread_server(http));
+        log_info("correlation: /metrics on %s:%u", ho.bind_addr, port);
+        const char *pf = config_get_str(cfg, "http-port-file");
+        if (pf) {
+            FILE *f = fopen(pf, "w");
+            if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f)) {
+                fprintf(stderr, "ndd-correlation: cannot write %s\n", pf);
+                goto out;
+            }
+        }
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = corr_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    cc.brokers = brokers;
+    cc.main_topic = config_get_str(cfg, "main-topic");
+    cc.xdr_topic = config_get_str(cfg, "xdr-topic");
+    cc.dlq_topic = config_get_str(cfg, "dlq-topic");
+    cc.group = config_get_str(cfg, "group");
+    cc.client_id = config_get_str(cfg, "client-id");
+    cc.props = props;
+    cc.n_props = np;
+    cc.batch = (uint32_t)batch;
+    cc.max_unacked = (uint32_t)max_unacked;
+    cc.checkpoint_ms = (int)config_get_duration_ms(cfg, "checkpoint-interval");
+    cc.cooperative = config_get_bool(cfg, "cooperative");
+    cc.shutdown_timeout_ms = (int)config_get_duration_ms(cfg, "shutdown-timeout");
+    cc.revoke_flush_ms = config_get_duration_ms(cfg, "revoke-flush") > 0
+                             ? (int)config_get_duration_ms(cfg, "revoke-flush")
+                             : -1;
+    cc.metrics = reg;
+    w = corr_worker_new(&cc, err, sizeof(err));
+    if (!w) {
+        fprintf(stderr, "ndd-correlation: %s\n", err);
+        goto out;
+    }
+    if (http)
+        httpd_set_ready(httpd_thread_server(http), true);
+    rc = corr_worker_run(w, &corr_stop) == 0 ? 0 : 1;
+out:
+    corr_worker_free(w);
+    if (http)
+        httpd_thread_stop(http);
+    free(props);
+    config_free(cfg);
+    return rc;
+}

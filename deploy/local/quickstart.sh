@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# NDD quickstart: the whole data path on one machine, with a live view (docs/quickstart.md).
+#
+#   deploy/local/quickstart.sh [--seconds N] [--rate N] [--build DIR] [--no-build]
+#                              [--dir DIR] [--kafka-port N] [--pg-port N] [--ports-from N]
+#   deploy/local/quickstart.sh --stop [--dir DIR]
+#
+# 1. installs missing Debian packages and the Kafka jars (deploy/local/install-deps.sh),
+# 2. builds NDD (Release) in DIR (default <repo>/build-release),
+# 3. starts the local stack (Kafka + PostgreSQL, stack.sh; default dir <repo>/.stack),
+# 4. starts ndd-admin (REST API), ndd-aggregation for SCP, NRF, SEPP, BSF and PCF, ndd-sink (a
+#    stand-in third-party tool) and ndd-adapter with one demo feed: MAIN -> JSON over HTTP/2,
+# 5. runs ndd-nf-sim at a modest rate (default 200 copies/s) for --seconds (default 60) and shows
+#    a live line per second: ingress rate, egress rate, p99 latency, backlog,
+# 6. waits for delivery, prints the summary (lost counted by sequence number at the sink) and
+#    where to look. The daemons keep running until `quickstart.sh --stop`.
+# Idempotent: a second run stops the daemons of the first and starts them again.
+# Ports (--ports-from P, default 9100): admin P, aggregation SCP P+1 (NRF…PCF P+11…P+14),
+# adapter P+2, sink metrics P+3, sink HTTP/2 P+80.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SECONDS_RUN=60
+RATE=200
+BUILD=${NDD_BUILD_DIR:-$ROOT/build-release}
+DO_BUILD=1
+STACK_DIR=${NDD_STACK_DIR:-$ROOT/.stack}
+KAFKA_PORT=${NDD_KAFKA_PORT:-9092}
+PG_PORT=${NDD_PG_PORT:-55432}
+BASE=${NDD_QUICKSTART_PORTS:-9100}
+STOP=0
+NF_TYPES=(SCP NRF SEPP BSF PCF)
+
+usage() {
+    sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+say() { echo "quickstart: $*" >&2; }
+die() {
+    echo "quickstart: error: $*" >&2
+    exit 1
+}
+while (($#)); do
+    case $1 in
+    --seconds) SECONDS_RUN=${2:?}; shift 2 ;;
+    --rate) RATE=${2:?}; shift 2 ;;
+    --build) BUILD=${2:?}; shift 2 ;;
+    --no-build) DO_BUILD=0; shift ;;
+    --dir) STACK_DIR=${2:?}; shift 2 ;;
+    --kafka-port) KAFKA_PORT=${2:?}; shift 2 ;;
+    --pg-port) PG_PORT=${2:?}; shift 2 ;;
+    --ports-from) BASE=${2:?}; shift 2 ;;
+    --stop) STOP=1; shift ;;
+    -h | --help) usage ;;
+    *) echo "quickstart: unknown option '$1'" >&2; usage ;;
+    esac
+done
+[[ $SECONDS_RUN =~ ^[0-9]+$ && $SECONDS_RUN -ge 1 && $SECONDS_RUN -le 86400 ]] || die "--seconds must be 1..86400"
+[[ $RATE =~ ^[0-9]+$ && $RATE -ge 1 ]] || die "--rate must be a positive integer"
+[[ $BASE =~ ^[0-9]+$ && $BASE -ge 1024 && $BASE -le 65400 ]] || die "--ports-from must be 1024..65400"
+mkdir -p "$STACK_DIR"
+STACK_DIR=$(realpath "$STACK_DIR")
+QS=$STACK_DIR/quickstart
+mkdir -p "$QS"
+
+# ---- our daemons: pid files in $QS, a PID is only trusted when its command line matches ----
+# A pid file holds the PID and the process's command line as started: a recycled PID (another
+# command line) is never signalled.
+pid_of() { # name -> pid of a live quickstart daemon, or nothing
+    local f=$QS/$1.pid pid cmd
+    [[ -f $f ]] || return 1
+    pid=$(head -n1 "$f" | tr -dc 0-9)
+    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
+    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ $cmd == "$(sed -n 2p "$f")" ]] || return 1
+    echo "$pid"
+}
+stop_daemon() {
+    local pid i
+    pid=$(pid_of "$1") || { rm -f "$QS/$1.pid"; return 0; }
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 150; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && { say "$1 (pid $pid) did not stop in 15 s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
+    rm -f "$QS/$1.pid"
+    say "stopped $1 (pid $pid)"
+}
+DAEMONS=(nf-sim adapter "${NF_TYPES[@]/#/aggregation-}" admin sink)
+stop_all_daemons() {
+    local d
+    for d in "${DAEMONS[@]}"; do stop_daemon "$d"; done
+}
+
+if ((STOP)); then
+    stop_all_daemons
+    "$ROOT/deploy/local/stack.sh" stop --dir "$STACK_DIR"
+    exit 0
+fi
+
+# ---- 1. dependencies, 2. build ----
+say "checking dependencies (deploy/local/install-deps.sh)"
+"$ROOT/deploy/local/install-deps.sh" --quiet
+if ((DO_BUILD)); then
+    say "building NDD (Release) in $BUILD"
+    # Warnings are errors in development builds; a user's compiler may warn differently.
+    cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNDD_WERROR=OFF >"$QS/cmake.log" 2>&1 ||
+        { tail -20 "$QS/cmake.log" >&2; die "cmake configure failed ($QS/cmake.log)"; }
+    cmake --build "$BUILD" -j"$(nproc)" --target ndd-admin ndd-aggregation ndd-adapter ndd-sink \
+        ndd-nf-sim ndd-offsets >"$QS/build.log" 2>&1 ||
+        { grep -m5 -E 'error|FAILED' "$QS/build.log" >&2; die "build failed ($QS/build.log)"; }
+fi
+ADMIN=$BUILD/admin/ndd-admin
+AGG=$BUILD/aggregation/ndd-aggregation
+ADA=$BUILD/adapter/ndd-adapter
+SINK=$BUILD/bench/sink/ndd-sink
+SIM=$BUILD/bench/nfsim/ndd-nf-sim
+OFF=$BUILD/bench/probes/ndd-offsets
+for b in "$ADMIN" "$AGG" "$ADA" "$SINK" "$SIM" "$OFF"; do
+    [[ -x $b ]] || die "$b missing (build first, or drop --no-build)"
+done
+
+# ---- 3. the stack ----
+say "starting the local stack in $STACK_DIR (Kafka $KAFKA_PORT, PostgreSQL $PG_PORT)"
+"$ROOT/deploy/local/stack.sh" start --dir "$STACK_DIR" --kafka-port "$KAFKA_PORT" --pg-port "$PG_PORT" >/dev/null 2>"$QS/stack.log" ||
+    { tail -20 "$QS/stack.log" >&2; die "stack start failed ($QS/stack.log)"; }
+NDD_KAFKA=$(sed -n 's/^NDD_KAFKA=//p' "$STACK_DIR/env")
+NDD_PG=$(sed -n 's/^NDD_PG=//p' "$STACK_DIR/env")
+
+# ---- 4. daemons (a rerun replaces those of the previous run) ----
+stop_all_daemons
+P_ADMIN=$BASE P_AGG=$((BASE + 1)) P_ADA=$((BASE + 2)) P_SINKM=$((BASE + 3)) P_SINK=$((BASE + 80))
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for p in $P_ADMIN $P_AGG $P_ADA $P_SINKM $P_SINK $((BASE + 11)) $((BASE + 12)) $((BASE + 13)) $((BASE + 14)); do
+    port_busy "$p" && die "port $p is in use by another program (choose --ports-from N)"
+done
+start_daemon() { # name log command...
+    local name=$1 log=$2
+    shift 2
+    "$@" >"$log" 2>&1 </dev/null &
+    local pid=$! i
+    # the command line as /proc shows it once exec is done (the binary's path and arguments)
+    for ((i = 0; i < 50; i++)); do
+        [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$(realpath "$1")" ]] && break
+        sleep 0.02
+    done
+    printf '%s\n%s\n' "$pid" "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >"$QS/$name.pid"
+}
+http_ok() { curl -fsS --max-time 2 "$1" >/dev/null 2>&1; }
+wait_http() { # what url seconds log
+    local i
+    for ((i = 0; i < $3 * 5; i++)); do
+        http_ok "$2" && return 0
+        sleep 0.2
+    done
+    tail -15 "$4" >&2
+    die "$1 did not come up at $2 within $3 s (log: $4)"
+}
+
+start_daemon sink "$QS/sink.log" "$SINK" --h2-port "$P_SINK" --metrics-port "$P_SINKM" \
+    --summary-file "$QS/sink-summary.json"
+wait_http ndd-sink "http://127.0.0.1:$P_SINKM/healthz" 10 "$QS/sink.log"
+
+# ndd-admin: the REST API over PostgreSQL; a token for this demo, kept in a 0600 file.
+start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --port "$P_ADMIN"
+wait_http ndd-admin "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/admin.log"
+if [[ ! -s $QS/admin.token ]]; then
+    "$ADMIN" token revoke --pg "$NDD_PG" --name quickstart >/dev/null 2>&1 || true
+    (umask 077 && "$ADMIN" token create --pg "$NDD_PG" --role admin --name quickstart >"$QS/admin.token" 2>"$QS/token.log") ||
+        { rm -f "$QS/admin.token"; die "ndd-admin token create failed: $(tail -3 "$QS/token.log")"; }
+fi
+
+i=0
+for nf in "${NF_TYPES[@]}"; do
+    [[ $nf == SCP ]] && port=$P_AGG || port=$((BASE + 10 + i))
+    start_daemon "aggregation-$nf" "$QS/aggregation-$nf.log" "$AGG" --nf-type "$nf" \
+        --bootstrap "$NDD_KAFKA" --main-partitions 3 --http-port "$port" --log-level warn \
+        --filter-check-interval 1s
+    echo "$port" >"$QS/aggregation-$nf.port"
+    i=$((i + 1))
+done
+
+cat >"$QS/feeds.json" <<EOF
+{"feeds": [
+  {"name": "demo", "source_topic": "MAIN", "encoding": "json", "transport": "http2",
+   "endpoints": [{"url": "http://127.0.0.1:$P_SINK/ndd/demo"}],
+   "delivery": {"max_in_flight": 64, "timeout_ms": 5000}}
+]}
+EOF
+start_daemon adapter "$QS/adapter.log" "$ADA" --bootstrap "$NDD_KAFKA" --feeds-file "$QS/feeds.json" \
+    --http.port "$P_ADA"
+for nf in "${NF_TYPES[@]}"; do
+    wait_http "ndd-aggregation $nf" "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/readyz" 40 "$QS/aggregation-$nf.log"
+done
+wait_http ndd-adapter "http://127.0.0.1:$P_ADA/readyz" 30 "$QS/adapter.log"
+# Traffic starts once the demo feed holds MAIN's partitions (a group join is not latency).
+for ((i = 0; i < 120; i++)); do
+    grep -Eq 'feed demo: [1-9][0-9]* partition\(s\) of MAIN assigned' "$QS/adapter.log" && break
+    sleep 0.5
+done
+
+# ---- 5. traffic and the live view ----
+SEQ0=$(($(date +%s) * 10000)) # a fresh @seq range per run: a rerun never looks like duplicates
+say "ndd-nf-sim: $RATE copies/s for ${SECONDS_RUN}s over SCP, NRF, SEPP, BSF, PCF"
+start_daemon nf-sim "$QS/nf-sim.log" "$SIM" --bootstrap "$NDD_KAFKA" --rate "$RATE" \
+    --duration "$SECONDS_RUN" --nf-mix SCP=3,NRF=1,SEPP=1,BSF=1,PCF=1 --copies 2 \
+    --partitions 3 --seq-start "$SEQ0" --size mix
+sim_pid=$(head -n1 "$QS/nf-sim.pid")
+trap 'say "interrupted: the daemons keep running; stop them with $0 --stop"; kill -INT $sim_pid 2>/dev/null; exit 130' INT TERM
+
+ingress_total() {
+    local nf t=0 v
+    for nf in "${NF_TYPES[@]}"; do
+        v=$(curl -fsS --max-time 1 "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/metrics" 2>/dev/null |
+            awk '/^ndd_aggregation_ingress_messages_total/{s+=$NF} END{printf "%d", s}')
+        t=$((t + ${v:-0}))
+    done
+    echo "$t"
+}
+summary() { curl -fsS --max-time 2 "http://127.0.0.1:$P_SINKM/summary" 2>/dev/null || echo '{}'; }
+produced_so_far() { (grep -o 'produced [0-9]*' "$QS/nf-sim.log" 2>/dev/null || true) | tail -n1 | awk '{print $2+0}'; }
+live() {
+    local in out s p99 dup prod
+    in=$(ingress_total)
+    s=$(summary)
+    out=$(jq -r '.unique // 0' <<<"$s")
+    p99=$(jq -r '.latency_ms.p99 // 0' <<<"$s")
+    dup=$(jq -r '.duplicates // 0' <<<"$s")
+    prod=$(produced_so_far)
+    printf '%s  ingress %6d/s  egress %6d/s  p99 %7.1f ms  delivered %8d of %8d  backlog %6d  duplicates %d\n' \
+        "$(date +%T)" $((in - LAST_IN)) $((out - LAST_OUT)) "$p99" "$out" "${prod:-0}" \
+        $((${prod:-0} > out ? ${prod:-0} - out : 0)) "$dup"
+    LAST_IN=$in
+    LAST_OUT=$out
+}
+LAST_IN=$(ingress_total)
+LAST_OUT=$(summary | jq -r '.unique // 0')
+while kill -0 "$sim_pid" 2>/dev/null; do
+    sleep 1
+    live
+done
+wait "$sim_pid" 2>/dev/null || true
+rm -f "$QS/nf-sim.pid"
+PRODUCED=$( (grep '^{' "$QS/nf-sim.log" || true) | tail -n1 | jq -r '.acked // 0')
+[[ -n $PRODUCED ]] || die "ndd-nf-sim gave no summary ($QS/nf-sim.log)"
+
+# ---- 6. drain, summary ----
+dlq() {
+    "$OFF" --bootstrap "$NDD_KAFKA" --topic "$1" --timeout-ms 3000 2>/dev/null | jq -r --arg t "$1" '.topics[$t].records // 0' 2>/dev/null || echo 0
+}
+for ((i = 0; i < 30; i++)); do
+    S=$(summary)
+    [[ $(jq -r '.unique // 0' <<<"$S") -ge $PRODUCED ]] && break
+    live
+    sleep 1
+done
+S=$(summary)
+DELIVERED=$(jq -r '.unique // 0' <<<"$S")
+DEAD=$(($(dlq ndd.dlq.aggregation) + $(dlq ndd.dlq.demo)))
+LOST=$((PRODUCED - DELIVERED - DEAD))
+((LOST < 0)) && LOST=0
+TOKEN_HINT="curl -H \"Authorization: Bearer \$(cat $QS/admin.token)\" http://127.0.0.1:$P_ADMIN/api/v1/feeds"
+cat <<EOF
+
+NDD quickstart summary
+  produced by ndd-nf-sim      $PRODUCED copies ($(grep '^{' "$QS/nf-sim.log" | tail -n1 | jq -r .achieved_mps) copies/s achieved)
+  delivered to ndd-sink       $DELIVERED (distinct @seq), duplicates $(jq -r '.duplicates // 0' <<<"$S")
+  dead-lettered               $DEAD (topics ndd.dlq.aggregation, ndd.dlq.demo; their records say why)
+  lost                        $LOST   (produced - delivered - dead-lettered, by sequence number)
+  end-to-end latency          avg $(jq -r '.latency_ms.avg // 0' <<<"$S") ms, p99 $(jq -r '.latency_ms.p99 // 0' <<<"$S") ms (NF timestamp -> sink)
+
+Where to look
+  Kafka                       $NDD_KAFKA   (kcat -L -b $NDD_KAFKA; topics SCP…PCF, MAIN)
+  PostgreSQL                  $NDD_PG
+  ndd-admin REST API          http://127.0.0.1:$P_ADMIN/api/v1/…   e.g. $TOKEN_HINT
+  metrics  ndd-admin          http://127.0.0.1:$P_ADMIN/metrics
+           ndd-aggregation    http://127.0.0.1:$P_AGG/metrics (SCP), ports $((BASE + 11))-$((BASE + 14)) (NRF, SEPP, BSF, PCF)
+           ndd-adapter        http://127.0.0.1:$P_ADA/metrics
+           ndd-sink           http://127.0.0.1:$P_SINKM/metrics, http://127.0.0.1:$P_SINKM/summary
+  logs                        $QS/*.log
+  more traffic                $SIM --bootstrap $NDD_KAFKA --rate 500 --duration 30
+  benchmarks                  bench/run.sh --profile smoke   (docs/benchmarks.md)
+  stop everything             $0 --stop$([[ $STACK_DIR != "$ROOT/.stack" ]] && echo " --dir $STACK_DIR")
+EOF
+((LOST == 0)) || exit 1

@@ -1,0 +1,118 @@
+/* ndd-adapter against the project's ndd-sink (bench/sink), which counts distinct @seq,
+ * duplicates and gaps on its side: HTTP/2 with the JSON envelope, TCP frames acknowledged by
+ * ACK frames, and batched frames (50 records per frame). Real broker (NDD_TEST_KAFKA). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "adapter_testutil.h"
+#include "kafka_testutil.h"
+#include "log.h"
+
+static json_t *sink_summary(int mport)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "curl -s --max-time 5 http://127.0.0.1:%d/summary", mport);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    json_t *j = json_loadf(p, 0, NULL);
+    pclose(p);
+    return j;
+}
+
+static void sink_case(const char *transport, const char *encoding, const char *scheme,
+                      const char *delivery, size_t n)
+{
+    char topic[128], feed[96], dir[] = "/tmp/ndd-adsink-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    ktu_unique_name("adsink-src", topic, sizeof topic);
+    ktu_unique_name("feed-sink", feed, sizeof feed);
+    assert_int_equal(ktu_create_topic(topic, 3), 0);
+    int dport = atu_free_port(27100, 27999), sm = atu_free_port(27100, 27999),
+        am = atu_free_port(27100, 27999);
+    char bin[600], ds[16], sms[16], exp[32], slog[700], alog[700], file[700];
+    snprintf(bin, sizeof bin, "%s/bench/sink/ndd-sink", NDD_BINARY_DIR);
+    snprintf(ds, sizeof ds, "%d", dport);
+    snprintf(sms, sizeof sms, "%d", sm);
+    snprintf(exp, sizeof exp, "%zu", n);
+    snprintf(slog, sizeof slog, "%s/sink.log", dir);
+    snprintf(alog, sizeof alog, "%s/adapter.log", dir);
+    snprintf(file, sizeof file, "%s/feeds.json", dir);
+    bool tcp = !strcmp(transport, "tcp");
+    char *argv[] = {
+        bin, tcp ? "--tcp-port" : "--h2-port", ds, "--metrics-port", sms, "--expect", exp, NULL};
+    pid_t sink = atu_spawn(argv, slog);
+    assert_true(sink > 0);
+    if (!atu_wait_port(dport, 5000) || !atu_wait_port(sm, 5000))
+        fail_msg("ndd-sink did not start (log %s)", slog);
+    char doc[2000];
+    snprintf(doc, sizeof doc,
+             "{\"feeds\":[{\"name\":\"%s\",\"source_topic\":\"%s\",\"transport\":\"%s\","
+             "\"encoding\":\"%s\",\"endpoints\":[{\"url\":\"%s://127.0.0.1:%d%s\"}],"
+             "\"delivery\":%s}]}",
+             feed, topic, transport, encoding, scheme, dport, tcp ? "" : "/ingest", delivery);
+    assert_int_equal(atu_write_file(file, doc), 0);
+    assert_int_equal(atu_produce_copies(topic, 0, n, 3400), 0);
+    pid_t ad = atu_start_adapter(file, am, alog, NULL);
+    assert_true(ad > 0);
+    uint64_t t0 = atu_now_ms();
+    bool complete = false;
+    json_t *sum = NULL;
+    while (!complete && atu_now_ms() - t0 < 60000) {
+        usleep(200000);
+        json_decref(sum);
+        sum = sink_summary(sm);
+        complete = sum && json_is_true(json_object_get(sum, "complete"));
+    }
+    if (!complete) {
+        char *txt = sum ? json_dumps(sum, 0) : NULL;
+        fail_msg("sink never complete: %s (adapter log %s)", txt ? txt : "(no summary)", alog);
+    }
+    assert_int_equal(json_integer_value(json_object_get(sum, "unique")), (json_int_t)n);
+    assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
+    fprintf(stderr, "%s/%s %s: %zu distinct, %lld duplicates, %lld requests\n", transport, encoding,
+            delivery, n, (long long)json_integer_value(json_object_get(sum, "duplicates")),
+            (long long)json_integer_value(json_object_get(sum, "requests")));
+    json_decref(sum);
+    atu_stop(ad, SIGTERM);
+    atu_stop(sink, SIGTERM);
+    ktu_delete_topic(topic);
+}
+
+static void test_h2c_json_to_ndd_sink_every_seq_once(void **state)
+{
+    sink_case("http2", "json", "http", "{\"max_in_flight\":64}", 5000);
+}
+
+static void test_tcp_frames_to_ndd_sink_acked_every_seq(void **state)
+{
+    sink_case("tcp", "frame", "tcp", "{\"max_in_flight\":64}", 5000);
+}
+
+static void test_batched_frames_to_ndd_sink_every_seq(void **state)
+{
+    sink_case("tcp", "frame", "tcp", "{\"max_in_flight\":16,\"batch_max\":50,\"batch_ms\":5}",
+              5000);
+}
+
+int main(void)
+{
+    log_setup("test_adapter_sink", LOG_LEVEL_WARN, 0);
+    signal(SIGPIPE, SIG_IGN);
+    (void)ktu_brokers();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_h2c_json_to_ndd_sink_every_seq_once),
+        cmocka_unit_test(test_tcp_frames_to_ndd_sink_acked_every_seq),
+        cmocka_unit_test(test_batched_frames_to_ndd_sink_every_seq),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
