@@ -57,6 +57,10 @@ static PGresult *admin_db_exec(admin_db_t *db, const char *sql, int n, const cha
         db->ok = false;
         admin_err_set(err, 503, "database unavailable", "", "PostgreSQL: %s", msg);
         log_error("admin db: database unavailable: %s", msg);
+    } else if (strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0) {
+        /* lock_timeout / statement_timeout: the server is there but busy. */
+        admin_err_set(err, 503, "database busy", "", "PostgreSQL %s: %s", state, msg);
+        log_warn("admin db: statement timed out (%s): %s", state, msg);
     } else if (strcmp(state, "23505") == 0) {
         admin_err_set(err, 409, "duplicate", "name", "an object with this name already exists");
     } else {
@@ -79,7 +83,13 @@ static int admin_db_simple(admin_db_t *db, const char *sql, admin_err_t *err)
 static int admin_db_setup_session(admin_db_t *db, admin_err_t *err)
 {
     const char *p[1] = {db->schema_quoted};
-    PGresult *r = admin_db_exec(db, "SELECT set_config('search_path', $1, false)", 1, p, err);
+    /* The connection is used from the event loop: bound how long a statement (or a wait for
+     * a row lock held by someone else) may block it. */
+    PGresult *r = admin_db_exec(db,
+                                "SELECT set_config('search_path', $1, false), "
+                                "set_config('statement_timeout', '5000', false), "
+                                "set_config('lock_timeout', '2000', false)",
+                                1, p, err);
     if (!r)
         return -1;
     PQclear(r);
@@ -131,7 +141,10 @@ static int admin_db_migrate(admin_db_t *db, admin_err_t *err)
     if (admin_db_simple(db, "BEGIN", err) != 0)
         return -1;
     snprintf(sql, sizeof(sql), "SELECT pg_advisory_xact_lock(%lld)", (long long)ADMIN_DB_LOCK_KEY);
-    if (admin_db_simple(db, sql, err) != 0 ||
+    /* Migrations (and waiting for another admin's) may take longer than a request may. */
+    if (admin_db_simple(db, "SET LOCAL statement_timeout = 0", err) != 0 ||
+        admin_db_simple(db, "SET LOCAL lock_timeout = 0", err) != 0 ||
+        admin_db_simple(db, sql, err) != 0 ||
         admin_db_simple(db,
                         "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY "
                         "KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",

@@ -17,6 +17,7 @@
 #define ADMIN_DEFAULT_INTERVAL_MS 10000
 #define ADMIN_DLQ_SURGE_PER_S 10.0
 #define ADMIN_MAX_DOWN_ENDPOINTS 65536
+#define ADMIN_MAX_PENDING_ALARMS 1024
 
 typedef struct admin_worker {
     char service[64];
@@ -39,6 +40,8 @@ struct admin_events {
     size_t nworkers;
     int64_t down_after_ms;  /* 0: three heartbeat intervals */
     json_t *endpoints_down; /* "feed/url" -> true while reported down (bounded) */
+    json_t *pending_alarms; /* alarm changes waiting for PostgreSQL (bounded) */
+    uint64_t alarms_dropped;
     uint64_t applied, rejected;
 };
 
@@ -55,6 +58,7 @@ admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const
     ev->topic = strdup(topic ? topic : "ndd.events");
     ev->workers = calloc(ADMIN_MAX_WORKERS, sizeof(*ev->workers));
     ev->endpoints_down = json_object();
+    ev->pending_alarms = json_array();
     if (!ev->workers || !ev->topic) {
         admin_events_free(ev);
         snprintf(err, errlen, "out of memory");
@@ -113,6 +117,7 @@ void admin_events_free(admin_events_t *ev)
     }
     free(ev->workers);
     json_decref(ev->endpoints_down);
+    json_decref(ev->pending_alarms);
     free(ev->topic);
     free(ev);
 }
@@ -148,6 +153,35 @@ static double admin_counter_rate(const admin_worker_t *w, const char *name)
     return d > 0 ? d * 1000.0 / (double)(w->last_seen_ms - w->prev_seen_ms) : 0;
 }
 
+static int admin_alarm_store(admin_events_t *ev, bool raise, const char *type, const char *resource,
+                             const char *severity, const char *text)
+{
+    if (raise)
+        return admin_db_alarm_raise(ev->db, type, resource, severity, text) == 0 ? 0 : -1;
+    int n = admin_db_alarm_clear(ev->db, type, resource);
+    if (n > 0)
+        log_info("admin alarms: cleared %s on %s", type, resource);
+    return n < 0 ? -1 : 0;
+}
+
+/* While PostgreSQL is away, alarm changes wait in a bounded queue (oldest dropped and
+ * counted when full) and are written in order once it answers again. */
+static void admin_alarm_flush(admin_events_t *ev)
+{
+    while (json_array_size(ev->pending_alarms) > 0) {
+        json_t *a = json_array_get(ev->pending_alarms, 0);
+        if (admin_alarm_store(ev, json_is_true(json_object_get(a, "raise")),
+                              json_string_value(json_object_get(a, "type")),
+                              json_string_value(json_object_get(a, "resource")),
+                              json_string_value(json_object_get(a, "severity")),
+                              json_string_value(json_object_get(a, "text"))) != 0 &&
+            !admin_db_ok(ev->db))
+            return; /* still away: keep it for the next round */
+        /* written, or refused by a reachable server (logged): either way it is done */
+        json_array_remove(ev->pending_alarms, 0);
+    }
+}
+
 static void admin_alarm(admin_events_t *ev, bool raise, const char *type, const char *resource,
                         const char *severity, const char *text)
 {
@@ -155,10 +189,19 @@ static void admin_alarm(admin_events_t *ev, bool raise, const char *type, const 
         log_warn("admin alarms: raise %s on %s: %s", type, resource, text);
     if (!ev->db)
         return;
-    if (raise)
-        admin_db_alarm_raise(ev->db, type, resource, severity, text);
-    else if (admin_db_alarm_clear(ev->db, type, resource) > 0)
-        log_info("admin alarms: cleared %s on %s", type, resource);
+    if (json_array_size(ev->pending_alarms) == 0 &&
+        (admin_alarm_store(ev, raise, type, resource, severity, text) == 0 || admin_db_ok(ev->db)))
+        return; /* written, or refused by a reachable server (logged by admin_db) */
+    if (json_array_size(ev->pending_alarms) >= ADMIN_MAX_PENDING_ALARMS) {
+        json_array_remove(ev->pending_alarms, 0);
+        ev->alarms_dropped++;
+        log_error("admin alarms: %d alarm changes wait for PostgreSQL; dropped the oldest "
+                  "(%llu dropped so far)",
+                  ADMIN_MAX_PENDING_ALARMS, (unsigned long long)ev->alarms_dropped);
+    }
+    json_array_append_new(ev->pending_alarms,
+                          json_pack("{s:b,s:s,s:s,s:s?,s:s?}", "raise", raise, "type", type,
+                                    "resource", resource, "severity", severity, "text", text));
 }
 
 static void admin_heartbeat_endpoints(admin_events_t *ev, json_t *feeds)
@@ -311,6 +354,8 @@ void admin_events_poll(admin_events_t *ev, int max)
         rd_kafka_message_destroy(m);
     }
     admin_events_check(ev, admin_now_ms());
+    if (ev->db && json_array_size(ev->pending_alarms) > 0 && admin_db_ok(ev->db))
+        admin_alarm_flush(ev);
 }
 
 static void admin_iso(int64_t ms, char *out, size_t len)
@@ -391,6 +436,8 @@ json_t *admin_events_status(admin_events_t *ev, int64_t now_ms)
         json_array_append(feed_list, v);
     }
     json_decref(feeds);
-    return json_pack("{s:o,s:o,s:I,s:I}", "workers", workers, "feeds", feed_list, "events_applied",
-                     (json_int_t)ev->applied, "events_rejected", (json_int_t)ev->rejected);
+    return json_pack("{s:o,s:o,s:I,s:I,s:I}", "workers", workers, "feeds", feed_list,
+                     "events_applied", (json_int_t)ev->applied, "events_rejected",
+                     (json_int_t)ev->rejected, "alarm_changes_pending",
+                     (json_int_t)json_array_size(ev->pending_alarms));
 }

@@ -294,10 +294,10 @@ static int admin_desired_add(admin_obj_t *o, void *arg)
     char key[192];
     snprintf(key, sizeof(key), "%s/%s", admin_kind_name(d->kind), o->id);
     char *text = admin_record_text(d->ctx, d->kind, o->json);
-    if (text) {
-        json_object_set_new(d->map, key, json_string(text));
-        free(text);
-    }
+    /* No record (a feed whose filter is not cached): leave the key alone, neither republish
+     * nor tombstone it. */
+    json_object_set_new(d->map, key, text ? json_string(text) : json_null());
+    free(text);
     return 0;
 }
 
@@ -408,6 +408,8 @@ static json_t *admin_reconcile_diff(const admin_publisher_t *p, json_t *want, in
     json_t *v;
     json_object_foreach(want, key, v)
     {
+        if (json_is_null(v))
+            continue;
         json_t *have = json_object_get(seen, key);
         if (!have || !json_is_string(have) ||
             strcmp(json_string_value(have), json_string_value(v)) != 0)

@@ -99,7 +99,7 @@ int main(int argc, char **argv)
     if (!s.brokers)
         s.brokers = getenv("NDD_KAFKA");
     int rc = 2;
-    if (!s.db) {
+    if (!s.db || !*s.db) {
         fprintf(stderr, "ndd-admin: no PostgreSQL: set --pg CONNINFO, --pg-file FILE or NDD_PG\n");
     } else if (config_get_int(cfg, "port") < 0 || config_get_int(cfg, "port") > 65535 ||
                config_get_int(cfg, "max-objects") < 1) {

@@ -771,9 +771,9 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     }
     w->cfg = *cfg;
     if (!w->cfg.max_inflight)
-        w->cfg.max_inflight = 5000;
+        w->cfg.max_inflight = 2500;
     if (!w->cfg.batch)
-        w->cfg.batch = 500;
+        w->cfg.batch = 250;
     if (w->cfg.batch > w->cfg.max_inflight)
         w->cfg.batch = w->cfg.max_inflight;
     if (!w->cfg.shutdown_timeout_ms)

@@ -526,6 +526,7 @@ static int json_leaf_text(const json_t *j, char *tmp, size_t tmplen, const char 
         *out = "false";
         return 0;
     default:
+        *out = NULL; /* always set: callers and -O2 flow analysis need a defined value */
         return -1;
     }
 }
@@ -589,7 +590,13 @@ static int walk(struct json_walk *w, const char *prefix, json_t *obj)
             size_t o = 0;
             json_array_foreach(v, i, it)
             {
-                json_leaf_text(it, tmp, sizeof tmp, &text);
+                if (json_leaf_text(it, tmp, sizeof tmp, &text) != 0) {
+                    /* Unreachable: the first pass accepted every item of this array. */
+                    free(joined);
+                    set_err(w->err, w->errlen, "%s: %s[%zu]: list item changed type", w->origin,
+                            key, i);
+                    return -1;
+                }
                 size_t tl = strlen(text);
                 if (i)
                     joined[o++] = ',';

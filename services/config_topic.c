@@ -52,7 +52,7 @@ struct config_topic {
     bool thread_started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    bool stopping;        /* under lock */
+    bool stopping;         /* under lock */
     atomic_int load_parts; /* partitions the initial load waits for; -1 until known */
     atomic_int assigned;   /* partitions assigned so far */
 
@@ -71,8 +71,8 @@ const char *config_topic_result_name(config_topic_result_t r)
 
 /* ---- keys and records ----------------------------------------------------------------- */
 
-int config_topic_parse_key(const void *key, size_t key_len, char *kind, size_t kind_size,
-                           char *id, size_t id_size)
+int config_topic_parse_key(const void *key, size_t key_len, char *kind, size_t kind_size, char *id,
+                           size_t id_size)
 {
     const char *k = key;
     if (!k || key_len == 0 || key_len > CONFIG_TOPIC_MAX_KEY)
@@ -170,7 +170,8 @@ config_topic_result_t config_topic_apply(config_topic_t *ft, const void *key, si
     }
     if (!config_topic_wants(ft, kind))
         return config_topic_count(ft, CONFIG_TOPIC_IGNORED);
-    snprintf(skey, sizeof(skey), "%s/%s", kind, id);
+    memcpy(skey, key, key_len); /* parse_key bounded it by CONFIG_TOPIC_MAX_KEY */
+    skey[key_len] = '\0';
     json_t *prev = json_object_get(ft->state, skey);
 
     if (!value) {
@@ -179,9 +180,12 @@ config_topic_result_t config_topic_apply(config_topic_t *ft, const void *key, si
         json_incref(prev);
         json_object_del(ft->state, skey);
         config_topic_count(ft, CONFIG_TOPIC_DELETE);
-        log_info("config topic %s: %s deleted (offset %lld)", ft->topic, skey, (long long)offset);
-        if (ft->loaded && ft->on_delete)
-            ft->on_delete(ft->owner, kind, id, prev);
+        if (ft->loaded) {
+            log_info("config topic %s: %s deleted (offset %lld)", ft->topic, skey,
+                     (long long)offset);
+            if (ft->on_delete)
+                ft->on_delete(ft->owner, kind, id, prev);
+        }
         json_decref(prev);
         return CONFIG_TOPIC_DELETE;
     }
@@ -361,8 +365,8 @@ static int config_topic_assign_new(config_topic_t *ft, int n)
 {
     int have = atomic_load(&ft->assigned);
     if (n > CONFIG_TOPIC_MAX_PARTITIONS) {
-        log_error("config topic %s has %d partitions; only the first %d are followed", ft->topic,
-                  n, CONFIG_TOPIC_MAX_PARTITIONS);
+        log_error("config topic %s has %d partitions; only the first %d are followed", ft->topic, n,
+                  CONFIG_TOPIC_MAX_PARTITIONS);
         n = CONFIG_TOPIC_MAX_PARTITIONS;
     }
     if (n <= have)
@@ -457,8 +461,7 @@ static void config_topic_handle(config_topic_t *ft, rd_kafka_message_t *m)
     }
     if (m->err) {
         ft->stats.errors++;
-        if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT ||
-            m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT || m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
             log_warn("config topic %s: %s (reconnecting; the applied configuration stays)",
                      ft->topic, rd_kafka_message_errstr(m));
         else
@@ -547,12 +550,14 @@ static int config_topic_connect(config_topic_t *ft, const config_topic_opts_t *o
         /* Bounded prefetch: the topic is small, a config change is rare. */
         {"queued.max.messages.kbytes", "4096"},
         {"queued.min.messages", "1000"},
+        /* The end of an empty partition is known when a fetch returns nothing: at the
+         * default 500 ms the initial load took 1-2.5 s, at 200 ms about 0.2 s (measured),
+         * for 5 idle fetches per second and partition. Live records are not delayed by it. */
+        {"fetch.wait.max.ms", "200"},
     };
     const kafka_prop_t forced[] = {
-        {"group.id", "ndd-config-follower"},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"enable.partition.eof", "true"},
+        {"group.id", "ndd-config-follower"},   {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"}, {"enable.partition.eof", "true"},
         {"auto.offset.reset", "earliest"},
     };
     for (size_t i = 0; i < sizeof(defaults) / sizeof(*defaults); i++)
@@ -614,8 +619,8 @@ config_topic_t *config_topic_new(const config_topic_opts_t *o, char *err, size_t
     ft->topic = strdup(o->topic ? o->topic : CONFIG_TOPIC_DEFAULT_TOPIC);
     ft->state = json_object();
     ft->max_keys = o->max_keys ? o->max_keys : CONFIG_TOPIC_DEFAULT_MAX_KEYS;
-    ft->max_record_bytes = o->max_record_bytes ? o->max_record_bytes
-                                               : CONFIG_TOPIC_DEFAULT_MAX_RECORD;
+    ft->max_record_bytes =
+        o->max_record_bytes ? o->max_record_bytes : CONFIG_TOPIC_DEFAULT_MAX_RECORD;
     ft->refresh_ms = o->refresh_ms > 0 ? o->refresh_ms : CONFIG_TOPIC_DEFAULT_REFRESH_MS;
     ft->on_upsert = o->on_upsert;
     ft->on_delete = o->on_delete;

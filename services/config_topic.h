@@ -157,8 +157,8 @@ void config_topic_finish_load(config_topic_t *ft);
 /* Splits "<kind>/<id>" (kind [a-z][a-z0-9_-]*, at most CONFIG_TOPIC_MAX_KIND bytes; id
  * non-empty, no control characters; whole key at most CONFIG_TOPIC_MAX_KEY bytes) into
  * NUL-terminated kind and id. 0, or -1 when the key is not of that shape. */
-int config_topic_parse_key(const void *key, size_t key_len, char *kind, size_t kind_size,
-                           char *id, size_t id_size);
+int config_topic_parse_key(const void *key, size_t key_len, char *kind, size_t kind_size, char *id,
+                           size_t id_size);
 /* Parses and checks a record value for kind/id: a JSON object (duplicate keys refused) with
  * "kind" and "id" equal to the key's and a "spec" object. Returns the record (new reference)
  * or NULL with the reason in err. */

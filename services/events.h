@@ -56,13 +56,13 @@ typedef struct events events_t;
 typedef void (*events_collect_fn)(void *owner, json_t *counters, json_t *feeds);
 
 typedef struct events_opts {
-    const char *brokers;  /* required (NULL: offline, builds events but sends nothing) */
-    const char *topic;    /* NULL: "ndd.events" */
-    const char *service;  /* required: "ndd-adapter", "ndd-aggregation", "ndd-correlation" */
-    const char *instance; /* NULL: the host name. Stable across restarts and unique per
-                           * service (the pod name), or the admin keeps a dead instance */
-    const char *version;  /* NULL: "dev" */
-    int64_t interval_ms;  /* heartbeat period; 0: EVENTS_DEFAULT_INTERVAL_MS */
+    const char *brokers;       /* required (NULL: offline, builds events but sends nothing) */
+    const char *topic;         /* NULL: "ndd.events" */
+    const char *service;       /* required: "ndd-adapter", "ndd-aggregation", "ndd-correlation" */
+    const char *instance;      /* NULL: the host name. Stable across restarts and unique per
+                                * service (the pod name), or the admin keeps a dead instance */
+    const char *version;       /* NULL: "dev" */
+    int64_t interval_ms;       /* heartbeat period; 0: EVENTS_DEFAULT_INTERVAL_MS */
     events_collect_fn collect; /* may be NULL: heartbeats without counters */
     void *owner;
     /* true: a thread of the publisher ticks every 100 ms (collect runs there, so it must be
@@ -90,7 +90,7 @@ typedef struct events_stats {
     uint64_t heartbeats_feeds_omitted; /* sent without "feeds" (over max_heartbeat_bytes) */
     uint64_t alarms_sent;              /* raise/clear events handed to librdkafka */
     uint64_t alarms_acked;
-    uint64_t alarms_failed;   /* delivery failed or dropped (re-sent at the next tick) */
+    uint64_t alarms_failed;    /* delivery failed or dropped (re-sent at the next tick) */
     uint64_t alarms_untracked; /* table full: sent once, best effort */
     size_t alarms_active;      /* alarms currently raised */
 } events_stats_t;
@@ -127,11 +127,16 @@ bool events_alarm_active(events_t *ev, const char *alarm, const char *resource);
 int events_flush(events_t *ev, int timeout_ms);
 events_stats_t events_stats(events_t *ev);
 
+/* Helpers for collect callbacks: the object of one feed in `feeds` (created on first use;
+ * NULL on a bad name), and an endpoint's state in it ("up"/"down", the only values the
+ * admin turns into endpoint-down alarms). 0, or -1 on a bad argument. */
+json_t *events_feed(json_t *feeds, const char *feed);
+int events_feed_endpoint(json_t *feed, const char *url, bool up);
+
 /* Builders (new references), used by the publisher and by tests. */
 json_t *events_heartbeat_build(events_t *ev, int64_t now_ms);
-json_t *events_alarm_build(const events_t *ev, bool raise, const char *alarm,
-                           const char *resource, events_severity_t severity, const char *text,
-                           int64_t now_ms);
+json_t *events_alarm_build(const events_t *ev, bool raise, const char *alarm, const char *resource,
+                           events_severity_t severity, const char *text, int64_t now_ms);
 const char *events_severity_name(events_severity_t s);
 
 #endif

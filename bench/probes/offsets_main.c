@@ -4,10 +4,13 @@
  *
  *   ndd-offsets --bootstrap B --topic MAIN [--topic T]... [--group G]... [--interval S --count N]
  *
- * Each --group is reported for every --topic. Exit 0; 1 when a topic or group query failed
+ * Each --group is reported for every --topic it has committed offsets on (lag = end offset −
+ * committed offset, per partition; a partition without a commit counts from its low watermark).
+ * Exit 0; 1 when a topic or group query failed
  * (the JSON still says which, under "errors"); 2 on bad options. */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +172,15 @@ static int off_report(const off_opts_t *o, rd_kafka_t *meta, rd_kafka_t **group_
                 rd_kafka_topic_partition_list_destroy(l);
                 continue;
             }
+            /* A group is shown for the topics it has committed offsets on; -1 everywhere means
+             * it does not consume this topic (or has not committed yet). */
+            bool any = false;
+            for (int p = 0; p < l->cnt; p++)
+                any |= l->elems[p].offset >= 0;
+            if (!any) {
+                rd_kafka_topic_partition_list_destroy(l);
+                continue;
+            }
             int64_t lag_total = 0, committed_total = 0;
             printf("%s", shown++ ? "," : "");
             off_json_str(t->name);
@@ -177,8 +189,9 @@ static int off_report(const off_opts_t *o, rd_kafka_t *meta, rd_kafka_t **group_
                 int64_t c = l->elems[p].offset;
                 /* Nothing committed yet: everything retained is still to be read. */
                 int64_t from = c >= 0 ? c : t->low[p];
-                int64_t lag = t->high[p] - from;
-                lag_total += lag > 0 ? lag : 0;
+                /* The watermarks were read a moment before the commit: never below 0. */
+                int64_t lag = t->high[p] > from ? t->high[p] - from : 0;
+                lag_total += lag;
                 committed_total += c >= 0 ? c : 0;
                 printf("%s{\"partition\":%d,\"committed\":%" PRId64 ",\"lag\":%" PRId64 "}",
                        p ? "," : "", p, c >= 0 ? c : -1, lag);

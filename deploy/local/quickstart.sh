@@ -221,7 +221,10 @@ ingress_total() {
 summary() { curl -fsS --max-time 2 "http://127.0.0.1:$P_SINKM/summary" 2>/dev/null || echo '{}'; }
 produced_so_far() { (grep -o 'produced [0-9]*' "$QS/nf-sim.log" 2>/dev/null || true) | tail -n1 | awk '{print $2+0}'; }
 live() {
-    local in out s p99 dup prod
+    local in out s p99 dup prod now dt
+    now=$(date +%s%N)
+    dt=$(((now - LAST_T) / 1000000))
+    ((dt > 0)) || dt=1
     in=$(ingress_total)
     s=$(summary)
     out=$(jq -r '.unique // 0' <<<"$s")
@@ -229,11 +232,13 @@ live() {
     dup=$(jq -r '.duplicates // 0' <<<"$s")
     prod=$(produced_so_far)
     printf '%s  ingress %6d/s  egress %6d/s  p99 %7.1f ms  delivered %8d of %8d  backlog %6d  duplicates %d\n' \
-        "$(date +%T)" $((in - LAST_IN)) $((out - LAST_OUT)) "$p99" "$out" "${prod:-0}" \
+        "$(date +%T)" $(((in - LAST_IN) * 1000 / dt)) $(((out - LAST_OUT) * 1000 / dt)) "$p99" "$out" "${prod:-0}" \
         $((${prod:-0} > out ? ${prod:-0} - out : 0)) "$dup"
     LAST_IN=$in
     LAST_OUT=$out
+    LAST_T=$now
 }
+LAST_T=$(date +%s%N)
 LAST_IN=$(ingress_total)
 LAST_OUT=$(summary | jq -r '.unique // 0')
 while kill -0 "$sim_pid" 2>/dev/null; do
@@ -246,8 +251,10 @@ PRODUCED=$( (grep '^{' "$QS/nf-sim.log" || true) | tail -n1 | jq -r '.acked // 0
 [[ -n $PRODUCED ]] || die "ndd-nf-sim gave no summary ($QS/nf-sim.log)"
 
 # ---- 6. drain, summary ----
-dlq() {
-    "$OFF" --bootstrap "$NDD_KAFKA" --topic "$1" --timeout-ms 3000 2>/dev/null | jq -r --arg t "$1" '.topics[$t].records // 0' 2>/dev/null || echo 0
+dlq() { # records in a dead-letter topic; 0 when it does not exist (nothing was refused)
+    local out
+    out=$("$OFF" --bootstrap "$NDD_KAFKA" --topic "$1" --timeout-ms 3000 2>/dev/null) || true
+    [[ -n $out ]] && jq -r --arg t "$1" '.topics[$t].records // 0' <<<"$out" || echo 0
 }
 for ((i = 0; i < 30; i++)); do
     S=$(summary)
@@ -279,7 +286,7 @@ Where to look
            ndd-adapter        http://127.0.0.1:$P_ADA/metrics
            ndd-sink           http://127.0.0.1:$P_SINKM/metrics, http://127.0.0.1:$P_SINKM/summary
   logs                        $QS/*.log
-  more traffic                $SIM --bootstrap $NDD_KAFKA --rate 500 --duration 30
+  more traffic                $SIM --bootstrap $NDD_KAFKA --rate 500 --duration 30 --seq-start $((SEQ0 + 5000000))
   benchmarks                  bench/run.sh --profile smoke   (docs/benchmarks.md)
   stop everything             $0 --stop$([[ $STACK_DIR != "$ROOT/.stack" ]] && echo " --dir $STACK_DIR")
 EOF

@@ -12,6 +12,9 @@
 #   NDD_PG=host=127.0.0.1 port=N dbname=ndd user=ndd passfile=DIR/pgpass
 # Everything else goes to stderr. Two stacks with different dirs and ports run side by side.
 #
+#   deploy/local/stack.sh destroy [--dir DIR]
+# stops the stack and deletes DIR (all topics, tables and logs).
+#
 #   deploy/local/stack.sh free-ports N [LOW-HIGH]
 # prints N distinct ports that nothing listens on, picked at random from LOW-HIGH (default
 # $NDD_PORT_RANGE or 30000-32000), for tests that start their own stack.
@@ -25,7 +28,7 @@ PG_START_TIMEOUT=${NDD_PG_START_TIMEOUT:-60}
 STOP_TIMEOUT=30
 
 usage() {
-    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 log() { echo "stack: $*" >&2; }
@@ -91,9 +94,17 @@ KDIR=$DIR/kafka
 KAFKA_PID=$KDIR/kafka.pid
 KAFKA_LOG=$DIR/kafka.log
 PGDIR=$DIR/pg
+PG_LOG=$DIR/postgres.log
+# As root the cluster runs as user postgres, which must reach DIR/pg. When a parent folder of
+# DIR is closed to others (say a clone under /root, mode 0700), the cluster lives in
+# /var/tmp/ndd-pg-<hash of DIR> instead, with DIR/pg and DIR/postgres.log as symlinks to it.
+if [[ $(id -u) == 0 ]] && getent passwd postgres >/dev/null &&
+    ! runuser -u postgres -- test -x "$(dirname "$DIR")" 2>/dev/null; then
+    PGDIR=/var/tmp/ndd-pg-$(printf '%s' "$DIR" | sha256sum | cut -c1-16)
+    PG_LOG=$PGDIR/postgres.log
+fi
 PGDATA=$PGDIR/data
 PGPASS=$DIR/pgpass
-PG_LOG=$DIR/postgres.log
 HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 KAFKA_LIBS=${NDD_KAFKA_LIBS:-${NDD_CACHE:-$HOME/.cache/ndd}/kafka-$KAFKA_VERSION/libs}
 KAFKA_ADDR=127.0.0.1:$KAFKA_PORT
@@ -106,11 +117,11 @@ pid_alive() {
 # PID from a pid file, only if that process is alive and its command line mentions our DIR, so a
 # recycled PID is never mistaken for (or killed as) our server.
 read_pid() {
-    local file=$1 pid
+    local file=$1 match=${2:-$DIR/} pid
     [[ -f $file ]] || return 1
     pid=$(head -n1 "$file" 2>/dev/null | tr -dc 0-9)
     pid_alive "$pid" || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$DIR/" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$match" || return 1
     echo "$pid"
 }
 
@@ -135,7 +146,7 @@ fi
 kafka_pid() { read_pid "$KAFKA_PID"; }
 pg_pid() {
     # postmaster.pid's first line is the postmaster PID; its command line holds -D PGDATA.
-    read_pid "$PGDATA/postmaster.pid"
+    read_pid "$PGDATA/postmaster.pid" "$PGDATA"
 }
 
 kafka_start() {
@@ -223,6 +234,11 @@ kafka_stop() {
 # Makes DIR/pg reachable for the postgres user: DIR itself may be a 0700 root mktemp folder.
 pg_prepare_dirs() {
     mkdir -p "$PGDIR"
+    if [[ $PGDIR != "$DIR/pg" && (! -e $DIR/pg || -L $DIR/pg) ]]; then
+        log "user postgres cannot reach $DIR; PostgreSQL data in $PGDIR (DIR/pg links to it)"
+        ln -sfn "$PGDIR" "$DIR/pg"
+        ln -sfn "$PG_LOG" "$DIR/postgres.log"
+    fi
     if [[ $(id -u) == 0 ]]; then
         # Traverse-only for others on DIR: lists nothing, lets postgres reach its own folder.
         chmod o+x "$DIR"
@@ -411,9 +427,30 @@ do_status() {
     return $rc
 }
 
+# stop, then delete everything of the stack (topics, tables, logs). Refuses a DIR holding
+# anything stack.sh did not make, so a wrong --dir never deletes someone's files.
+do_destroy() {
+    [[ -d $DIR ]] || return 0
+    [[ -e $DIR/.stack.lock ]] || die "$DIR is not a stack directory (no .stack.lock); not deleting"
+    local f base
+    for f in "$DIR"/* "$DIR"/.[!.]*; do
+        [[ -e $f || -L $f ]] || continue
+        base=${f##*/}
+        case $base in
+        .stack.lock | env | env.tmp | pgpass | pgpass.tmp | kafka | kafka.log* | pg | postgres.log) ;;
+        *) die "$DIR holds '$base', which stack.sh did not make; not deleting" ;;
+        esac
+    done
+    WANT_KAFKA=1 WANT_PG=1 do_stop
+    [[ $PGDIR != "$DIR/pg" ]] && rm -rf "$PGDIR"
+    rm -rf "$DIR"
+    log "deleted $DIR"
+}
+
 case $cmd in
 start) do_start ;;
 stop) do_stop ;;
+destroy) do_destroy ;;
 status) do_status ;;
 *) usage ;;
 esac

@@ -814,6 +814,26 @@ static void test_heartbeats_status_and_service_down_alarm(void **state)
     produce_event(p, "{\"type\":\"alarm\",\"action\":\"clear\",\"alarm\":\"endpoint-down\","
                      "\"resource\":\"f1/http://e:1\"}");
     wait_alarm_count("state=active&type=endpoint-down", 0);
+
+    /* PostgreSQL away: an alarm change waits in memory and is written when it is back */
+    htu_proxy_cut(fx.proxy);
+    produce_event(p, "{\"type\":\"alarm\",\"action\":\"raise\",\"alarm\":\"queued-while-down\","
+                     "\"resource\":\"r1\",\"severity\":\"minor\"}");
+    int64_t deadline2 = ktu_now_ms() + 15000;
+    json_int_t pending = 0;
+    while (ktu_now_ms() < deadline2 && pending != 1) {
+        assert_int_equal(http("GET", "/api/v1/status", fx.viewer_auth, NULL, NULL, &r), 0);
+        assert_int_equal(r.status, 200);
+        j = body_json(&r);
+        pending = json_integer_value(json_object_get(j, "alarm_changes_pending"));
+        json_decref(j);
+        htu_resp_free(&r);
+        if (pending != 1)
+            ktu_sleep_ms(100);
+    }
+    assert_int_equal(pending, 1);
+    htu_proxy_restore(fx.proxy);
+    wait_alarm_count("state=active&type=queued-while-down", 1);
     rd_kafka_destroy(p);
 }
 
@@ -828,7 +848,7 @@ int main(void)
         cmocka_unit_test(test_changes_are_published_to_config_topic),
         cmocka_unit_test_teardown(test_postgres_unreachable_writes_503_reads_keep_working,
                                   restore_proxy),
-        cmocka_unit_test(test_heartbeats_status_and_service_down_alarm),
+        cmocka_unit_test_teardown(test_heartbeats_status_and_service_down_alarm, restore_proxy),
         cmocka_unit_test(test_kill_and_restart_loses_no_configuration),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -376,6 +376,33 @@ static void test_dead_letter_too_large_for_kafka_is_kept_without_its_body(void *
     agg_env_cleanup(&e);
 }
 
+/* Replacing the filter file is enough: its modification is noticed without a signal. */
+static void test_filter_file_change_is_picked_up_without_a_signal(void **state)
+{
+    agg_env_t e;
+    assert_int_equal(agg_env_init(&e, "aggmtime", 1, 1), 0);
+    char ftext[512], farg[400];
+    write_file_atomically(e.dir, "filter.json", filter_drop("m1", "a", ftext, sizeof(ftext)));
+    snprintf(farg, sizeof(farg), "--filter-file=%s/filter.json", e.dir);
+    const char *extra[] = {farg, "--filter-check-interval=100ms", NULL};
+    assert_true(agg_start(&e, 0, extra) > 0);
+    assert_true(agg_log_wait(&e, 0, "filter \"m1\" loaded", 10000));
+    write_file_atomically(e.dir, "filter.json", filter_drop("m2", "b", ftext, sizeof(ftext)));
+    assert_true(agg_log_wait(&e, 0, "filter \"m2\" loaded", 10000));
+    rd_kafka_t *p = ktu_producer_new(NULL, 0);
+    assert_non_null(p);
+    assert_int_equal(agg_produce_copies(p, e.in, 0, 100, 10, 50), 0);
+    ktu_records_t r = {0};
+    assert_int_equal(ktu_consume_records(e.main, 50, 20000, &r), 50);
+    for (size_t i = 0; i < r.n; i++)
+        assert_string_equal(ktu_record_header(&r.v[i], "x-kind", NULL), "a");
+    ktu_records_free(&r);
+    stop_clean(&e, 0);
+    assert_int_equal(ktu_topic_record_count(e.main, 5000), 50);
+    rd_kafka_destroy(p);
+    agg_env_cleanup(&e);
+}
+
 static void test_unreadable_filter_file_fails_start_naming_the_file(void **state)
 {
     agg_env_t e;
@@ -402,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_filter_change_at_run_time_applies_without_restart_or_loss),
         cmocka_unit_test(test_slow_main_pauses_consumption_and_resumes_without_loss),
         cmocka_unit_test(test_dead_letter_too_large_for_kafka_is_kept_without_its_body),
+        cmocka_unit_test(test_filter_file_change_is_picked_up_without_a_signal),
         cmocka_unit_test(test_unreadable_filter_file_fails_start_naming_the_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

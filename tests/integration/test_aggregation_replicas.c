@@ -58,22 +58,22 @@ static long long consumed_by(const agg_env_t *e, int slot)
     return n;
 }
 
-static void test_two_replicas_share_partitions_and_rebalances_lose_nothing(void **state)
+static void replicas_scenario(const char *tag, const char *const *extra)
 {
     agg_env_t e;
-    assert_int_equal(agg_env_init(&e, "aggrep", 4, 4), 0);
+    assert_int_equal(agg_env_init(&e, tag, 4, 4), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
     uint64_t next = 0;
 
     /* Replica 0 alone gets all 4 partitions. */
-    assert_true(agg_start(&e, 0, NULL) > 0);
+    assert_true(agg_start(&e, 0, extra) > 0);
     assert_true(agg_log_wait(&e, 0, "assigned 4 partition(s)", 20000));
     for (int i = 0; i < 3; i++, next += CHUNK)
         assert_int_equal(agg_produce_copies(p, e.in, next, CHUNK, 500, 100), 0);
 
     /* Replica 1 joins mid-stream: the group rebalances and the partitions are shared. */
-    assert_true(agg_start(&e, 1, NULL) > 0);
+    assert_true(agg_start(&e, 1, extra) > 0);
     int64_t deadline = ktu_now_ms() + 30000;
     while (ktu_now_ms() < deadline) {
         assert_int_equal(agg_produce_copies(p, e.in, next, CHUNK / 4, 500, 100), 0);
@@ -120,11 +120,23 @@ static void test_two_replicas_share_partitions_and_rebalances_lose_nothing(void 
     agg_env_cleanup(&e);
 }
 
+static void test_two_replicas_share_partitions_and_rebalances_lose_nothing(void **state)
+{
+    replicas_scenario("aggrep", NULL); /* eager rebalancing (the default) */
+}
+
+static void test_cooperative_rebalances_lose_nothing_either(void **state)
+{
+    const char *coop[] = {"--cooperative=true", NULL};
+    replicas_scenario("aggcoop", coop);
+}
+
 int main(void)
 {
     ktu_brokers();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_replicas_share_partitions_and_rebalances_lose_nothing),
+        cmocka_unit_test(test_cooperative_rebalances_lose_nothing_either),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,21 +46,34 @@ static void produce_range(rd_kafka_t *p, const char *topic, long from, long to, 
 }
 
 /* Runs one life of the daemon, slowed down (xDRs wait a second in the producer before they
- * are sent, at most 3000 unacknowledged: a few thousand xDRs per second), and kills it with
+ * are sent, at most max_unacked unacknowledged: that many xDRs per second), and kills it with
  * -9 once the XDR topic holds `until` records and some offsets were committed: the kill
  * comes before the end of the input, with many xDRs not yet acknowledged, most of them
  * emitted before the last offset commit. A long timeout: nothing times out here. Returns
  * the number of xDRs written at the kill. */
-static int64_t kill_slow_life(corr_env_t *e, int64_t before, int64_t until)
+static int64_t kill_slow_life(corr_env_t *e, int64_t before, int64_t until, const char *max_unacked)
 {
-    const char *slow[] = {"--timeout=120s", "--max-unacked=3000", "--batch=500",
-                          "--kafka.producer.linger.ms=1000", NULL};
+    const char *slow[] = {"--timeout=120s",
+                          max_unacked,
+                          "--batch=500",
+                          "--kafka.producer.linger.ms=1000",
+                          "--kafka.consumer.auto.commit.interval.ms=100",
+                          NULL};
     assert_true(corr_start(e, slow) > 0);
     int64_t deadline = ktu_now_ms() + 40000;
     while ((agg_committed_sum(e->group, e->main, PARTS) <= 0 ||
             ktu_topic_record_count(e->xdr, 5000) < until) &&
            ktu_now_ms() < deadline)
         ktu_sleep_ms(20);
+    /* xDRs are acknowledged in bursts a second apart. Killing while some wait in the
+     * producer (the daemon says so), 300 ms after they were emitted, finds them unacknowledged
+     * while offset commits (every 100 ms) went on: only offsets that waited for the
+     * acknowledgements save them. */
+    uint16_t port = corr_http_port(e, 5000);
+    assert_true(port > 0);
+    while (corr_metric(port, "ndd_correlation_unacked_records") < 1 && ktu_now_ms() < deadline)
+        ktu_sleep_ms(10);
+    ktu_sleep_ms(300);
     int st = ktu_stop(e->pid, SIGKILL, 5000);
     e->pid = 0;
     assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
@@ -92,8 +105,9 @@ static void test_kill_9_mid_stream_and_restart_loses_no_xdr(void **state)
     produce_range(p, e.main, N_FIRST / 2, N_FIRST, 0, 4);
 
     /* Life 1 is killed before the split transactions, life 2 after it went past them. */
-    int64_t xdrs_at_kill = kill_slow_life(&e, 0, N_FIRST / 5);
-    xdrs_at_kill = kill_slow_life(&e, xdrs_at_kill, xdrs_at_kill + N_FIRST * 3 / 5);
+    int64_t xdrs_at_kill = kill_slow_life(&e, 0, N_FIRST / 5, "--max-unacked=1000");
+    xdrs_at_kill =
+        kill_slow_life(&e, xdrs_at_kill, xdrs_at_kill + N_FIRST / 2, "--max-unacked=3000");
 
     /* While it is down: the second half of the split transactions, and new ones. */
     produce_range(p, e.main, N_FIRST, N_FIRST + N_SPLIT, 2, 2);
