@@ -1,6 +1,7 @@
 /* ndd-adapter: runs the feeds of a feeds file (docs/adapter.md). Thin: settings, the feed
  * manager, /metrics + /healthz + /readyz on their own thread, signals. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "config_topic.h"
 #include "feeds.h"
 #include "httpd.h"
 #include "log.h"
@@ -16,8 +18,10 @@
 
 static const config_spec_t SPECS[] = {
     {"bootstrap", CONFIG_STRING, "127.0.0.1:9092", "Kafka bootstrap servers", 0},
-    {"feeds-file", CONFIG_STRING, NULL, "JSON file with the feeds (reloaded on SIGHUP/change)",
-     CONFIG_F_REQUIRED},
+    {"feeds-file", CONFIG_STRING, NULL,
+     "JSON file with the feeds (reloaded on SIGHUP/change); or --config-topic", 0},
+    {"config-topic", CONFIG_STRING, "",
+     "Follow the admin's feeds on this compacted topic (e.g. ndd.config) instead of a file", 0},
     {"feeds-watch", CONFIG_DURATION_MS, "1s", "How often the feeds file is checked for changes", 0},
     {"drain-timeout", CONFIG_DURATION_MS, "10s",
      "How long a stopping feed waits for in-flight acknowledgements", 0},
@@ -34,7 +38,46 @@ typedef struct app {
     off_t size;
     struct event_base *base;
     httpd_thread_t *http;
+    config_topic_t *ft;
 } app_t;
+
+/* ndd.config records of kind "feed" (docs/control-path.md) go through the same apply
+ * function as the feeds file. */
+static void app_feed_upsert(void *owner, const char *kind, const char *id, json_t *rec,
+                            json_t *prev)
+{
+    app_t *a = owner;
+    char err[1024];
+    const char *name = json_string_value(json_object_get(rec, "name"));
+    const char *old = prev ? json_string_value(json_object_get(prev, "name")) : NULL;
+    if (old && name && strcmp(old, name) != 0) /* renamed: stop the old one */
+        feed_manager_apply(a->fm, old, NULL, err, sizeof err);
+    if (feed_manager_apply(a->fm, NULL, json_object_get(rec, "spec"), err, sizeof err) != 0)
+        log_error("feed %s (%s/%s) refused: %s (running version kept)", name ? name : "?", kind, id,
+                  err);
+}
+
+static void app_feed_delete(void *owner, const char *kind, const char *id, json_t *prev)
+{
+    app_t *a = owner;
+    char err[1024];
+    const char *name = prev ? json_string_value(json_object_get(prev, "name")) : NULL;
+    if (name && feed_manager_apply(a->fm, name, NULL, err, sizeof err) != 0)
+        log_warn("feed %s (%s/%s) deleted: %s", name, kind, id, err);
+}
+
+static void app_feeds_loaded(void *owner, size_t n)
+{
+    app_t *a = owner;
+    log_info("configuration topic loaded: %zu feed record(s), %zu running", n,
+             feed_manager_count(a->fm));
+    httpd_set_ready(httpd_thread_server(a->http), true);
+}
+
+static void app_on_config(evutil_socket_t fd, short what, void *arg)
+{
+    config_topic_poll(((app_t *)arg)->ft, 0);
+}
 
 static void app_stat(app_t *a, struct timespec *mt, off_t *sz)
 {
@@ -63,7 +106,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     app_t *a = arg;
     if (sig == SIGHUP) {
-        app_reload(a, "SIGHUP");
+        if (a->feeds_file)
+            app_reload(a, "SIGHUP");
         return;
     }
     log_info("signal %d: stopping", (int)sig);
@@ -102,6 +146,14 @@ int main(int argc, char **argv)
     }
     log_setup("ndd-adapter", lvl, config_get_bool(cfg, "log.json"));
     signal(SIGPIPE, SIG_IGN);
+    const char *ctopic = config_get_str(cfg, "config-topic");
+    bool use_topic = ctopic && ctopic[0];
+    if (!config_get_str(cfg, "feeds-file") == !use_topic) {
+        /* Two sources would fight: a file reload removes feeds the topic added. */
+        fprintf(stderr, "ndd-adapter: give exactly one of --feeds-file and --config-topic\n");
+        config_free(cfg);
+        return 2;
+    }
 
     size_t nkp = 0;
     const config_kafka_prop_t *ckp = config_kafka_props(cfg, &nkp);
@@ -129,13 +181,38 @@ int main(int argc, char **argv)
                          .metrics = reg};
     a.fm = feed_manager_new(&rt, (uint32_t)config_get_duration_ms(cfg, "drain-timeout"));
     a.base = event_base_new();
-    app_stat(&a, &a.mtime, &a.size);
-    if (feed_manager_apply_file(a.fm, a.feeds_file, err, sizeof err) != 0) {
-        /* Keep running what is valid: a later edit of the file fixes the rest. */
-        log_error("feeds: %s", err);
+    struct event *cfg_ev = NULL;
+    if (use_topic) {
+        static const char *const kinds[] = {"feed"};
+        config_topic_opts_t co = {.brokers = rt.brokers,
+                                  .topic = ctopic,
+                                  .kinds = kinds,
+                                  .n_kinds = 1,
+                                  .props = kp,
+                                  .n_props = nkp,
+                                  .on_upsert = app_feed_upsert,
+                                  .on_delete = app_feed_delete,
+                                  .on_loaded = app_feeds_loaded,
+                                  .owner = &a,
+                                  .metrics = reg};
+        a.ft = config_topic_new(&co, err, sizeof err);
+        if (!a.ft) {
+            log_error("configuration topic %s: %s", ctopic, err);
+            return 1;
+        }
+        cfg_ev = event_new(a.base, config_topic_fd(a.ft), EV_READ | EV_PERSIST, app_on_config, &a);
+        event_add(cfg_ev, NULL);
+        httpd_set_ready_reason(httpd_thread_server(a.http), "configuration topic not loaded yet");
+        log_info("ndd-adapter following feeds on topic %s", ctopic);
+    } else {
+        app_stat(&a, &a.mtime, &a.size);
+        if (feed_manager_apply_file(a.fm, a.feeds_file, err, sizeof err) != 0) {
+            /* Keep running what is valid: a later edit of the file fixes the rest. */
+            log_error("feeds: %s", err);
+        }
+        log_info("ndd-adapter running %zu feed(s) from %s", feed_manager_count(a.fm), a.feeds_file);
+        httpd_set_ready(httpd_thread_server(a.http), true);
     }
-    log_info("ndd-adapter running %zu feed(s) from %s", feed_manager_count(a.fm), a.feeds_file);
-    httpd_set_ready(httpd_thread_server(a.http), true);
 
     struct event *sigs[3];
     int signos[3] = {SIGHUP, SIGTERM, SIGINT};
@@ -146,13 +223,16 @@ int main(int argc, char **argv)
     int64_t wms = config_get_duration_ms(cfg, "feeds-watch");
     struct event *watch = event_new(a.base, -1, EV_PERSIST, on_watch, &a);
     struct timeval wtv = {wms / 1000, (wms % 1000) * 1000};
-    if (wms > 0)
+    if (wms > 0 && a.feeds_file)
         event_add(watch, &wtv);
 
     event_base_dispatch(a.base);
 
     httpd_set_ready_reason(httpd_thread_server(a.http), "stopping");
     httpd_set_ready(httpd_thread_server(a.http), false);
+    if (cfg_ev)
+        event_free(cfg_ev);
+    config_topic_free(a.ft);
     feed_manager_free(a.fm);
     for (int i = 0; i < 3; i++)
         event_free(sigs[i]);

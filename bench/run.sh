@@ -2,7 +2,8 @@
 # NDD benchmark runner (issue 7; docs/benchmarks.md).
 #
 #   bench/run.sh --profile NAME [--build DIR] [--stack-dir D] [--keep] [--work-dir W]
-#                [--duration S] [--rate N] [--no-baselines] [--quiet]
+#                [--duration S] [--rate N] [--set NAME=VALUE]... [--no-baselines] [--quiet]
+#                [--report-only]
 #
 # Starts a private stack (Kafka only) on free ports, the daemons with their metrics ports
 # (ndd-aggregation per NF type, ndd-adapter with the profile's feeds), one ndd-sink per feed,
@@ -23,6 +24,7 @@
 #   --rate N         override the profile's rate (copies/s)
 #   --no-baselines   skip h2load and the librdkafka baselines
 #   --set NAME=VAL   override one profile setting, e.g. --set BATCH_MAX=50 (repeatable)
+#   --report-only    print table and JSON again from a kept --work-dir (no new run)
 # Ports come from $NDD_BENCH_PORTS (default 26000-26999) through stack.sh free-ports.
 # Exit 0 when the run completed and lost = 0; 1 when something was lost or failed; 2 on usage.
 set -euo pipefail
@@ -42,7 +44,7 @@ SETS=()
 PORT_RANGE=${NDD_BENCH_PORTS:-26000-26999}
 
 usage() {
-    sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 say() { echo "bench: $*" >&2; }
@@ -141,6 +143,16 @@ stop_pid() { # pid [seconds]
         kill -KILL "$pid" 2>/dev/null || true
     fi
     wait "$pid" 2>/dev/null || true
+}
+forget_pids() {
+    local -a keep=()
+    local p q gone
+    for p in "${PIDS[@]}"; do
+        gone=0
+        for q in "$@"; do [[ $p == "$q" ]] && gone=1; done
+        ((gone)) || keep+=("$p")
+    done
+    PIDS=("${keep[@]}")
 }
 cleanup() {
     local rc=$?
@@ -270,8 +282,8 @@ run_once() { # tag rate duration
         *) die "profile $PROFILE: feed '$f': transport must be http2, https, tcp or tls" ;;
         esac
         "$BIN_SINK" "${sargs[@]}" --summary-file "$d/sink-$name.json" >"$d/sink-$name.out" 2>"$d/sink-$name.log" &
-        PIDS+=($!)
-        run_pids+=($!)
+        PIDS+=("$!")
+        run_pids+=("$!")
         COMP_PIDS[sink]+="$! "
         feed_names+=("$name")
         feed_kinds+=("$kind")
@@ -296,16 +308,16 @@ run_once() { # tag rate duration
             --main-topic "${pfx}MAIN" --dlq-topic "${pfx}dlq-aggregation" \
             --group "ndd-agg-$pfx$name" --main-partitions "$PARTITIONS" \
             --http-port "$PORT" --log-level warn >"$d/agg-$name.log" 2>&1 &
-        PIDS+=($!)
-        run_pids+=($!)
+        PIDS+=("$!")
+        run_pids+=("$!")
         COMP_PIDS[aggregation]+="$! "
     done
     take_port
     local ada_port=$PORT
     "$BIN_ADA" --bootstrap "$BOOTSTRAP" --feeds-file "$d/feeds.json" --http.port "$ada_port" \
         --log.level info >"$d/adapter.log" 2>&1 &
-    PIDS+=($!)
-    run_pids+=($!)
+    PIDS+=("$!")
+    run_pids+=("$!")
     COMP_PIDS[adapter]+="$! "
 
     for i in "${!agg_ports[@]}"; do wait_ready "ndd-aggregation ${nf_types[$i]}" "http://127.0.0.1:${agg_ports[$i]}/readyz" 30; done
@@ -317,7 +329,7 @@ run_once() { # tag rate duration
     while ((SECONDS < wait_until)); do
         have=0
         for i in "${!agg_ports[@]}"; do
-            m=$(http_get "http://127.0.0.1:${agg_ports[$i]}/metrics" | awk '/^ndd_aggregation_assigned_partitions/{s+=$NF} END{print s+0}')
+            m=$( (http_get "http://127.0.0.1:${agg_ports[$i]}/metrics" || true) | awk '/^ndd_aggregation_assigned_partitions/{s+=$NF} END{print s+0}')
             ((m > 0)) && have=$((have + 1))
         done
         for name in "${feed_names[@]}"; do
@@ -337,8 +349,8 @@ run_once() { # tag rate duration
         "$BIN_TRAVEL" --bootstrap "$BOOTSTRAP" "${ttopics[@]}" --group "ndd-travel-$pfx" \
             --duration $((dur + DRAIN_TIMEOUT + 60)) --quiet >"$d/travel.json" 2>"$d/travel.log" &
         travel_pid=$!
-        PIDS+=($travel_pid)
-        run_pids+=($travel_pid)
+        PIDS+=("$travel_pid")
+        run_pids+=("$travel_pid")
         COMP_PIDS[travel]+="$travel_pid "
     fi
 
@@ -356,13 +368,12 @@ run_once() { # tag rate duration
         --size "$SIZE" --copies "$COPIES" --topic-prefix "$pfx" --partitions "$PARTITIONS" \
         --seq-start 0 >"$d/nfsim.json" 2>"$d/nfsim.log" &
     local sim_pid=$!
-    PIDS+=($sim_pid)
+    PIDS+=("$sim_pid")
     COMP_PIDS[nf-sim]="$sim_pid "
     T0[$sim_pid]=$(cpu_ticks "$sim_pid")
 
     # progress once per second; sim CPU/RSS sampled while it lives (it exits before the end)
-    local sim_ticks=0 sim_rss=0 now el line produced=0 s u prev_u=0 p99
-    local -a prev=()
+    local sim_ticks=0 sim_rss=0 produced=0 s u
     while kill -0 "$sim_pid" 2>/dev/null; do
         sleep 1
         s=$(cpu_ticks "$sim_pid")
@@ -384,7 +395,7 @@ run_once() { # tag rate duration
         total=0
         local done_all=1
         for i in "${!sink_mports[@]}"; do
-            u=$(http_get "http://127.0.0.1:${sink_mports[$i]}/summary" | jq -r '.unique // 0')
+            u=$( (http_get "http://127.0.0.1:${sink_mports[$i]}/summary" || echo '{}') | jq -r '.unique // 0')
             u=${u:-0}
             total=$((total + u))
             ((u + dead >= produced)) || done_all=0
@@ -448,6 +459,8 @@ run_once() { # tag rate duration
     agg_dlq=$(dlq_topic_records "${pfx}dlq-aggregation")
     if [[ -n $travel_pid ]]; then stop_pid "$travel_pid" 10; fi
     for pid in "${run_pids[@]}"; do stop_pid "$pid" 15; done
+    # reaped: forget them, so the exit trap can never signal a recycled PID
+    forget_pids "${run_pids[@]}" "$sim_pid"
     local travel_json='null'
     [[ -s $d/travel.json ]] && travel_json=$(tail -n1 "$d/travel.json")
     jq -n --arg tag "$tag" --argjson rate "$rate" --argjson dur "$dur" --argjson window "$window" \
@@ -518,7 +531,7 @@ run_baselines() {
             fi
             "$BIN_SINK" "${lsn[@]}" --metrics-port "$mp" --log-level warn >"$WORK/h2load-sink.out" 2>&1 &
             local spid=$!
-            PIDS+=($spid)
+            PIDS+=("$spid")
             wait_ready "h2load sink" "http://127.0.0.1:$mp/healthz" 10
             local t0 n=$BASELINE_COUNT
             t0=$(cpu_ticks "$spid")
@@ -532,6 +545,7 @@ run_baselines() {
             cpu=$(awk -v t=$((t1 - t0)) -v h="$CLK_TCK" 'BEGIN{printf "%.2f", t/h}')
             parts+=("\"h2load_sink\":{\"scheme\":\"$scheme\",\"requests\":$n,\"succeeded\":${ok:-0},\"rps\":${rps:-0},\"sink_cpu_s\":$cpu,\"sink_msgs_per_cpu_s\":$(awk -v n="${ok:-0}" -v c="$cpu" 'BEGIN{printf "%.0f", (c > 0 ? n / c : 0)}'),\"sink_rss_mb\":$(awk -v k="$(peak_rss_kb "$spid")" 'BEGIN{printf "%.1f", k/1024}')}")
             stop_pid "$spid" 5
+            forget_pids "$spid"
         else
             say "baseline h2load skipped: h2load missing (Debian package nghttp2-client)"
         fi

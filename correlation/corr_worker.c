@@ -274,7 +274,7 @@ static void corr_advance(corr_worker_t *w)
 {
     while (w->ck_head < w->ck_cur) {
         corr_ckpt_t *ck = &w->ring[w->ck_head % CORR_RING];
-        if (!ck->sealed || ck->failed || w->fatal)
+        if (!ck->sealed || ck->unacked > 0 || ck->failed || w->fatal)
             return;
         for (size_t i = 0; i < ck->n_marks; i++) {
             const corr_mark_t *mk = &ck->marks[i];

@@ -25,6 +25,8 @@
 #define CONFIG_TOPIC_METADATA_TIMEOUT_MS 5000
 /* Discovery retries this often until the first answer (then refresh_ms). */
 #define CONFIG_TOPIC_RETRY_MS 1000
+#define CONFIG_TOPIC_END_EMPTY (-1)
+#define CONFIG_TOPIC_END_UNKNOWN INT64_MAX
 
 struct config_topic {
     rd_kafka_t *rk;         /* NULL: offline */
@@ -44,7 +46,9 @@ struct config_topic {
     json_t *state; /* "<kind>/<id>" -> record, insertion (topic) order */
     bool loaded;
     bool in_poll;
-    uint8_t eof[CONFIG_TOPIC_MAX_PARTITIONS]; /* owner thread: partition reached its end */
+    /* Owner thread: a partition reached its end (EOF event), next offset to read. */
+    uint8_t eof[CONFIG_TOPIC_MAX_PARTITIONS];
+    int64_t next[CONFIG_TOPIC_MAX_PARTITIONS];
     config_topic_stats_t stats;
 
     /* Shared with the discovery thread. */
@@ -55,6 +59,10 @@ struct config_topic {
     bool stopping;         /* under lock */
     atomic_int load_parts; /* partitions the initial load waits for; -1 until known */
     atomic_int assigned;   /* partitions assigned so far */
+    /* End offset (high watermark) of each partition at the first discovery, written before
+     * load_parts is published: CONFIG_TOPIC_END_EMPTY for a partition empty at start,
+     * CONFIG_TOPIC_END_UNKNOWN when the broker did not say (then only EOF counts). */
+    _Atomic int64_t start_end[CONFIG_TOPIC_MAX_PARTITIONS];
 
     metrics_counter_t *m_results[CONFIG_TOPIC_RESULT_COUNT];
     metrics_gauge_t *m_keys;
@@ -371,6 +379,21 @@ static int config_topic_assign_new(config_topic_t *ft, int n)
     }
     if (n <= have)
         return 0;
+    if (atomic_load(&ft->load_parts) < 0) {
+        /* First discovery: the end offsets the initial load must reach. */
+        for (int p = have; p < n; p++) {
+            int64_t lo = 0, hi = 0;
+            rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+                ft->rk, ft->topic, p, &lo, &hi, CONFIG_TOPIC_METADATA_TIMEOUT_MS);
+            if (e)
+                log_warn("config topic %s [%d]: end offset unknown (%s): the initial load waits "
+                         "for the partition's end-of-file instead",
+                         ft->topic, p, rd_kafka_err2str(e));
+            atomic_store(&ft->start_end[p], e          ? CONFIG_TOPIC_END_UNKNOWN
+                                            : hi <= lo ? CONFIG_TOPIC_END_EMPTY
+                                                       : hi);
+        }
+    }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n - have);
     for (int p = have; p < n; p++)
         rd_kafka_topic_partition_list_add(l, ft->topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
@@ -446,9 +469,11 @@ static void config_topic_check_loaded(config_topic_t *ft)
     int n = atomic_load(&ft->load_parts);
     if (n < 0)
         return;
-    for (int p = 0; p < n; p++)
-        if (!ft->eof[p])
+    for (int p = 0; p < n; p++) {
+        int64_t end = atomic_load(&ft->start_end[p]);
+        if (!ft->eof[p] && end != CONFIG_TOPIC_END_EMPTY && ft->next[p] < end)
             return;
+    }
     config_topic_finish_load(ft);
 }
 
@@ -469,6 +494,8 @@ static void config_topic_handle(config_topic_t *ft, rd_kafka_message_t *m)
                       (long long)m->offset, rd_kafka_message_errstr(m));
         return;
     }
+    if (m->partition >= 0 && m->partition < CONFIG_TOPIC_MAX_PARTITIONS)
+        ft->next[m->partition] = m->offset + 1;
     config_topic_apply(ft, m->key, m->key_len, m->payload, m->len, m->partition, m->offset);
 }
 
@@ -550,10 +577,6 @@ static int config_topic_connect(config_topic_t *ft, const config_topic_opts_t *o
         /* Bounded prefetch: the topic is small, a config change is rare. */
         {"queued.max.messages.kbytes", "4096"},
         {"queued.min.messages", "1000"},
-        /* The end of an empty partition is known when a fetch returns nothing: at the
-         * default 500 ms the initial load took 1-2.5 s, at 200 ms about 0.2 s (measured),
-         * for 5 idle fetches per second and partition. Live records are not delayed by it. */
-        {"fetch.wait.max.ms", "200"},
     };
     const kafka_prop_t forced[] = {
         {"group.id", "ndd-config-follower"},   {"enable.auto.commit", "false"},

@@ -8,8 +8,10 @@
  * membership, nothing ever committed: each start reads the whole topic again), keeps the last
  * record per key for the kinds it was asked for, and:
  *
- *   1. initial load: reads until every partition that existed at start has reported its end
- *      (partition EOF). No callback runs meanwhile, so a key with many versions in the log is
+ *   1. initial load: reads until every partition that existed at start has been read up to
+ *      the end offset it had then (its high watermark, asked for at the first discovery; a
+ *      partition-EOF event counts too, for when the broker did not say). No callback runs
+ *      meanwhile, so a key with many versions in the log is
  *      applied once, as its last version. Then on_upsert runs once per live key (topic order)
  *      and on_loaded once: the owner applies the full configuration before it consumes data
  *      and declares itself ready;

@@ -88,10 +88,11 @@ fi
 build_tree() { # DIR CC TYPE extra cmake args...
     local dir=$1 cc=$2 type=$3
     shift 3
+    mkdir -p "$dir"
     cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" \
-        -DNDD_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
+        -DNDD_WERROR=ON "$@" >"$dir/ndd-configure.log" 2>&1 ||
         {
-            cat "$dir.configure.log"
+            cat "$dir/ndd-configure.log"
             echo "run.sh: configure of $dir failed" >&2
             # No ctest on a stale tree from an earlier configure (cmake regenerates the file).
             rm -f "$dir/CTestTestfile.cmake"
@@ -148,7 +149,7 @@ stop_stack() {
     "$STACK" stop "${STACK_ARGS[@]}" >/dev/null 2>&1 ||
         echo "run.sh: stopping the stack in $STACK_DIR failed" >&2
     if ((TOTAL_FAIL == 0)); then
-        rm -rf "$STACK_DIR"
+        "$STACK" destroy --dir "$STACK_DIR" >/dev/null 2>&1 || rm -rf "$STACK_DIR"
     else
         echo "run.sh: stack logs kept in $STACK_DIR (kafka.log, postgres.log)"
     fi
@@ -175,7 +176,7 @@ start_stack() {
         fi
         # A port may have been taken between choosing and binding: retry on new ones.
         echo "run.sh: stack start attempt $attempt failed" >&2
-        "$STACK" stop "${STACK_ARGS[@]}" >/dev/null 2>&1
+        "$STACK" destroy --dir "$STACK_DIR" >/dev/null 2>&1
         rm -rf "$STACK_DIR"
         STACK_DIR=
     done

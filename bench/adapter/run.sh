@@ -83,7 +83,7 @@ for t in "${TLIST[@]}"; do
     want=$((COUNT * FEEDS))
     start=$(date +%s.%N)
     "$ADAPTER" --bootstrap "$BOOT" --feeds-file "$WORK/feeds-$t.json" --http.port $AM \
-        --log.level warn >"$WORK/adapter-$t.log" 2>&1 &
+        --log.level warn ${ADAPTER_ARGS:-} >"$WORK/adapter-$t.log" 2>&1 &
     APID=$!
     PIDS+=($APID)
     deadline=$((SECONDS + 300))

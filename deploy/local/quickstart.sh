@@ -212,7 +212,7 @@ trap 'say "interrupted: the daemons keep running; stop them with $0 --stop"; kil
 ingress_total() {
     local nf t=0 v
     for nf in "${NF_TYPES[@]}"; do
-        v=$(curl -fsS --max-time 1 "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/metrics" 2>/dev/null |
+        v=$( (curl -fsS --max-time 1 "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/metrics" 2>/dev/null || true) |
             awk '/^ndd_aggregation_ingress_messages_total/{s+=$NF} END{printf "%d", s}')
         t=$((t + ${v:-0}))
     done

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -405,6 +406,11 @@ pid_t ktu_spawn(char *const argv[], char *const env[], const char *log_path)
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        /* A test that fails an assertion never reaches its cleanup: the daemon must not
+         * outlive it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            _exit(127);
         if (log_path) {
             int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
             if (fd >= 0) {

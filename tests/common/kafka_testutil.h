@@ -92,7 +92,7 @@ int64_t ktu_topic_record_count(const char *topic, int timeout_ms);
 
 /* Starts argv[0] with argv (NULL-terminated), stdout+stderr appended to log_path (may be
  * NULL: inherit). Extra environment "K=V" strings in env (NULL-terminated, may be NULL).
- * Returns the pid or -1. */
+ * The child is killed (SIGKILL) if the test process dies first. Returns the pid or -1. */
 pid_t ktu_spawn(char *const argv[], char *const env[], const char *log_path);
 /* Sends sig to pid and waits for it up to timeout_ms; returns the wait status, or -1 when it
  * did not exit in time (it is then killed with SIGKILL and reaped). */

@@ -21,7 +21,7 @@ args=()
 squatter=
 cleanup() {
     [[ -n $squatter ]] && kill "$squatter" 2>/dev/null
-    if ((${#args[@]})); then "$STACK" stop "${args[@]}" >/dev/null 2>&1 || true; fi
+    if ((${#args[@]})); then "$STACK" destroy --dir "$dir" >/dev/null 2>&1 || true; fi
     rm -rf "$dir"
 }
 trap cleanup EXIT

@@ -21,7 +21,7 @@ dir=$(mktemp -d /tmp/ndd-e2e-stack.XXXXXX)
 args=()
 cleanup() {
     # Only ever stop this test's own stack (no --dir would mean the default one).
-    if ((${#args[@]})); then "$STACK" stop "${args[@]}" >/dev/null 2>&1 || true; fi
+    if ((${#args[@]})); then "$STACK" destroy --dir "$dir" >/dev/null 2>&1 || true; fi
     rm -rf "$dir"
 }
 trap cleanup EXIT

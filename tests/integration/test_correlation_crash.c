@@ -66,11 +66,14 @@ static int64_t kill_slow_life(corr_env_t *e, int64_t before, int64_t until, cons
            ktu_now_ms() < deadline)
         ktu_sleep_ms(20);
     /* xDRs are acknowledged in bursts a second apart. Killing while some wait in the
-     * producer (the daemon says so), 300 ms after they were emitted, finds them unacknowledged
+     * producer (the daemon says so: after a burst, once new ones are emitted), 300 ms after
+     * they were emitted, finds them unacknowledged
      * while offset commits (every 100 ms) went on: only offsets that waited for the
      * acknowledgements save them. */
     uint16_t port = corr_http_port(e, 5000);
     assert_true(port > 0);
+    while (corr_metric(port, "ndd_correlation_unacked_records") > 0 && ktu_now_ms() < deadline)
+        ktu_sleep_ms(10);
     while (corr_metric(port, "ndd_correlation_unacked_records") < 1 && ktu_now_ms() < deadline)
         ktu_sleep_ms(10);
     ktu_sleep_ms(300);
