@@ -45,8 +45,8 @@ int endpoint_send(endpoint_t *ep, const uint8_t *payload, size_t len, void *cook
 size_t endpoint_set_count(const endpoint_set_t *s);
 endpoint_t *endpoint_set_at(endpoint_set_t *s, size_t i);
 unsigned endpoint_set_up_count(const endpoint_set_t *s);
-/* Closes every connection (in-flight requests fail as retryable) and frees everything. No
- * callbacks after it returns... except the failures of in-flight requests during it. */
+/* Closes every connection and frees everything. The in-flight requests are failed (as
+ * retryable) through on_fail while it runs; no callback runs after it returns. */
 void endpoint_set_free(endpoint_set_t *s);
 
 const char *endpoint_name(const endpoint_t *ep);

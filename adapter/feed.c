@@ -86,6 +86,8 @@ typedef struct feed_part {
 typedef struct feed_ep_metrics {
     metrics_counter_t *sent, *acked, *retried, *failed, *bytes;
     metrics_gauge_t *in_flight, *up;
+    atomic_bool is_up; /* read by other threads (heartbeats) */
+    const char *url;
 } feed_ep_metrics_t;
 
 struct feed {
@@ -126,6 +128,7 @@ struct feed {
     bool paused;
     bool repause;
     uint64_t full_since; /* when the feed became full (0: not full) */
+    unsigned dlq_active; /* deliveries being dead-lettered */
     unsigned seed;
 
     /* metrics */
@@ -217,8 +220,8 @@ static void feed_update_pause(feed_t *f)
 {
     if (f->closing)
         return;
-    uint64_t now = now_ms();
     bool full = f->pending >= f->cfg->delivery.max_pending || f->free_list == NULL;
+    uint64_t now = full || f->full_since ? now_ms() : 0; /* called per ack: no clock if idle */
     if (full && !f->full_since) {
         f->full_since = now;
     } else if (!full && f->full_since && f->pending <= f->cfg->delivery.max_pending / 2) {
@@ -266,6 +269,8 @@ static feed_delivery_t *feed_delivery_alloc(feed_t *f)
 
 static void feed_delivery_release(feed_t *f, feed_delivery_t *d, bool done)
 {
+    if (d->state == D_DLQ)
+        f->dlq_active--;
     for (unsigned i = 0; i < d->n; i++)
         feed_msg_finish(f, &d->msgs[i], done);
     f->pending -= d->n;
@@ -348,6 +353,7 @@ static void feed_dead_letter(feed_t *f, feed_delivery_t *d, int status, const ch
                              const char *endpoint, const uint8_t *excerpt, size_t excerpt_len)
 {
     d->state = D_DLQ;
+    f->dlq_active++;
     d->dlq_status = status;
     snprintf(d->dlq_reason, sizeof d->dlq_reason, "%s", reason);
     snprintf(d->dlq_endpoint, sizeof d->dlq_endpoint, "%s", endpoint ? endpoint : "");
@@ -519,6 +525,16 @@ static void feed_on_state(void *owner, endpoint_t *ep, bool up)
     feed_t *f = owner;
     feed_ep_metrics_t *em = endpoint_user(ep);
     metrics_gauge_set(em->up, up ? 1 : 0);
+    atomic_store_explicit(&em->is_up, up, memory_order_relaxed);
+    if (f->rt.events && !f->closing) {
+        char res[800];
+        snprintf(res, sizeof res, "%s/%s", f->cfg->name, em->url);
+        if (up)
+            events_alarm_clear(f->rt.events, "endpoint-down", res);
+        else
+            events_alarm_raise(f->rt.events, "endpoint-down", res, EVENTS_MAJOR,
+                               "endpoint connection lost; reconnecting with backoff");
+    }
     atomic_store_explicit(&f->s_up, endpoint_set_up_count(f->eps), memory_order_relaxed);
 }
 
@@ -742,7 +758,10 @@ static void feed_finish(feed_t *f)
 static void feed_drain_check(evutil_socket_t fd, short what, void *arg)
 {
     feed_t *f = arg;
-    if (f->pending == 0 || now_ms() >= f->drain_deadline_ms) {
+    /* With no endpoint up and nothing being dead-lettered, nothing more can complete:
+     * waiting for the deadline would only delay the stop (what is held is consumed again). */
+    bool stuck = endpoint_set_up_count(f->eps) == 0 && f->dlq_active == 0;
+    if (f->pending == 0 || stuck || now_ms() >= f->drain_deadline_ms) {
         if (f->pending)
             log_warn("feed %s: stopping with %" PRIu64
                      " unacknowledged message(s); they are not committed and will be "
@@ -822,6 +841,11 @@ static void *feed_thread(void *arg)
 
     /* Shutdown: nothing is reported to the engine any more; what is held is not committed. */
     f->closing = true;
+    for (size_t i = 0; f->rt.events && i < f->cfg->n_endpoints; i++) {
+        char res[800];
+        snprintf(res, sizeof res, "%s/%s", f->cfg->name, f->epm[i].url);
+        events_alarm_clear(f->rt.events, "endpoint-down", res); /* the feed is gone */
+    }
     endpoint_set_free(f->eps);
     f->eps = NULL;
     kafka_producer_close(f->dlq, 5000);
@@ -897,6 +921,7 @@ static void feed_metrics_init(feed_t *f)
         m->retried = er ? metrics_counter_labels(er, n, e) : NULL;
         m->failed = ef ? metrics_counter_labels(ef, n, e) : NULL;
         m->bytes = eb ? metrics_counter_labels(eb, n, e) : NULL;
+        m->url = e;
         m->in_flight = ei ? metrics_gauge_labels(ei, n, e) : NULL;
         m->up = eu ? metrics_gauge_labels(eu, n, e) : NULL;
         if (m->up)
@@ -1268,4 +1293,13 @@ void feed_get_stats(const feed_t *f, feed_stats_t *o)
     o->pending = atomic_load_explicit(&m->s_pending, memory_order_relaxed);
     o->endpoints_up = atomic_load_explicit(&m->s_up, memory_order_relaxed);
     o->paused = atomic_load_explicit(&m->s_paused, memory_order_relaxed);
+}
+
+bool feed_endpoint_state(const feed_t *f, size_t i, const char **url, bool *up)
+{
+    if (i >= f->cfg->n_endpoints)
+        return false;
+    *url = f->cfg->endpoints[i].url;
+    *up = atomic_load_explicit(&f->epm[i].is_up, memory_order_relaxed);
+    return true;
 }

@@ -5,10 +5,11 @@
  * Delivery (at-least-once): every consumed record gets a ticket in its partition's
  * offset_tracker; the offset stored for commit is the low-water mark of records that were
  * acknowledged by an endpoint, filtered out, or dead-lettered (and the DLQ produce
- * acknowledged by Kafka). Pending work is bounded by delivery.max_pending: at that point, and
- * whenever every endpoint is full or down, the partitions are paused; they resume when room
- * frees. Revoked partitions' pending acknowledgements are dropped (their records will be
- * consumed again by the new owner). */
+ * acknowledged by Kafka). Pending work is bounded by delivery.max_pending: at that point the
+ * feed stops polling (records wait in librdkafka's bounded prefetch), and when that lasts
+ * (every endpoint full or down) its partitions are paused; both end when it drains to half.
+ * Revoked partitions' pending acknowledgements are dropped (their records will be consumed
+ * again by the new owner). */
 #ifndef NDD_ADAPTER_FEED_H
 #define NDD_ADAPTER_FEED_H
 
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "events.h"
 #include "feed_config.h"
 #include "kafka.h"
 #include "metrics.h"
@@ -27,6 +29,7 @@ typedef struct feed_runtime {
     const kafka_prop_t *kafka_props; /* pass-through kafka.* settings (consumer and DLQ producer) */
     size_t n_kafka_props;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
+    events_t *events; /* NULL: no alarms; else endpoint-down raised/cleared on "<feed>/<url>" */
 } feed_runtime_t;
 
 typedef struct feed_stats {
@@ -46,5 +49,8 @@ void feed_stop(feed_t *f, uint32_t drain_ms);
 const feed_config_t *feed_get_config(const feed_t *f);
 /* Thread-safe snapshot (relaxed counters). */
 void feed_get_stats(const feed_t *f, feed_stats_t *out);
+/* Endpoint i of the feed (0..n_endpoints-1): its URL and whether it is connected now.
+ * Thread-safe. false when i is out of range. */
+bool feed_endpoint_state(const feed_t *f, size_t i, const char **url, bool *up);
 
 #endif

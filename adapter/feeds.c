@@ -192,6 +192,14 @@ size_t feed_manager_count(feed_manager_t *m)
     return n;
 }
 
+void feed_manager_foreach(feed_manager_t *m, void (*fn)(const feed_t *f, void *arg), void *arg)
+{
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n; i++)
+        fn(m->feeds[i], arg);
+    pthread_mutex_unlock(&m->mu);
+}
+
 int feed_manager_stats(feed_manager_t *m, const char *name, feed_stats_t *out)
 {
     pthread_mutex_lock(&m->mu);

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "config_topic.h"
+#include "events.h"
 #include "feeds.h"
 #include "httpd.h"
 #include "log.h"
@@ -25,6 +26,9 @@ static const config_spec_t SPECS[] = {
     {"feeds-watch", CONFIG_DURATION_MS, "1s", "How often the feeds file is checked for changes", 0},
     {"drain-timeout", CONFIG_DURATION_MS, "10s",
      "How long a stopping feed waits for in-flight acknowledgements", 0},
+    {"events-topic", CONFIG_STRING, "ndd.events",
+     "Heartbeats and alarms for ndd-admin go to this topic (empty: off)", 0},
+    {"instance", CONFIG_STRING, NULL, "Name of this process in heartbeats (default: host name)", 0},
     {"http.bind", CONFIG_STRING, "127.0.0.1", "Address of /metrics, /healthz, /readyz", 0},
     {"http.port", CONFIG_INT, "9102", "Port of /metrics, /healthz, /readyz (0: ephemeral)", 0},
     {"log.level", CONFIG_STRING, "info", "debug | info | warn | error", 0},
@@ -39,7 +43,49 @@ typedef struct app {
     struct event_base *base;
     httpd_thread_t *http;
     config_topic_t *ft;
+    events_t *ev;
 } app_t;
+
+typedef struct app_sums {
+    json_t *feeds;
+    uint64_t delivered, dead, pending;
+} app_sums_t;
+
+static void app_collect_feed(const feed_t *f, void *arg)
+{
+    app_sums_t *sum = arg;
+    feed_stats_t st;
+    feed_get_stats(f, &st);
+    json_t *j = events_feed(sum->feeds, feed_get_config(f)->name);
+    if (!j)
+        return;
+    json_object_set_new(j, "delivered_total", json_integer((json_int_t)st.acked));
+    json_object_set_new(j, "dead_lettered_total", json_integer((json_int_t)st.dead_lettered));
+    json_object_set_new(j, "in_flight", json_integer((json_int_t)st.pending));
+    const char *url;
+    bool up;
+    for (size_t i = 0; feed_endpoint_state(f, i, &url, &up); i++)
+        events_feed_endpoint(j, url, up);
+    sum->delivered += st.acked;
+    sum->dead += st.dead_lettered;
+    sum->pending += st.pending;
+}
+
+/* Heartbeat content (docs/control-path.md): per-feed counters and endpoint states. */
+static void app_collect(void *owner, json_t *counters, json_t *feeds)
+{
+    app_t *a = owner;
+    app_sums_t sum = {.feeds = feeds};
+    feed_manager_foreach(a->fm, app_collect_feed, &sum);
+    json_object_set_new(counters, "delivered_total", json_integer((json_int_t)sum.delivered));
+    json_object_set_new(counters, "dead_lettered_total", json_integer((json_int_t)sum.dead));
+    json_object_set_new(counters, "pending", json_integer((json_int_t)sum.pending));
+}
+
+static void app_on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    events_tick(((app_t *)arg)->ev);
+}
 
 /* ndd.config records of kind "feed" (docs/control-path.md) go through the same apply
  * function as the feeds file. */
@@ -175,10 +221,26 @@ int main(int argc, char **argv)
     log_info("metrics on http://%s:%u/metrics", ho.bind_addr,
              (unsigned)httpd_port(httpd_thread_server(a.http)));
 
+    const char *etopic = config_get_str(cfg, "events-topic");
+    if (etopic && etopic[0]) {
+        events_opts_t eo = {.brokers = config_get_str(cfg, "bootstrap"),
+                            .topic = etopic,
+                            .service = "ndd-adapter",
+                            .instance = config_get_str(cfg, "instance"),
+                            .collect = app_collect,
+                            .owner = &a,
+                            .props = kp,
+                            .n_props = nkp,
+                            .metrics = reg};
+        a.ev = events_new(&eo, err, sizeof err);
+        if (!a.ev)
+            log_error("events topic %s: %s (running without heartbeats and alarms)", etopic, err);
+    }
     feed_runtime_t rt = {.brokers = config_get_str(cfg, "bootstrap"),
                          .kafka_props = kp,
                          .n_kafka_props = nkp,
-                         .metrics = reg};
+                         .metrics = reg,
+                         .events = a.ev};
     a.fm = feed_manager_new(&rt, (uint32_t)config_get_duration_ms(cfg, "drain-timeout"));
     a.base = event_base_new();
     struct event *cfg_ev = NULL;
@@ -220,6 +282,10 @@ int main(int argc, char **argv)
         sigs[i] = evsignal_new(a.base, signos[i], on_signal, &a);
         event_add(sigs[i], NULL);
     }
+    struct event *tick = event_new(a.base, -1, EV_PERSIST, app_on_tick, &a);
+    struct timeval ttv = {1, 0};
+    if (a.ev)
+        event_add(tick, &ttv);
     int64_t wms = config_get_duration_ms(cfg, "feeds-watch");
     struct event *watch = event_new(a.base, -1, EV_PERSIST, on_watch, &a);
     struct timeval wtv = {wms / 1000, (wms % 1000) * 1000};
@@ -234,6 +300,10 @@ int main(int argc, char **argv)
         event_free(cfg_ev);
     config_topic_free(a.ft);
     feed_manager_free(a.fm);
+    /* After the feeds: their threads raise and clear alarms until they stop. */
+    event_free(tick);
+    if (a.ev)
+        events_free(a.ev, 2000);
     for (int i = 0; i < 3; i++)
         event_free(sigs[i]);
     event_free(watch);

@@ -810,7 +810,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     /* The slot pool is the in-flight bound: max_inflight records plus one batch of room. */
     w->n_slots = w->cfg.max_inflight + w->cfg.batch;
     w->slots = calloc(w->n_slots, sizeof(*w->slots));
-    w->filter = filter_slot_new(NULL);
+    w->filter = cfg->filter_slot ? cfg->filter_slot : filter_slot_new(NULL);
     if (!w->slots || !w->filter) {
         snprintf(err, errlen, "aggregation: out of memory");
         goto fail;
@@ -945,6 +945,8 @@ static void agg_on_message(void *owner, rd_kafka_message_t *m)
 int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_atomic_t *reload)
 {
     while (!*stop && !w->fatal) {
+        if (w->cfg.on_tick)
+            w->cfg.on_tick(w->cfg.tick_arg);
         kafka_producer_poll(w->producer, 0);
         agg_store_offsets(w);
         agg_filter_maybe_reload(w, reload);
@@ -1016,6 +1018,7 @@ void agg_worker_free(agg_worker_t *w)
     for (int32_t i = 0; i < w->n_parts; i++)
         offset_tracker_free(&w->parts[i].tracker);
     free(w->parts);
-    filter_slot_free(w->filter);
+    if (w->filter != w->cfg.filter_slot)
+        filter_slot_free(w->filter);
     free(w);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "filter.h"
 #include "kafka.h"
 #include "metrics.h"
 
@@ -23,13 +24,20 @@ typedef struct agg_config {
     const char *client_id;     /* NULL: "ndd-aggregation-<nf_type>" */
     const kafka_prop_t *props; /* kafka.* pass-through, applied to consumer and producer */
     size_t n_props;
-    uint32_t max_inflight;       /* records consumed but not yet acknowledged; 0: 2500 */
-    uint32_t batch;              /* records taken per consumer poll; 0: 250 */
-    bool cooperative;            /* cooperative-sticky instead of eager rebalancing */
-    int shutdown_timeout_ms;     /* flush budget at stop; 0: 10000 */
-    int revoke_flush_ms;         /* wait for acks before giving partitions up; 0: 2000, <0: none */
-    const char *filter_file;     /* NULL: allow everything */
-    int filter_check_ms;         /* how often the file's mtime is checked; 0: 1000 */
+    uint32_t max_inflight;   /* records consumed but not yet acknowledged; 0: 2500 */
+    uint32_t batch;          /* records taken per consumer poll; 0: 250 */
+    bool cooperative;        /* cooperative-sticky instead of eager rebalancing */
+    int shutdown_timeout_ms; /* flush budget at stop; 0: 10000 */
+    int revoke_flush_ms;     /* wait for acks before giving partitions up; 0: 2000, <0: none */
+    const char *filter_file; /* NULL: allow everything (or what filter_slot is given) */
+    int filter_check_ms;     /* how often the file's mtime is checked; 0: 1000 */
+    /* The ingress filter slot, owned by the caller (the control path swaps filters into it
+     * from ndd.config); NULL: the worker makes its own. A filter_file is loaded into it. */
+    filter_slot_t *filter_slot;
+    /* Called on every loop iteration, on the worker's thread (control path: ndd.config
+     * follower and ndd.events publisher); must not block. May be NULL. */
+    void (*on_tick)(void *arg);
+    void *tick_arg;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
 } agg_config_t;
 

@@ -3,14 +3,16 @@
  *   ndd-aggregation --nf-type SCP [--bootstrap HOST:PORT] [--filter-file F] ...
  *
  * main reads the settings, creates MAIN and the dead-letter topic when asked, starts the
- * /metrics server on its own thread and runs the worker loop until SIGTERM/SIGINT. SIGHUP
- * reloads the ingress filter file. */
+ * /metrics server on its own thread, follows ndd.config until the configuration is loaded
+ * (then /readyz is ready) and runs the worker loop until SIGTERM/SIGINT. SIGHUP reloads the
+ * ingress filter file. */
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agg_control.h"
 #include "agg_worker.h"
 #include "codec.h"
 #include "config.h"
@@ -38,6 +40,18 @@ static const config_spec_t agg_specs[] = {
      "ingress filter JSON (docs/filters.md); reloaded on "
      "SIGHUP or when the file changes",
      0},
+    {"config-topic", CONFIG_STRING, "ndd.config",
+     "compacted configuration topic to follow for the ingress filter (empty: off)", 0},
+    {"ingress-filter", CONFIG_STRING, NULL,
+     "name of the ndd.config filter to apply when the NF's source names none "
+     "(default: ingress-<nf-type>)",
+     0},
+    {"events-topic", CONFIG_STRING, "ndd.events", "topic of heartbeats and alarms (empty: off)", 0},
+    {"instance", CONFIG_STRING, NULL,
+     "instance name in heartbeats, stable and unique per worker (default: <host>-<nf-type>)", 0},
+    {"heartbeat-interval", CONFIG_DURATION_MS, "5s", "heartbeat period on the events topic", 0},
+    {"produce-alarm-after", CONFIG_DURATION_MS, "10s",
+     "raise main-produce-failing when no acknowledgement came for this long", 0},
     {"filter-check-interval", CONFIG_DURATION_MS, "1s", "how often the filter file is checked", 0},
     {"max-inflight", CONFIG_INT, "2500", "copies consumed but not yet acknowledged by Kafka", 0},
     {"batch", CONFIG_INT, "250", "copies taken per consumer poll", 0},
@@ -68,7 +82,7 @@ static void agg_on_signal(int sig)
 static int agg_http_setup(httpd_t *h, void *arg)
 {
     httpd_set_metrics(h, arg);
-    httpd_set_ready_reason(h, "starting: joining the consumer group");
+    httpd_set_ready_reason(h, "starting: loading the configuration");
     return 0;
 }
 
@@ -143,6 +157,8 @@ int main(int argc, char **argv)
     int rc = 2;
     httpd_thread_t *http = NULL;
     agg_worker_t *w = NULL;
+    agg_control_t *ctl = NULL;
+    filter_slot_t *slot = filter_slot_new(NULL);
     codec_limits_t limits = {.max_body = (size_t)config_get_bytes(cfg, "max-body")};
 
     if (!brokers) {
@@ -205,6 +221,45 @@ int main(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    if (!slot) {
+        fprintf(stderr, "ndd-aggregation: out of memory\n");
+        goto out;
+    }
+    agg_control_opts_t co = {
+        .brokers = brokers,
+        .nf_type = nf,
+        .in_topic = in_topic,
+        .main_topic = config_get_str(cfg, "main-topic"),
+        .config_topic = config_get_str(cfg, "config-topic"),
+        .events_topic = config_get_str(cfg, "events-topic"),
+        .instance = config_get_str(cfg, "instance"),
+        .version = "0.1.0",
+        .filter_name = config_get_str(cfg, "ingress-filter"),
+        .filter_file_set = config_get_str(cfg, "filter-file") != NULL,
+        .heartbeat_ms = config_get_duration_ms(cfg, "heartbeat-interval"),
+        .produce_alarm_ms = config_get_duration_ms(cfg, "produce-alarm-after"),
+        .props = props,
+        .n_props = np,
+        .slot = slot,
+        .metrics = reg,
+    };
+    ctl = agg_control_new(&co, err, sizeof(err));
+    if (!ctl) {
+        fprintf(stderr, "ndd-aggregation: %s\n", err);
+        goto out;
+    }
+    /* The full configuration is applied before anything is consumed: a worker that started
+     * without its ingress filter would let everything through. A broker that does not answer
+     * keeps it waiting (not ready), as it could not consume either. */
+    for (int waited = 0; !agg_stop && agg_control_wait_loaded(ctl, 1000) != 0; waited++)
+        if (waited % 10 == 9)
+            log_warn("aggregation %s: still loading %s (%d s); not consuming yet", nf,
+                     config_get_str(cfg, "config-topic"), waited + 1);
+    if (agg_stop) {
+        rc = 0;
+        goto out;
+    }
+
     agg_config_t ac = {
         .brokers = brokers,
         .nf_type = nf,
@@ -224,17 +279,29 @@ int main(int argc, char **argv)
         .filter_file = config_get_str(cfg, "filter-file"),
         .filter_check_ms = (int)config_get_duration_ms(cfg, "filter-check-interval"),
         .metrics = reg,
+        .filter_slot = slot,
+        .on_tick = agg_control_tick,
+        .tick_arg = ctl,
     };
     w = agg_worker_new(&ac, err, sizeof(err));
     if (!w) {
         fprintf(stderr, "ndd-aggregation: %s\n", err);
         goto out;
     }
+    agg_control_attach(ctl, w);
     if (http)
         httpd_set_ready(httpd_thread_server(http), true);
     rc = agg_worker_run(w, &agg_stop, &agg_reload) == 0 ? 0 : 1;
+    if (rc)
+        agg_control_report_fatal(ctl,
+                                 "worker stopped: a record could be written neither to MAIN "
+                                 "nor to the dead-letter topic",
+                                 2000);
 out:
+    agg_control_attach(ctl, NULL);
     agg_worker_free(w);
+    agg_control_free(ctl, 2000);
+    filter_slot_free(slot);
     if (http)
         httpd_thread_stop(http);
     free(props);

@@ -15,6 +15,12 @@
  *
  *   ndd-bench-aggregation --bootstrap 127.0.0.1:9092 [--count 200000] [--size 3400]
  *                         [--partitions 6] [--daemon PATH] [--keep-topics]
+ *                         [--prop [producer.|consumer.]NAME=VALUE]...
+ *
+ * --prop sets a librdkafka property in the baselines AND in the daemon (as --kafka.X), so a
+ * client setting is judged by its effect on both in the same run: "producer.X" goes to the
+ * produce-only child and the daemon's producer, "consumer.X" to the consume-only child and
+ * the daemon's consumer, an unprefixed one to all of them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +49,19 @@ typedef struct bench_result {
 static const char *b_brokers = "127.0.0.1:9092";
 static size_t b_count = 200000, b_size = 3400;
 static int b_parts = 6;
+#define B_MAX_PROPS 32
+static char *b_prop_key[B_MAX_PROPS], *b_prop_val[B_MAX_PROPS], *b_prop_arg[B_MAX_PROPS];
+static int b_nprops;
+
+/* The --prop properties for one client kind ("producer." or "consumer."), prefix removed;
+ * NULL for one of the other kind. */
+static const char *b_prop_for(int i, const char *mine, const char *other)
+{
+    const char *k = b_prop_key[i];
+    if (!strncmp(k, other, strlen(other)))
+        return NULL;
+    return !strncmp(k, mine, strlen(mine)) ? k + strlen(mine) : k;
+}
 
 static double b_now(void)
 {
@@ -84,6 +103,13 @@ static int child_produce(const char *topic)
             fprintf(stderr, "bench: %s\n", err);
             return 1;
         }
+    for (int i = 0; i < b_nprops; i++) {
+        const char *k = b_prop_for(i, "producer.", "consumer.");
+        if (k && rd_kafka_conf_set(conf, k, b_prop_val[i], err, sizeof(err))) {
+            fprintf(stderr, "bench: %s\n", err);
+            return 1;
+        }
+    }
     rd_kafka_conf_set_dr_msg_cb(conf, b_dr);
     rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     if (!p) {
@@ -146,8 +172,19 @@ static int child_produce(const char *topic)
 static int child_consume(const char *topic, const char *group)
 {
     const char *topics[] = {topic};
-    kafka_consumer_opts_t o = {
-        .brokers = b_brokers, .group_id = group, .topics = topics, .n_topics = 1};
+    kafka_prop_t props[B_MAX_PROPS];
+    size_t np = 0;
+    for (int i = 0; i < b_nprops; i++) {
+        const char *k = b_prop_for(i, "consumer.", "producer.");
+        if (k)
+            props[np++] = (kafka_prop_t){k, b_prop_val[i]};
+    }
+    kafka_consumer_opts_t o = {.brokers = b_brokers,
+                               .group_id = group,
+                               .topics = topics,
+                               .n_topics = 1,
+                               .props = props,
+                               .n_props = np};
     char err[256];
     kafka_consumer_t *c = kafka_consumer_new(&o, err, sizeof(err));
     if (!c) {
@@ -256,10 +293,20 @@ int main(int argc, char **argv)
             snprintf(daemon, sizeof(daemon), "%s", argv[++i]);
         else if (!strcmp(argv[i], "--keep-topics"))
             keep = true;
-        else {
+        else if (!strcmp(argv[i], "--prop") && i + 1 < argc && b_nprops < B_MAX_PROPS &&
+                 strchr(argv[i + 1], '=')) {
+            char *kv = strdup(argv[++i]);
+            char *eq = strchr(kv, '=');
+            *eq = '\0';
+            b_prop_key[b_nprops] = kv;
+            b_prop_val[b_nprops] = eq + 1;
+            b_prop_arg[b_nprops] = malloc(strlen(argv[i]) + 16);
+            sprintf(b_prop_arg[b_nprops], "--kafka.%s", argv[i]);
+            b_nprops++;
+        } else {
             fprintf(stderr,
                     "usage: %s [--bootstrap H:P] [--count N] [--size BYTES] "
-                    "[--partitions P] [--daemon PATH] [--keep-topics]\n",
+                    "[--partitions P] [--daemon PATH] [--keep-topics] [--prop K=V]...\n",
                     argv[0]);
             return 2;
         }
@@ -281,6 +328,8 @@ int main(int argc, char **argv)
     }
     printf("ndd-aggregation benchmark: %zu copies of %zu bytes, %d partitions, broker %s\n",
            b_count, b_size, b_parts, b_brokers);
+    for (int i = 0; i < b_nprops; i++)
+        printf("  property %s=%s\n", b_prop_key[i], b_prop_val[i]);
 
     /* The daemon: an allow-all filter that still has a rule to evaluate per copy. It starts
      * first and consumes live while the produce-only baseline writes the copies: the steady
@@ -304,18 +353,25 @@ int main(int argc, char **argv)
     snprintf(a_grp, sizeof(a_grp), "--group=%s", g2);
     snprintf(a_bs, sizeof(a_bs), "--bootstrap=%s", b_brokers);
     snprintf(a_filter, sizeof(a_filter), "--filter-file=%s", filter_path);
-    char *dargv[] = {daemon,
-                     a_bs,
-                     a_in,
-                     a_main,
-                     a_dlq,
-                     a_grp,
-                     a_filter,
-                     "--nf-type=SCP",
-                     "--create-topics=false",
-                     "--http-port=-1",
-                     "--log-level=info",
-                     NULL};
+    char *dargv[16 + B_MAX_PROPS] = {daemon,
+                                     a_bs,
+                                     a_in,
+                                     a_main,
+                                     a_dlq,
+                                     a_grp,
+                                     a_filter,
+                                     "--nf-type=SCP",
+                                     "--create-topics=false",
+                                     "--http-port=-1",
+                                     "--config-topic=",
+                                     "--events-topic=",
+                                     "--log-level=info",
+                                     NULL};
+    for (int i = 0, n = 0; i < b_nprops; i++) {
+        while (dargv[n])
+            n++;
+        dargv[n] = b_prop_arg[i];
+    }
     bench_result_t agg = {.name = "ndd-aggregation"};
     double t0 = b_now();
     pid_t pid = fork();

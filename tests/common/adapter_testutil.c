@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -98,12 +99,18 @@ int atu_free_port(int lo, int hi)
     static unsigned seed;
     if (!seed)
         seed = (unsigned)(getpid() ^ (unsigned)atu_now_ms());
+    /* Never the same port twice in one process: several are picked before any is bound. */
+    static uint8_t given[65536 / 8];
     int span = hi - lo + 1;
     int start = (int)(rand_r(&seed) % (unsigned)span);
     for (int i = 0; i < span; i++) {
         int p = lo + (start + i) % span;
-        if (atu_port_free(p))
+        if (given[p / 8] & (1u << (p % 8)))
+            continue;
+        if (atu_port_free(p)) {
+            given[p / 8] |= (uint8_t)(1u << (p % 8));
             return p;
+        }
     }
     return -1;
 }
@@ -142,6 +149,20 @@ bool atu_run_until(struct event_base *base, bool (*cond)(void *), void *arg, int
         event_base_loop(base, EVLOOP_ONCE);
     event_free(tick);
     return ok;
+}
+
+static int atu_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void atu_remove_tree(const char *dir)
+{
+    if (dir && dir[0] == '/' && strncmp(dir, "/tmp/", 5) == 0)
+        nftw(dir, atu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 char *atu_read_file(const char *path)

@@ -16,7 +16,8 @@ struct event_base;
 pid_t atu_spawn(char *const argv[], const char *log_path);
 /* Sends sig and reaps the child (waits up to 5 s, then SIGKILL). */
 void atu_stop(pid_t pid, int sig);
-/* A port in [lo, hi] that was free on 127.0.0.1 a moment ago (random start, then scan). */
+/* A port in [lo, hi] that was free on 127.0.0.1 a moment ago (random start, then scan),
+ * never one this process was given before. */
 int atu_free_port(int lo, int hi);
 /* true once a TCP connect to 127.0.0.1:port succeeds, false after timeout_ms. */
 bool atu_wait_port(int port, int timeout_ms);
@@ -25,6 +26,8 @@ bool atu_wait_port(int port, int timeout_ms);
 bool atu_run_until(struct event_base *base, bool (*cond)(void *), void *arg, int timeout_ms);
 /* Monotonic milliseconds. */
 uint64_t atu_now_ms(void);
+/* rm -rf of a test's temporary directory (best effort). */
+void atu_remove_tree(const char *dir);
 /* Whole file into a NUL-terminated heap string (NULL when unreadable). */
 char *atu_read_file(const char *path);
 

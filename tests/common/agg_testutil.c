@@ -85,6 +85,17 @@ pid_t agg_start(agg_env_t *e, int slot, const char *const *extra)
     argv[n++] = "--kafka.consumer.session.timeout.ms=6000";
     argv[n++] = "--kafka.consumer.heartbeat.interval.ms=500";
     argv[n++] = "--kafka.producer.message.max.bytes=4194304";
+    /* Off the shared ndd.config / ndd.events unless the test names its own topics: another
+     * test's configuration must not filter this one's copies. */
+    bool cfg_topic = false, ev_topic = false;
+    for (size_t i = 0; extra && extra[i]; i++) {
+        cfg_topic |= strncmp(extra[i], "--config-topic", 14) == 0;
+        ev_topic |= strncmp(extra[i], "--events-topic", 14) == 0;
+    }
+    if (!cfg_topic)
+        argv[n++] = "--config-topic=";
+    if (!ev_topic)
+        argv[n++] = "--events-topic=";
     for (size_t i = 0; extra && extra[i] && n < 63; i++)
         argv[n++] = (char *)extra[i];
     argv[n] = NULL;

@@ -123,6 +123,7 @@ static void test_feeds_follow_the_configuration_topic(void **state)
     atu_srv_stop(rb);
     ktu_delete_topic(src);
     ktu_delete_topic(ctopic);
+    atu_remove_tree(dir);
 }
 
 int main(void)

@@ -47,6 +47,7 @@ static int setup_all(void **state)
 static int teardown_all(void **state)
 {
     tls_testutil_remove_pki(&pki);
+    atu_remove_tree(tmpdir); /* logs and feeds files of the tests */
     return 0;
 }
 
@@ -406,6 +407,58 @@ static void test_400_goes_to_dead_letter_topic_with_status(void **state)
     tctx_done(&t);
 }
 
+typedef struct exhausted {
+    size_t n, with_reason;
+} exhausted_t;
+
+static bool exhausted_cb(void *owner, const rd_kafka_message_t *m)
+{
+    exhausted_t *c = owner;
+    c->n++;
+    rd_kafka_headers_t *h = NULL;
+    const void *v;
+    size_t vl;
+    if (rd_kafka_message_headers(m, &h) == 0 && h &&
+        rd_kafka_header_get_last(h, "@dlq-reason", &v, &vl) == 0 &&
+        memmem(v, vl, "retries exhausted", 17) && memmem(v, vl, "HTTP 503", 8))
+        c->with_reason++;
+    return true;
+}
+
+static void test_endpoint_failing_forever_goes_to_dlq_after_retry_max(void **state)
+{
+    enum { N = 20 };
+    tctx_t t;
+    tctx_init(&t, "feed-exhaust", 1);
+    int pa = atu_free_port(27100, 27999);
+    atu_srv_t *a = atu_srv_start(ATU_SRV_H2, pa, NULL);
+    atu_srv_script(a, 503, -1, 0);
+    char f[2000];
+    snprintf(f, sizeof f,
+             "{\"name\":\"%s\",\"source_topic\":\"%s\",\"endpoints\":[{\"url\":"
+             "\"http://127.0.0.1:%d/in\"}],\"delivery\":{\"timeout_ms\":1000,"
+             "\"retry_max_ms\":1500,\"retry_backoff_max_ms\":300,\"backoff_max_ms\":300}}",
+             t.feed, t.topic, pa);
+    write_feeds(&t, f);
+    assert_int_equal(atu_produce_copies(t.topic, 0, N, 300), 0);
+    start_adapter(&t);
+    char group[200], dlq[200];
+    snprintf(group, sizeof group, "ndd-feed-%s", t.feed);
+    snprintf(dlq, sizeof dlq, "ndd.dlq.%s", t.feed);
+    /* The pipeline is not blocked for ever: after retry_max_ms the copies are dead-lettered
+     * and the offsets move on. */
+    if (!atu_group_caught_up(t.topic, group, 30000))
+        fail_msg("offsets stuck behind an endpoint failing for ever (log %s)", t.log);
+    exhausted_t c = {0};
+    ktu_consume(dlq, N, 20000, exhausted_cb, &c);
+    assert_int_equal(c.n, N);
+    assert_int_equal(c.with_reason, N);
+    assert_true(atu_srv_rejected(a) > N); /* each was retried before giving up */
+    atu_srv_stop(a);
+    ktu_delete_topic(dlq);
+    tctx_done(&t);
+}
+
 static void test_dead_endpoint_feed_does_not_slow_healthy_feed(void **state)
 {
     enum { N = 3000 };
@@ -504,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_503_then_200_loses_nothing),
         cmocka_unit_test(test_429_with_retry_after_is_honoured),
         cmocka_unit_test(test_400_goes_to_dead_letter_topic_with_status),
+        cmocka_unit_test(test_endpoint_failing_forever_goes_to_dlq_after_retry_max),
         cmocka_unit_test(test_endpoint_outage_loses_nothing_and_second_endpoint_takes_load),
         cmocka_unit_test(test_single_endpoint_killed_then_restarted_loses_nothing),
         cmocka_unit_test(test_dead_endpoint_feed_does_not_slow_healthy_feed),

@@ -137,6 +137,7 @@ static void test_feeds_change_add_remove_at_run_time_without_loss(void **state)
     atu_srv_stop(rb);
     atu_srv_stop(rc);
     ktu_delete_topic(topic);
+    atu_remove_tree(dir);
 }
 
 int main(void)

@@ -86,6 +86,7 @@ static void sink_case(const char *transport, const char *encoding, const char *s
     atu_stop(ad, SIGTERM);
     atu_stop(sink, SIGTERM);
     ktu_delete_topic(topic);
+    atu_remove_tree(dir);
 }
 
 static void test_h2c_json_to_ndd_sink_every_seq_once(void **state)

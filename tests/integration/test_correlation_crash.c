@@ -76,6 +76,7 @@ static int64_t kill_slow_life(corr_env_t *e, int64_t before, int64_t until, cons
         ktu_sleep_ms(10);
     while (corr_metric(port, "ndd_correlation_unacked_records") < 1 && ktu_now_ms() < deadline)
         ktu_sleep_ms(10);
+    assert_true(ktu_now_ms() < deadline);
     ktu_sleep_ms(300);
     int st = ktu_stop(e->pid, SIGKILL, 5000);
     e->pid = 0;
@@ -110,7 +111,7 @@ static void test_kill_9_mid_stream_and_restart_loses_no_xdr(void **state)
     /* Life 1 is killed before the split transactions, life 2 after it went past them. */
     int64_t xdrs_at_kill = kill_slow_life(&e, 0, N_FIRST / 5, "--max-unacked=1000");
     xdrs_at_kill =
-        kill_slow_life(&e, xdrs_at_kill, xdrs_at_kill + N_FIRST / 2, "--max-unacked=3000");
+        kill_slow_life(&e, xdrs_at_kill, xdrs_at_kill + N_FIRST * 2 / 5, "--max-unacked=1000");
 
     /* While it is down: the second half of the split transactions, and new ones. */
     produce_range(p, e.main, N_FIRST, N_FIRST + N_SPLIT, 2, 2);
@@ -169,11 +170,107 @@ static void test_kill_9_mid_stream_and_restart_loses_no_xdr(void **state)
     corr_env_cleanup(&e);
 }
 
+/* A second replica joins while transactions are open: the partitions that move are handed
+ * over (their open transactions dropped by the first replica, offsets committed below them)
+ * and rebuilt by the second from MAIN, so every transaction still gets exactly one complete
+ * xDR: none is lost, none is emitted incomplete. */
+static void test_rebalance_hands_open_transactions_over_to_the_new_owner(void **state)
+{
+    (void)state;
+    enum { N = 300, NPARTS = 6 };
+    corr_env_t e;
+    assert_int_equal(corr_env_init(&e, "corrrebal", NPARTS), 0);
+    rd_kafka_t *p = ktu_producer_new(NULL, 0);
+    assert_non_null(p);
+    char id[64];
+    for (long i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "rebal-%ld", i);
+        assert_int_equal(corr_produce_txn(p, e.main, id, "SCP", TS0 + i * 10000, ORDER, 2, 200), 0);
+    }
+    assert_int_equal(ktu_flush(p, 30000), 0);
+
+    const char *args[] = {"--timeout=120s", NULL};
+    pid_t a = corr_start(&e, args);
+    assert_true(a > 0);
+    uint16_t port_a = corr_http_port(&e, 10000);
+    assert_true(port_a > 0);
+    int64_t deadline = ktu_now_ms() + 30000;
+    while ((corr_metric(port_a, "ndd_correlation_consumed_messages_total") < 2 * N ||
+            corr_metric(port_a, "ndd_correlation_open_transactions") < N) &&
+           ktu_now_ms() < deadline)
+        ktu_sleep_ms(50);
+    assert_true(corr_metric(port_a, "ndd_correlation_open_transactions") == N);
+
+    /* The second replica joins the group: some partitions move to it. */
+    pid_t b = corr_start(&e, args);
+    assert_true(b > 0);
+    uint16_t port_b = corr_http_port(&e, 10000);
+    assert_true(port_b > 0);
+    deadline = ktu_now_ms() + 40000;
+    double moved = 0;
+    while (ktu_now_ms() < deadline) {
+        moved = corr_metric(port_a, "ndd_correlation_handed_over_total");
+        if (moved > 0 && corr_metric(port_b, "ndd_correlation_assigned_partitions") > 0 &&
+            corr_metric(port_a, "ndd_correlation_assigned_partitions") +
+                    corr_metric(port_b, "ndd_correlation_assigned_partitions") ==
+                NPARTS &&
+            corr_metric(port_a, "ndd_correlation_open_transactions") +
+                    corr_metric(port_b, "ndd_correlation_open_transactions") ==
+                N)
+            break;
+        ktu_sleep_ms(100);
+    }
+    print_message("%g open transactions handed over to the new replica\n", moved);
+    assert_true(moved > 0 && moved < N);
+    assert_true(corr_metric(port_a, "ndd_correlation_open_transactions") +
+                    corr_metric(port_b, "ndd_correlation_open_transactions") ==
+                N);
+    assert_int_equal(ktu_topic_record_count(e.xdr, 5000), 0);
+
+    /* The responses arrive: each replica completes the transactions of its partitions. */
+    for (long i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "rebal-%ld", i);
+        assert_int_equal(corr_produce_txn(p, e.main, id, "SCP", TS0 + i * 10000, ORDER + 2, 2, 200),
+                         0);
+    }
+    assert_int_equal(ktu_flush(p, 30000), 0);
+    rd_kafka_destroy(p);
+    assert_true(agg_wait_count(e.xdr, N, 30000) >= N);
+    ktu_sleep_ms(500); /* a duplicate would follow within this */
+    corr_xdrs_t xs = {0};
+    size_t n = corr_read_xdrs(e.xdr, (size_t)ktu_topic_record_count(e.xdr, 5000), 10000, &xs);
+    assert_int_equal(n, N);
+    static unsigned seen[N];
+    memset(seen, 0, sizeof(seen));
+    for (size_t k = 0; k < xs.n; k++) {
+        const corr_xdr_t *x = &xs.v[k];
+        long i = corr_txn_number(x->id);
+        assert_true(i >= 0 && i < N);
+        seen[i]++;
+        if (strcmp(x->completion, "complete") != 0 || x->lat_rx != CTU_LAT_RX ||
+            x->lat_tx != CTU_LAT_TX)
+            fail_msg("transaction %ld: %s xDR, latency rx %lld tx %lld", i, x->completion,
+                     (long long)x->lat_rx, (long long)x->lat_tx);
+    }
+    for (long i = 0; i < N; i++)
+        if (seen[i] != 1)
+            fail_msg("transaction %ld has %u xDRs", i, seen[i]);
+    corr_xdrs_free(&xs);
+    int st = ktu_stop(b, SIGTERM, 20000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    e.pid = a;
+    st = ktu_stop(a, SIGTERM, 20000);
+    e.pid = 0;
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    corr_env_cleanup(&e);
+}
+
 int main(void)
 {
     ktu_brokers(); /* fails with a clear message when NDD_TEST_KAFKA is unset */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill_9_mid_stream_and_restart_loses_no_xdr),
+        cmocka_unit_test(test_rebalance_hands_open_transactions_over_to_the_new_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

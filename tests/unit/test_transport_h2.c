@@ -105,6 +105,7 @@ static int setup_all(void **state)
 static int teardown_all(void **state)
 {
     tls_testutil_remove_pki(&pki);
+    atu_remove_tree(pki.dir); /* server logs written next to the certificates */
     return 0;
 }
 
