@@ -112,6 +112,7 @@ struct feed {
     endpoint_set_t *eps;
     feed_ep_metrics_t *epm; /* per endpoint */
     kafka_prop_t *props;    /* feed defaults + the operator's kafka.* settings */
+    char prop_vals[6][24];  /* values of the budget-derived defaults in props */
     transport_header_t headers[TRANSPORT_MAX_HEADERS];
 
     feed_part_t *parts;
@@ -123,8 +124,10 @@ struct feed {
     feed_delivery_t *free_list;
     feed_delivery_t *filling;
     feed_delivery_t *wait_head, *wait_tail;
-    uint64_t pending;  /* messages held */
-    uint64_t hard_max; /* never hold more than this */
+    uint64_t pending;                    /* messages held */
+    uint64_t hard_max;                   /* never hold more than this */
+    uint64_t held_bytes, held_bytes_max; /* payload bytes of the held messages; budget/4 */
+    unsigned n_assigned;                 /* partitions of the source topic assigned now */
     bool paused;
     bool repause;
     uint64_t full_since; /* when the feed became full (0: not full) */
@@ -133,7 +136,7 @@ struct feed {
 
     /* metrics */
     metrics_counter_t *m_consumed, *m_filtered, *m_dead;
-    metrics_gauge_t *m_lag, *m_pending;
+    metrics_gauge_t *m_lag, *m_pending, *m_assigned;
     metrics_histogram_t *m_latency;
     /* stats for feed_get_stats (other threads read them) */
     atomic_uint_fast64_t s_consumed, s_filtered, s_sent, s_acked, s_retried, s_dead, s_pending;
@@ -220,11 +223,13 @@ static void feed_update_pause(feed_t *f)
 {
     if (f->closing)
         return;
-    bool full = f->pending >= f->cfg->delivery.max_pending || f->free_list == NULL;
+    bool full = f->pending >= f->cfg->delivery.max_pending || f->held_bytes >= f->held_bytes_max ||
+                f->free_list == NULL;
     uint64_t now = full || f->full_since ? now_ms() : 0; /* called per ack: no clock if idle */
     if (full && !f->full_since) {
         f->full_since = now;
-    } else if (!full && f->full_since && f->pending <= f->cfg->delivery.max_pending / 2) {
+    } else if (!full && f->full_since && f->pending <= f->cfg->delivery.max_pending / 2 &&
+               f->held_bytes <= f->held_bytes_max / 2) {
         f->full_since = 0;
         event_active(f->poll_ev, 0, 0);
     }
@@ -271,8 +276,11 @@ static void feed_delivery_release(feed_t *f, feed_delivery_t *d, bool done)
 {
     if (d->state == D_DLQ)
         f->dlq_active--;
-    for (unsigned i = 0; i < d->n; i++)
+    for (unsigned i = 0; i < d->n; i++) {
+        if (d->msgs[i].rkm)
+            f->held_bytes -= d->msgs[i].rkm->len;
         feed_msg_finish(f, &d->msgs[i], done);
+    }
     f->pending -= d->n;
     d->n = 0;
     evtimer_del(&d->timer);
@@ -582,8 +590,12 @@ static void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         }
         fp->gen++;
         offset_tracker_reset(&fp->tr);
-        fp->assigned = kind == KAFKA_REBALANCE_ASSIGNED;
+        bool now_assigned = kind == KAFKA_REBALANCE_ASSIGNED;
+        if (now_assigned != fp->assigned)
+            f->n_assigned = now_assigned ? f->n_assigned + 1 : f->n_assigned - 1;
+        fp->assigned = now_assigned;
     }
+    metrics_gauge_set(f->m_assigned, (double)f->n_assigned);
     log_info("feed %s: %d partition(s) of %s %s", f->cfg->name, parts->cnt, f->cfg->source_topic,
              kind == KAFKA_REBALANCE_ASSIGNED  ? "assigned"
              : kind == KAFKA_REBALANCE_REVOKED ? "revoked (pending acks dropped)"
@@ -647,6 +659,7 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         return;
     }
     f->pending++;
+    f->held_bytes += rkm->len;
     feed_msg_t fm = {.rkm = rkm,
                      .partition = rkm->partition,
                      .gen = fp->gen,
@@ -735,7 +748,7 @@ static void feed_poll(feed_t *f)
         for (size_t i = 0; i < n; i++)
             feed_take(f, msgs[i]);
         budget -= n < budget ? n : budget;
-        if (f->pending >= f->cfg->delivery.max_pending)
+        if (f->pending >= f->cfg->delivery.max_pending || f->held_bytes >= f->held_bytes_max)
             break;
     }
     if (f->filling && (f->cfg->delivery.batch_max == 1 || f->cfg->delivery.batch_ms == 0))
@@ -884,6 +897,9 @@ static void feed_metrics_init(feed_t *f)
                                              "Messages held by the feed (batching, in flight, "
                                              "retrying, dead-lettering)",
                                              "feed");
+    metrics_family_t *fa = metrics_gauge_new(
+        r, "ndd_adapter_assigned_partitions",
+        "Partitions of the source topic this process consumes for the feed now", "feed");
     metrics_family_t *fh = metrics_histogram_new(
         r, "ndd_adapter_e2e_latency_seconds",
         "From the copy's @timestamp-us to the endpoint's acknowledgement", "feed",
@@ -893,6 +909,9 @@ static void feed_metrics_init(feed_t *f)
     f->m_dead = fd ? metrics_counter_labels(fd, n) : NULL;
     f->m_lag = fl ? metrics_gauge_labels(fl, n) : NULL;
     f->m_pending = fp ? metrics_gauge_labels(fp, n) : NULL;
+    f->m_assigned = fa ? metrics_gauge_labels(fa, n) : NULL;
+    if (f->m_assigned)
+        metrics_gauge_set(f->m_assigned, 0);
     f->m_latency = fh ? metrics_histogram_labels(fh, n) : NULL;
 
     metrics_family_t *es =
@@ -936,6 +955,7 @@ static void feed_metrics_remove(feed_t *f)
                                         "ndd_adapter_dead_lettered_messages_total",
                                         "ndd_adapter_consumer_lag_messages",
                                         "ndd_adapter_pending_messages",
+                                        "ndd_adapter_assigned_partitions",
                                         "ndd_adapter_sent_messages_total",
                                         "ndd_adapter_acked_messages_total",
                                         "ndd_adapter_retried_messages_total",
@@ -947,7 +967,7 @@ static void feed_metrics_remove(feed_t *f)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         /* Re-declaring with the same shape returns the existing family. */
         metrics_family_t *fam = NULL;
-        bool ep = i >= 5;
+        bool ep = i >= 6;
         if (strstr(names[i], "_total"))
             fam = metrics_counter_new(r, names[i], "", ep ? "feed,endpoint" : "feed");
         else
@@ -1058,6 +1078,29 @@ static void feed_free(feed_t *f)
     free(f->props);
     feed_config_free(f->cfg);
     free(f);
+}
+
+void feed_memory_plan(unsigned mb, feed_memory_plan_t *out)
+{
+    /* The budget, B: an eighth is one fetch response (a held message pins the response it
+     * came in), an eighth the prefetch of each partition (so a feed instance with four
+     * partitions prefetches B/2), a quarter the payload the feed holds (batching, in flight,
+     * retrying), a quarter the DLQ producer's queue (used only while dead-lettering). What is
+     * left covers librdkafka's per-message overhead and the encoded requests. */
+    uint64_t b = (uint64_t)(mb ? mb : 8) << 20;
+    uint64_t eighth = b / 8 < (128u << 10) ? (128u << 10) : b / 8;
+    if (eighth > (256u << 20))
+        eighth = 256u << 20; /* librdkafka caps fetch.max.bytes and receive buffers */
+    /* librdkafka refuses fetch.max.bytes below message.max.bytes (1,000,000 by default). */
+    uint64_t fetch = eighth < (1u << 20) ? (1u << 20) : eighth;
+    out->fetch_max_bytes = (unsigned)fetch;
+    out->partition_fetch_bytes = (unsigned)(eighth / 2);
+    out->receive_max_bytes = (unsigned)(fetch + (512u << 10));
+    out->queued_max_kbytes = (unsigned)(eighth >> 10);
+    /* Tiny messages cost librdkafka ~200 bytes of bookkeeping each: bound the count too. */
+    out->queued_min_messages = (unsigned)(eighth / 256);
+    out->dlq_buffer_kbytes = (unsigned)((b / 4) >> 10);
+    out->held_bytes_max = b / 4;
 }
 
 feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen)
@@ -1175,22 +1218,36 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         endpoint_set_user(ep, &f->epm[i]);
     }
 
-    /* Feed defaults first, the operator's kafka.* settings after them (they win): a smaller
-     * prefetch than librdkafka's 64 MiB / the wrapper's 16 MiB keeps many feeds in a small
-     * RSS (the adapter's own pending messages are bounded by delivery.max_pending). */
-    size_t nprops = rt->n_kafka_props + 3;
+    /* Feed defaults first, the operator's kafka.* settings after them (they win): librdkafka's
+     * own defaults (64 MiB prefetch per partition, 50 MiB fetches, 100 MiB receive buffers)
+     * would let one feed grow past what ten may use; the budget sizes them all. */
+    feed_memory_plan_t mp;
+    feed_memory_plan(dc->memory_mb ? dc->memory_mb : rt->feed_memory_mb, &mp);
+    f->held_bytes_max = mp.held_bytes_max;
+    snprintf(f->prop_vals[0], sizeof f->prop_vals[0], "%u", mp.queued_max_kbytes);
+    snprintf(f->prop_vals[1], sizeof f->prop_vals[1], "%u", mp.queued_min_messages);
+    snprintf(f->prop_vals[2], sizeof f->prop_vals[2], "%u", mp.fetch_max_bytes);
+    snprintf(f->prop_vals[3], sizeof f->prop_vals[3], "%u", mp.partition_fetch_bytes);
+    snprintf(f->prop_vals[4], sizeof f->prop_vals[4], "%u", mp.receive_max_bytes);
+    snprintf(f->prop_vals[5], sizeof f->prop_vals[5], "%u", mp.dlq_buffer_kbytes);
+    enum { NDEF = 7 };
+    size_t nprops = rt->n_kafka_props + NDEF;
     f->props = calloc(nprops, sizeof *f->props);
     if (!f->props) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    f->props[0] = (kafka_prop_t){"queued.max.messages.kbytes", "4096"};
-    f->props[1] = (kafka_prop_t){"queue.buffering.max.kbytes", "4096"};
+    f->props[0] = (kafka_prop_t){"queued.max.messages.kbytes", f->prop_vals[0]};
+    f->props[1] = (kafka_prop_t){"queued.min.messages", f->prop_vals[1]};
+    f->props[2] = (kafka_prop_t){"fetch.max.bytes", f->prop_vals[2]};
+    f->props[3] = (kafka_prop_t){"max.partition.fetch.bytes", f->prop_vals[3]};
+    f->props[4] = (kafka_prop_t){"receive.message.max.bytes", f->prop_vals[4]};
+    f->props[5] = (kafka_prop_t){"queue.buffering.max.kbytes", f->prop_vals[5]};
     /* librdkafka 2.0 backs a partition's fetcher off for fetch.error.backoff.ms (500 ms) when
      * its prefetch queue is full; with a small queue that is a stall per refill. */
-    f->props[2] = (kafka_prop_t){"fetch.error.backoff.ms", "10"};
+    f->props[6] = (kafka_prop_t){"fetch.error.backoff.ms", "10"};
     for (size_t i = 0; i < rt->n_kafka_props; i++)
-        f->props[i + 3] = rt->kafka_props[i];
+        f->props[i + NDEF] = rt->kafka_props[i];
     kafka_prop_t consumer_props[256], producer_props[256];
     size_t ncp = 0, npp = 0;
     for (size_t i = 0; i < nprops && ncp < 256 && npp < 256; i++) {

@@ -128,6 +128,7 @@ static int fc_delivery(feed_config_t *c, const json_t *d, const char *where, cha
                                        "backoff_initial_ms",
                                        "backoff_max_ms",
                                        "fail_threshold",
+                                       "memory_mb",
                                        NULL};
     if (!json_is_object(d))
         return fc_err(err, errlen, "%s: must be an object", where);
@@ -154,6 +155,7 @@ static int fc_delivery(feed_config_t *c, const json_t *d, const char *where, cha
     FC_U("backoff_initial_ms", 1, 600000, backoff_initial_ms);
     FC_U("backoff_max_ms", 1, 3600000, backoff_max_ms);
     FC_U("fail_threshold", 1, 1000, fail_threshold);
+    FC_U("memory_mb", 0, 65536, memory_mb);
 #undef FC_U
     if (fc_bool(d, "fire_and_forget", &x->fire_and_forget, where, err, errlen))
         return -1;

@@ -38,6 +38,8 @@ typedef struct feed_delivery_config {
     uint32_t backoff_initial_ms;   /* endpoint reconnect backoff, default 100 */
     uint32_t backoff_max_ms;       /* default 10000 */
     unsigned fail_threshold;       /* consecutive failures that take an endpoint out, default 5 */
+    unsigned memory_mb; /* the feed's memory budget (librdkafka prefetch and fetch sizes, bytes
+                           held); 0: the process default (--feed-memory-mb) */
 } feed_delivery_config_t;
 
 typedef struct feed_config {

@@ -31,6 +31,10 @@ static const config_spec_t SPECS[] = {
     {"instance", CONFIG_STRING, NULL, "Name of this process in heartbeats (default: host name)", 0},
     {"http.bind", CONFIG_STRING, "127.0.0.1", "Address of /metrics, /healthz, /readyz", 0},
     {"http.port", CONFIG_INT, "9102", "Port of /metrics, /healthz, /readyz (0: ephemeral)", 0},
+    {"feed-memory-mb", CONFIG_INT, "8",
+     "Memory budget of each feed in MiB: sizes librdkafka's prefetch and fetches and the bytes a "
+     "feed holds (a feed's delivery.memory_mb overrides it)",
+     0},
     {"log.level", CONFIG_STRING, "info", "debug | info | warn | error", 0},
     {"log.json", CONFIG_BOOL, "false", "JSON lines instead of text", 0},
 };
@@ -192,6 +196,13 @@ int main(int argc, char **argv)
     }
     log_setup("ndd-adapter", lvl, config_get_bool(cfg, "log.json"));
     signal(SIGPIPE, SIG_IGN);
+    int64_t fmb = config_get_int(cfg, "feed-memory-mb");
+    if (fmb < 1 || fmb > 65536) {
+        fprintf(stderr, "ndd-adapter: feed-memory-mb: must be 1..65536 (MiB), not %lld\n",
+                (long long)fmb);
+        config_free(cfg);
+        return 2;
+    }
     const char *ctopic = config_get_str(cfg, "config-topic");
     bool use_topic = ctopic && ctopic[0];
     if (!config_get_str(cfg, "feeds-file") == !use_topic) {
@@ -240,7 +251,8 @@ int main(int argc, char **argv)
                          .kafka_props = kp,
                          .n_kafka_props = nkp,
                          .metrics = reg,
-                         .events = a.ev};
+                         .events = a.ev,
+                         .feed_memory_mb = (unsigned)fmb};
     a.fm = feed_manager_new(&rt, (uint32_t)config_get_duration_ms(cfg, "drain-timeout"));
     a.base = event_base_new();
     struct event *cfg_ev = NULL;

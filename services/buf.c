@@ -172,46 +172,79 @@ static size_t utf8_seq(const uint8_t *s, size_t n)
     return len;
 }
 
+/* Bytes a JSON string can carry as they are: not '"', not '\\', not a control character,
+ * ASCII. Returns the length of the leading run of such bytes. Eight bytes at a time (SWAR):
+ * each term below flags the bytes of one class in their high bit, exactly for the lowest
+ * flagged byte (borrows only spoil bytes above a true hit), so the lowest flag is the stop. */
+static size_t json_plain_run(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+        uint64_t m =
+            (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | x) & highs;
+        if (m)
+            return i + (size_t)(__builtin_ctzll(m) >> 3);
+    }
+#endif
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
+/* buf_append with the common case (room already allocated) inlined: same result, same
+ * failure (only when the bytes would pass max). */
+static inline int put_bytes(buf_t *b, const void *p, size_t n)
+{
+    if (b->cap - b->len >= n) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        return 0;
+    }
+    return buf_append(b, p, n);
+}
+
 int buf_append_json_escaped(buf_t *b, const void *p, size_t n)
 {
+    static const char hex[] = "0123456789abcdef";
     const uint8_t *s = p;
     size_t i = 0;
     while (i < n) {
         /* Copy the longest run that needs no escaping in one go. */
-        size_t run = i;
-        while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
-            run++;
-        if (run > i && buf_append(b, s + i, run - i) != 0)
+        size_t run = json_plain_run(s + i, n - i);
+        if (run > 0 && put_bytes(b, s + i, run) != 0)
             return -1;
-        i = run;
+        i += run;
         if (i >= n)
             break;
         uint8_t c = s[i];
         if (c == '"' || c == '\\') {
             char e[2] = {'\\', (char)c};
-            if (buf_append(b, e, 2) != 0)
+            if (put_bytes(b, e, 2) != 0)
                 return -1;
             i++;
         } else if (c < 0x20) {
-            char e[8];
-            const char *named = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
-            if (named) {
-                if (buf_append_str(b, named) != 0)
-                    return -1;
-            } else {
-                snprintf(e, sizeof e, "\\u%04x", c);
-                if (buf_append(b, e, 6) != 0)
-                    return -1;
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            size_t el = 6;
+            if (c == '\n' || c == '\r' || c == '\t') {
+                e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+                el = 2;
             }
+            if (put_bytes(b, e, el) != 0)
+                return -1;
             i++;
         } else {
             size_t l = utf8_seq(s + i, n - i);
             if (l == 0) {
-                if (buf_append(b, "\xEF\xBF\xBD", 3) != 0)
+                if (put_bytes(b, "\xEF\xBF\xBD", 3) != 0)
                     return -1;
                 i++;
             } else {
-                if (buf_append(b, s + i, l) != 0)
+                if (put_bytes(b, s + i, l) != 0)
                     return -1;
                 i += l;
             }

@@ -408,30 +408,77 @@ int frame_data_record_end(frame_builder_t *b, const void *key, size_t key_len, c
     return 0;
 }
 
+/* One header written into room already reserved. */
+static uint8_t *put_hdr(uint8_t *d, const void *name, size_t nl, const void *value, size_t vl)
+{
+    wr_be16(d, (uint16_t)nl);
+    memcpy(d + 2, name, nl);
+    d += 2 + nl;
+    wr_be32(d, (uint32_t)vl);
+    if (vl)
+        memcpy(d + 4, value, vl);
+    return d + 4 + vl;
+}
+
+/* Sizes the whole record first, checks and reserves it once, then writes it without further
+ * checks: the same bytes and the same refusals as record_begin / header x N / record_end
+ * (any refusal leaves no record behind), without a reserve and a bounds check per field. */
 int frame_data_add_msg(frame_builder_t *b, const codec_msg_t *m)
 {
-    if (frame_data_record_begin(b) != 0)
-        return -1;
+    frame_data_record_abort(b);
+    const char *names[CODEC_META__COUNT];
+    size_t name_lens[CODEC_META__COUNT];
+    size_t need = 4 + 2, hcount = 0;
+    int bad = 0;
     for (int i = 0; i < CODEC_META__COUNT; i++) {
-        const codec_slice_t *v = &m->meta[i];
-        if (!v->ptr)
+        if (!m->meta[i].ptr)
             continue;
-        const char *name = codec_meta_name((codec_meta_t)i);
-        if (frame_data_record_header(b, name, strlen(name), v->ptr, v->len) != 0)
-            return -1;
+        names[i] = codec_meta_name((codec_meta_t)i);
+        name_lens[i] = strlen(names[i]);
+        bad |= name_lens[i] == 0 || name_lens[i] > UINT16_MAX || m->meta[i].len > UINT32_MAX;
+        need += 2 + name_lens[i] + 4 + m->meta[i].len;
+        hcount++;
     }
     for (size_t i = 0; i < m->n_http; i++) {
         const codec_header_t *h = &m->http[i];
-        if (frame_data_record_header(b, h->name.ptr, h->name.len, h->value.ptr, h->value.len) != 0)
-            return -1;
+        bad |= h->name.len == 0 || h->name.len > UINT16_MAX || h->value.len > UINT32_MAX;
+        need += 2 + h->name.len + 4 + h->value.len;
     }
     for (size_t i = 0; i < m->n_ext; i++) {
         const codec_header_t *h = &m->ext[i];
-        if (frame_data_record_header(b, h->name.ptr, h->name.len, h->value.ptr, h->value.len) != 0)
-            return -1;
+        bad |= h->name.len == 0 || h->name.len > UINT16_MAX || h->value.len > UINT32_MAX;
+        need += 2 + h->name.len + 4 + h->value.len;
     }
-    return frame_data_record_end(b, m->key.ptr ? m->key.ptr : "", m->key.len,
-                                 m->body.ptr ? m->body.ptr : "", m->body.len);
+    hcount += m->n_http + m->n_ext;
+    bad |= hcount > UINT16_MAX || m->key.len > UINT32_MAX || m->body.len > UINT32_MAX;
+    need += 4 + m->key.len + 4 + m->body.len;
+    if (bad || b->count == UINT32_MAX || !fits(b, need) || buf_reserve(b->out, need) != 0)
+        return -1;
+
+    uint8_t *start = b->out->data + b->out->len;
+    uint8_t *d = start + 6;
+    for (int i = 0; i < CODEC_META__COUNT; i++)
+        if (m->meta[i].ptr)
+            d = put_hdr(d, names[i], name_lens[i], m->meta[i].ptr, m->meta[i].len);
+    for (size_t i = 0; i < m->n_http; i++)
+        d = put_hdr(d, m->http[i].name.ptr, m->http[i].name.len, m->http[i].value.ptr,
+                    m->http[i].value.len);
+    for (size_t i = 0; i < m->n_ext; i++)
+        d = put_hdr(d, m->ext[i].name.ptr, m->ext[i].name.len, m->ext[i].value.ptr,
+                    m->ext[i].value.len);
+    wr_be32(d, (uint32_t)m->key.len);
+    if (m->key.len)
+        memcpy(d + 4, m->key.ptr, m->key.len);
+    d += 4 + m->key.len;
+    wr_be32(d, (uint32_t)m->body.len);
+    if (m->body.len)
+        memcpy(d + 4, m->body.ptr, m->body.len);
+    d += 4 + m->body.len;
+    wr_be32(start, (uint32_t)(need - 4));
+    wr_be16(start + 4, (uint16_t)hcount);
+    b->out->len += need;
+    b->count++;
+    return 0;
 }
 
 int frame_data_end(frame_builder_t *b)

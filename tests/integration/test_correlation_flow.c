@@ -24,6 +24,23 @@
 
 #define TS0 1764486000000000LL
 
+/* The environment of the running test: the teardown kills its daemon(s) and deletes its
+ * topics even when an assertion ended the test early. */
+static corr_env_t *g_env;
+static pid_t g_extra_pid;
+
+static int teardown_env(void **state)
+{
+    (void)state;
+    if (g_extra_pid > 0)
+        ktu_stop(g_extra_pid, SIGKILL, 5000);
+    g_extra_pid = 0;
+    if (g_env)
+        corr_env_cleanup(g_env);
+    g_env = NULL;
+    return 0;
+}
+
 static const codec_trigger_t ORDER_PROXY[] = {CODEC_TRIGGER_RX_REQUEST, CODEC_TRIGGER_TX_REQUEST,
                                               CODEC_TRIGGER_RX_RESPONSE, CODEC_TRIGGER_TX_RESPONSE};
 static const codec_trigger_t ORDER_ENDPOINT[] = {CODEC_TRIGGER_RX_REQUEST,
@@ -91,7 +108,8 @@ static void test_complete_transactions_give_one_complete_xdr_each_with_latencies
 {
     (void)state;
     enum { N_SCP = 120, N_NRF = 60 };
-    corr_env_t e;
+    static corr_env_t e; /* static: the teardown may still use it */
+    g_env = &e;
     assert_int_equal(corr_env_init(&e, "corrflow", 3), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -143,6 +161,7 @@ static void test_complete_transactions_give_one_complete_xdr_each_with_latencies
     assert_int_equal(agg_committed_sum(e.group, e.main, 3), N_SCP * 4 + N_NRF * 2);
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
+    g_env = NULL;
 }
 
 static void test_responses_before_requests_still_correlate(void **state)
@@ -159,7 +178,8 @@ static void test_responses_before_requests_still_correlate(void **state)
     };
     static const codec_trigger_t nrf_reversed[] = {CODEC_TRIGGER_TX_RESPONSE,
                                                    CODEC_TRIGGER_RX_REQUEST};
-    corr_env_t e;
+    static corr_env_t e; /* static: the teardown may still use it */
+    g_env = &e;
     assert_int_equal(corr_env_init(&e, "corrorder", 3), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -189,6 +209,7 @@ static void test_responses_before_requests_still_correlate(void **state)
     }
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
+    g_env = NULL;
 }
 
 static void test_missing_copies_give_incomplete_xdrs_after_the_timeout(void **state)
@@ -198,7 +219,8 @@ static void test_missing_copies_give_incomplete_xdrs_after_the_timeout(void **st
     const long total = N_NO_TXRESP + N_NO_REQ + N_NRF_HALF + N_FULL;
     static const codec_trigger_t responses_only[] = {CODEC_TRIGGER_RX_RESPONSE,
                                                      CODEC_TRIGGER_TX_RESPONSE};
-    corr_env_t e;
+    static corr_env_t e; /* static: the teardown may still use it */
+    g_env = &e;
     assert_int_equal(corr_env_init(&e, "corrtimeout", 2), 0);
     const char *extra[] = {"--timeout=1s", NULL};
     assert_true(corr_start(&e, extra) > 0);
@@ -272,13 +294,15 @@ static void test_missing_copies_give_incomplete_xdrs_after_the_timeout(void **st
                           N_NRF_HALF));
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
+    g_env = NULL;
 }
 
 static void test_open_transaction_limit_emits_the_oldest_as_evicted(void **state)
 {
     (void)state;
     enum { LIMIT = 10, N = 25 };
-    corr_env_t e;
+    static corr_env_t e; /* static: the teardown may still use it */
+    g_env = &e;
     assert_int_equal(corr_env_init(&e, "corrlimit", 1), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -328,12 +352,14 @@ static void test_open_transaction_limit_emits_the_oldest_as_evicted(void **state
     assert_int_equal(ktu_topic_record_count(e.xdr, 5000), N - LIMIT);
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
+    g_env = NULL;
 }
 
 static void test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason(void **state)
 {
     (void)state;
-    corr_env_t e;
+    static corr_env_t e; /* static: the teardown may still use it */
+    g_env = &e;
     assert_int_equal(corr_env_init(&e, "corrdlq", 1), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -378,17 +404,22 @@ static void test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason(
     assert_int_equal(agg_committed_sum(e.group, e.main, 1), 3);
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
+    g_env = NULL;
 }
 
 int main(void)
 {
     ktu_brokers(); /* fails with a clear message when NDD_TEST_KAFKA is unset */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_complete_transactions_give_one_complete_xdr_each_with_latencies),
-        cmocka_unit_test(test_responses_before_requests_still_correlate),
-        cmocka_unit_test(test_missing_copies_give_incomplete_xdrs_after_the_timeout),
-        cmocka_unit_test(test_open_transaction_limit_emits_the_oldest_as_evicted),
-        cmocka_unit_test(test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason),
+        cmocka_unit_test_teardown(
+            test_complete_transactions_give_one_complete_xdr_each_with_latencies, teardown_env),
+        cmocka_unit_test_teardown(test_responses_before_requests_still_correlate, teardown_env),
+        cmocka_unit_test_teardown(test_missing_copies_give_incomplete_xdrs_after_the_timeout,
+                                  teardown_env),
+        cmocka_unit_test_teardown(test_open_transaction_limit_emits_the_oldest_as_evicted,
+                                  teardown_env),
+        cmocka_unit_test_teardown(
+            test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason, teardown_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
