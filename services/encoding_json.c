@@ -280,7 +280,8 @@ static inline int put_mem(buf_t *out, const void *p, size_t n)
 {
     if (n == 0)
         return 0;
-    if (out->cap - out->len >= n) {
+    /* cap may exceed max (the first allocation is 256 bytes), so both bound the fast path. */
+    if (out->cap - out->len >= n && out->max - out->len >= n) {
         memcpy(out->data + out->len, p, n);
         out->len += n;
         return 0;
@@ -290,7 +291,7 @@ static inline int put_mem(buf_t *out, const void *p, size_t n)
 
 static inline int put_u8(buf_t *out, uint8_t c)
 {
-    if (out->cap > out->len) {
+    if (out->cap > out->len && out->max > out->len) {
         out->data[out->len++] = c;
         return 0;
     }

@@ -487,7 +487,7 @@ static int put_header(buf_t *out, uint8_t type, uint16_t flags, uint32_t len, ui
 }
 
 int base_data_begin(frame_builder_t *b, buf_t *out, uint64_t id, uint16_t flags,
-                     uint32_t max_payload)
+                    uint32_t max_payload)
 {
     b->out = out;
     b->start = out->len;
@@ -538,7 +538,7 @@ static void base_data_record_abort(frame_builder_t *b)
 }
 
 static int base_data_record_header(frame_builder_t *b, const void *name, size_t name_len,
-                             const void *value, size_t value_len)
+                                   const void *value, size_t value_len)
 {
     if (b->rec_start == SIZE_MAX)
         return -1;
@@ -556,8 +556,8 @@ static int base_data_record_header(frame_builder_t *b, const void *name, size_t 
     return 0;
 }
 
-static int base_data_record_end(frame_builder_t *b, const void *key, size_t key_len, const void *body,
-                          size_t body_len)
+static int base_data_record_end(frame_builder_t *b, const void *key, size_t key_len,
+                                const void *body, size_t body_len)
 {
     if (b->rec_start == SIZE_MAX)
         return -1;
@@ -602,7 +602,7 @@ int base_data_add_msg(frame_builder_t *b, const codec_msg_t *m)
             return -1;
     }
     return base_data_record_end(b, m->key.ptr ? m->key.ptr : "", m->key.len,
-                                 m->body.ptr ? m->body.ptr : "", m->body.len);
+                                m->body.ptr ? m->body.ptr : "", m->body.len);
 }
 
 int base_data_end(frame_builder_t *b)
@@ -620,4 +620,3 @@ void base_data_abort(frame_builder_t *b)
     b->rec_start = SIZE_MAX;
     b->count = 0;
 }
-

@@ -59,8 +59,8 @@ static size_t make_body(char *dst, size_t n)
     memcpy(dst, head, strlen(head));
     at += strlen(head);
     for (unsigned i = 0;; i++) {
-        int l = snprintf(tmp, sizeof tmp, item, i, 10 + i, i, i % 250, (i * 7) % 250, i % 100,
-                         i % 90);
+        int l =
+            snprintf(tmp, sizeof tmp, item, i, 10 + i, i, i % 250, (i * 7) % 250, i % 100, i % 90);
         if (l < 0 || at + (i ? 1 : 0) + (size_t)l + fixed > n)
             break;
         if (i)
@@ -181,8 +181,9 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--vectors") == 0 && i + 1 < argc) {
             snprintf(dir, sizeof dir, "%s", argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--seconds S (0.05..30)] [--body BYTES (64..%u)] "
-                            "[--vectors DIR]\n",
+            fprintf(stderr,
+                    "usage: %s [--seconds S (0.05..30)] [--body BYTES (64..%u)] "
+                    "[--vectors DIR]\n",
                     argv[0], BENCH_MAX_BODY);
             return 2;
         }
@@ -222,8 +223,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s\n", err);
             return 1;
         }
-        if (codec_decode_parts(&c[i].m, c[i].v.key, c[i].v.key_len, c[i].v.value,
-                               c[i].v.value_len, c[i].v.headers, &ce) != CODEC_OK) {
+        if (codec_decode_parts(&c[i].m, c[i].v.key, c[i].v.key_len, c[i].v.value, c[i].v.value_len,
+                               c[i].v.headers, &ce) != CODEC_OK) {
             fprintf(stderr, "%s: %s %s\n", c[i].v.name, ce.field, ce.detail);
             return 1;
         }
