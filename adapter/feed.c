@@ -31,6 +31,8 @@
 #define FEED_MAX_PARTITIONS 4096
 #define FEED_POLL_CHUNK 64
 #define FEED_POLL_BUDGET 2048
+#define FEED_KICK_MIN_MS 5   /* first fetch restart after the prefetch ran dry */
+#define FEED_KICK_MAX_MS 800 /* below librdkafka's own 1 s re-check */
 #define FEED_EXCERPT_MAX 256
 #define FEED_PAUSE_AFTER_MS 1000
 
@@ -74,6 +76,7 @@ struct feed_delivery {
     char dlq_endpoint[600];
     uint8_t excerpt[FEED_EXCERPT_MAX];
     size_t excerpt_len;
+    size_t buf_counted; /* buf.cap as counted in the feed's buf_inuse / buf_free_bytes */
     feed_delivery_t *next;
 };
 
@@ -98,7 +101,9 @@ struct feed {
     bool thread_started;
     struct event_base *base;
     int wake[2]; /* [0] read end watched by the loop; kafka io events + stop requests */
-    struct event *wake_ev, *tick_ev, *poll_ev, *drain_ev, *lag_ev;
+    struct event *wake_ev, *tick_ev, *poll_ev, *drain_ev, *lag_ev, *kick_ev;
+    uint64_t kick_consumed; /* s_consumed when the kick was armed */
+    uint32_t kick_ms;       /* next kick delay: doubles while kicks bring nothing */
     atomic_bool stop_requested;
     atomic_uint drain_ms;
     bool stopping, closing;
@@ -124,10 +129,14 @@ struct feed {
     feed_delivery_t *free_list;
     feed_delivery_t *filling;
     feed_delivery_t *wait_head, *wait_tail;
-    uint64_t pending;                    /* messages held */
-    uint64_t hard_max;                   /* never hold more than this */
-    uint64_t held_bytes, held_bytes_max; /* payload bytes of the held messages; budget/4 */
-    unsigned n_assigned;                 /* partitions of the source topic assigned now */
+    uint64_t pending;  /* messages held */
+    uint64_t hard_max; /* never hold more than this */
+    /* Memory held (feed_memory_plan): payload of held messages + buffers of deliveries in use
+     * against held_bytes_max; buffers kept on the free list (for reuse without malloc) up to
+     * bufs_free_max, beyond which a released delivery's buffer is freed. */
+    uint64_t held_bytes, held_bytes_max;
+    uint64_t buf_inuse, buf_free_bytes, bufs_free_max;
+    unsigned n_assigned; /* partitions of the source topic assigned now */
     bool paused;
     bool repause;
     uint64_t full_since; /* when the feed became full (0: not full) */
@@ -223,13 +232,13 @@ static void feed_update_pause(feed_t *f)
 {
     if (f->closing)
         return;
-    bool full = f->pending >= f->cfg->delivery.max_pending || f->held_bytes >= f->held_bytes_max ||
-                f->free_list == NULL;
+    bool full = f->pending >= f->cfg->delivery.max_pending ||
+                f->held_bytes + f->buf_inuse >= f->held_bytes_max || f->free_list == NULL;
     uint64_t now = full || f->full_since ? now_ms() : 0; /* called per ack: no clock if idle */
     if (full && !f->full_since) {
         f->full_since = now;
     } else if (!full && f->full_since && f->pending <= f->cfg->delivery.max_pending / 2 &&
-               f->held_bytes <= f->held_bytes_max / 2) {
+               f->held_bytes + f->buf_inuse <= f->held_bytes_max / 2) {
         f->full_since = 0;
         event_active(f->poll_ev, 0, 0);
     }
@@ -259,6 +268,8 @@ static feed_delivery_t *feed_delivery_alloc(feed_t *f)
         return NULL;
     f->free_list = d->next;
     d->next = NULL;
+    f->buf_free_bytes -= d->buf_counted;
+    f->buf_inuse += d->buf_counted;
     d->state = D_FILLING;
     d->n = 0;
     d->attempts = 0;
@@ -270,6 +281,14 @@ static feed_delivery_t *feed_delivery_alloc(feed_t *f)
     d->excerpt_len = 0;
     buf_reset(&d->buf);
     return d;
+}
+
+/* Brings the feed's count of in-use buffer bytes up to date with d's buffer (it grows while a
+ * batch is encoded). */
+static void feed_delivery_count_buf(feed_t *f, feed_delivery_t *d)
+{
+    f->buf_inuse += d->buf.cap - d->buf_counted;
+    d->buf_counted = d->buf.cap;
 }
 
 static void feed_delivery_release(feed_t *f, feed_delivery_t *d, bool done)
@@ -284,6 +303,13 @@ static void feed_delivery_release(feed_t *f, feed_delivery_t *d, bool done)
     f->pending -= d->n;
     d->n = 0;
     evtimer_del(&d->timer);
+    feed_delivery_count_buf(f, d);
+    f->buf_inuse -= d->buf_counted;
+    if (f->buf_free_bytes + d->buf_counted > f->bufs_free_max) {
+        buf_free(&d->buf); /* keeps the pool's idle memory bounded; the next use reallocates */
+        d->buf_counted = 0;
+    }
+    f->buf_free_bytes += d->buf_counted;
     d->state = D_FREE;
     d->next = f->free_list;
     f->free_list = d;
@@ -301,6 +327,7 @@ static void feed_close_filling(feed_t *f)
         feed_delivery_release(f, d, true);
         return;
     }
+    feed_delivery_count_buf(f, d);
     feed_dispatch(f, d);
 }
 
@@ -720,6 +747,61 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
     }
 }
 
+/* librdkafka 2.0 stops fetching a partition whose prefetch queue is full and looks at it
+ * again only when its broker thread wakes up: on network or op activity, else after up to a
+ * second. Catching up a backlog with a small prefetch would run in bursts of one queue per
+ * second. So when the feed finds the queue empty while the cached high watermark says there
+ * is more, it seeks (asynchronously) the partitions to their current positions: the seek op
+ * wakes the broker thread, which fetches again. Nothing is skipped (the position is the next
+ * record the feed has not taken; anything fetched meanwhile is dropped by the seek's version
+ * and fetched again), and the delay doubles while kicks bring nothing, so a slow broker is
+ * never flooded with restarted fetches. */
+static void feed_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    feed_t *f = arg;
+    if (f->stopping || f->closing || f->paused || f->full_since ||
+        atomic_load_explicit(&f->s_consumed, memory_order_relaxed) != f->kick_consumed)
+        return;
+    rd_kafka_t *rk = kafka_consumer_handle(f->kc);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t p = 0; p < f->n_parts; p++)
+        if (f->parts[p].assigned)
+            rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, (int32_t)p);
+    rd_kafka_topic_partition_list_t *seek = rd_kafka_topic_partition_list_new(8);
+    if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < l->cnt; i++) {
+            int64_t lo, hi;
+            if (l->elems[i].offset < 0 ||
+                rd_kafka_get_watermark_offsets(rk, f->cfg->source_topic, l->elems[i].partition, &lo,
+                                               &hi) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+                hi <= l->elems[i].offset)
+                continue;
+            rd_kafka_topic_partition_list_add(seek, f->cfg->source_topic, l->elems[i].partition)
+                ->offset = l->elems[i].offset;
+        }
+    }
+    if (seek->cnt > 0) {
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(rk, seek, 0); /* 0: asynchronous */
+        if (e) {
+            log_warn("feed %s: cannot restart the fetch of %s: %s", f->cfg->name,
+                     f->cfg->source_topic, rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        }
+        f->kick_ms = f->kick_ms * 2 > FEED_KICK_MAX_MS ? FEED_KICK_MAX_MS : f->kick_ms * 2;
+    }
+    rd_kafka_topic_partition_list_destroy(seek);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void feed_arm_kick(feed_t *f)
+{
+    if (f->paused || f->full_since || f->n_assigned == 0 || evtimer_pending(f->kick_ev, NULL))
+        return;
+    f->kick_consumed = atomic_load_explicit(&f->s_consumed, memory_order_relaxed);
+    struct timeval tv = {f->kick_ms / 1000, (f->kick_ms % 1000) * 1000};
+    evtimer_add(f->kick_ev, &tv);
+}
+
 static void feed_poll(feed_t *f)
 {
     if (f->stopping || f->closing)
@@ -743,12 +825,17 @@ static void feed_poll(feed_t *f)
             kafka_consumer_pause_all(f->kc);
             f->paused = true;
         }
-        if (n == 0)
+        if (n == 0) {
+            if (budget == FEED_POLL_BUDGET)
+                feed_arm_kick(f);
             break;
+        }
+        f->kick_ms = FEED_KICK_MIN_MS;
         for (size_t i = 0; i < n; i++)
             feed_take(f, msgs[i]);
         budget -= n < budget ? n : budget;
-        if (f->pending >= f->cfg->delivery.max_pending || f->held_bytes >= f->held_bytes_max)
+        if (f->pending >= f->cfg->delivery.max_pending ||
+            f->held_bytes + f->buf_inuse >= f->held_bytes_max)
             break;
     }
     if (f->filling && (f->cfg->delivery.batch_max == 1 || f->cfg->delivery.batch_ms == 0))
@@ -1062,8 +1149,8 @@ static void feed_free(feed_t *f)
     filter_release(f->filter);
     if (f->ssl)
         tls_ctx_free(f->ssl);
-    struct event *evs[] = {f->wake_ev, f->tick_ev, f->poll_ev, f->drain_ev, f->lag_ev};
-    for (size_t i = 0; i < 5; i++)
+    struct event *evs[] = {f->wake_ev, f->tick_ev, f->poll_ev, f->drain_ev, f->lag_ev, f->kick_ev};
+    for (size_t i = 0; i < 6; i++)
         if (evs[i])
             event_free(evs[i]);
     if (f->wake[0] > 0)
@@ -1082,25 +1169,27 @@ static void feed_free(feed_t *f)
 
 void feed_memory_plan(unsigned mb, feed_memory_plan_t *out)
 {
-    /* The budget, B: an eighth is one fetch response (a held message pins the response it
-     * came in), an eighth the prefetch of each partition (so a feed instance with four
-     * partitions prefetches B/2), a quarter the payload the feed holds (batching, in flight,
-     * retrying), a quarter the DLQ producer's queue (used only while dead-lettering). What is
-     * left covers librdkafka's per-message overhead and the encoded requests. */
-    uint64_t b = (uint64_t)(mb ? mb : 8) << 20;
-    uint64_t eighth = b / 8 < (128u << 10) ? (128u << 10) : b / 8;
-    if (eighth > (256u << 20))
-        eighth = 256u << 20; /* librdkafka caps fetch.max.bytes and receive buffers */
+    /* The budget B: half for what the feed holds (payload of the messages being batched, in
+     * flight or retried, each pinning its librdkafka fetch buffer, plus their encoded
+     * requests), an eighth for one fetch response, a sixteenth for the prefetch of each
+     * partition (three partitions: 3/16), a sixteenth (at least 1 MiB) for the DLQ producer's
+     * queue (only used while dead-lettering), an eighth for idle request buffers kept for reuse (so
+     * that steady traffic reuses them instead of a malloc and free per request). */
+    uint64_t b = (uint64_t)(mb ? mb : 6) << 20;
+    uint64_t s16 = b / 16 < (64u << 10) ? (64u << 10) : b / 16;
+    if (s16 > (128u << 20))
+        s16 = 128u << 20; /* librdkafka caps fetch.max.bytes and receive buffers */
     /* librdkafka refuses fetch.max.bytes below message.max.bytes (1,000,000 by default). */
-    uint64_t fetch = eighth < (1u << 20) ? (1u << 20) : eighth;
+    uint64_t fetch = 2 * s16 < (1u << 20) ? (1u << 20) : 2 * s16;
     out->fetch_max_bytes = (unsigned)fetch;
-    out->partition_fetch_bytes = (unsigned)(eighth / 2);
+    out->partition_fetch_bytes = (unsigned)s16;
     out->receive_max_bytes = (unsigned)(fetch + (512u << 10));
-    out->queued_max_kbytes = (unsigned)(eighth >> 10);
+    out->queued_max_kbytes = (unsigned)(s16 >> 10);
     /* Tiny messages cost librdkafka ~200 bytes of bookkeeping each: bound the count too. */
-    out->queued_min_messages = (unsigned)(eighth / 256);
-    out->dlq_buffer_kbytes = (unsigned)((b / 4) >> 10);
-    out->held_bytes_max = b / 4;
+    out->queued_min_messages = (unsigned)(s16 / 256);
+    out->dlq_buffer_kbytes = (unsigned)((b / 16) >> 10) < 1024 ? 1024 : (unsigned)((b / 16) >> 10);
+    out->held_bytes_max = b / 2;
+    out->idle_buffer_bytes = b / 8;
 }
 
 feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen)
@@ -1224,6 +1313,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     feed_memory_plan_t mp;
     feed_memory_plan(dc->memory_mb ? dc->memory_mb : rt->feed_memory_mb, &mp);
     f->held_bytes_max = mp.held_bytes_max;
+    f->bufs_free_max = mp.idle_buffer_bytes;
     snprintf(f->prop_vals[0], sizeof f->prop_vals[0], "%u", mp.queued_max_kbytes);
     snprintf(f->prop_vals[1], sizeof f->prop_vals[1], "%u", mp.queued_min_messages);
     snprintf(f->prop_vals[2], sizeof f->prop_vals[2], "%u", mp.fetch_max_bytes);
@@ -1295,7 +1385,9 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     f->poll_ev = event_new(f->base, -1, 0, feed_poll_cb, f);
     f->drain_ev = event_new(f->base, -1, EV_PERSIST, feed_drain_check, f);
     f->lag_ev = event_new(f->base, -1, EV_PERSIST, feed_lag_cb, f);
-    if (!f->wake_ev || !f->tick_ev || !f->poll_ev || !f->drain_ev || !f->lag_ev) {
+    f->kick_ev = evtimer_new(f->base, feed_kick_cb, f);
+    f->kick_ms = FEED_KICK_MIN_MS;
+    if (!f->wake_ev || !f->tick_ev || !f->poll_ev || !f->drain_ev || !f->lag_ev || !f->kick_ev) {
         snprintf(err, errlen, "feed %s: out of memory", cfg->name);
         goto fail;
     }

@@ -30,7 +30,7 @@ typedef struct feed_runtime {
     size_t n_kafka_props;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
     events_t *events; /* NULL: no alarms; else endpoint-down raised/cleared on "<feed>/<url>" */
-    unsigned feed_memory_mb; /* memory budget of a feed without delivery.memory_mb; 0: 8 MiB */
+    unsigned feed_memory_mb; /* memory budget of a feed without delivery.memory_mb; 0: 6 MiB */
 } feed_runtime_t;
 
 /* What a feed's memory budget (MiB) turns into; feed_start applies it (docs/adapter.md). */
@@ -41,7 +41,8 @@ typedef struct feed_memory_plan {
     unsigned partition_fetch_bytes; /* max.partition.fetch.bytes */
     unsigned receive_max_bytes;     /* receive.message.max.bytes (>= fetch.max.bytes + 512) */
     unsigned dlq_buffer_kbytes;     /* queue.buffering.max.kbytes of the DLQ producer */
-    uint64_t held_bytes_max;        /* payload bytes the feed holds before it stops polling */
+    uint64_t held_bytes_max;        /* held payload + in-use request buffers before polling stops */
+    uint64_t idle_buffer_bytes;     /* request buffers kept for reuse when idle */
 } feed_memory_plan_t;
 
 typedef struct feed_stats {
@@ -53,7 +54,7 @@ typedef struct feed_stats {
 
 /* Starts the feed on a thread of its own. Takes ownership of cfg (also on failure). NULL with
  * err when the consumer, producer, TLS context or an endpoint cannot be created. */
-/* The librdkafka sizes and the held-bytes bound of a budget of mb MiB (0: 8). */
+/* The librdkafka sizes and the held-bytes bound of a budget of mb MiB (0: 6). */
 void feed_memory_plan(unsigned mb, feed_memory_plan_t *out);
 feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen);
 /* Stops fetching, waits up to drain_ms for in-flight deliveries to finish, commits the

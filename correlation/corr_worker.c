@@ -87,6 +87,14 @@ struct corr_worker {
 
     volatile sig_atomic_t *stop;
     int64_t now_us; /* monotonic clock of the current poll, for the engine */
+    /* The engine expires at engine_timeout_us (fixed at creation); the live timeout is
+     * applied by handing correlate_expire a clock advanced by the difference. */
+    int64_t engine_timeout_us, timeout_us;
+    bool hide_subscriber;
+    /* false until the first copy of a consumer poll: that poll may have waited up to 100 ms
+     * for it, so the clock is read again there (a transaction's age counts from its arrival,
+     * never from before it). */
+    bool clock_fresh;
     bool paused;
     int64_t blocked_since_ms;
     int64_t pause_logged_ms;
@@ -371,6 +379,8 @@ static int corr_produce(corr_worker_t *w, const char *topic, const void *key, si
                      w->st.unacked);
             warned = true;
         }
+        if (w->cfg.on_tick)
+            w->cfg.on_tick(w->cfg.tick_arg); /* heartbeats and the produce alarm go on */
         if (w->stop && *w->stop && now - waited_since >= w->cfg.shutdown_timeout_ms) {
             *err = RD_KAFKA_RESP_ERR__TIMED_OUT;
             return -1;
@@ -386,6 +396,13 @@ static void corr_on_xdr(void *opaque, const xdr_t *x)
     correlate_metrics_observe(w->kpi, x);
     if (w->fatal)
         return; /* stopping: nothing is stored any more, the restart emits it again */
+    xdr_t shown;
+    if (w->hide_subscriber && (x->s[XDR_S_SUPI].ptr || x->s[XDR_S_GPSI].ptr)) {
+        shown = *x; /* shallow: the slices still point into the engine's slot */
+        shown.s[XDR_S_SUPI] = (codec_slice_t){0};
+        shown.s[XDR_S_GPSI] = (codec_slice_t){0};
+        x = &shown;
+    }
     buf_reset(&w->out);
     int rc = w->cfg.format == CORR_FORMAT_BINARY ? xdr_encode_binary(x, &w->out)
                                                  : xdr_encode_json(x, &w->out);
@@ -480,6 +497,10 @@ static void corr_on_message(void *owner, rd_kafka_message_t *m)
         /* Not ours (any more), or stopping: not processed, its offset is not stored. */
         rd_kafka_message_destroy(m);
         return;
+    }
+    if (!w->clock_fresh) {
+        w->now_us = corr_now_us();
+        w->clock_fresh = true;
     }
     codec_error_t cerr;
     if (codec_decode(&w->msg, m, &cerr) != CODEC_OK) {
@@ -621,6 +642,10 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         goto fail;
     }
     correlate_config_t ec = cfg->engine;
+    w->timeout_us = ec.timeout_us > 0 ? ec.timeout_us : CORRELATE_DEFAULT_TIMEOUT_US;
+    w->engine_timeout_us =
+        w->timeout_us > CORR_TIMEOUT_CEILING_US ? w->timeout_us : CORR_TIMEOUT_CEILING_US;
+    ec.timeout_us = w->engine_timeout_us;
     ec.emit = corr_on_xdr;
     ec.opaque = w;
     char why[256];
@@ -674,8 +699,7 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
              "timeout %" PRId64 " ms, at most %u open transactions per partition, %s rebalancing "
              "(%s on revoke)",
              w->main_topic, w->group, cfg->format == CORR_FORMAT_BINARY ? "binary" : "json",
-             w->xdr_topic, w->dlq_topic,
-             (ec.timeout_us ? ec.timeout_us : CORRELATE_DEFAULT_TIMEOUT_US) / 1000,
+             w->xdr_topic, w->dlq_topic, w->timeout_us / 1000,
              ec.max_open ? ec.max_open : CORRELATE_DEFAULT_MAX_OPEN,
              cfg->cooperative ? "cooperative" : "eager",
              cfg->revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over");
@@ -729,7 +753,12 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
     while (!*stop && !w->fatal) {
         kafka_producer_poll(w->producer, 0);
         w->now_us = corr_now_us();
-        correlate_expire(w->engine, w->now_us);
+        w->clock_fresh = false;
+        if (w->cfg.on_tick)
+            w->cfg.on_tick(w->cfg.tick_arg);
+        /* Expiry compares now - first copy against the engine's timeout only, so advancing
+         * the clock by (engine timeout - live timeout) expires exactly at the live timeout. */
+        correlate_expire(w->engine, w->now_us + (w->engine_timeout_us - w->timeout_us));
         if (w->now_us >= next_seal) {
             if (w->changed)
                 corr_seal(w);
@@ -794,6 +823,31 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
 corr_stats_t corr_worker_stats(const corr_worker_t *w)
 {
     return w->st;
+}
+
+correlate_stats_t corr_worker_engine_stats(const corr_worker_t *w)
+{
+    return correlate_stats(w->engine);
+}
+
+int64_t corr_worker_set_timeout_us(corr_worker_t *w, int64_t timeout_us)
+{
+    if (timeout_us < 1000)
+        timeout_us = 1000;
+    if (timeout_us > w->engine_timeout_us)
+        timeout_us = w->engine_timeout_us;
+    w->timeout_us = timeout_us;
+    return timeout_us;
+}
+
+int64_t corr_worker_timeout_us(const corr_worker_t *w)
+{
+    return w->timeout_us;
+}
+
+void corr_worker_set_subscriber(corr_worker_t *w, bool extract)
+{
+    w->hide_subscriber = !extract;
 }
 
 void corr_worker_free(corr_worker_t *w)

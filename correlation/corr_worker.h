@@ -52,7 +52,17 @@ typedef struct corr_config {
     int shutdown_timeout_ms;     /* flush budget at stop; 0: 10000 */
     int revoke_flush_ms;         /* wait for acks before giving partitions up; 0: 2000, <0: none */
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
+    /* Called from the worker's thread on every loop turn and while it waits for room in the
+     * producer queue (the control path: ndd.config changes, heartbeats, alarms). May call
+     * corr_worker_set_*; must not block. NULL: none. */
+    void (*on_tick)(void *arg);
+    void *tick_arg;
 } corr_config_t;
+
+/* Longest timeout a live change may set (the admin's bound for timeout_ms): the engine runs
+ * with max(this, the start timeout) and the worker shifts the clock it hands to the expiry
+ * (docs/correlation.md, "Control path"). */
+#define CORR_TIMEOUT_CEILING_US (600LL * 1000 * 1000)
 
 /* Totals since start (also exported as metrics). */
 typedef struct corr_stats {
@@ -83,6 +93,16 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
 int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop);
 
 corr_stats_t corr_worker_stats(const corr_worker_t *w);
+correlate_stats_t corr_worker_engine_stats(const corr_worker_t *w);
+
+/* Live settings (worker thread only, e.g. from on_tick). The timeout applies to every open
+ * transaction at the next expiry, measured from its first copy as before; it is clamped to
+ * 1 ms..max(CORR_TIMEOUT_CEILING_US, the start timeout). Returns the timeout now in force. */
+int64_t corr_worker_set_timeout_us(corr_worker_t *w, int64_t timeout_us);
+int64_t corr_worker_timeout_us(const corr_worker_t *w);
+/* false: the xDRs leave without SUPI/GPSI (the engine still extracts them when it was
+ * started with extraction on; turning it on live needs extraction on at start). */
+void corr_worker_set_subscriber(corr_worker_t *w, bool extract);
 /* Releases everything (after corr_worker_run returned, or instead of it). */
 void corr_worker_free(corr_worker_t *w);
 

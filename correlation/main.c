@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "codec.h"
 #include "config.h"
+#include "corr_control.h"
 #include "corr_worker.h"
 #include "httpd.h"
 #include "kafka.h"
@@ -66,6 +68,18 @@ static const config_spec_t corr_specs[] = {
      0},
     {"revoke-flush", CONFIG_DURATION_MS, "2s",
      "on a rebalance, how long acknowledgements are awaited before partitions go", 0},
+    {"config-topic", CONFIG_STRING, "ndd.config",
+     "configuration topic to follow (kind \"correlation\"); empty: off", 0},
+    {"events-topic", CONFIG_STRING, "ndd.events", "topic of heartbeats and alarms; empty: off", 0},
+    {"instance", CONFIG_STRING, NULL,
+     "instance name in heartbeats (stable across restarts, unique; default: host name)", 0},
+    {"correlation-name", CONFIG_STRING, NULL,
+     "name of the correlation record to apply (default: the first whose source_topic is "
+     "absent or the MAIN topic)",
+     0},
+    {"heartbeat-interval", CONFIG_DURATION_MS, "5s", "period of the heartbeats", 0},
+    {"produce-alarm-after", CONFIG_DURATION_MS, "10s",
+     "xDRs unacknowledged this long raise the xdr-produce-failing alarm", 0},
     {"http-listen", CONFIG_STRING, "127.0.0.1", "address of /metrics, /healthz, /readyz", 0},
     {"http-port", CONFIG_INT, "9103", "port of /metrics (0: ephemeral, -1: no HTTP server)", 0},
     {"http-port-file", CONFIG_STRING, NULL, "write the bound HTTP port to this file", 0},
@@ -85,7 +99,7 @@ static void corr_on_signal(int sig)
 static int corr_http_setup(httpd_t *h, void *arg)
 {
     httpd_set_metrics(h, arg);
-    httpd_set_ready_reason(h, "starting: joining the consumer group");
+    httpd_set_ready_reason(h, "starting: loading the configuration topic");
     return 0;
 }
 
@@ -197,7 +211,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; props && i < n_kprops; i++) {
         if (strcmp(kp[i].name, "bootstrap.servers") == 0 && !brokers)
             brokers = kp[i].value;
-        props[np++] = (kafka_prop_t){kp[i].name, kp[i].value};
+        props[np++] = (kafka_prop_t){.key = kp[i].name, .value = kp[i].value};
     }
     int64_t batch = config_get_int(cfg, "batch");
     int64_t max_unacked = config_get_int(cfg, "max-unacked");
@@ -205,6 +219,7 @@ int main(int argc, char **argv)
     int rc = 2;
     httpd_thread_t *http = NULL;
     corr_worker_t *w = NULL;
+    corr_control_t *ctl = NULL;
     codec_limits_t limits = {.max_body = (size_t)config_get_bytes(cfg, "max-body")};
     corr_config_t cc = {0};
 
@@ -248,15 +263,6 @@ int main(int argc, char **argv)
     if (corr_engine_config(cfg, &cc.engine))
         goto out;
 
-    if (config_get_bool(cfg, "create-topics") &&
-        corr_create_topics(
-            brokers, config_get_str(cfg, "main-topic"), (int)config_get_int(cfg, "main-partitions"),
-            config_get_str(cfg, "xdr-topic"), (int)config_get_int(cfg, "xdr-partitions"),
-            config_get_str(cfg, "dlq-topic"), (int)config_get_int(cfg, "dlq-partitions"))) {
-        fprintf(stderr, "ndd-correlation: could not create the MAIN / XDR / dead-letter topics\n");
-        goto out;
-    }
-
     metrics_registry_t *reg = metrics_default_registry();
     if (http_port >= 0) {
         httpd_options_t ho = {.bind_addr = config_get_str(cfg, "http-listen"),
@@ -286,9 +292,88 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* The control path first: the record's settings are applied before the worker exists,
+     * and /readyz stays not ready until the initial load is complete. */
+    const char *main_topic = config_get_str(cfg, "main-topic");
+    const char *xdr_topic = config_get_str(cfg, "xdr-topic");
+    corr_control_opts_t ko = {.brokers = brokers,
+                              .main_topic = main_topic,
+                              .xdr_topic = xdr_topic,
+                              .config_topic = config_get_str(cfg, "config-topic"),
+                              .events_topic = config_get_str(cfg, "events-topic"),
+                              .instance = config_get_str(cfg, "instance"),
+                              .version = "0.1.0",
+                              .name = config_get_str(cfg, "correlation-name"),
+                              .heartbeat_ms = config_get_duration_ms(cfg, "heartbeat-interval"),
+                              .produce_alarm_ms =
+                                  config_get_duration_ms(cfg, "produce-alarm-after"),
+                              .props = props,
+                              .n_props = np,
+                              .metrics = reg};
+    ctl = corr_control_new(&ko, err, sizeof(err));
+    if (!ctl) {
+        fprintf(stderr, "ndd-correlation: control path: %s\n", err);
+        goto out;
+    }
+    for (int waited = 0; !corr_stop && corr_control_wait_loaded(ctl, 1000) != 0; waited++)
+        if (waited % 10 == 9)
+            log_warn("correlation: configuration topic %s not loaded after %d s; not ready yet",
+                     ko.config_topic, waited + 1);
+    corr_settings_t st;
+    corr_control_settings(ctl, &st);
+    /* Disabled: stay up (heartbeats, /healthz) without consuming until enabled or stopped. */
+    if (!st.enabled) {
+        log_warn("correlation: disabled by record \"%s\"; waiting for it to be enabled", st.name);
+        if (http)
+            httpd_set_ready_reason(httpd_thread_server(http), "disabled by configuration");
+        while (!corr_stop && !st.enabled) {
+            corr_control_wait_loaded(ctl, 0);
+            corr_control_tick(ctl);
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            corr_control_settings(ctl, &st);
+        }
+        if (corr_stop) {
+            rc = 0;
+            goto out;
+        }
+    }
+    if (st.source_topic_set)
+        main_topic = st.source_topic;
+    if (st.xdr_topic_set)
+        xdr_topic = st.xdr_topic;
+    if (st.max_open_set)
+        cc.engine.max_open = (uint32_t)st.max_open;
+    if (st.timeout_set)
+        cc.engine.timeout_us = st.timeout_ms * 1000;
+    if (st.extract_set && !st.extract_subscriber)
+        cc.engine.subscriber.from_path = cc.engine.subscriber.from_body = false;
+    /* What the worker runs, for the live comparison (restart-only fields). */
+    corr_settings_t started = st;
+    snprintf(started.source_topic, sizeof(started.source_topic), "%s", main_topic);
+    snprintf(started.xdr_topic, sizeof(started.xdr_topic), "%s", xdr_topic);
+    started.max_open = cc.engine.max_open;
+    started.timeout_ms = config_get_duration_ms(cfg, "timeout"); /* a removed record's value */
+    started.extract_subscriber = cc.engine.subscriber.from_path || cc.engine.subscriber.from_body;
+    started.enabled = true;
+    if (st.name[0])
+        log_info("correlation: record \"%s\": MAIN %s, XDR %s, timeout %lld ms, max open %u, "
+                 "subscriber extraction %s",
+                 st.name, main_topic, xdr_topic, (long long)(cc.engine.timeout_us / 1000),
+                 cc.engine.max_open, started.extract_subscriber ? "on" : "off");
+
+    if (config_get_bool(cfg, "create-topics") &&
+        corr_create_topics(brokers, main_topic, (int)config_get_int(cfg, "main-partitions"),
+                           xdr_topic, (int)config_get_int(cfg, "xdr-partitions"),
+                           config_get_str(cfg, "dlq-topic"),
+                           (int)config_get_int(cfg, "dlq-partitions"))) {
+        fprintf(stderr, "ndd-correlation: could not create the MAIN / XDR / dead-letter topics\n");
+        goto out;
+    }
+
     cc.brokers = brokers;
-    cc.main_topic = config_get_str(cfg, "main-topic");
-    cc.xdr_topic = config_get_str(cfg, "xdr-topic");
+    cc.main_topic = main_topic;
+    cc.xdr_topic = xdr_topic;
     cc.dlq_topic = config_get_str(cfg, "dlq-topic");
     cc.group = config_get_str(cfg, "group");
     cc.client_id = config_get_str(cfg, "client-id");
@@ -303,16 +388,26 @@ int main(int argc, char **argv)
                              ? (int)config_get_duration_ms(cfg, "revoke-flush")
                              : -1;
     cc.metrics = reg;
+    cc.on_tick = corr_control_tick;
+    cc.tick_arg = ctl;
     w = corr_worker_new(&cc, err, sizeof(err));
     if (!w) {
         fprintf(stderr, "ndd-correlation: %s\n", err);
         goto out;
     }
+    corr_control_attach(ctl, w, &started);
     if (http)
         httpd_set_ready(httpd_thread_server(http), true);
     rc = corr_worker_run(w, &corr_stop) == 0 ? 0 : 1;
+    if (rc != 0)
+        corr_control_report_fatal(ctl,
+                                  "the worker stopped: an xDR or dead-letter record was "
+                                  "refused by the broker (see its log)",
+                                  5000);
 out:
+    corr_control_attach(ctl, NULL, NULL);
     corr_worker_free(w);
+    corr_control_free(ctl, 2000);
     if (http)
         httpd_thread_stop(http);
     free(props);

@@ -201,7 +201,7 @@ static size_t json_plain_run(const uint8_t *s, size_t n)
 static inline int put_bytes(buf_t *b, const void *p, size_t n)
 {
     /* cap may exceed max (the first allocation is 256 bytes), so both bound the fast path. */
-    if (b->cap - b->len >= n && b->max - b->len >= n) {
+    if (b->cap - b->len >= n && b->len <= b->max && b->max - b->len >= n) {
         memcpy(b->data + b->len, p, n);
         b->len += n;
         return 0;

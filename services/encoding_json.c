@@ -39,18 +39,18 @@ static inline size_t json_plain_run(const uint8_t *s, size_t n)
 typedef struct jv {
     const uint8_t *p;
     const uint8_t *end;
-    int depth;
 } jv_t;
 
 #define JV_MAX_DEPTH 64
 
-static void jv_ws(jv_t *v)
+static inline void jv_ws(jv_t *v)
 {
+    /* Most tokens of a compact body are not preceded by whitespace: one test and out. */
+    if (v->p < v->end && *v->p > ' ')
+        return;
     while (v->p < v->end && (*v->p == ' ' || *v->p == '\t' || *v->p == '\n' || *v->p == '\r'))
         v->p++;
 }
-
-static int jv_value(jv_t *v);
 
 /* One UTF-8 sequence at v->p (first byte >= 0x80); rejects overlongs, surrogates, > U+10FFFF. */
 static int jv_utf8(jv_t *v)
@@ -165,88 +165,95 @@ static int jv_number(jv_t *v)
     return 0;
 }
 
-static int jv_lit(jv_t *v, const char *lit)
+static int jv_lit(jv_t *v, const char *lit, size_t n)
 {
-    size_t n = strlen(lit);
     if ((size_t)(v->end - v->p) < n || memcmp(v->p, lit, n) != 0)
         return -1;
     v->p += n;
     return 0;
 }
 
-static int jv_container(jv_t *v, uint8_t close)
-{
-    if (++v->depth > JV_MAX_DEPTH)
-        return -1;
-    v->p++;
-    jv_ws(v);
-    if (v->p < v->end && *v->p == close) {
-        v->p++;
-        v->depth--;
-        return 0;
-    }
-    for (;;) {
-        if (close == '}') {
-            jv_ws(v);
-            if (v->p >= v->end || *v->p != '"' || jv_string(v) != 0)
-                return -1;
-            jv_ws(v);
-            if (v->p >= v->end || *v->p != ':')
-                return -1;
-            v->p++;
-        }
-        if (jv_value(v) != 0)
-            return -1;
-        jv_ws(v);
-        if (v->p >= v->end)
-            return -1;
-        if (*v->p == ',') {
-            v->p++;
-            continue;
-        }
-        if (*v->p == close) {
-            v->p++;
-            v->depth--;
-            return 0;
-        }
-        return -1;
-    }
-}
-
-static int jv_value(jv_t *v)
-{
-    jv_ws(v);
-    if (v->p >= v->end)
-        return -1;
-    switch (*v->p) {
-    case '{':
-        return jv_container(v, '}');
-    case '[':
-        return jv_container(v, ']');
-    case '"':
-        return jv_string(v);
-    case 't':
-        return jv_lit(v, "true");
-    case 'f':
-        return jv_lit(v, "false");
-    case 'n':
-        return jv_lit(v, "null");
-    default:
-        if (*v->p == '-' || (*v->p >= '0' && *v->p <= '9'))
-            return jv_number(v);
-        return -1;
-    }
-}
-
+/* The grammar as a loop over an explicit container stack (one bit per level: 1 object,
+ * 0 array; 64 levels fit one word) rather than recursion: a call per value costs more than
+ * the scanning itself on NF bodies, which are mostly short keys and values. */
 int encoding_json_valid(const uint8_t *p, size_t n)
 {
     if (!p || n == 0)
         return 0;
-    jv_t v = {p, p + n, 0};
-    if (jv_value(&v) != 0)
+    jv_t v = {p, p + n};
+    uint64_t objects = 0; /* bit d-1 set: level d is an object */
+    int depth = 0;
+value:
+    jv_ws(&v);
+    if (v.p >= v.end)
+        return 0;
+    switch (*v.p) {
+    case '{':
+    case '[': {
+        int obj = *v.p == '{';
+        if (depth == JV_MAX_DEPTH)
+            return 0;
+        objects = obj ? objects | (1ull << depth) : objects & ~(1ull << depth);
+        depth++;
+        v.p++;
+        jv_ws(&v);
+        if (v.p < v.end && *v.p == (obj ? '}' : ']')) {
+            v.p++;
+            depth--;
+            goto after;
+        }
+        if (obj)
+            goto key;
+        goto value;
+    }
+    case '"':
+        if (jv_string(&v) != 0)
+            return 0;
+        goto after;
+    case 't':
+        if (jv_lit(&v, "true", 4) != 0)
+            return 0;
+        goto after;
+    case 'f':
+        if (jv_lit(&v, "false", 5) != 0)
+            return 0;
+        goto after;
+    case 'n':
+        if (jv_lit(&v, "null", 4) != 0)
+            return 0;
+        goto after;
+    default:
+        if ((*v.p != '-' && (*v.p < '0' || *v.p > '9')) || jv_number(&v) != 0)
+            return 0;
+        goto after;
+    }
+key:
+    jv_ws(&v);
+    if (v.p >= v.end || *v.p != '"' || jv_string(&v) != 0)
         return 0;
     jv_ws(&v);
-    return v.p == v.end;
+    if (v.p >= v.end || *v.p != ':')
+        return 0;
+    v.p++;
+    goto value;
+after:
+    jv_ws(&v);
+    if (depth == 0)
+        return v.p == v.end;
+    if (v.p >= v.end)
+        return 0;
+    if (*v.p == ',') {
+        v.p++;
+        if (objects & (1ull << (depth - 1)))
+            goto key;
+        goto value;
+    }
+    if (*v.p == ((objects & (1ull << (depth - 1))) ? '}' : ']')) {
+        v.p++;
+        depth--;
+        goto after;
+    }
+    return 0;
 }
 
 /* ---- the envelope ---- */
@@ -281,7 +288,7 @@ static inline int put_mem(buf_t *out, const void *p, size_t n)
     if (n == 0)
         return 0;
     /* cap may exceed max (the first allocation is 256 bytes), so both bound the fast path. */
-    if (out->cap - out->len >= n && out->max - out->len >= n) {
+    if (out->cap - out->len >= n && out->len <= out->max && out->max - out->len >= n) {
         memcpy(out->data + out->len, p, n);
         out->len += n;
         return 0;

@@ -1,7 +1,6 @@
 /* xDR derivations (service/operation, subscriber ids) and encodings; docs/xdr.md. */
 #include "xdr.h"
 
-#include <inttypes.h>
 #include <string.h>
 
 #include "codec.h"
@@ -222,64 +221,247 @@ void xdr_find_subscriber_body(const char *body, size_t len, size_t scan_max, cod
 
 /* ---- JSON ---- */
 
-static int json_str(buf_t *out, const char *name, codec_slice_t v)
+/* The encoder writes straight into out's storage: member names are literals copied with a
+ * constant length, numbers are formatted by hand and text fields are copied as they are
+ * unless they hold a byte that JSON needs escaped. printf-style formatting (parsing the
+ * format, locale, vararg handling) cost several percent of ndd-correlation's CPU. The bytes
+ * are the same as before: tests/unit/test_xdr.c compares them with a printf reference. */
+
+typedef struct xdr_lit {
+    const char *s;
+    size_t n;
+} xdr_lit_t;
+
+#define XDR_LIT(str)                                                                               \
+    {                                                                                              \
+        str, sizeof(str) - 1                                                                       \
+    }
+
+/* ",\"<name>\":" per text field after the first (xdr_str_names). */
+static const xdr_lit_t xdr_json_keys[XDR_S__COUNT] = {
+    [XDR_S_NF_INSTANCE] = XDR_LIT(",\"nf_instance\":"),
+    [XDR_S_CONSUMER_ID] = XDR_LIT(",\"consumer_id\":"),
+    [XDR_S_CONSUMER_FQDN] = XDR_LIT(",\"consumer_fqdn\":"),
+    [XDR_S_PRODUCER_ID] = XDR_LIT(",\"producer_id\":"),
+    [XDR_S_PRODUCER_FQDN] = XDR_LIT(",\"producer_fqdn\":"),
+    [XDR_S_METHOD] = XDR_LIT(",\"method\":"),
+    [XDR_S_PATH] = XDR_LIT(",\"path\":"),
+    [XDR_S_SERVICE] = XDR_LIT(",\"service\":"),
+    [XDR_S_OPERATION] = XDR_LIT(",\"operation\":"),
+    [XDR_S_SUPI] = XDR_LIT(",\"supi\":"),
+    [XDR_S_GPSI] = XDR_LIT(",\"gpsi\":"),
+};
+
+/* Timestamp members and "missing" entries per codec_trigger_t (codec_trigger_name()). */
+static const xdr_lit_t xdr_json_ts_keys[CODEC_TRIGGER__COUNT] = {
+    [CODEC_TRIGGER_RX_REQUEST] = XDR_LIT(",\"timestamps_us\":{\"rx-request\":"),
+    [CODEC_TRIGGER_TX_REQUEST] = XDR_LIT(",\"tx-request\":"),
+    [CODEC_TRIGGER_RX_RESPONSE] = XDR_LIT(",\"rx-response\":"),
+    [CODEC_TRIGGER_TX_RESPONSE] = XDR_LIT(",\"tx-response\":"),
+};
+static const xdr_lit_t xdr_json_missing[CODEC_TRIGGER__COUNT] = {
+    [CODEC_TRIGGER_RX_REQUEST] = XDR_LIT(",\"rx-request\""),
+    [CODEC_TRIGGER_TX_REQUEST] = XDR_LIT(",\"tx-request\""),
+    [CODEC_TRIGGER_RX_RESPONSE] = XDR_LIT(",\"rx-response\""),
+    [CODEC_TRIGGER_TX_RESPONSE] = XDR_LIT(",\"tx-response\""),
+};
+
+/* Room for n more bytes: a compare when the up-front reservation succeeded; otherwise (out
+ * near its ceiling) a growth that fails only when the bytes really do not fit. */
+static inline int jw_room(buf_t *out, size_t n)
 {
-    if (buf_printf(out, "\"%s\":", name) != 0)
-        return -1;
-    if (!v.ptr)
-        return buf_append_str(out, "null");
-    if (buf_append_u8(out, '"') != 0 || buf_append_json_escaped(out, v.ptr, v.len) != 0)
-        return -1;
-    return buf_append_u8(out, '"');
+    return out->cap - out->len >= n ? 0 : buf_reserve(out, n);
 }
 
-static int json_i64(buf_t *out, const char *name, int64_t v)
+static inline int jw_put(buf_t *out, const void *p, size_t n)
 {
-    if (v == XDR_NONE)
-        return buf_printf(out, "\"%s\":null", name);
-    return buf_printf(out, "\"%s\":%" PRId64, name, v);
+    if (jw_room(out, n) != 0)
+        return -1;
+    memcpy(out->data + out->len, p, n);
+    out->len += n;
+    return 0;
+}
+
+static inline int jw_lit(buf_t *out, xdr_lit_t l)
+{
+    return jw_put(out, l.s, l.n);
+}
+
+#define JW(out, str) jw_put(out, str, sizeof(str) - 1)
+
+/* Decimal digits of u, written backwards ending at end; returns the count. Two digits per
+ * division halves the divisions of the naive loop. */
+static size_t jw_digits(char *end, uint64_t u)
+{
+    static const char pairs[201] = "00010203040506070809"
+                                   "10111213141516171819"
+                                   "20212223242526272829"
+                                   "30313233343536373839"
+                                   "40414243444546474849"
+                                   "50515253545556575859"
+                                   "60616263646566676869"
+                                   "70717273747576777879"
+                                   "80818283848586878889"
+                                   "90919293949596979899";
+    char *p = end;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        p -= 2;
+        memcpy(p, pairs + 2 * r, 2);
+    }
+    if (u >= 10) {
+        p -= 2;
+        memcpy(p, pairs + 2 * u, 2);
+    } else {
+        *--p = (char)('0' + u);
+    }
+    return (size_t)(end - p);
+}
+
+/* v as printf's %PRId64 writes it (INT64_MIN included). */
+static int jw_int(buf_t *out, int64_t v)
+{
+    char tmp[24];
+    char *end = tmp + sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    size_t n = jw_digits(end, u);
+    if (v < 0)
+        *(end - ++n) = '-';
+    return jw_put(out, end - n, n);
+}
+
+/* An int64 field: null when XDR_NONE. */
+static int jw_opt(buf_t *out, int64_t v)
+{
+    return v == XDR_NONE ? JW(out, "null") : jw_int(out, v);
+}
+
+/* Leading bytes of s that JSON takes as they are: 0x20..0x7f except '"' and '\\' (the
+ * plain class of buf_append_json_escaped). Eight bytes at a time: each term flags the bytes
+ * of one class in their high bit, exactly for the lowest flagged byte (borrows only spoil
+ * bytes above a true hit), so the lowest flag is the stop. */
+static size_t jw_plain_run(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+        uint64_t m =
+            (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | x) & highs;
+        if (m)
+            return i + (size_t)(__builtin_ctzll(m) >> 3);
+    }
+#endif
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
+/* A text field: null when absent, else a JSON string. The plain prefix is copied directly;
+ * buf_append_json_escaped takes over from the first byte that needs escaping (it only looks
+ * forward, so the bytes equal escaping the whole value). */
+static int jw_str(buf_t *out, codec_slice_t v)
+{
+    if (!v.ptr)
+        return JW(out, "null");
+    if (jw_room(out, v.len + 2) != 0)
+        return -1;
+    const uint8_t *s = (const uint8_t *)v.ptr;
+    size_t run = jw_plain_run(s, v.len);
+    uint8_t *d = out->data + out->len;
+    d[0] = '"';
+    memcpy(d + 1, s, run);
+    out->len += run + 1;
+    if (run < v.len && buf_append_json_escaped(out, s + run, v.len - run) != 0)
+        return -1;
+    return JW(out, "\"");
+}
+
+static xdr_lit_t jw_nf_value(codec_nf_t nf)
+{
+    static const xdr_lit_t names[CODEC_NF__COUNT] = {
+        [CODEC_NF_UNKNOWN] = XDR_LIT(",\"nf_type\":\"unknown\""),
+        [CODEC_NF_SCP] = XDR_LIT(",\"nf_type\":\"SCP\""),
+        [CODEC_NF_NRF] = XDR_LIT(",\"nf_type\":\"NRF\""),
+        [CODEC_NF_SEPP] = XDR_LIT(",\"nf_type\":\"SEPP\""),
+        [CODEC_NF_BSF] = XDR_LIT(",\"nf_type\":\"BSF\""),
+        [CODEC_NF_PCF] = XDR_LIT(",\"nf_type\":\"PCF\""),
+        [CODEC_NF_NON_NF] = XDR_LIT(",\"nf_type\":\"NON_NF\""),
+    };
+    return names[(unsigned)nf < CODEC_NF__COUNT ? nf : CODEC_NF_UNKNOWN];
+}
+
+static xdr_lit_t jw_completion_value(xdr_completion_t c)
+{
+    static const xdr_lit_t names[XDR_COMPLETION__COUNT + 1] = {
+        [XDR_COMPLETE] = XDR_LIT(",\"completion\":\"complete\",\"missing\":["),
+        [XDR_TIMEOUT] = XDR_LIT(",\"completion\":\"timeout\",\"missing\":["),
+        [XDR_EVICTED] = XDR_LIT(",\"completion\":\"evicted\",\"missing\":["),
+        [XDR_REVOKED] = XDR_LIT(",\"completion\":\"revoked\",\"missing\":["),
+        [XDR_COMPLETION__COUNT] = XDR_LIT(",\"completion\":\"unknown\",\"missing\":["),
+    };
+    return names[(unsigned)c < XDR_COMPLETION__COUNT ? c : XDR_COMPLETION__COUNT];
 }
 
 int xdr_encode_json(const xdr_t *x, buf_t *out)
 {
-    int rc = buf_append_u8(out, '{');
-    rc |= json_str(out, xdr_str_names[XDR_S_CORRELATION_ID], x->s[XDR_S_CORRELATION_ID]);
-    rc |= buf_printf(out, ",\"nf_type\":\"%s\"", codec_nf_name(x->nf));
+    size_t start = out->len;
+    /* One reservation for the whole record when no text field needs escaping. If out is too
+     * close to its ceiling for the worst case, the writes below still succeed as long as
+     * the actual bytes fit (the same limit as the printf encoder had). */
+    size_t need = XDR_JSON_FIXED_MAX;
+    for (int i = 0; i < XDR_S__COUNT; i++)
+        if (x->s[i].ptr)
+            need += x->s[i].len;
+    (void)buf_reserve(out, need);
+
+    int rc = JW(out, "{\"correlation_id\":");
+    rc |= jw_str(out, x->s[XDR_S_CORRELATION_ID]);
+    rc |= jw_lit(out, jw_nf_value(x->nf));
     for (int i = XDR_S_NF_INSTANCE; i < XDR_S__COUNT; i++) {
-        rc |= buf_append_u8(out, ',');
-        rc |= json_str(out, xdr_str_names[i], x->s[i]);
+        rc |= jw_lit(out, xdr_json_keys[i]);
+        rc |= jw_str(out, x->s[i]);
     }
-    rc |= buf_append_u8(out, ',');
-    rc |= json_i64(out, "status_code", x->status_code ? x->status_code : XDR_NONE);
-    rc |= buf_append_str(out, ",\"timestamps_us\":{");
+    rc |= JW(out, ",\"status_code\":");
+    rc |= jw_opt(out, x->status_code ? x->status_code : XDR_NONE);
     for (int t = CODEC_TRIGGER_RX_REQUEST; t < CODEC_TRIGGER__COUNT; t++) {
-        if (t > CODEC_TRIGGER_RX_REQUEST)
-            rc |= buf_append_u8(out, ',');
-        rc |= json_i64(out, codec_trigger_name((codec_trigger_t)t), x->ts_us[t]);
+        rc |= jw_lit(out, xdr_json_ts_keys[t]);
+        rc |= jw_opt(out, x->ts_us[t]);
     }
-    rc |= buf_append_str(out, "},\"latency_us\":{");
-    rc |= json_i64(out, "rx", x->latency_rx_us);
-    rc |= buf_append_u8(out, ',');
-    rc |= json_i64(out, "tx", x->latency_tx_us);
-    rc |= buf_append_str(out, "},");
-    rc |= json_i64(out, "request_bytes", x->request_bytes);
-    rc |= buf_append_u8(out, ',');
-    rc |= json_i64(out, "response_bytes", x->response_bytes);
-    rc |=
-        buf_printf(out, ",\"completion\":\"%s\",\"missing\":[", xdr_completion_name(x->completion));
+    rc |= JW(out, "},\"latency_us\":{\"rx\":");
+    rc |= jw_opt(out, x->latency_rx_us);
+    rc |= JW(out, ",\"tx\":");
+    rc |= jw_opt(out, x->latency_tx_us);
+    rc |= JW(out, "},\"request_bytes\":");
+    rc |= jw_opt(out, x->request_bytes);
+    rc |= JW(out, ",\"response_bytes\":");
+    rc |= jw_opt(out, x->response_bytes);
+    rc |= jw_lit(out, jw_completion_value(x->completion));
     bool first = true;
     for (int t = CODEC_TRIGGER_RX_REQUEST; t < CODEC_TRIGGER__COUNT; t++) {
         if (!(x->missing & (1u << t)))
             continue;
-        rc |= buf_printf(out, "%s\"%s\"", first ? "" : ",", codec_trigger_name((codec_trigger_t)t));
+        xdr_lit_t m = xdr_json_missing[t];
+        rc |= jw_put(out, m.s + first, m.n - first); /* no comma before the first */
         first = false;
     }
-    rc |= buf_printf(out,
-                     "],\"duplicates\":%" PRIu32 ",\"truncated\":%s,\"partition\":%" PRId32
-                     ",\"first_offset\":%" PRId64 "}",
-                     x->duplicates, (x->flags & XDR_FLAG_TRUNCATED) ? "true" : "false",
-                     x->partition, x->first_offset);
-    return rc ? -1 : 0;
+    rc |= JW(out, "],\"duplicates\":");
+    rc |= jw_int(out, x->duplicates);
+    rc |= (x->flags & XDR_FLAG_TRUNCATED) ? JW(out, ",\"truncated\":true,\"partition\":")
+                                          : JW(out, ",\"truncated\":false,\"partition\":");
+    rc |= jw_int(out, x->partition);
+    rc |= JW(out, ",\"first_offset\":");
+    rc |= jw_int(out, x->first_offset);
+    rc |= JW(out, "}");
+    if (rc) {
+        out->len = start;
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- binary ---- */

@@ -81,6 +81,11 @@ typedef struct xdr_subscriber_opts {
 #define XDR_BIN_MAGIC 0x58445231u
 #define XDR_BIN_VERSION 1
 
+/* Upper bound of the JSON form without the text fields' contents (member names, punctuation,
+ * every number at its longest). A record needs at most this plus the escaped text (at most
+ * 6 bytes per input byte; exactly the input length when nothing needs escaping). */
+#define XDR_JSON_FIXED_MAX 1024
+
 /* ---- functions ---- */
 
 const char *xdr_completion_name(xdr_completion_t c);
@@ -101,8 +106,8 @@ void xdr_find_subscriber_path(const char *path, size_t len, codec_slice_t *supi,
 void xdr_find_subscriber_body(const char *body, size_t len, size_t scan_max, codec_slice_t *supi,
                               codec_slice_t *gpsi);
 
-/* Appends the xDR as one JSON object (no newline). 0, or -1 when out is full (out then holds
- * a partial object: reset it). */
+/* Appends the xDR as one JSON object (no newline). 0, or -1 when the object does not fit
+ * under out's ceiling (out is then left as it was). */
 int xdr_encode_json(const xdr_t *x, buf_t *out);
 /* Appends the binary layout (docs/xdr.md). 0 or -1 as above. */
 int xdr_encode_binary(const xdr_t *x, buf_t *out);

@@ -4,10 +4,13 @@
 # ~3,400 bytes to ndd-sink, beside h2load against the same sink (the client-side limit).
 #
 #   bench/adapter/run.sh [--build DIR] [--bootstrap HOST:PORT] [--count N] [--transports LIST]
-#                        [--feeds F]
+#                        [--feeds F] [--delivery '"max_in_flight":128,"batch_max":16']
 #
 # --feeds F runs F identical feeds (F consumer groups on the same topic, one sink) in one
-# process: delivered = F x N, and the peak RSS shows the per-feed memory.
+# process: delivered = F x N, and the peak RSS shows the per-feed memory. --delivery gives the
+# feeds' "delivery" members (default "max_in_flight":128). wall_s is from the adapter's start
+# (the backlog is produced before it) to the last acknowledgement: delivered / wall_s is the
+# backlog drain rate.
 # Needs a Release build (cmake -DCMAKE_BUILD_TYPE=Release) with ndd-adapter, ndd-sink and
 # ndd-nf-sim, a broker (deploy/local/stack.sh start), h2load and openssl. Ports 27800-27899.
 # Prints one JSON line per transport and a summary table.
@@ -19,6 +22,7 @@ BOOT=${NDD_KAFKA:-127.0.0.1:9092}
 COUNT=200000
 TRANSPORTS="h2c,h2tls,tcp"
 FEEDS=1
+DELIVERY='"max_in_flight":128'
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -26,6 +30,7 @@ while [[ $# -gt 0 ]]; do
     --count) COUNT=$2; shift 2 ;;
     --transports) TRANSPORTS=$2; shift 2 ;;
     --feeds) FEEDS=$2; shift 2 ;;
+    --delivery) DELIVERY=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -77,7 +82,7 @@ for t in "${TLIST[@]}"; do
     esac
     items=""
     for ((i = 0; i < FEEDS; i++)); do
-        items+="${items:+,}{\"name\":\"bench-$t-$i\",\"source_topic\":\"${prefix}SCP\",\"transport\":\"$tr\",\"encoding\":\"$enc\",\"endpoints\":[{\"url\":\"$url\"}],\"delivery\":{\"max_in_flight\":128}$tls}"
+        items+="${items:+,}{\"name\":\"bench-$t-$i\",\"source_topic\":\"${prefix}SCP\",\"transport\":\"$tr\",\"encoding\":\"$enc\",\"endpoints\":[{\"url\":\"$url\"}],\"delivery\":{$DELIVERY}$tls}"
     done
     echo "{\"feeds\":[$items]}" >"$WORK/feeds-$t.json"
     want=$((COUNT * FEEDS))
@@ -111,7 +116,7 @@ for t in "${TLIST[@]}"; do
     esac
     /usr/bin/time -f "%U %S" -o "$WORK/h2load-$t.time" \
         h2load -n "$COUNT" -c 1 -m 128 -d "$WORK/body.json" "$u" >"$WORK/h2load-$t.out" 2>&1 || true
-    rps=$(awk '/^finished in/ {print $(NF-1)}' "$WORK/h2load-$t.out" | tr -d ',')
+    rps=$(awk '/^finished in/ {print $4}' "$WORK/h2load-$t.out" | tr -d ',')
     hcpu=$(awk '{print $1 + $2}' "$WORK/h2load-$t.time")
     echo "{\"client\":\"h2load\",\"transport\":\"$t\",\"req_per_s\":\"$rps\",\"cpu_s\":$hcpu,\"req_per_cpu_s\":$(awk -v n="$COUNT" -v c="$hcpu" 'BEGIN {printf "%.0f", (c > 0 ? n / c : 0)}')}"
 done

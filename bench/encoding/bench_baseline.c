@@ -311,7 +311,7 @@ static int jv_value(jv_t *v)
     }
 }
 
-static int base_json_valid(const uint8_t *p, size_t n)
+int base_json_valid(const uint8_t *p, size_t n)
 {
     if (!p || n == 0)
         return 0;

@@ -6,6 +6,7 @@
 #include "codec-t.h"
 #include "frame.h"
 
+int base_json_valid(const uint8_t *p, size_t n);
 int base_json_envelope(buf_t *out, const codec_msg_t *m);
 int base_data_begin(frame_builder_t *b, buf_t *out, uint64_t id, uint16_t flags,
                     uint32_t max_payload);

@@ -8,8 +8,9 @@
  * pre-optimisation ones (bench_baseline.c), each for about S CPU-seconds (default 1, at most
  * 30). Before timing, every output of the two is compared byte for byte: any difference is a
  * failure (exit 1), so a speed-up can never come from a changed wire format.
- * Rows: "json-embedded" = the copies whose body is embedded as JSON (content-type JSON),
- * "json-all" / "frame-all" = every copy (non-JSON content types go base64 in JSON). */
+ * Rows: "body-check" = encoding_json_valid alone on the body, "json-embedded" = the copies whose
+ * body is embedded as JSON (content-type JSON), "json-all" / "frame-all" = every copy (non-JSON
+ * content types go base64 in JSON). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,19 @@ static int json_now(buf_t *out, const codec_msg_t *m)
     return encoding_json_envelope(out, m);
 }
 
+/* The body check alone (what decides "embed as JSON"); the result must be "valid". */
+static int valid_base(buf_t *out, const codec_msg_t *m)
+{
+    (void)out;
+    return base_json_valid((const uint8_t *)m->body.ptr, m->body.len) ? 0 : -1;
+}
+
+static int valid_now(buf_t *out, const codec_msg_t *m)
+{
+    (void)out;
+    return encoding_json_valid((const uint8_t *)m->body.ptr, m->body.len) ? 0 : -1;
+}
+
 static int frame_base(buf_t *out, const codec_msg_t *m)
 {
     frame_builder_t fb;
@@ -163,6 +177,36 @@ static int same_output(bench_fn a, bench_fn b, buf_t *x, buf_t *y, const bench_c
         fprintf(stderr, "%s output differs from the baseline for %s (%zu vs %zu bytes)\n", what,
                 c->v.name, x->len, y->len);
         return 0;
+    }
+    return 1;
+}
+
+/* Same refusals too: with the output limit at many points below and around the message's
+ * size, both encoders must succeed or fail alike and leave the same bytes. */
+static int same_when_bounded(bench_fn a, bench_fn b, size_t full, const bench_copy_t *c,
+                             const char *what)
+{
+    size_t step = full / 64 ? full / 64 : 1;
+    size_t limits[80], nl = 0;
+    for (size_t max = 0; max < full && nl < 76; max += step)
+        limits[nl++] = max;
+    limits[nl++] = full > 0 ? full - 1 : 0;
+    limits[nl++] = full;
+    limits[nl++] = full + 1;
+    for (size_t k = 0; k < nl; k++) {
+        size_t max = limits[k];
+        buf_t x, y;
+        if (buf_init(&x, 0, max) != 0 || buf_init(&y, 0, max) != 0)
+            return 0;
+        int ra = a(&x, &c->m), rb = b(&y, &c->m);
+        int same = ra == rb && x.len == y.len && (x.len == 0 || memcmp(x.data, y.data, x.len) == 0);
+        buf_free(&x);
+        buf_free(&y);
+        if (!same) {
+            fprintf(stderr, "%s differs from the baseline for %s with the output limit at %zu\n",
+                    what, c->v.name, max);
+            return 0;
+        }
     }
     return 1;
 }
@@ -236,6 +280,12 @@ int main(int argc, char **argv)
         ok &= same_output(json_now, json_base, &x, &y, &c[i], "json");
         ok &= same_output(frame_now, frame_base, &x, &y, &c[i], "frame");
         buf_reset(&x);
+        json_base(&x, &c[i].m);
+        ok &= same_when_bounded(json_now, json_base, x.len, &c[i], "json");
+        buf_reset(&x);
+        frame_base(&x, &c[i].m);
+        ok &= same_when_bounded(frame_now, frame_base, x.len, &c[i], "frame");
+        buf_reset(&x);
         json_now(&x, &c[i].m);
         c[i].embeds = memmem(x.data, x.len, "\"body_encoding\"", 15) == NULL;
         embeds += (size_t)c[i].embeds;
@@ -244,7 +294,7 @@ int main(int argc, char **argv)
     if (!ok)
         return 1;
     printf("ndd-bench-encoding: %zu valid vectors, body %zu bytes, %zu embed it as JSON; "
-           "outputs identical to the baseline\n",
+           "outputs and refusals identical to the baseline\n",
            n, blen, embeds);
     printf("%-14s %14s %14s %9s %11s\n", "set", "before enc/s", "after enc/s", "speed-up",
            "bytes/enc");
@@ -253,6 +303,7 @@ int main(int argc, char **argv)
         bench_fn before, after;
         int only_embedded;
     } rows[] = {
+        {"body-check", valid_base, valid_now, 1},
         {"json-embedded", json_base, json_now, 1},
         {"json-all", json_base, json_now, 0},
         {"frame-all", frame_base, frame_now, 0},

@@ -37,6 +37,16 @@ int corr_env_init(corr_env_t *e, const char *tag, int parts)
     return 0;
 }
 
+int corr_env_control(corr_env_t *e)
+{
+    snprintf(e->config, sizeof(e->config), "%.80s.config", e->main);
+    snprintf(e->events, sizeof(e->events), "%.80s.events", e->main);
+    static const char *const compacted[] = {"cleanup.policy=compact"};
+    if (ktu_create_topic_cfg(e->config, 1, compacted, 1) || ktu_create_topic(e->events, 1))
+        return -1;
+    return 0;
+}
+
 void corr_env_cleanup(corr_env_t *e)
 {
     if (e->pid > 0) {
@@ -46,6 +56,10 @@ void corr_env_cleanup(corr_env_t *e)
     ktu_delete_topic(e->main);
     ktu_delete_topic(e->xdr);
     ktu_delete_topic(e->dlq);
+    if (e->config[0])
+        ktu_delete_topic(e->config);
+    if (e->events[0])
+        ktu_delete_topic(e->events);
     if (getenv("NDD_TEST_KEEP_LOGS")) {
         fprintf(stderr, "corr_testutil: logs kept in %s\n", e->dir);
         return;
@@ -67,7 +81,8 @@ void corr_env_cleanup(corr_env_t *e)
 
 pid_t corr_start(corr_env_t *e, const char *const *extra)
 {
-    static char bin[512], brokers[256], mainf[160], xdr[160], dlq[160], group[160], pf[400];
+    static char bin[512], brokers[256], mainf[160], xdr[160], dlq[160], group[160], pf[400],
+        cfgt[160], evt[160];
     static char *argv[64];
     snprintf(bin, sizeof(bin), "%s/correlation/ndd-correlation", NDD_BINARY_DIR);
     snprintf(brokers, sizeof(brokers), "--bootstrap=%s", ktu_brokers());
@@ -87,6 +102,10 @@ pid_t corr_start(corr_env_t *e, const char *const *extra)
     argv[n++] = "--create-topics=false";
     argv[n++] = "--http-port=0";
     argv[n++] = pf;
+    snprintf(cfgt, sizeof(cfgt), "--config-topic=%s", e->config);
+    snprintf(evt, sizeof(evt), "--events-topic=%s", e->events);
+    argv[n++] = cfgt;
+    argv[n++] = evt;
     /* A daemon killed with -9 leaves the group after the session timeout: keep it short. */
     argv[n++] = "--kafka.consumer.session.timeout.ms=6000";
     argv[n++] = "--kafka.consumer.heartbeat.interval.ms=500";

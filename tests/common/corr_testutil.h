@@ -22,6 +22,9 @@ extern const int64_t ctu_ts_offset[CODEC_TRIGGER__COUNT];
 
 typedef struct corr_env {
     char main[96], xdr[96], dlq[96], group[96];
+    /* Control path topics; "" (the default): --config-topic= / --events-topic= (off), so a
+     * test never follows the shared ndd.config. Set with corr_env_control. */
+    char config[112], events[112];
     char dir[256];
     char log_path[320], port_file[320];
     pid_t pid;
@@ -30,6 +33,9 @@ typedef struct corr_env {
 /* Unique MAIN / XDR (parts partitions each) and dead-letter (1) topics and group, a temp dir.
  * 0 or -1. */
 int corr_env_init(corr_env_t *e, const char *tag, int parts);
+/* Unique configuration and events topics (1 partition each; the config one compacted) for
+ * the daemon started next. 0 or -1. */
+int corr_env_control(corr_env_t *e);
 /* Kills the daemon if still running (SIGKILL), deletes the topics and the temp dir. */
 void corr_env_cleanup(corr_env_t *e);
 /* Starts ndd-correlation on e's topics (short session timeout, HTTP on an ephemeral port

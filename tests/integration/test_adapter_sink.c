@@ -29,6 +29,23 @@ static json_t *sink_summary(int mport)
     return j;
 }
 
+/* The value of the adapter's metric line `name{feed="feed"}`, or -1 when absent. */
+static double adapter_metric(int aport, const char *name, const char *feed)
+{
+    char cmd[200], want[400], line[1024];
+    snprintf(cmd, sizeof cmd, "curl -s --max-time 5 http://127.0.0.1:%d/metrics", aport);
+    snprintf(want, sizeof want, "%s{feed=\"%s\"} ", name, feed);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    double v = -1;
+    while (fgets(line, sizeof line, p))
+        if (!strncmp(line, want, strlen(want)))
+            v = strtod(line + strlen(want), NULL);
+    pclose(p);
+    return v;
+}
+
 static void sink_case(const char *transport, const char *encoding, const char *scheme,
                       const char *delivery, size_t n)
 {
@@ -79,6 +96,10 @@ static void sink_case(const char *transport, const char *encoding, const char *s
     }
     assert_int_equal(json_integer_value(json_object_get(sum, "unique")), (json_int_t)n);
     assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
+    /* The feed holds the topic's three partitions (one process in the group). */
+    double parts = adapter_metric(am, "ndd_adapter_assigned_partitions", feed);
+    if (parts != 3)
+        fail_msg("ndd_adapter_assigned_partitions{feed=\"%s\"} = %g, want 3", feed, parts);
     fprintf(stderr, "%s/%s %s: %zu distinct, %lld duplicates, %lld requests\n", transport, encoding,
             delivery, n, (long long)json_integer_value(json_object_get(sum, "duplicates")),
             (long long)json_integer_value(json_object_get(sum, "requests")));
@@ -99,6 +120,21 @@ static void test_tcp_frames_to_ndd_sink_acked_every_seq(void **state)
     sink_case("tcp", "frame", "tcp", "{\"max_in_flight\":64}", 5000);
 }
 
+/* Several copies per request: a JSON array of envelopes, which ndd-sink unpacks. */
+static void test_batched_h2c_json_arrays_to_ndd_sink_every_seq(void **state)
+{
+    sink_case("http2", "json", "http", "{\"max_in_flight\":32,\"batch_max\":16}", 5000);
+}
+
+/* A 1 MiB budget (64 KiB of prefetch per partition): 17 MB of backlog still drains within the
+ * test's 60 s, i.e. the refetch after each emptied prefetch queue does not wait for
+ * librdkafka's 1 s re-check (at 64 KiB per partition per second that would take over a
+ * minute). */
+static void test_tiny_memory_budget_still_drains_backlog(void **state)
+{
+    sink_case("http2", "json", "http", "{\"max_in_flight\":64,\"memory_mb\":1}", 5000);
+}
+
 static void test_batched_frames_to_ndd_sink_every_seq(void **state)
 {
     sink_case("tcp", "frame", "tcp", "{\"max_in_flight\":16,\"batch_max\":50,\"batch_ms\":5}",
@@ -114,6 +150,8 @@ int main(void)
         cmocka_unit_test(test_h2c_json_to_ndd_sink_every_seq_once),
         cmocka_unit_test(test_tcp_frames_to_ndd_sink_acked_every_seq),
         cmocka_unit_test(test_batched_frames_to_ndd_sink_every_seq),
+        cmocka_unit_test(test_batched_h2c_json_arrays_to_ndd_sink_every_seq),
+        cmocka_unit_test(test_tiny_memory_budget_still_drains_backlog),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "adapter_testutil.h"
+#include "feed.h"
 #include "feed_config.h"
 #include "feeds.h"
 #include "log.h"
@@ -99,6 +100,61 @@ static void test_full_feed_with_secret_header_from_file(void **state)
     unlink(path);
 }
 
+static void test_memory_mb_is_optional_and_bounded(void **state)
+{
+    char err[256];
+    feed_config_t *c =
+        parse("{\"name\":\"m\",\"endpoints\":[{\"url\":\"http://h/\"}]}", err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->delivery.memory_mb, 0); /* 0: the process's --feed-memory-mb */
+    feed_config_free(c);
+    c = parse("{\"name\":\"m\",\"endpoints\":[{\"url\":\"http://h/\"}],"
+              "\"delivery\":{\"memory_mb\":32}}",
+              err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->delivery.memory_mb, 32);
+    feed_config_free(c);
+    expect_error("{\"name\":\"m\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
+                 "{\"memory_mb\":70000}}",
+                 "feeds[0].delivery.memory_mb");
+    expect_error("{\"name\":\"m\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
+                 "{\"memory_mb\":\"big\"}}",
+                 "feeds[0].delivery.memory_mb");
+}
+
+/* The parts of the budget must stay within it (for three partitions) and must satisfy
+ * librdkafka's own checks, or the consumer would not even start. */
+static void test_memory_plan_fits_the_budget_and_librdkafka_rules(void **state)
+{
+    static const unsigned mbs[] = {1, 2, 6, 8, 16, 64, 1024, 65536};
+    for (size_t i = 0; i < sizeof mbs / sizeof *mbs; i++) {
+        feed_memory_plan_t p;
+        feed_memory_plan(mbs[i], &p);
+        uint64_t b = (uint64_t)mbs[i] << 20;
+        /* librdkafka: fetch.max.bytes >= message.max.bytes (1,000,000), receive >= fetch+512 */
+        assert_true(p.fetch_max_bytes >= 1000000);
+        assert_true(p.receive_max_bytes >= (uint64_t)p.fetch_max_bytes + 512);
+        assert_true(p.partition_fetch_bytes <= p.fetch_max_bytes);
+        assert_true(p.queued_max_kbytes >= 1);
+        assert_true(p.queued_min_messages >= 1);
+        assert_true(p.held_bytes_max > 0 && p.held_bytes_max <= b / 2);
+        if (mbs[i] >= 16) { /* above the floors, the parts add up to at most the budget */
+            uint64_t sum = p.held_bytes_max + p.fetch_max_bytes +
+                           3 * (uint64_t)p.queued_max_kbytes * 1024 +
+                           (uint64_t)p.dlq_buffer_kbytes * 1024 + p.idle_buffer_bytes;
+            if (sum > b)
+                fail_msg("budget %u MiB: parts add up to %llu bytes", mbs[i],
+                         (unsigned long long)sum);
+        }
+    }
+    feed_memory_plan_t a, d;
+    feed_memory_plan(0, &d);
+    feed_memory_plan(6, &a);
+    assert_memory_equal(&a, &d, sizeof a); /* 0 means the documented default, 6 MiB */
+    feed_memory_plan(64, &a);
+    assert_true(a.queued_max_kbytes > d.queued_max_kbytes); /* a bigger budget prefetches more */
+}
+
 static void test_invalid_feeds_are_refused_with_json_path(void **state)
 {
     expect_error("{\"endpoints\":[{\"url\":\"http://h/\"}]}", "feeds[0].name: required");
@@ -173,6 +229,8 @@ int main(void)
         cmocka_unit_test(test_minimal_feed_gets_documented_defaults),
         cmocka_unit_test(test_full_feed_with_secret_header_from_file),
         cmocka_unit_test(test_invalid_feeds_are_refused_with_json_path),
+        cmocka_unit_test(test_memory_mb_is_optional_and_bounded),
+        cmocka_unit_test(test_memory_plan_fits_the_budget_and_librdkafka_rules),
         cmocka_unit_test(test_feeds_document_is_validated_before_anything_changes),
         cmocka_unit_test(test_equal_json_means_unchanged_feed),
     };

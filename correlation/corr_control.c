@@ -1,0 +1,476 @@
+/* ndd-correlation's control path: see corr_control.h and docs/correlation.md. */
+#include "corr_control.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "config_topic.h"
+#include "events.h"
+#include "log.h"
+
+/* config_topic_poll and events_tick are cheap, but the worker loop turns thousands of times a
+ * second under load: a few milliseconds between control steps cost nothing in reaction time. */
+#define CORR_CONTROL_PERIOD_MS 5
+#define CORR_CONTROL_ALARM_CHECK_MS 1000
+
+struct corr_control {
+    char main_topic[256], xdr_topic[256], name[128], instance[128], alarm_resource[384],
+        res_name[200];
+    int64_t produce_alarm_ms;
+    config_topic_t *ft;
+    events_t *ev;
+    corr_worker_t *w;
+    corr_settings_t started; /* what the attached worker was built with */
+    char *applied;           /* compact JSON of the live part last applied (change detection) */
+    bool dirty;              /* a correlation record changed since the last resolve */
+    int64_t next_step_ms;
+
+    int64_t next_check_ms; /* produce alarm watch */
+    uint64_t last_acked, last_failures;
+    int64_t last_progress_ms;
+    bool was_inflight;
+
+    corr_stats_t last_st; /* the counters of the last heartbeat */
+    correlate_stats_t last_est;
+    int64_t last_timeout_ms;
+};
+
+static int64_t corr_control_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- ndd.config: which record, what it says ---- */
+
+typedef struct corr_find {
+    const corr_control_t *c;
+    json_t *record;
+} corr_find_t;
+
+static int corr_find_cb(void *arg, const char *kind, const char *id, json_t *record)
+{
+    (void)id;
+    corr_find_t *f = arg;
+    if (strcmp(kind, "correlation") != 0)
+        return 0;
+    json_t *spec = json_object_get(record, "spec");
+    const char *name = json_string_value(json_object_get(record, "name"));
+    if (!name)
+        name = json_string_value(json_object_get(spec, "name"));
+    if (f->c->name[0]) {
+        if (name && strcmp(name, f->c->name) == 0)
+            f->record = record; /* the last in topic order wins (a rename freed the name) */
+        return 0;
+    }
+    const char *src = json_string_value(json_object_get(spec, "source_topic"));
+    if (!src || strcmp(src, f->c->main_topic) == 0) {
+        f->record = record;
+        return 1; /* the first match */
+    }
+    return 0;
+}
+
+/* Reads the record's spec into out. -1 with the reason when a field has the wrong type or is
+ * out of the admin's bounds (a record the admin would not have written). */
+static int corr_parse_spec(json_t *record, corr_settings_t *out, char *why, size_t whylen)
+{
+    memset(out, 0, sizeof(*out));
+    out->enabled = true;
+    out->extract_subscriber = true;
+    if (!record)
+        return 0;
+    json_t *spec = json_object_get(record, "spec");
+    const char *name = json_string_value(json_object_get(record, "name"));
+    if (!name)
+        name = json_string_value(json_object_get(spec, "name"));
+    snprintf(out->name, sizeof(out->name), "%s", name ? name : "?");
+    json_t *v;
+    if ((v = json_object_get(spec, "enabled"))) {
+        if (!json_is_boolean(v))
+            return snprintf(why, whylen, "enabled is not a boolean"), -1;
+        out->enabled = json_is_true(v);
+        out->enabled_set = true;
+    }
+    if ((v = json_object_get(spec, "extract_subscriber"))) {
+        if (!json_is_boolean(v))
+            return snprintf(why, whylen, "extract_subscriber is not a boolean"), -1;
+        out->extract_subscriber = json_is_true(v);
+        out->extract_set = true;
+    }
+    if ((v = json_object_get(spec, "timeout_ms"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > CORR_TIMEOUT_CEILING_US / 1000)
+            return snprintf(why, whylen, "timeout_ms is not an integer 1..%lld",
+                            (long long)(CORR_TIMEOUT_CEILING_US / 1000)),
+                   -1;
+        out->timeout_ms = json_integer_value(v);
+        out->timeout_set = true;
+    }
+    if ((v = json_object_get(spec, "max_open_per_partition"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000000)
+            return snprintf(why, whylen, "max_open_per_partition is not an integer 1..100000000"),
+                   -1;
+        out->max_open = json_integer_value(v);
+        out->max_open_set = true;
+    }
+    const char *s;
+    if ((v = json_object_get(spec, "source_topic"))) {
+        if (!(s = json_string_value(v)) || !*s || strlen(s) >= sizeof(out->source_topic))
+            return snprintf(why, whylen, "source_topic is not a topic name"), -1;
+        snprintf(out->source_topic, sizeof(out->source_topic), "%s", s);
+        out->source_topic_set = true;
+    }
+    if ((v = json_object_get(spec, "xdr_topic"))) {
+        if (!(s = json_string_value(v)) || !*s || strlen(s) >= sizeof(out->xdr_topic))
+            return snprintf(why, whylen, "xdr_topic is not a topic name"), -1;
+        snprintf(out->xdr_topic, sizeof(out->xdr_topic), "%s", s);
+        out->xdr_topic_set = true;
+    }
+    return 0;
+}
+
+static json_t *corr_find(const corr_control_t *c)
+{
+    corr_find_t f = {.c = c};
+    if (c->ft)
+        config_topic_foreach(c->ft, corr_find_cb, &f);
+    return f.record;
+}
+
+void corr_control_settings(corr_control_t *c, corr_settings_t *out)
+{
+    char why[256];
+    json_t *rec = corr_find(c);
+    if (corr_parse_spec(rec, out, why, sizeof(why)) != 0) {
+        log_error("correlation: record \"%s\" refused: %s; command-line settings used", out->name,
+                  why);
+        if (c->ev)
+            events_alarm_raise(c->ev, CORR_ALARM_REJECTED, c->res_name, EVENTS_MAJOR, why);
+        corr_parse_spec(NULL, out, why, sizeof(why));
+    }
+}
+
+/* Applies what can change live to the attached worker and reports what cannot. */
+static void corr_control_resolve(corr_control_t *c)
+{
+    c->dirty = false;
+    if (!c->w)
+        return;
+    char why[256];
+    corr_settings_t s;
+    json_t *rec = corr_find(c);
+    if (corr_parse_spec(rec, &s, why, sizeof(why)) != 0) {
+        log_error("correlation: record \"%s\" refused: %s; running settings kept", s.name, why);
+        if (c->ev)
+            events_alarm_raise(c->ev, CORR_ALARM_REJECTED, c->res_name, EVENTS_MAJOR, why);
+        return;
+    }
+    if (c->ev)
+        events_alarm_clear(c->ev, CORR_ALARM_REJECTED, c->res_name);
+    /* Live: without a record (or without the field) the start value comes back. */
+    int64_t want_us = s.timeout_set ? s.timeout_ms * 1000 : c->started.timeout_ms * 1000;
+    int64_t old_us = corr_worker_timeout_us(c->w);
+    if (want_us != old_us) {
+        int64_t now_us = corr_worker_set_timeout_us(c->w, want_us);
+        log_info("correlation: timeout %" PRId64 " ms -> %" PRId64 " ms (record \"%s\")",
+                 old_us / 1000, now_us / 1000, rec ? s.name : "none: start value");
+    }
+    bool extract = s.extract_set ? s.extract_subscriber : c->started.extract_subscriber;
+    char live[64];
+    snprintf(live, sizeof(live), "%d", extract);
+    if (!c->applied || strcmp(c->applied, live) != 0) {
+        if (c->applied)
+            log_info("correlation: subscriber extraction %s (record \"%s\")",
+                     extract ? "on" : "off", rec ? s.name : "none: start value");
+        if (extract && !c->started.extract_subscriber)
+            log_warn("correlation: subscriber extraction asked for but the engine was started "
+                     "without it (--subscriber-from-path/--subscriber-from-body): restart needed");
+        corr_worker_set_subscriber(c->w, extract);
+        free(c->applied);
+        c->applied = strdup(live);
+    }
+    /* Restart-only: compared with what the worker runs. */
+    char diff[512] = "";
+    size_t n = 0;
+#define CORR_DIFF(cond, fmt, ...)                                                                  \
+    do {                                                                                           \
+        if ((cond) && n < sizeof(diff))                                                            \
+            n += (size_t)snprintf(diff + n, sizeof(diff) - n, fmt, __VA_ARGS__);                   \
+    } while (0)
+    CORR_DIFF(s.enabled_set && s.enabled != c->started.enabled, "enabled=%s ",
+              s.enabled ? "true" : "false");
+    CORR_DIFF(s.source_topic_set && strcmp(s.source_topic, c->started.source_topic) != 0,
+              "source_topic=%s ", s.source_topic);
+    CORR_DIFF(s.xdr_topic_set && strcmp(s.xdr_topic, c->started.xdr_topic) != 0, "xdr_topic=%s ",
+              s.xdr_topic);
+    CORR_DIFF(s.max_open_set && s.max_open != c->started.max_open,
+              "max_open_per_partition=%" PRId64 " ", s.max_open);
+#undef CORR_DIFF
+    if (!c->ev)
+        return;
+    if (diff[0]) {
+        char text[700];
+        snprintf(text, sizeof(text), "record \"%s\" changed %s(applied at the next start)", s.name,
+                 diff);
+        if (!events_alarm_active(c->ev, CORR_ALARM_RESTART, c->res_name))
+            log_warn("correlation: %s", text);
+        events_alarm_raise(c->ev, CORR_ALARM_RESTART, c->res_name, EVENTS_WARNING, text);
+    } else {
+        events_alarm_clear(c->ev, CORR_ALARM_RESTART, c->res_name);
+    }
+}
+
+static void corr_on_upsert(void *owner, const char *kind, const char *id, json_t *record,
+                           json_t *previous)
+{
+    (void)kind, (void)id, (void)record, (void)previous;
+    ((corr_control_t *)owner)->dirty = true;
+}
+
+static void corr_on_delete(void *owner, const char *kind, const char *id, json_t *previous)
+{
+    (void)kind, (void)id, (void)previous;
+    ((corr_control_t *)owner)->dirty = true;
+}
+
+/* ---- ndd.events ---- */
+
+/* Heartbeats carry every counter at all times: before the worker exists they are zero,
+ * after it is gone the last values stay, so the admin never sees a counter go backwards. */
+static void corr_collect(void *owner, json_t *counters, json_t *feeds)
+{
+    (void)feeds;
+    corr_control_t *c = owner;
+    if (c->w) {
+        c->last_st = corr_worker_stats(c->w);
+        c->last_est = corr_worker_engine_stats(c->w);
+        c->last_timeout_ms = corr_worker_timeout_us(c->w) / 1000;
+    }
+    const corr_stats_t *s = &c->last_st;
+    const correlate_stats_t *e = &c->last_est;
+#define CORR_SET(k, v) json_object_set_new(counters, k, json_integer((json_int_t)(v)))
+    CORR_SET("consumed_total", s->consumed);
+    CORR_SET("correlated_total", s->correlated);
+    CORR_SET("xdrs_total", s->xdrs);
+    CORR_SET("delivered_total", s->xdrs_acked);
+    CORR_SET("dead_lettered_total", s->dead_lettered);
+    CORR_SET("produce_failures_total", s->produce_failures);
+    CORR_SET("pauses_total", s->pauses);
+    CORR_SET("unacknowledged", s->unacked);
+    CORR_SET("uncommitted", s->uncommitted);
+    CORR_SET("open_transactions", e->open);
+    CORR_SET("complete_total", e->emitted[XDR_COMPLETE]);
+    CORR_SET("timeout_total", e->emitted[XDR_TIMEOUT]);
+    CORR_SET("evicted_total", e->emitted[XDR_EVICTED]);
+    CORR_SET("revoked_total", e->emitted[XDR_REVOKED]);
+    CORR_SET("duplicates_total", e->duplicates);
+    CORR_SET("handed_over_total", e->handed_over);
+    CORR_SET("timeout_ms", c->last_timeout_ms);
+#undef CORR_SET
+}
+
+/* "xDR produce failing": records handed to Kafka but no acknowledgement for
+ * produce_alarm_ms (broker away, XDR topic unwritable; message.timeout.ms is infinite, so
+ * they are retried, not lost). Cleared once acknowledgements flow again. A refusal is fatal
+ * for the worker: corr_control_report_fatal raises it as critical. */
+static void corr_alarm_check(corr_control_t *c, int64_t now)
+{
+    if (!c->w || !c->ev || now < c->next_check_ms)
+        return;
+    c->next_check_ms = now + CORR_CONTROL_ALARM_CHECK_MS;
+    corr_stats_t s = corr_worker_stats(c->w);
+    uint64_t acked = s.xdrs_acked + s.dead_lettered;
+    if (acked != c->last_acked || !c->was_inflight)
+        c->last_progress_ms = now;
+    c->last_acked = acked;
+    c->was_inflight = s.unacked > 0;
+    bool stalled = s.unacked > 0 && now - c->last_progress_ms >= c->produce_alarm_ms;
+    if (stalled) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "%" PRIu64 " records unacknowledged for %" PRId64 " s (producing xDRs to %s)",
+                 s.unacked, (now - c->last_progress_ms) / 1000, c->xdr_topic);
+        if (!events_alarm_active(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource))
+            log_warn("correlation: alarm %s raised: %s", CORR_ALARM_PRODUCE, text);
+        events_alarm_raise(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource, EVENTS_MAJOR, text);
+    } else {
+        if (events_alarm_active(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource))
+            log_info("correlation: alarm %s cleared", CORR_ALARM_PRODUCE);
+        events_alarm_clear(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource);
+    }
+}
+
+/* ---- life cycle ---- */
+
+/* Pass-through properties for one of our clients: unprefixed ones (security settings...) as
+ * they are, "<mine>X" as X, "<other>X" not at all. out holds n entries. */
+static size_t corr_control_props(const kafka_prop_t *in, size_t n, const char *mine,
+                                 const char *other, kafka_prop_t *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(in[i].key, other, strlen(other)) == 0)
+            continue;
+        out[k].key =
+            strncmp(in[i].key, mine, strlen(mine)) == 0 ? in[i].key + strlen(mine) : in[i].key;
+        out[k++].value = in[i].value;
+    }
+    return k;
+}
+
+corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t errlen)
+{
+    corr_control_t *c = calloc(1, sizeof(*c));
+    kafka_prop_t *props = calloc(o->n_props + 1, sizeof(*props));
+    if (!c || !props) {
+        snprintf(err, errlen, "control path: out of memory");
+        free(props);
+        free(c);
+        return NULL;
+    }
+    snprintf(c->main_topic, sizeof(c->main_topic), "%s", o->main_topic ? o->main_topic : "MAIN");
+    snprintf(c->name, sizeof(c->name), "%s", o->name ? o->name : "");
+    if (o->instance && *o->instance) {
+        snprintf(c->instance, sizeof(c->instance), "%s", o->instance);
+    } else {
+        char host[64] = "localhost";
+        gethostname(host, sizeof(host) - 1);
+        snprintf(c->instance, sizeof(c->instance), "%s", host);
+    }
+    /* The instance in the resource: two workers writing the same XDR topic must not clear
+     * each other's alarm. */
+    snprintf(c->xdr_topic, sizeof(c->xdr_topic), "%s", o->xdr_topic ? o->xdr_topic : "XDR");
+    snprintf(c->alarm_resource, sizeof(c->alarm_resource), "%.127s/%.249s", c->instance,
+             c->xdr_topic);
+    snprintf(c->res_name, sizeof(c->res_name), "correlation/%.180s", c->instance);
+    c->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;
+
+    if (o->events_topic && *o->events_topic) {
+        events_opts_t eo = {
+            .brokers = o->brokers,
+            .topic = o->events_topic,
+            .service = "ndd-correlation",
+            .instance = c->instance,
+            .version = o->version,
+            .interval_ms = o->heartbeat_ms,
+            .collect = corr_collect,
+            .owner = c,
+            .props = props,
+            .n_props = corr_control_props(o->props, o->n_props, "producer.", "consumer.", props),
+            .metrics = o->metrics};
+        c->ev = events_new(&eo, err, errlen);
+        if (!c->ev)
+            goto fail;
+    }
+    if (o->config_topic && *o->config_topic) {
+        static const char *const kinds[] = {"correlation"};
+        config_topic_opts_t co = {
+            .brokers = o->brokers,
+            .topic = o->config_topic,
+            .client_id = "ndd-correlation-config",
+            .kinds = kinds,
+            .n_kinds = 1,
+            .props = props,
+            .n_props = corr_control_props(o->props, o->n_props, "consumer.", "producer.", props),
+            .on_upsert = corr_on_upsert,
+            .on_delete = corr_on_delete,
+            .owner = c,
+            .metrics = o->metrics};
+        c->ft = config_topic_new(&co, err, errlen);
+        if (!c->ft)
+            goto fail;
+    }
+    log_info("correlation: control path: config %s (record: %s), events %s as "
+             "ndd-correlation/%s",
+             c->ft ? o->config_topic : "off", c->name[0] ? c->name : "matched by source_topic",
+             c->ev ? o->events_topic : "off", c->instance);
+    free(props);
+    return c;
+fail:
+    free(props);
+    corr_control_free(c, 0);
+    return NULL;
+}
+
+void corr_control_attach(corr_control_t *c, corr_worker_t *w, const corr_settings_t *started)
+{
+    if (!c)
+        return;
+    c->w = w;
+    if (started) {
+        c->started = *started;
+        /* The record may have named another XDR topic than the command line. */
+        snprintf(c->xdr_topic, sizeof(c->xdr_topic), "%s", started->xdr_topic);
+        snprintf(c->alarm_resource, sizeof(c->alarm_resource), "%.127s/%.249s", c->instance,
+                 c->xdr_topic);
+        c->last_timeout_ms = corr_worker_timeout_us(w) / 1000;
+    }
+    free(c->applied);
+    c->applied = NULL;
+    c->dirty = w != NULL; /* a change during the start is applied at once */
+}
+
+static void corr_control_step(corr_control_t *c, int poll_ms)
+{
+    if (c->ft) {
+        config_topic_poll(c->ft, poll_ms);
+        if (c->dirty && config_topic_loaded(c->ft))
+            corr_control_resolve(c);
+    }
+    if (c->ev) {
+        events_tick(c->ev);
+        corr_alarm_check(c, corr_control_now_ms());
+    }
+}
+
+int corr_control_wait_loaded(corr_control_t *c, int timeout_ms)
+{
+    int64_t end = corr_control_now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = end - corr_control_now_ms();
+        if (c->ft && config_topic_loaded(c->ft))
+            break;
+        if (left <= 0)
+            break;
+        corr_control_step(c, left < 100 ? (int)left : 100);
+        if (!c->ft)
+            break;
+    }
+    return !c->ft || config_topic_loaded(c->ft) ? 0 : -1;
+}
+
+void corr_control_tick(void *arg)
+{
+    corr_control_t *c = arg;
+    int64_t now = corr_control_now_ms();
+    if (now < c->next_step_ms)
+        return;
+    c->next_step_ms = now + CORR_CONTROL_PERIOD_MS;
+    corr_control_step(c, 0);
+}
+
+void corr_control_report_fatal(corr_control_t *c, const char *text, int timeout_ms)
+{
+    if (!c || !c->ev)
+        return;
+    events_alarm_raise(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource, EVENTS_CRITICAL, text);
+    events_flush(c->ev, timeout_ms);
+}
+
+void corr_control_free(corr_control_t *c, int timeout_ms)
+{
+    if (!c)
+        return;
+    config_topic_free(c->ft);
+    events_free(c->ev, timeout_ms);
+    free(c->applied);
+    free(c);
+}
