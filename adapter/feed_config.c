@@ -159,8 +159,11 @@ static int fc_delivery(feed_config_t *c, const json_t *d, const char *where, cha
 #undef FC_U
     if (fc_bool(d, "fire_and_forget", &x->fire_and_forget, where, err, errlen))
         return -1;
-    if (x->max_pending < x->batch_max)
-        return fc_err(err, errlen, "%s.max_pending: must be >= batch_max", where);
+    if (x->max_pending < x->batch_max) {
+        if (json_object_get(d, "batch_max"))
+            return fc_err(err, errlen, "%s.max_pending: must be >= batch_max", where);
+        x->batch_max = x->max_pending; /* only the encoding's default was bigger */
+    }
     return 0;
 }
 
@@ -273,6 +276,12 @@ feed_config_t *feed_config_parse(const json_t *j, const char *where, char *err, 
         }
         c->n_endpoints++;
     }
+    /* A frame carries any number of records by design (docs/encodings.md), so frames batch
+     * by default: what one poll gave, up to 16 per frame, without waiting (batch_ms 0). A
+     * JSON request with several copies is an array, which an endpoint must be told to
+     * expect: batch_max stays 1 unless the feed asks for more. */
+    if (c->encoding && !strcmp(c->encoding->name, "frame"))
+        c->delivery.batch_max = FEED_FRAME_BATCH_DEFAULT;
     json_t *d = json_object_get(j, "delivery");
     if (d) {
         snprintf(w, sizeof w, "%s.delivery", where);

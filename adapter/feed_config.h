@@ -16,6 +16,7 @@
 #include "transport.h"
 
 #define FEED_MAX_ENDPOINTS 32
+#define FEED_FRAME_BATCH_DEFAULT 16 /* delivery.batch_max of "frame" feeds (JSON: 1) */
 
 typedef struct feed_endpoint_config {
     char url[600];
@@ -29,7 +30,7 @@ typedef struct feed_delivery_config {
     uint32_t retry_max_ms;         /* total retry time per message before the DLQ, default 300000 */
     uint32_t retry_initial_ms;     /* first retry delay, default 100 */
     uint32_t retry_backoff_max_ms; /* retry delay cap, default 5000 */
-    unsigned batch_max;            /* messages per request/frame, default 1 */
+    unsigned batch_max;            /* messages per request/frame, default 1 (frame: 16) */
     uint32_t batch_ms;             /* longest wait to fill a batch, default 0 */
     unsigned max_pending;          /* messages held by the feed (in batches, in flight, retrying),
                                       default 1024; beyond it the feed stops taking more */

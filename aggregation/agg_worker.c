@@ -17,8 +17,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "codec.h"
 #include "filter.h"
 #include "log.h"
@@ -89,9 +87,7 @@ struct agg_worker {
     struct timespec filter_mtime;
     int64_t filter_next_check_ms;
 
-    bool paused;
-    int64_t blocked_since_ms;
-    int64_t pause_logged_ms;
+    kafka_gate_t gate;    /* backpressure: pause after a long stall */
     bool backlog;         /* the last poll filled its room: more is probably waiting */
     int64_t dry_since_ms; /* since when polls return nothing after a backlog */
     uint64_t kicks;
@@ -255,28 +251,13 @@ static int agg_metrics_init(agg_worker_t *w)
 #undef AGG_GAUGE
 }
 
-/* Consumer statistics: sum the consumer_lag of our topic's partitions. */
+/* Consumer statistics: the consumer lag summed over our topic's partitions. */
 static void agg_on_stats(void *owner, const char *json, size_t len)
 {
     agg_worker_t *w = owner;
-    json_t *root = json_loadb(json, len, 0, NULL);
-    if (!root)
-        return;
-    json_t *parts = json_object_get(json_object_get(json_object_get(root, "topics"), w->in_topic),
-                                    "partitions");
-    const char *k;
-    json_t *p;
-    int64_t lag = 0;
-    json_object_foreach(parts, k, p)
-    {
-        if (strcmp(k, "-1") == 0)
-            continue;
-        json_int_t l = json_integer_value(json_object_get(p, "consumer_lag"));
-        if (l > 0)
-            lag += l;
-    }
-    metrics_gauge_set(w->m.lag, (double)lag);
-    json_decref(root);
+    int64_t lag = kafka_stats_consumer_lag(json, len, w->in_topic);
+    if (lag >= 0)
+        metrics_gauge_set(w->m.lag, (double)lag);
 }
 
 /* ---- filter ---- */
@@ -700,11 +681,9 @@ static void agg_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
 #define AGG_PAUSE_AFTER_MS 200
 
 /* How many records the next poll may take: none while the FIFO is blocked (producer queue or
- * an offset window full) or max_inflight records await acknowledgement. A stall is first met
- * by simply not polling (librdkafka's prefetch queue is bounded by queued.max.messages.kbytes);
- * if it lasts AGG_PAUSE_AFTER_MS the partitions are paused, so that the consumer can be
- * polled for rebalances without taking data, and resumed as soon as there is room again.
- * Pausing at once would cost a refetch of everything prefetched on every short stall. */
+ * an offset window full) or max_inflight records await acknowledgement. A stall longer than
+ * AGG_PAUSE_AFTER_MS pauses the partitions (kafka_gate_t: librdkafka's prefetch is bounded by
+ * queued.max.messages.kbytes meanwhile). */
 static uint32_t agg_backpressure(agg_worker_t *w)
 {
     uint32_t inflight = agg_inflight(w);
@@ -715,47 +694,22 @@ static uint32_t agg_backpressure(agg_worker_t *w)
             room = w->cfg.batch;
     }
     metrics_gauge_set(w->m.inflight, inflight);
-    if (room > 0) {
-        w->blocked_since_ms = 0;
-        if (w->paused && kafka_consumer_resume_all(w->consumer) == 0) {
-            w->paused = false;
-            metrics_gauge_set(w->m.paused, 0);
-        }
-        return room;
-    }
-    int64_t now = agg_now_ms();
-    if (!w->blocked_since_ms)
-        w->blocked_since_ms = now;
-    if (!w->paused && now - w->blocked_since_ms >= AGG_PAUSE_AFTER_MS &&
-        kafka_consumer_pause_all(w->consumer) == 0) {
-        w->paused = true;
-        w->st.pauses++;
+    kafka_gate_event_t ev = kafka_gate_update(&w->gate, w->consumer, room > 0, AGG_PAUSE_AFTER_MS);
+    if (ev == KAFKA_GATE_RESUMED)
+        metrics_gauge_set(w->m.paused, 0);
+    if (ev == KAFKA_GATE_PAUSED) {
+        w->st.pauses = w->gate.pauses;
         metrics_counter_inc(w->m.pauses);
         metrics_gauge_set(w->m.paused, 1);
-        /* Under sustained overload this repeats often: one line a minute is enough. */
-        if (now - w->pause_logged_ms >= 60000 || !w->pause_logged_ms) {
+        if (w->gate.log_due)
             log_info("aggregation %s: paused (%u in flight, %u waiting to be produced; %" PRIu64
                      " pauses so far)",
                      w->cfg.nf_type, inflight - w->fifo_len, w->fifo_len, w->st.pauses);
-            w->pause_logged_ms = now;
-        }
     }
-    return 0;
+    return room;
 }
 
 /* ---- life cycle ---- */
-
-/* Pass-through properties: "consumer.X" goes to the consumer only, "producer.X" to the
- * producer only (as X), anything else to both. Returns -1 when in is not for this client. */
-static int agg_prop_for(const kafka_prop_t *in, const char *other, const char *mine,
-                        kafka_prop_t *out)
-{
-    if (strncmp(in->key, other, strlen(other)) == 0)
-        return -1;
-    out->key = strncmp(in->key, mine, strlen(mine)) == 0 ? in->key + strlen(mine) : in->key;
-    out->value = in->value;
-    return 0;
-}
 
 agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
 {
@@ -839,9 +793,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     /* Client settings that cut librdkafka's CPU per record were measured and none was kept
      * (docs/aggregation.md, "Client settings"): batching, compression and socket buffers
      * moved the figure less than the machine's noise. */
-    for (size_t i = 0; i < cfg->n_props; i++)
-        if (!agg_prop_for(&cfg->props[i], "consumer.", "producer.", &pprops[np]))
-            np++;
+    np += kafka_props_split(cfg->props, cfg->n_props, KAFKA_CLIENT_PRODUCER, pprops + np);
     kafka_producer_opts_t po = {.brokers = cfg->brokers,
                                 .client_id = w->client_id,
                                 .props = pprops,
@@ -859,9 +811,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     cprops[nc++] = (kafka_prop_t){"statistics.interval.ms", "5000"};
     cprops[nc++] = (kafka_prop_t){"queued.max.messages.kbytes", "4096"};
     cprops[nc++] = (kafka_prop_t){"fetch.max.bytes", "4194304"};
-    for (size_t i = 0; i < cfg->n_props; i++)
-        if (!agg_prop_for(&cfg->props[i], "producer.", "consumer.", &cprops[nc]))
-            nc++;
+    nc += kafka_props_split(cfg->props, cfg->n_props, KAFKA_CLIENT_CONSUMER, cprops + nc);
     const char *topics[] = {w->in_topic};
     kafka_consumer_opts_t co = {.brokers = cfg->brokers,
                                 .group_id = w->group,
@@ -967,7 +917,7 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
         /* Stalled: wait for acknowledgements. While paused the consumer is still polled for
          * rebalances; a record it returns anyway takes one of the batch's spare slots. */
         kafka_producer_poll(w->producer, 10);
-        if (w->paused && w->n_free > 0)
+        if (w->gate.paused && w->n_free > 0)
             kafka_consumer_poll_each(w->consumer, w->n_free, 0, agg_on_message, w);
     }
 

@@ -6,20 +6,15 @@
  * /metrics server on its own thread, follows ndd.config until the configuration is loaded
  * (then /readyz is ready) and runs the worker loop until SIGTERM/SIGINT. SIGHUP reloads the
  * ingress filter file. */
-#include <malloc.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "agg_control.h"
 #include "agg_worker.h"
 #include "codec.h"
 #include "config.h"
-#include "httpd.h"
+#include "daemon.h"
 #include "kafka.h"
 #include "log.h"
-#include "metrics.h"
 
 static const config_spec_t agg_specs[] = {
     {"nf-type", CONFIG_STRING, NULL,
@@ -69,31 +64,10 @@ static const config_spec_t agg_specs[] = {
 };
 #define AGG_NSPECS (sizeof(agg_specs) / sizeof(agg_specs[0]))
 
-static volatile sig_atomic_t agg_stop, agg_reload;
-
-static void agg_on_signal(int sig)
-{
-    if (sig == SIGHUP)
-        agg_reload = 1;
-    else
-        agg_stop = 1;
-}
-
-static int agg_http_setup(httpd_t *h, void *arg)
-{
-    httpd_set_metrics(h, arg);
-    httpd_set_ready_reason(h, "starting: loading the configuration");
-    return 0;
-}
-
 static int agg_create_topics(const char *brokers, const char *in_topic, const char *main_topic,
                              int main_parts, const char *dlq_topic, int dlq_parts)
 {
-    char err[256];
-    kafka_producer_opts_t po = {.brokers = brokers};
-    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
-    int n = p ? kafka_admin_partition_count(kafka_producer_handle(p), in_topic, 5000) : -1;
-    kafka_producer_close(p, 0);
+    int n = kafka_admin_topic_partitions(brokers, in_topic, 5000);
     if (main_parts <= 0)
         main_parts = n > 0 ? n : 6;
     /* A missing NF topic is created too (a local stack without auto-creation); an existing
@@ -107,126 +81,60 @@ static int agg_create_topics(const char *brokers, const char *in_topic, const ch
     return 0;
 }
 
+static int agg_wait_loaded(void *ctl, int timeout_ms)
+{
+    return agg_control_wait_loaded(ctl, timeout_ms);
+}
+
 int main(int argc, char **argv)
 {
-    /* librdkafka's fetch and produce buffers are large and short-lived. Served by mmap (or
-     * returned to the kernel by trimming) each one costs fresh zeroed pages: a third of the
-     * worker's CPU in profiles. Keeping them in the heap makes them reused; the heap stays
-     * bounded because what it holds is bounded (in-flight records, librdkafka queues). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 128 << 20);
-    /* One arena: librdkafka's threads each got their own, and each kept its own free memory
-     * (peak RSS 93 -> 75 MiB in the benchmark, CPU unchanged within noise; per-thread caches
-     * still serve the small allocations without the arena lock). */
-    mallopt(M_ARENA_MAX, 1);
+    /* One arena as well: librdkafka's threads each kept their own free memory. */
+    daemon_heap_setup(true);
+    daemon_t d;
+    int rc = daemon_init(&d, "ndd-aggregation", agg_specs, AGG_NSPECS, argc, argv);
+    if (rc != DAEMON_CONTINUE) {
+        daemon_free(&d);
+        return rc;
+    }
+    config_t *cfg = d.cfg;
     char err[1024];
-    config_t *cfg = config_load(agg_specs, AGG_NSPECS, argc, argv, err, sizeof(err));
-    if (!cfg) {
-        fprintf(stderr, "ndd-aggregation: %s\n", err);
-        return 2;
-    }
-    if (config_help_requested(cfg)) {
-        config_print_help(agg_specs, AGG_NSPECS, "ndd-aggregation", stdout);
-        config_free(cfg);
-        return 0;
-    }
-    log_level_t level = LOG_LEVEL_INFO;
-    if (log_level_parse(config_get_str(cfg, "log-level"), &level) != 0) {
-        fprintf(stderr, "ndd-aggregation: --log-level: \"%s\" is not debug, info, warn or error\n",
-                config_get_str(cfg, "log-level"));
-        config_free(cfg);
-        return 2;
-    }
-    log_setup("ndd-aggregation", level, config_get_bool(cfg, "log-json"));
-
-    size_t n_kprops = 0;
-    const config_kafka_prop_t *kp = config_kafka_props(cfg, &n_kprops);
-    kafka_prop_t *props = calloc(n_kprops + 1, sizeof(*props));
-    const char *brokers = config_get_str(cfg, "bootstrap");
-    if (!brokers)
-        brokers = getenv("NDD_KAFKA");
-    size_t np = 0;
-    for (size_t i = 0; i < n_kprops; i++) {
-        if (strcmp(kp[i].name, "bootstrap.servers") == 0 && !brokers)
-            brokers = kp[i].value;
-        props[np++] = (kafka_prop_t){kp[i].name, kp[i].value};
-    }
     int64_t max_inflight = config_get_int(cfg, "max-inflight");
     int64_t batch = config_get_int(cfg, "batch");
-    int64_t http_port = config_get_int(cfg, "http-port");
-    int rc = 2;
-    httpd_thread_t *http = NULL;
+    rc = 2;
     agg_worker_t *w = NULL;
     agg_control_t *ctl = NULL;
     filter_slot_t *slot = filter_slot_new(NULL);
     codec_limits_t limits = {.max_body = (size_t)config_get_bytes(cfg, "max-body")};
 
-    if (!brokers) {
-        fprintf(stderr, "ndd-aggregation: no Kafka: set --bootstrap, NDD_KAFKA or "
-                        "--kafka.bootstrap.servers\n");
-        goto out;
-    }
     if (max_inflight < 1 || max_inflight > 10000000 || batch < 1 || batch > 100000) {
         fprintf(stderr, "ndd-aggregation: --max-inflight must be 1..10000000 and --batch "
                         "1..100000\n");
-        goto out;
-    }
-    if (http_port < -1 || http_port > 65535) {
-        fprintf(stderr, "ndd-aggregation: --http-port must be -1..65535\n");
         goto out;
     }
     if (codec_limits_set(&limits)) {
         fprintf(stderr, "ndd-aggregation: --max-body is above the codec's ceiling\n");
         goto out;
     }
+    if (!slot) {
+        fprintf(stderr, "ndd-aggregation: out of memory\n");
+        goto out;
+    }
 
     const char *nf = config_get_str(cfg, "nf-type");
     const char *in_topic = config_get_str(cfg, "topic") ? config_get_str(cfg, "topic") : nf;
     if (config_get_bool(cfg, "create-topics") &&
-        agg_create_topics(brokers, in_topic, config_get_str(cfg, "main-topic"),
+        agg_create_topics(d.brokers, in_topic, config_get_str(cfg, "main-topic"),
                           (int)config_get_int(cfg, "main-partitions"),
                           config_get_str(cfg, "dlq-topic"),
                           (int)config_get_int(cfg, "dlq-partitions"))) {
         fprintf(stderr, "ndd-aggregation: could not create the MAIN / dead-letter topics\n");
         goto out;
     }
-
-    metrics_registry_t *reg = metrics_default_registry();
-    if (http_port >= 0) {
-        httpd_options_t ho = {.bind_addr = config_get_str(cfg, "http-listen"),
-                              .port = (uint16_t)http_port};
-        http = httpd_thread_start(&ho, agg_http_setup, reg, err, sizeof(err));
-        if (!http) {
-            fprintf(stderr, "ndd-aggregation: HTTP server: %s\n", err);
-            goto out;
-        }
-        uint16_t port = httpd_port(httpd_thread_server(http));
-        log_info("aggregation %s: /metrics on %s:%u", nf, ho.bind_addr, port);
-        const char *pf = config_get_str(cfg, "http-port-file");
-        if (pf) {
-            FILE *f = fopen(pf, "w");
-            if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f)) {
-                fprintf(stderr, "ndd-aggregation: cannot write %s\n", pf);
-                goto out;
-            }
-        }
-    }
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = agg_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    if (!slot) {
-        fprintf(stderr, "ndd-aggregation: out of memory\n");
+    if (daemon_start(&d, "starting: loading the configuration", true))
         goto out;
-    }
+
     agg_control_opts_t co = {
-        .brokers = brokers,
+        .brokers = d.brokers,
         .nf_type = nf,
         .in_topic = in_topic,
         .main_topic = config_get_str(cfg, "main-topic"),
@@ -238,10 +146,10 @@ int main(int argc, char **argv)
         .filter_file_set = config_get_str(cfg, "filter-file") != NULL,
         .heartbeat_ms = config_get_duration_ms(cfg, "heartbeat-interval"),
         .produce_alarm_ms = config_get_duration_ms(cfg, "produce-alarm-after"),
-        .props = props,
-        .n_props = np,
+        .props = d.props,
+        .n_props = d.n_props,
         .slot = slot,
-        .metrics = reg,
+        .metrics = d.metrics,
     };
     ctl = agg_control_new(&co, err, sizeof(err));
     if (!ctl) {
@@ -251,24 +159,20 @@ int main(int argc, char **argv)
     /* The full configuration is applied before anything is consumed: a worker that started
      * without its ingress filter would let everything through. A broker that does not answer
      * keeps it waiting (not ready), as it could not consume either. */
-    for (int waited = 0; !agg_stop && agg_control_wait_loaded(ctl, 1000) != 0; waited++)
-        if (waited % 10 == 9)
-            log_warn("aggregation %s: still loading %s (%d s); not consuming yet", nf,
-                     config_get_str(cfg, "config-topic"), waited + 1);
-    if (agg_stop) {
+    if (daemon_wait(&d, agg_wait_loaded, ctl, config_get_str(cfg, "config-topic"))) {
         rc = 0;
         goto out;
     }
 
     agg_config_t ac = {
-        .brokers = brokers,
+        .brokers = d.brokers,
         .nf_type = nf,
         .in_topic = in_topic,
         .group = config_get_str(cfg, "group"),
         .main_topic = config_get_str(cfg, "main-topic"),
         .dlq_topic = config_get_str(cfg, "dlq-topic"),
-        .props = props,
-        .n_props = np,
+        .props = d.props,
+        .n_props = d.n_props,
         .max_inflight = (uint32_t)max_inflight,
         .batch = (uint32_t)batch,
         .cooperative = config_get_bool(cfg, "cooperative"),
@@ -278,7 +182,7 @@ int main(int argc, char **argv)
                                : -1,
         .filter_file = config_get_str(cfg, "filter-file"),
         .filter_check_ms = (int)config_get_duration_ms(cfg, "filter-check-interval"),
-        .metrics = reg,
+        .metrics = d.metrics,
         .filter_slot = slot,
         .on_tick = agg_control_tick,
         .tick_arg = ctl,
@@ -289,9 +193,8 @@ int main(int argc, char **argv)
         goto out;
     }
     agg_control_attach(ctl, w);
-    if (http)
-        httpd_set_ready(httpd_thread_server(http), true);
-    rc = agg_worker_run(w, &agg_stop, &agg_reload) == 0 ? 0 : 1;
+    daemon_set_ready(&d, true, NULL);
+    rc = agg_worker_run(w, d.stop, d.reload) == 0 ? 0 : 1;
     if (rc)
         agg_control_report_fatal(ctl,
                                  "worker stopped: a record could be written neither to MAIN "
@@ -302,9 +205,6 @@ out:
     agg_worker_free(w);
     agg_control_free(ctl, 2000);
     filter_slot_free(slot);
-    if (http)
-        httpd_thread_stop(http);
-    free(props);
-    config_free(cfg);
+    daemon_free(&d);
     return rc;
 }

@@ -114,6 +114,8 @@ int buf_append_base64(buf_t *b, const void *p, size_t n)
 {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t out = 4 * ((n + 2) / 3);
+    if (out == 0)
+        return 0; /* nothing to write; data may still be NULL */
     if (buf_reserve(b, out) != 0)
         return -1;
     const uint8_t *s = p;

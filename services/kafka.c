@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "log.h"
 
 #define KAFKA_TOPIC_CACHE 16
@@ -44,7 +46,9 @@ static int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *va
     if (rd_kafka_conf_set(conf, key, value, errstr, errstr_size) != RD_KAFKA_CONF_OK) {
         /* Names the property; the value may be a secret (sasl.password), so it is not echoed. */
         char why[256];
-        snprintf(why, sizeof(why), "%s", errstr);
+        size_t n = strnlen(errstr, sizeof(why) - 1);
+        memcpy(why, errstr, n);
+        why[n] = '\0';
         snprintf(errstr, errstr_size, "kafka property %s: %s", key, why);
         return -1;
     }
@@ -67,6 +71,26 @@ static int kafka_conf_apply(rd_kafka_conf_t *conf, const kafka_prop_t *defaults,
             return -1;
     }
     return 0;
+}
+
+static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
+
+/* NDD defaults, then the caller's properties, then the callbacks every client has. NULL with
+ * errstr filled when a property is refused. */
+static rd_kafka_conf_t *kafka_conf_build(const kafka_prop_t *defaults, size_t n_defaults,
+                                         const kafka_prop_t *props, size_t n_props, void *opaque,
+                                         char *errstr, size_t errstr_size)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (kafka_conf_apply(conf, defaults, n_defaults, props, n_props, errstr, errstr_size)) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_opaque(conf, opaque);
+    rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
+    return conf;
 }
 
 static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -145,19 +169,15 @@ kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *er
         {"message.timeout.ms", "0"},
         {"partitioner", "murmur2_random"},
     };
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (kafka_conf_apply(conf, defaults, sizeof(defaults) / sizeof(defaults[0]), opts->props,
-                         opts->n_props, errstr, errstr_size)) {
-        rd_kafka_conf_destroy(conf);
+    rd_kafka_conf_t *conf = kafka_conf_build(defaults, sizeof(defaults) / sizeof(defaults[0]),
+                                             opts->props, opts->n_props, p, errstr, errstr_size);
+    if (!conf) {
         free(p);
         return NULL;
     }
-    rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
     if (opts->on_stats)
         rd_kafka_conf_set_stats_cb(conf, kafka_producer_stats_cb);
-    rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
-    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
 
     char why[512];
     p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
@@ -403,20 +423,16 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         {"partition.assignment.strategy",
          opts->cooperative ? "cooperative-sticky" : "range,roundrobin"},
     };
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (kafka_conf_apply(conf, defaults, sizeof(defaults) / sizeof(defaults[0]), opts->props,
-                         opts->n_props, errstr, errstr_size)) {
-        rd_kafka_conf_destroy(conf);
+    rd_kafka_conf_t *conf = kafka_conf_build(defaults, sizeof(defaults) / sizeof(defaults[0]),
+                                             opts->props, opts->n_props, c, errstr, errstr_size);
+    if (!conf) {
         free(c);
         return NULL;
     }
-    rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_rebalance_cb(conf, kafka_rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, kafka_commit_cb);
     if (opts->on_stats)
         rd_kafka_conf_set_stats_cb(conf, kafka_consumer_stats_cb);
-    rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
-    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
 
     char why[512];
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
@@ -775,4 +791,86 @@ int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout
         return -1;
     }
     return 0;
+}
+
+/* ---- helpers shared by the daemons ---------------------------------------------------- */
+
+size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_t kind,
+                         kafka_prop_t *out)
+{
+    const char *mine = kind == KAFKA_CLIENT_CONSUMER ? "consumer." : "producer.";
+    const char *other = kind == KAFKA_CLIENT_CONSUMER ? "producer." : "consumer.";
+    size_t n = 0;
+    for (size_t i = 0; i < n_in; i++) {
+        const char *key = in[i].key;
+        if (!key || strncmp(key, other, strlen(other)) == 0)
+            continue;
+        if (strncmp(key, mine, strlen(mine)) == 0)
+            key += strlen(mine);
+        out[n++] = (kafka_prop_t){key, in[i].value};
+    }
+    return n;
+}
+
+int64_t kafka_stats_consumer_lag(const char *json, size_t len, const char *topic)
+{
+    json_t *root = json_loadb(json, len, 0, NULL);
+    if (!root)
+        return -1;
+    json_t *parts =
+        json_object_get(json_object_get(json_object_get(root, "topics"), topic), "partitions");
+    const char *k;
+    json_t *p;
+    int64_t lag = 0;
+    json_object_foreach(parts, k, p)
+    {
+        if (strcmp(k, "-1") == 0) /* librdkafka's "unassigned" pseudo-partition */
+            continue;
+        json_int_t l = json_integer_value(json_object_get(p, "consumer_lag"));
+        if (l > 0)
+            lag += l;
+    }
+    json_decref(root);
+    return lag;
+}
+
+kafka_gate_event_t kafka_gate_update(kafka_gate_t *g, kafka_consumer_t *c, bool room,
+                                     int pause_after_ms)
+{
+    g->log_due = false;
+    if (room) {
+        g->blocked_since_ms = 0;
+        if (g->paused && kafka_consumer_resume_all(c) == 0) {
+            g->paused = false;
+            return KAFKA_GATE_RESUMED;
+        }
+        return KAFKA_GATE_STEADY;
+    }
+    int64_t now = kafka_now_ms();
+    if (!g->blocked_since_ms)
+        g->blocked_since_ms = now;
+    if (g->paused || now - g->blocked_since_ms < pause_after_ms || kafka_consumer_pause_all(c))
+        return KAFKA_GATE_STEADY;
+    g->paused = true;
+    g->pauses++;
+    /* Under sustained overload this repeats often: one line a minute is enough. */
+    if (!g->logged_ms || now - g->logged_ms >= 60000) {
+        g->log_due = true;
+        g->logged_ms = now;
+    }
+    return KAFKA_GATE_PAUSED;
+}
+
+int kafka_admin_topic_partitions(const char *brokers, const char *topic, int timeout_ms)
+{
+    char err[256];
+    kafka_producer_opts_t po = {.brokers = brokers};
+    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
+    if (!p) {
+        log_warn("kafka: partitions of %s: %s", topic, err);
+        return -1;
+    }
+    int n = kafka_admin_partition_count(kafka_producer_handle(p), topic, timeout_ms);
+    kafka_producer_close(p, 0);
+    return n;
 }

@@ -88,6 +88,30 @@ typedef struct kafka_consumer_opts {
     void *owner;
 } kafka_consumer_opts_t;
 
+/* Which client a pass-through property is for (kafka_props_split). */
+typedef enum kafka_client_kind {
+    KAFKA_CLIENT_PRODUCER = 0,
+    KAFKA_CLIENT_CONSUMER,
+} kafka_client_kind_t;
+
+/* Consumer backpressure state (kafka_gate_update): a stall is first met by not polling for
+ * data; if it lasts pause_after_ms the assigned partitions are paused, so the consumer can
+ * still be polled for rebalances, and resumed as soon as there is room again. Pausing at once
+ * would cost a refetch of everything prefetched on every short stall. Zero-initialise. */
+typedef struct kafka_gate {
+    bool paused;
+    bool log_due; /* set with KAFKA_GATE_PAUSED when a log line is due (one a minute at most) */
+    int64_t blocked_since_ms;
+    int64_t logged_ms;
+    uint64_t pauses; /* times paused since start */
+} kafka_gate_t;
+
+typedef enum kafka_gate_event {
+    KAFKA_GATE_STEADY = 0, /* nothing changed */
+    KAFKA_GATE_PAUSED,     /* the partitions were just paused */
+    KAFKA_GATE_RESUMED,    /* the partitions were just resumed */
+} kafka_gate_event_t;
+
 /* ---- producer ------------------------------------------------------------------------- */
 
 /* Defaults: enable.idempotence=true (acks=all, ordered, no duplicates from retries),
@@ -186,5 +210,24 @@ int kafka_admin_create_topic(const char *brokers, const char *topic, int partiti
 int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms);
 /* Number of partitions of topic, or -1 when it does not exist / the broker did not answer. */
 int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms);
+/* The same through a short-lived client of brokers (for start-up, before any client exists). */
+int kafka_admin_topic_partitions(const char *brokers, const char *topic, int timeout_ms);
+
+/* ---- helpers shared by the daemons ---------------------------------------------------- */
+
+/* Routes a daemon's kafka.* pass-through properties to one client: "consumer.X" goes to the
+ * consumer only and "producer.X" to the producer only (both as X), anything else to both.
+ * out has room for n_in entries; the keys point into in. Returns the number written. */
+size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_t kind,
+                         kafka_prop_t *out);
+
+/* The consumer lag summed over topic's partitions in a librdkafka statistics JSON (the text
+ * a kafka_stats_cb_t gets); -1 when the JSON does not parse. */
+int64_t kafka_stats_consumer_lag(const char *json, size_t len, const char *topic);
+
+/* One backpressure step (see kafka_gate_t): room says whether the caller can take records
+ * now. Returns what changed, so the caller updates its metrics and logs (g->log_due). */
+kafka_gate_event_t kafka_gate_update(kafka_gate_t *g, kafka_consumer_t *c, bool room,
+                                     int pause_after_ms);
 
 #endif

@@ -269,7 +269,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < ntopics; i++) {
             if (strcmp(tn, topics[i].name))
                 continue;
-            int64_t ts;
+            int64_t ts = 0;
             if (travel_timestamp(m, ts_header, &ts))
                 probe_hist_add(&topics[i].hist, arrival - ts);
             else

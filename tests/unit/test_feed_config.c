@@ -155,6 +155,37 @@ static void test_memory_plan_fits_the_budget_and_librdkafka_rules(void **state)
     assert_true(a.queued_max_kbytes > d.queued_max_kbytes); /* a bigger budget prefetches more */
 }
 
+static void test_frame_feeds_batch_by_default_json_feeds_do_not(void **state)
+{
+    char err[256];
+    feed_config_t *c = parse("{\"name\":\"f\",\"transport\":\"tcp\",\"encoding\":\"frame\","
+                             "\"endpoints\":[{\"url\":\"tcp://h:1\"}]}",
+                             err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->delivery.batch_max, FEED_FRAME_BATCH_DEFAULT);
+    assert_int_equal(c->delivery.batch_ms, 0); /* never waits to fill a frame */
+    feed_config_free(c);
+    c = parse("{\"name\":\"f\",\"transport\":\"tcp\",\"encoding\":\"frame\","
+              "\"endpoints\":[{\"url\":\"tcp://h:1\"}],\"delivery\":{\"batch_max\":1}}",
+              err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->delivery.batch_max, 1); /* an explicit value wins */
+    feed_config_free(c);
+    c = parse("{\"name\":\"f\",\"transport\":\"tcp\",\"encoding\":\"frame\","
+              "\"endpoints\":[{\"url\":\"tcp://h:1\"}],\"delivery\":{\"max_pending\":4}}",
+              err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->delivery.batch_max, 4); /* the default never exceeds max_pending */
+    feed_config_free(c);
+    c = parse("{\"name\":\"j\",\"endpoints\":[{\"url\":\"http://h/\"}]}", err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->delivery.batch_max, 1);
+    feed_config_free(c);
+    expect_error("{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
+                 "{\"batch_max\":8,\"max_pending\":4}}",
+                 "max_pending: must be >= batch_max");
+}
+
 static void test_invalid_feeds_are_refused_with_json_path(void **state)
 {
     expect_error("{\"endpoints\":[{\"url\":\"http://h/\"}]}", "feeds[0].name: required");
@@ -230,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_full_feed_with_secret_header_from_file),
         cmocka_unit_test(test_invalid_feeds_are_refused_with_json_path),
         cmocka_unit_test(test_memory_mb_is_optional_and_bounded),
+        cmocka_unit_test(test_frame_feeds_batch_by_default_json_feeds_do_not),
         cmocka_unit_test(test_memory_plan_fits_the_budget_and_librdkafka_rules),
         cmocka_unit_test(test_feeds_document_is_validated_before_anything_changes),
         cmocka_unit_test(test_equal_json_means_unchanged_feed),

@@ -1,0 +1,169 @@
+/* Shared worker control path: see worker_control.h. */
+#include "worker_control.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+/* config_topic_poll and events_tick are cheap, but the worker loop turns thousands of times a
+ * second under load: a few milliseconds between control steps cost nothing in reaction time. */
+#define WORKER_CONTROL_PERIOD_MS 5
+#define WORKER_CONTROL_STALL_CHECK_MS 1000
+
+int64_t worker_control_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, char *err,
+                        size_t errlen)
+{
+    memset(wc, 0, sizeof(*wc));
+    wc->resolve = o->resolve;
+    wc->check = o->check;
+    wc->owner = o->owner;
+    snprintf(wc->log_name, sizeof(wc->log_name), "%s", o->log_name ? o->log_name : o->service);
+    kafka_prop_t *props = calloc(o->n_props + 1, sizeof(*props));
+    if (!props) {
+        snprintf(err, errlen, "control path: out of memory");
+        return -1;
+    }
+    if (o->events_topic && *o->events_topic) {
+        events_opts_t eo = {
+            .brokers = o->brokers,
+            .topic = o->events_topic,
+            .service = o->service,
+            .instance = o->instance,
+            .version = o->version,
+            .interval_ms = o->heartbeat_ms,
+            .collect = o->collect,
+            .owner = o->owner,
+            .props = props,
+            .n_props = kafka_props_split(o->props, o->n_props, KAFKA_CLIENT_PRODUCER, props),
+            .metrics = o->metrics};
+        wc->ev = events_new(&eo, err, errlen);
+        if (!wc->ev)
+            goto fail;
+    }
+    if (o->config_topic && *o->config_topic) {
+        config_topic_opts_t co = {
+            .brokers = o->brokers,
+            .topic = o->config_topic,
+            .client_id = o->config_client_id,
+            .kinds = o->kinds,
+            .n_kinds = o->n_kinds,
+            .props = props,
+            .n_props = kafka_props_split(o->props, o->n_props, KAFKA_CLIENT_CONSUMER, props),
+            .on_upsert = o->on_upsert,
+            .on_delete = o->on_delete,
+            .on_loaded = o->on_loaded,
+            .owner = o->owner,
+            .metrics = o->metrics};
+        wc->ft = config_topic_new(&co, err, errlen);
+        if (!wc->ft)
+            goto fail;
+    }
+    free(props);
+    return 0;
+fail:
+    free(props);
+    worker_control_close(wc, 0);
+    return -1;
+}
+
+void worker_control_step(worker_control_t *wc, int poll_ms)
+{
+    if (wc->ft) {
+        config_topic_poll(wc->ft, poll_ms);
+        if (wc->dirty && wc->resolve && config_topic_loaded(wc->ft))
+            wc->resolve(wc->owner);
+    }
+    if (wc->ev) {
+        events_tick(wc->ev);
+        if (wc->check)
+            wc->check(wc->owner, worker_control_now_ms());
+    }
+}
+
+int worker_control_wait_loaded(worker_control_t *wc, int timeout_ms)
+{
+    int64_t end = worker_control_now_ms() + timeout_ms;
+    while (wc->ft && !config_topic_loaded(wc->ft)) {
+        int64_t left = end - worker_control_now_ms();
+        if (left <= 0)
+            break;
+        worker_control_step(wc, left < 100 ? (int)left : 100);
+    }
+    if (wc->ft && wc->dirty && wc->resolve && config_topic_loaded(wc->ft))
+        wc->resolve(wc->owner);
+    return !wc->ft || config_topic_loaded(wc->ft) ? 0 : -1;
+}
+
+void worker_control_tick(worker_control_t *wc)
+{
+    int64_t now = worker_control_now_ms();
+    if (now < wc->next_step_ms)
+        return;
+    wc->next_step_ms = now + WORKER_CONTROL_PERIOD_MS;
+    worker_control_step(wc, 0);
+}
+
+void worker_control_report_fatal(worker_control_t *wc, const char *alarm, const char *resource,
+                                 const char *text, int timeout_ms)
+{
+    if (!wc->ev)
+        return;
+    events_alarm_raise(wc->ev, alarm, resource, EVENTS_CRITICAL, text);
+    events_flush(wc->ev, timeout_ms);
+}
+
+void worker_control_alarm(worker_control_t *wc, const char *alarm, const char *resource,
+                          const char *text)
+{
+    if (!wc->ev)
+        return;
+    bool active = events_alarm_active(wc->ev, alarm, resource);
+    if (text) {
+        if (!active)
+            log_warn("%s: alarm %s raised: %s", wc->log_name, alarm, text);
+        events_alarm_raise(wc->ev, alarm, resource, EVENTS_MAJOR, text);
+        return;
+    }
+    if (active)
+        log_info("%s: alarm %s cleared", wc->log_name, alarm);
+    events_alarm_clear(wc->ev, alarm, resource);
+}
+
+void worker_control_close(worker_control_t *wc, int timeout_ms)
+{
+    config_topic_free(wc->ft);
+    wc->ft = NULL;
+    if (wc->ev)
+        events_free(wc->ev, timeout_ms);
+    wc->ev = NULL;
+}
+
+bool worker_control_stall_due(worker_control_stall_t *s, int64_t now_ms)
+{
+    if (now_ms < s->next_check_ms)
+        return false;
+    s->next_check_ms = now_ms + WORKER_CONTROL_STALL_CHECK_MS;
+    return true;
+}
+
+int64_t worker_control_stall_ms(worker_control_stall_t *s, int64_t now_ms, uint64_t acked,
+                                uint64_t inflight)
+{
+    /* Progress is an acknowledgement, or nothing in flight at the previous check (a record
+     * that just left is not late). */
+    if (acked != s->last_acked || !s->was_inflight)
+        s->last_progress_ms = now_ms;
+    s->last_acked = acked;
+    s->was_inflight = inflight > 0;
+    return inflight > 0 ? now_ms - s->last_progress_ms : 0;
+}

@@ -1,0 +1,104 @@
+/* The control path glue every NDD Kafka worker shares (ndd-aggregation, ndd-correlation):
+ * follow ndd.config (config_topic) for some record kinds, publish heartbeats and alarms on
+ * ndd.events (events), and step both from the worker's loop at a bounded rate. The owner
+ * keeps what is its own: which records matter and how they apply (resolve), what the
+ * heartbeat reports (collect) and which alarms it raises (check).
+ *
+ * Also the "produce stalled" watch both workers raise an alarm from: records handed to Kafka
+ * while no acknowledgement came for a while. */
+#ifndef NDD_WORKER_CONTROL_H
+#define NDD_WORKER_CONTROL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config_topic.h"
+#include "events.h"
+#include "kafka.h"
+#include "metrics.h"
+
+typedef struct worker_control_opts {
+    const char *brokers;
+    const kafka_prop_t *props; /* kafka.* pass-through, routed by kafka_props_split */
+    size_t n_props;
+    metrics_registry_t *metrics;
+    void *owner; /* handed to every callback below */
+
+    /* ndd.config: off when config_topic is NULL or "". */
+    const char *config_topic;
+    const char *config_client_id;
+    const char *const *kinds;
+    size_t n_kinds;
+    config_topic_upsert_fn on_upsert;
+    config_topic_delete_fn on_delete;
+    config_topic_loaded_fn on_loaded; /* may be NULL */
+
+    /* ndd.events: off when events_topic is NULL or "". */
+    const char *events_topic;
+    const char *service;  /* "ndd-aggregation" */
+    const char *log_name; /* prefix of the log lines ("aggregation SCP"); NULL: service */
+    const char *instance;
+    const char *version;
+    int64_t heartbeat_ms;
+    events_collect_fn collect;
+
+    /* Called from a step once the configuration is loaded while wc->dirty is set; it clears
+     * dirty (or leaves it set to be called again at the next step). */
+    void (*resolve)(void *owner);
+    /* Called from every step while events are on (alarm checks); may be NULL. */
+    void (*check)(void *owner, int64_t now_ms);
+} worker_control_opts_t;
+
+typedef struct worker_control {
+    config_topic_t *ft; /* NULL: no configuration topic */
+    events_t *ev;       /* NULL: no events */
+    bool dirty;         /* set by the owner's record callbacks: resolve at the next step */
+    int64_t next_step_ms;
+    void (*resolve)(void *owner);
+    void (*check)(void *owner, int64_t now_ms);
+    void *owner;
+    char log_name[96];
+} worker_control_t;
+
+/* The produce-stall watch; zero-initialise. */
+typedef struct worker_control_stall {
+    int64_t next_check_ms;
+    int64_t last_progress_ms;
+    uint64_t last_acked;
+    bool was_inflight;
+} worker_control_stall_t;
+
+/* The monotonic (coarse) clock the control path runs on, in ms. */
+int64_t worker_control_now_ms(void);
+
+/* Fills wc and creates the followers that are on. -1 with err (wc is then closed). */
+int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, char *err,
+                        size_t errlen);
+/* One step: config_topic_poll(poll_ms), resolve when dirty and loaded, events_tick, check. */
+void worker_control_step(worker_control_t *wc, int poll_ms);
+/* Steps until the configuration is loaded or timeout_ms passed: 0 when loaded (or there is no
+ * configuration topic), -1 otherwise. */
+int worker_control_wait_loaded(worker_control_t *wc, int timeout_ms);
+/* The worker's on_tick: one non-blocking step at most every few ms. */
+void worker_control_tick(worker_control_t *wc);
+/* Raises alarm/resource as critical and flushes the events for up to timeout_ms (the worker
+ * is stopping on a fatal error). No-op without events. */
+void worker_control_report_fatal(worker_control_t *wc, const char *alarm, const char *resource,
+                                 const char *text, int timeout_ms);
+/* Raises alarm/resource (major) with text, or clears it when text is NULL; the first raise
+ * and the clearing of an active one are logged. No-op without events. */
+void worker_control_alarm(worker_control_t *wc, const char *alarm, const char *resource,
+                          const char *text);
+/* Frees the followers (the last heartbeat is sent within timeout_ms). */
+void worker_control_close(worker_control_t *wc, int timeout_ms);
+
+/* True when a stall check is due (once a second), false until then. */
+bool worker_control_stall_due(worker_control_stall_t *s, int64_t now_ms);
+/* How long (ms) records have been in flight without any acknowledgement; 0 when none is
+ * awaited. acked: the worker's running total of acknowledged records; inflight: how many it
+ * awaits now. Compare with the alarm threshold. */
+int64_t worker_control_stall_ms(worker_control_stall_t *s, int64_t now_ms, uint64_t acked,
+                                uint64_t inflight);
+
+#endif

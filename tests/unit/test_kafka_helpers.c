@@ -1,0 +1,79 @@
+/* The helpers the daemons share: pass-through property routing, consumer lag from the
+ * statistics JSON, and the produce-stall watch of the control path. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kafka.h"
+#include "worker_control.h"
+
+static const kafka_prop_t props[] = {
+    {"security.protocol", "ssl"},
+    {"consumer.fetch.max.bytes", "1048576"},
+    {"producer.linger.ms", "20"},
+    {"statistics.interval.ms", "1000"},
+};
+#define N_PROPS (sizeof(props) / sizeof(props[0]))
+
+static void test_props_split_routes_prefixed_keys_to_their_client_only(void **state)
+{
+    (void)state;
+    kafka_prop_t out[N_PROPS];
+    size_t n = kafka_props_split(props, N_PROPS, KAFKA_CLIENT_PRODUCER, out);
+    assert_int_equal(n, 3);
+    assert_string_equal(out[0].key, "security.protocol");
+    assert_string_equal(out[1].key, "linger.ms");
+    assert_string_equal(out[1].value, "20");
+    assert_string_equal(out[2].key, "statistics.interval.ms");
+
+    n = kafka_props_split(props, N_PROPS, KAFKA_CLIENT_CONSUMER, out);
+    assert_int_equal(n, 3);
+    assert_string_equal(out[0].key, "security.protocol");
+    assert_string_equal(out[1].key, "fetch.max.bytes");
+    assert_string_equal(out[1].value, "1048576");
+    assert_string_equal(out[2].key, "statistics.interval.ms");
+}
+
+static void test_stats_consumer_lag_sums_topic_partitions_without_the_unassigned_one(void **state)
+{
+    (void)state;
+    const char *json = "{\"topics\":{\"SCP\":{\"partitions\":{"
+                       "\"0\":{\"consumer_lag\":5},\"1\":{\"consumer_lag\":7},"
+                       "\"2\":{\"consumer_lag\":-1},\"-1\":{\"consumer_lag\":1000}}},"
+                       "\"MAIN\":{\"partitions\":{\"0\":{\"consumer_lag\":99}}}}}";
+    assert_int_equal(kafka_stats_consumer_lag(json, strlen(json), "SCP"), 12);
+    assert_int_equal(kafka_stats_consumer_lag(json, strlen(json), "MAIN"), 99);
+    assert_int_equal(kafka_stats_consumer_lag(json, strlen(json), "NRF"), 0);
+    assert_int_equal(kafka_stats_consumer_lag("{not json", 9, "SCP"), -1);
+}
+
+static void test_stall_counts_from_the_last_acknowledgement_while_records_wait(void **state)
+{
+    (void)state;
+    worker_control_stall_t s = {0};
+    assert_true(worker_control_stall_due(&s, 1000));
+    assert_false(worker_control_stall_due(&s, 1500)); /* once a second */
+    assert_true(worker_control_stall_due(&s, 2000));
+    /* Records in flight from t=1000; no acknowledgement after that. */
+    assert_int_equal(worker_control_stall_ms(&s, 1000, 0, 3), 0);
+    assert_int_equal(worker_control_stall_ms(&s, 2000, 0, 3), 1000);
+    assert_int_equal(worker_control_stall_ms(&s, 5000, 0, 3), 4000);
+    /* An acknowledgement is progress. */
+    assert_int_equal(worker_control_stall_ms(&s, 6000, 2, 1), 0);
+    assert_int_equal(worker_control_stall_ms(&s, 7000, 2, 1), 1000);
+    /* Nothing in flight: no stall, whatever the time since the last acknowledgement. */
+    assert_int_equal(worker_control_stall_ms(&s, 9000, 2, 0), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_props_split_routes_prefixed_keys_to_their_client_only),
+        cmocka_unit_test(test_stats_consumer_lag_sums_topic_partitions_without_the_unassigned_one),
+        cmocka_unit_test(test_stall_counts_from_the_last_acknowledgement_while_records_wait),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
