@@ -717,7 +717,6 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "aggregation: brokers and nf-type are required");
         return NULL;
     }
-    kafka_prop_t *pprops = NULL, *cprops = NULL;
     agg_worker_t *w = calloc(1, sizeof(*w));
     if (!w) {
         snprintf(err, errlen, "aggregation: out of memory");
@@ -779,64 +778,42 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     w->filter_next_check_ms = agg_now_ms() + w->cfg.filter_check_ms;
 
     /* The producer's queue holds at most the in-flight records (plus slack for DLQ retries),
-     * so QUEUE_FULL means the byte bound was hit. */
-    pprops = calloc(cfg->n_props + 4, sizeof(*pprops));
-    cprops = calloc(cfg->n_props + 4, sizeof(*cprops));
-    if (!pprops || !cprops) {
-        snprintf(err, errlen, "aggregation: out of memory");
-        goto fail;
-    }
-    size_t np = 0;
+     * so QUEUE_FULL means the byte bound was hit. Client settings that cut librdkafka's CPU
+     * per record were measured and none was kept (docs/aggregation.md, "Client settings"):
+     * batching, compression and socket buffers moved the figure less than the machine's
+     * noise. */
     char qmax[32];
     snprintf(qmax, sizeof(qmax), "%u", w->n_slots + 1000);
-    pprops[np++] = (kafka_prop_t){"queue.buffering.max.messages", qmax};
-    /* Client settings that cut librdkafka's CPU per record were measured and none was kept
-     * (docs/aggregation.md, "Client settings"): batching, compression and socket buffers
-     * moved the figure less than the machine's noise. */
-    np += kafka_props_split(cfg->props, cfg->n_props, KAFKA_CLIENT_PRODUCER, pprops + np);
-    kafka_producer_opts_t po = {.brokers = cfg->brokers,
-                                .client_id = w->client_id,
-                                .props = pprops,
-                                .n_props = np,
-                                .on_delivery = agg_on_delivery,
-                                .owner = w};
-    w->producer = kafka_producer_new(&po, err, errlen);
-    if (!w->producer)
-        goto fail;
-
-    size_t nc = 0;
+    const kafka_prop_t pdefs[] = {{"queue.buffering.max.messages", qmax}};
     /* Memory: what librdkafka prefetches beyond the in-flight records is bounded small (a
      * few fetch responses); a held record keeps its fetch response alive, so big responses
      * would multiply the in-flight bytes. Both can be overridden with kafka.consumer.*. */
-    cprops[nc++] = (kafka_prop_t){"statistics.interval.ms", "5000"};
-    cprops[nc++] = (kafka_prop_t){"queued.max.messages.kbytes", "4096"};
-    cprops[nc++] = (kafka_prop_t){"fetch.max.bytes", "4194304"};
-    nc += kafka_props_split(cfg->props, cfg->n_props, KAFKA_CLIENT_CONSUMER, cprops + nc);
-    const char *topics[] = {w->in_topic};
-    kafka_consumer_opts_t co = {.brokers = cfg->brokers,
-                                .group_id = w->group,
-                                .client_id = w->client_id,
-                                .topics = topics,
-                                .n_topics = 1,
-                                .cooperative = cfg->cooperative,
-                                .props = cprops,
-                                .n_props = nc,
-                                .on_rebalance = agg_on_rebalance,
-                                .on_stats = agg_on_stats,
-                                .owner = w};
-    w->consumer = kafka_consumer_new(&co, err, errlen);
-    if (!w->consumer)
+    const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"},
+                                  {"queued.max.messages.kbytes", "4096"},
+                                  {"fetch.max.bytes", "4194304"}};
+    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
+                            .client_id = w->client_id,
+                            .group_id = w->group,
+                            .topic = w->in_topic,
+                            .cooperative = cfg->cooperative,
+                            .props = cfg->props,
+                            .n_props = cfg->n_props,
+                            .producer_defaults = pdefs,
+                            .n_producer_defaults = 1,
+                            .consumer_defaults = cdefs,
+                            .n_consumer_defaults = 3,
+                            .on_delivery = agg_on_delivery,
+                            .on_rebalance = agg_on_rebalance,
+                            .on_consumer_stats = agg_on_stats,
+                            .owner = w};
+    if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
     log_info("aggregation %s: consuming %s in group %s, producing to %s (dead letters to %s), "
              "max in-flight %u, batch %u",
              cfg->nf_type, w->in_topic, w->group, w->main_topic, w->dlq_topic, w->cfg.max_inflight,
              w->cfg.batch);
-    free(pprops);
-    free(cprops);
     return w;
 fail:
-    free(pprops);
-    free(cprops);
     agg_worker_free(w);
     return NULL;
 }

@@ -174,30 +174,6 @@ static size_t utf8_seq(const uint8_t *s, size_t n)
     return len;
 }
 
-/* Bytes a JSON string can carry as they are: not '"', not '\\', not a control character,
- * ASCII. Returns the length of the leading run of such bytes. Eight bytes at a time (SWAR):
- * each term below flags the bytes of one class in their high bit, exactly for the lowest
- * flagged byte (borrows only spoil bytes above a true hit), so the lowest flag is the stop. */
-static size_t json_plain_run(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
-        uint64_t m =
-            (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | x) & highs;
-        if (m)
-            return i + (size_t)(__builtin_ctzll(m) >> 3);
-    }
-#endif
-    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
-        i++;
-    return i;
-}
-
 /* buf_append with the common case (room already allocated) inlined: same result, same
  * failure (only when the bytes would pass max). */
 static inline int put_bytes(buf_t *b, const void *p, size_t n)
@@ -218,7 +194,7 @@ int buf_append_json_escaped(buf_t *b, const void *p, size_t n)
     size_t i = 0;
     while (i < n) {
         /* Copy the longest run that needs no escaping in one go. */
-        size_t run = json_plain_run(s + i, n - i);
+        size_t run = buf_json_plain_run(s + i, n - i);
         if (run > 0 && put_bytes(b, s + i, run) != 0)
             return -1;
         i += run;

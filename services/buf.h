@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct buf {
     uint8_t *data;
@@ -49,6 +50,31 @@ static inline uint32_t buf_rd_be32(const uint8_t *p)
 static inline uint64_t buf_rd_be64(const uint8_t *p)
 {
     return ((uint64_t)buf_rd_be32(p) << 32) | buf_rd_be32(p + 4);
+}
+
+/* Length of the leading run of bytes a JSON string can hold as they are (not '"', '\\', a
+ * control character or non-ASCII): the scanner shared by the escaper, the envelope's body
+ * validator and the xDR encoder. Eight bytes at a time (SWAR): each term flags the bytes of
+ * one class in their high bit, exactly for the lowest flagged byte (a borrow only spoils bytes
+ * above a true hit), so the lowest flag is where the run stops. */
+static inline size_t buf_json_plain_run(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+        uint64_t m =
+            (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | x) & highs;
+        if (m)
+            return i + (size_t)(__builtin_ctzll(m) >> 3);
+    }
+#endif
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
 }
 
 #endif

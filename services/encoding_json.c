@@ -11,31 +11,6 @@
 
 /* ---- a JSON validator that allocates nothing ---- */
 
-/* Length of the leading run of bytes a JSON string holds as they are (not '"', '\\', a
- * control character or non-ASCII): the string scanner of both the validator and the escaper.
- * Eight bytes at a time (SWAR): each term flags the bytes of one class in their high bit,
- * exactly for the lowest flagged byte (a borrow only spoils bytes above a true hit), so the
- * lowest flag is where the run stops. Same function as in services/buf.c (kept static there). */
-static inline size_t json_plain_run(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
-        uint64_t m =
-            (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | x) & highs;
-        if (m)
-            return i + (size_t)(__builtin_ctzll(m) >> 3);
-    }
-#endif
-    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
-        i++;
-    return i;
-}
-
 typedef struct jv {
     const uint8_t *p;
     const uint8_t *end;
@@ -46,7 +21,7 @@ typedef struct jv {
 static inline void jv_ws(jv_t *v)
 {
     /* Most tokens of a compact body are not preceded by whitespace: one test and out. */
-    if (v->p < v->end && *v->p > ' ')
+    if (v->p<v->end && * v->p> ' ')
         return;
     while (v->p < v->end && (*v->p == ' ' || *v->p == '\t' || *v->p == '\n' || *v->p == '\r'))
         v->p++;
@@ -95,7 +70,7 @@ static int jv_string(jv_t *v)
 {
     v->p++; /* opening quote */
     while (v->p < v->end) {
-        v->p += json_plain_run(v->p, (size_t)(v->end - v->p));
+        v->p += buf_json_plain_run(v->p, (size_t)(v->end - v->p));
         if (v->p >= v->end)
             break;
         uint8_t c = *v->p;
@@ -315,7 +290,7 @@ static int put_jstr(buf_t *out, const char *p, size_t n)
         p = "";
     if (put_u8(out, '"') != 0)
         return -1;
-    if (json_plain_run((const uint8_t *)p, n) == n) {
+    if (buf_json_plain_run((const uint8_t *)p, n) == n) {
         if (n > 0 && put_mem(out, p, n) != 0)
             return -1;
     } else if (buf_append_json_escaped(out, p, n) != 0) {

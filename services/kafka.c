@@ -76,11 +76,12 @@ static int kafka_conf_apply(rd_kafka_conf_t *conf, const kafka_prop_t *defaults,
 static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
 
-/* NDD defaults, then the caller's properties, then the callbacks every client has. NULL with
- * errstr filled when a property is refused. */
-static rd_kafka_conf_t *kafka_conf_build(const kafka_prop_t *defaults, size_t n_defaults,
-                                         const kafka_prop_t *props, size_t n_props, void *opaque,
-                                         char *errstr, size_t errstr_size)
+/* Creates a client: NDD defaults, then the caller's properties, the callbacks every client
+ * has, then the kind's own (setup). NULL with errstr filled ("kafka <kind>: ..."). */
+static rd_kafka_t *kafka_client_new(rd_kafka_type_t type, const kafka_prop_t *defaults,
+                                    size_t n_defaults, const kafka_prop_t *props, size_t n_props,
+                                    void *opaque, void (*setup)(rd_kafka_conf_t *, void *),
+                                    char *errstr, size_t errstr_size)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (kafka_conf_apply(conf, defaults, n_defaults, props, n_props, errstr, errstr_size)) {
@@ -90,7 +91,15 @@ static rd_kafka_conf_t *kafka_conf_build(const kafka_prop_t *defaults, size_t n_
     rd_kafka_conf_set_opaque(conf, opaque);
     rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
     rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
-    return conf;
+    setup(conf, opaque);
+    char why[512];
+    rd_kafka_t *rk = rd_kafka_new(type, conf, why, sizeof(why));
+    if (!rk) {
+        snprintf(errstr, errstr_size, "kafka %s: %s",
+                 type == RD_KAFKA_PRODUCER ? "producer" : "consumer", why);
+        rd_kafka_conf_destroy(conf);
+    }
+    return rk;
 }
 
 static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -142,6 +151,14 @@ static void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opa
         p->on_delivery(p->owner, rkm->_private, rkm);
 }
 
+static void kafka_producer_conf(rd_kafka_conf_t *conf, void *opaque)
+{
+    kafka_producer_t *p = opaque;
+    rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
+    if (p->on_stats)
+        rd_kafka_conf_set_stats_cb(conf, kafka_producer_stats_cb);
+}
+
 kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *errstr,
                                      size_t errstr_size)
 {
@@ -169,21 +186,10 @@ kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *er
         {"message.timeout.ms", "0"},
         {"partitioner", "murmur2_random"},
     };
-    rd_kafka_conf_t *conf = kafka_conf_build(defaults, sizeof(defaults) / sizeof(defaults[0]),
-                                             opts->props, opts->n_props, p, errstr, errstr_size);
-    if (!conf) {
-        free(p);
-        return NULL;
-    }
-    rd_kafka_conf_set_dr_msg_cb(conf, kafka_dr_cb);
-    if (opts->on_stats)
-        rd_kafka_conf_set_stats_cb(conf, kafka_producer_stats_cb);
-
-    char why[512];
-    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
+    p->rk =
+        kafka_client_new(RD_KAFKA_PRODUCER, defaults, sizeof(defaults) / sizeof(defaults[0]),
+                         opts->props, opts->n_props, p, kafka_producer_conf, errstr, errstr_size);
     if (!p->rk) {
-        snprintf(errstr, errstr_size, "kafka producer: %s", why);
-        rd_kafka_conf_destroy(conf);
         free(p);
         return NULL;
     }
@@ -394,6 +400,15 @@ static void kafka_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         log_warn("kafka commit failed: %s", rd_kafka_err2str(err));
 }
 
+static void kafka_consumer_conf(rd_kafka_conf_t *conf, void *opaque)
+{
+    kafka_consumer_t *c = opaque;
+    rd_kafka_conf_set_rebalance_cb(conf, kafka_rebalance_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, kafka_commit_cb);
+    if (c->on_stats)
+        rd_kafka_conf_set_stats_cb(conf, kafka_consumer_stats_cb);
+}
+
 kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *errstr,
                                      size_t errstr_size)
 {
@@ -423,22 +438,10 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         {"partition.assignment.strategy",
          opts->cooperative ? "cooperative-sticky" : "range,roundrobin"},
     };
-    rd_kafka_conf_t *conf = kafka_conf_build(defaults, sizeof(defaults) / sizeof(defaults[0]),
-                                             opts->props, opts->n_props, c, errstr, errstr_size);
-    if (!conf) {
-        free(c);
-        return NULL;
-    }
-    rd_kafka_conf_set_rebalance_cb(conf, kafka_rebalance_cb);
-    rd_kafka_conf_set_offset_commit_cb(conf, kafka_commit_cb);
-    if (opts->on_stats)
-        rd_kafka_conf_set_stats_cb(conf, kafka_consumer_stats_cb);
-
-    char why[512];
-    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
+    c->rk =
+        kafka_client_new(RD_KAFKA_CONSUMER, defaults, sizeof(defaults) / sizeof(defaults[0]),
+                         opts->props, opts->n_props, c, kafka_consumer_conf, errstr, errstr_size);
     if (!c->rk) {
-        snprintf(errstr, errstr_size, "kafka consumer: %s", why);
-        rd_kafka_conf_destroy(conf);
         free(c);
         return NULL;
     }
@@ -810,6 +813,66 @@ size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_
         out[n++] = (kafka_prop_t){key, in[i].value};
     }
     return n;
+}
+
+/* defaults, then the pass-through properties meant for kind, in one array (free it). */
+static kafka_prop_t *kafka_props_join(const kafka_prop_t *defaults, size_t n_defaults,
+                                      const kafka_prop_t *props, size_t n_props,
+                                      kafka_client_kind_t kind, size_t *n_out)
+{
+    kafka_prop_t *out = calloc(n_defaults + n_props + 1, sizeof(*out));
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n_defaults; i++)
+        out[i] = defaults[i];
+    *n_out = n_defaults + kafka_props_split(props, n_props, kind, out + n_defaults);
+    return out;
+}
+
+int kafka_pair_new(const kafka_pair_opts_t *o, kafka_producer_t **producer,
+                   kafka_consumer_t **consumer, char *err, size_t errlen)
+{
+    *producer = NULL;
+    *consumer = NULL;
+    size_t np = 0, nc = 0;
+    kafka_prop_t *pprops = kafka_props_join(o->producer_defaults, o->n_producer_defaults, o->props,
+                                            o->n_props, KAFKA_CLIENT_PRODUCER, &np);
+    kafka_prop_t *cprops = kafka_props_join(o->consumer_defaults, o->n_consumer_defaults, o->props,
+                                            o->n_props, KAFKA_CLIENT_CONSUMER, &nc);
+    if (!pprops || !cprops) {
+        snprintf(err, errlen, "kafka clients for %s: out of memory", o->topic);
+        goto out;
+    }
+    kafka_producer_opts_t po = {.brokers = o->brokers,
+                                .client_id = o->client_id,
+                                .props = pprops,
+                                .n_props = np,
+                                .on_delivery = o->on_delivery,
+                                .owner = o->owner};
+    *producer = kafka_producer_new(&po, err, errlen);
+    if (!*producer)
+        goto out;
+    const char *topics[] = {o->topic};
+    kafka_consumer_opts_t co = {.brokers = o->brokers,
+                                .group_id = o->group_id,
+                                .client_id = o->client_id,
+                                .topics = topics,
+                                .n_topics = 1,
+                                .cooperative = o->cooperative,
+                                .props = cprops,
+                                .n_props = nc,
+                                .on_rebalance = o->on_rebalance,
+                                .on_stats = o->on_consumer_stats,
+                                .owner = o->owner};
+    *consumer = kafka_consumer_new(&co, err, errlen);
+    if (!*consumer) {
+        kafka_producer_close(*producer, 0);
+        *producer = NULL;
+    }
+out:
+    free(pprops);
+    free(cprops);
+    return *consumer ? 0 : -1;
 }
 
 int64_t kafka_stats_consumer_lag(const char *json, size_t len, const char *topic)

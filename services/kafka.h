@@ -112,6 +112,26 @@ typedef enum kafka_gate_event {
     KAFKA_GATE_RESUMED,    /* the partitions were just resumed */
 } kafka_gate_event_t;
 
+/* A daemon worker's two clients (kafka_pair_new). */
+typedef struct kafka_pair_opts {
+    const char *brokers;
+    const char *client_id;
+    const char *group_id;
+    const char *topic; /* the consumer's subscription */
+    bool cooperative;
+    const kafka_prop_t *props; /* the daemon's kafka.* pass-through, routed by kafka_props_split */
+    size_t n_props;
+    /* The worker's own settings, applied before props (so props override them). */
+    const kafka_prop_t *producer_defaults;
+    size_t n_producer_defaults;
+    const kafka_prop_t *consumer_defaults;
+    size_t n_consumer_defaults;
+    kafka_delivery_cb_t on_delivery;
+    kafka_rebalance_cb_t on_rebalance;
+    kafka_stats_cb_t on_consumer_stats;
+    void *owner;
+} kafka_pair_opts_t;
+
 /* ---- producer ------------------------------------------------------------------------- */
 
 /* Defaults: enable.idempotence=true (acks=all, ordered, no duplicates from retries),
@@ -220,6 +240,11 @@ int kafka_admin_topic_partitions(const char *brokers, const char *topic, int tim
  * out has room for n_in entries; the keys point into in. Returns the number written. */
 size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_t kind,
                          kafka_prop_t *out);
+
+/* Creates a worker's producer and its group consumer of one topic (subscribed). 0, or -1
+ * with err filled and both left NULL. */
+int kafka_pair_new(const kafka_pair_opts_t *o, kafka_producer_t **producer,
+                   kafka_consumer_t **consumer, char *err, size_t errlen);
 
 /* The consumer lag summed over topic's partitions in a librdkafka statistics JSON (the text
  * a kafka_stats_cb_t gets); -1 when the JSON does not parse. */

@@ -337,30 +337,6 @@ static int jw_opt(buf_t *out, int64_t v)
     return v == XDR_NONE ? JW(out, "null") : jw_int(out, v);
 }
 
-/* Leading bytes of s that JSON takes as they are: 0x20..0x7f except '"' and '\\' (the
- * plain class of buf_append_json_escaped). Eight bytes at a time: each term flags the bytes
- * of one class in their high bit, exactly for the lowest flagged byte (borrows only spoil
- * bytes above a true hit), so the lowest flag is the stop. */
-static size_t jw_plain_run(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
-        uint64_t m =
-            (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | x) & highs;
-        if (m)
-            return i + (size_t)(__builtin_ctzll(m) >> 3);
-    }
-#endif
-    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
-        i++;
-    return i;
-}
-
 /* A text field: null when absent, else a JSON string. The plain prefix is copied directly;
  * buf_append_json_escaped takes over from the first byte that needs escaping (it only looks
  * forward, so the bytes equal escaping the whole value). */
@@ -371,7 +347,7 @@ static int jw_str(buf_t *out, codec_slice_t v)
     if (jw_room(out, v.len + 2) != 0)
         return -1;
     const uint8_t *s = (const uint8_t *)v.ptr;
-    size_t run = jw_plain_run(s, v.len);
+    size_t run = buf_json_plain_run(s, v.len);
     uint8_t *d = out->data + out->len;
     d[0] = '"';
     memcpy(d + 1, s, run);
