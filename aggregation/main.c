@@ -56,11 +56,7 @@ static const config_spec_t agg_specs[] = {
      0},
     {"revoke-flush", CONFIG_DURATION_MS, "2s",
      "on a rebalance, how long acknowledgements of revoked partitions are awaited", 0},
-    {"http-listen", CONFIG_STRING, "127.0.0.1", "address of /metrics, /healthz, /readyz", 0},
-    {"http-port", CONFIG_INT, "9102", "port of /metrics (0: ephemeral, -1: no HTTP server)", 0},
-    {"http-port-file", CONFIG_STRING, NULL, "write the bound HTTP port to this file", 0},
-    {"log-level", CONFIG_STRING, "info", "debug, info, warn, error", 0},
-    {"log-json", CONFIG_BOOL, "false", "log JSON lines", 0},
+    DAEMON_SPECS_COMMON("9102"),
 };
 #define AGG_NSPECS (sizeof(agg_specs) / sizeof(agg_specs[0]))
 

@@ -5,7 +5,8 @@
  *
  * The spec table given to daemon_init must contain these keys (the daemons' common options):
  *   bootstrap (string), log-level (string), log-json (bool), http-listen (string),
- *   http-port (int, -1: no server, 0: ephemeral), http-port-file (string). */
+ *   http-port (int, -1: no server, 0: ephemeral), http-port-file (string); all but bootstrap
+ *   come with DAEMON_SPECS_COMMON. */
 #ifndef NDD_DAEMON_H
 #define NDD_DAEMON_H
 
@@ -17,6 +18,17 @@
 #include "httpd.h"
 #include "kafka.h"
 #include "metrics.h"
+
+/* The common options of daemon_init's spec table, to end a daemon's table with; port is the
+ * daemon's default HTTP port as a string ("9102"). */
+/* clang-format off */
+#define DAEMON_SPECS_COMMON(port)                                                              \
+    {"http-listen", CONFIG_STRING, "127.0.0.1", "address of /metrics, /healthz, /readyz", 0},  \
+    {"http-port", CONFIG_INT, port, "port of /metrics (0: ephemeral, -1: no HTTP server)", 0}, \
+    {"http-port-file", CONFIG_STRING, NULL, "write the bound HTTP port to this file", 0},      \
+    {"log-level", CONFIG_STRING, "info", "debug, info, warn, error", 0},                       \
+    {"log-json", CONFIG_BOOL, "false", "log JSON lines", 0}
+/* clang-format on */
 
 /* daemon_init's "go on" result; any other value is the process exit code. */
 #define DAEMON_CONTINUE (-1)

@@ -76,6 +76,17 @@ static int kafka_conf_apply(rd_kafka_conf_t *conf, const kafka_prop_t *defaults,
 static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
 
+/* The zeroed state of a client of kind ("producer"), when its options are complete (ok);
+ * NULL with errstr filled (missing: what the options lack) otherwise. */
+static void *kafka_client_alloc(size_t size, const char *kind, bool ok, const char *missing,
+                                char *errstr, size_t errstr_size)
+{
+    void *state = ok ? calloc(1, size) : NULL;
+    if (!state)
+        snprintf(errstr, errstr_size, "kafka %s: %s", kind, ok ? "out of memory" : missing);
+    return state;
+}
+
 /* Creates a client: NDD defaults, then the caller's properties, the callbacks every client
  * has, then the kind's own (setup). NULL with errstr filled ("kafka <kind>: ..."). */
 static rd_kafka_t *kafka_client_new(rd_kafka_type_t type, const kafka_prop_t *defaults,
@@ -162,15 +173,10 @@ static void kafka_producer_conf(rd_kafka_conf_t *conf, void *opaque)
 kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *errstr,
                                      size_t errstr_size)
 {
-    if (!opts || !opts->brokers) {
-        snprintf(errstr, errstr_size, "kafka producer: no brokers given");
+    kafka_producer_t *p = kafka_client_alloc(sizeof(*p), "producer", opts && opts->brokers,
+                                             "no brokers given", errstr, errstr_size);
+    if (!p)
         return NULL;
-    }
-    kafka_producer_t *p = calloc(1, sizeof(*p));
-    if (!p) {
-        snprintf(errstr, errstr_size, "kafka producer: out of memory");
-        return NULL;
-    }
     p->on_delivery = opts->on_delivery;
     p->on_stats = opts->on_stats;
     p->owner = opts->owner;
@@ -412,15 +418,11 @@ static void kafka_consumer_conf(rd_kafka_conf_t *conf, void *opaque)
 kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *errstr,
                                      size_t errstr_size)
 {
-    if (!opts || !opts->brokers || !opts->group_id || opts->n_topics == 0) {
-        snprintf(errstr, errstr_size, "kafka consumer: brokers, group and topics are required");
+    kafka_consumer_t *c = kafka_client_alloc(
+        sizeof(*c), "consumer", opts && opts->brokers && opts->group_id && opts->n_topics > 0,
+        "brokers, group and topics are required", errstr, errstr_size);
+    if (!c)
         return NULL;
-    }
-    kafka_consumer_t *c = calloc(1, sizeof(*c));
-    if (!c) {
-        snprintf(errstr, errstr_size, "kafka consumer: out of memory");
-        return NULL;
-    }
     c->on_rebalance = opts->on_rebalance;
     c->on_stats = opts->on_stats;
     c->owner = opts->owner;
