@@ -5,7 +5,9 @@
  * Backpressure: nghttp2_session_mem_send is pulled only while the socket's output buffer is
  * under out_buf_max; the write-low-watermark callback pulls again once it drained. Requests
  * therefore never pile up in an unbounded queue: the number of streams is capped by a
- * preallocated slot table and the bytes waiting for the socket by out_buf_max.
+ * preallocated slot table and the bytes waiting for the socket by out_buf_max. (DATA frames
+ * are written by h2_send_data inside mem_send, so one pull may pass out_buf_max by the DATA
+ * of the requests already submitted: bounded by max_in_flight x the request size.)
  *
  * nghttp2 forbids calling mem_send/mem_recv (or freeing the session) from inside its own
  * callbacks, and our callbacks call the owner, who may call send()/disconnect() again: while

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -13,40 +12,23 @@
 #include "config_topic.h"
 #include "events.h"
 #include "log.h"
-
-/* config_topic_poll and events_tick are cheap, but the worker loop turns thousands of times a
- * second under load: a few milliseconds between control steps cost nothing in reaction time. */
-#define CORR_CONTROL_PERIOD_MS 5
-#define CORR_CONTROL_ALARM_CHECK_MS 1000
+#include "worker_control.h"
 
 struct corr_control {
     char main_topic[256], xdr_topic[256], name[128], instance[128], alarm_resource[384],
         res_name[200];
     int64_t produce_alarm_ms;
-    config_topic_t *ft;
-    events_t *ev;
+    worker_control_t wc; /* ndd.config follower (wc.dirty: a correlation record changed since
+                          * the last resolve) and ndd.events publisher */
     corr_worker_t *w;
     corr_settings_t started; /* what the attached worker was built with */
     char *applied;           /* compact JSON of the live part last applied (change detection) */
-    bool dirty;              /* a correlation record changed since the last resolve */
-    int64_t next_step_ms;
-
-    int64_t next_check_ms; /* produce alarm watch */
-    uint64_t last_acked, last_failures;
-    int64_t last_progress_ms;
-    bool was_inflight;
+    worker_control_stall_t stall; /* produce alarm watch */
 
     corr_stats_t last_st; /* the counters of the last heartbeat */
     correlate_stats_t last_est;
     int64_t last_timeout_ms;
 };
-
-static int64_t corr_control_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- ndd.config: which record, what it says ---- */
 
@@ -140,8 +122,8 @@ static int corr_parse_spec(json_t *record, corr_settings_t *out, char *why, size
 static json_t *corr_find(const corr_control_t *c)
 {
     corr_find_t f = {.c = c};
-    if (c->ft)
-        config_topic_foreach(c->ft, corr_find_cb, &f);
+    if (c->wc.ft)
+        config_topic_foreach(c->wc.ft, corr_find_cb, &f);
     return f.record;
 }
 
@@ -152,16 +134,17 @@ void corr_control_settings(corr_control_t *c, corr_settings_t *out)
     if (corr_parse_spec(rec, out, why, sizeof(why)) != 0) {
         log_error("correlation: record \"%s\" refused: %s; command-line settings used", out->name,
                   why);
-        if (c->ev)
-            events_alarm_raise(c->ev, CORR_ALARM_REJECTED, c->res_name, EVENTS_MAJOR, why);
+        if (c->wc.ev)
+            events_alarm_raise(c->wc.ev, CORR_ALARM_REJECTED, c->res_name, EVENTS_MAJOR, why);
         corr_parse_spec(NULL, out, why, sizeof(why));
     }
 }
 
 /* Applies what can change live to the attached worker and reports what cannot. */
-static void corr_control_resolve(corr_control_t *c)
+static void corr_control_resolve(void *owner)
 {
-    c->dirty = false;
+    corr_control_t *c = owner;
+    c->wc.dirty = false;
     if (!c->w)
         return;
     char why[256];
@@ -169,12 +152,12 @@ static void corr_control_resolve(corr_control_t *c)
     json_t *rec = corr_find(c);
     if (corr_parse_spec(rec, &s, why, sizeof(why)) != 0) {
         log_error("correlation: record \"%s\" refused: %s; running settings kept", s.name, why);
-        if (c->ev)
-            events_alarm_raise(c->ev, CORR_ALARM_REJECTED, c->res_name, EVENTS_MAJOR, why);
+        if (c->wc.ev)
+            events_alarm_raise(c->wc.ev, CORR_ALARM_REJECTED, c->res_name, EVENTS_MAJOR, why);
         return;
     }
-    if (c->ev)
-        events_alarm_clear(c->ev, CORR_ALARM_REJECTED, c->res_name);
+    if (c->wc.ev)
+        events_alarm_clear(c->wc.ev, CORR_ALARM_REJECTED, c->res_name);
     /* Live: without a record (or without the field) the start value comes back. */
     int64_t want_us = s.timeout_set ? s.timeout_ms * 1000 : c->started.timeout_ms * 1000;
     int64_t old_us = corr_worker_timeout_us(c->w);
@@ -214,17 +197,17 @@ static void corr_control_resolve(corr_control_t *c)
     CORR_DIFF(s.max_open_set && s.max_open != c->started.max_open,
               "max_open_per_partition=%" PRId64 " ", s.max_open);
 #undef CORR_DIFF
-    if (!c->ev)
+    if (!c->wc.ev)
         return;
     if (diff[0]) {
         char text[700];
         snprintf(text, sizeof(text), "record \"%s\" changed %s(applied at the next start)", s.name,
                  diff);
-        if (!events_alarm_active(c->ev, CORR_ALARM_RESTART, c->res_name))
+        if (!events_alarm_active(c->wc.ev, CORR_ALARM_RESTART, c->res_name))
             log_warn("correlation: %s", text);
-        events_alarm_raise(c->ev, CORR_ALARM_RESTART, c->res_name, EVENTS_WARNING, text);
+        events_alarm_raise(c->wc.ev, CORR_ALARM_RESTART, c->res_name, EVENTS_WARNING, text);
     } else {
-        events_alarm_clear(c->ev, CORR_ALARM_RESTART, c->res_name);
+        events_alarm_clear(c->wc.ev, CORR_ALARM_RESTART, c->res_name);
     }
 }
 
@@ -232,13 +215,13 @@ static void corr_on_upsert(void *owner, const char *kind, const char *id, json_t
                            json_t *previous)
 {
     (void)kind, (void)id, (void)record, (void)previous;
-    ((corr_control_t *)owner)->dirty = true;
+    ((corr_control_t *)owner)->wc.dirty = true;
 }
 
 static void corr_on_delete(void *owner, const char *kind, const char *id, json_t *previous)
 {
     (void)kind, (void)id, (void)previous;
-    ((corr_control_t *)owner)->dirty = true;
+    ((corr_control_t *)owner)->wc.dirty = true;
 }
 
 /* ---- ndd.events ---- */
@@ -281,59 +264,29 @@ static void corr_collect(void *owner, json_t *counters, json_t *feeds)
  * produce_alarm_ms (broker away, XDR topic unwritable; message.timeout.ms is infinite, so
  * they are retried, not lost). Cleared once acknowledgements flow again. A refusal is fatal
  * for the worker: corr_control_report_fatal raises it as critical. */
-static void corr_alarm_check(corr_control_t *c, int64_t now)
+static void corr_alarm_check(void *owner, int64_t now)
 {
-    if (!c->w || !c->ev || now < c->next_check_ms)
+    corr_control_t *c = owner;
+    if (!c->w || !worker_control_stall_due(&c->stall, now))
         return;
-    c->next_check_ms = now + CORR_CONTROL_ALARM_CHECK_MS;
     corr_stats_t s = corr_worker_stats(c->w);
-    uint64_t acked = s.xdrs_acked + s.dead_lettered;
-    if (acked != c->last_acked || !c->was_inflight)
-        c->last_progress_ms = now;
-    c->last_acked = acked;
-    c->was_inflight = s.unacked > 0;
-    bool stalled = s.unacked > 0 && now - c->last_progress_ms >= c->produce_alarm_ms;
-    if (stalled) {
-        char text[512];
+    int64_t ms = worker_control_stall_ms(&c->stall, now, s.xdrs_acked + s.dead_lettered, s.unacked);
+    bool stalled = ms >= c->produce_alarm_ms; /* 0 while nothing is in flight */
+    char text[512];
+    if (stalled)
         snprintf(text, sizeof(text),
                  "%" PRIu64 " records unacknowledged for %" PRId64 " s (producing xDRs to %s)",
-                 s.unacked, (now - c->last_progress_ms) / 1000, c->xdr_topic);
-        if (!events_alarm_active(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource))
-            log_warn("correlation: alarm %s raised: %s", CORR_ALARM_PRODUCE, text);
-        events_alarm_raise(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource, EVENTS_MAJOR, text);
-    } else {
-        if (events_alarm_active(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource))
-            log_info("correlation: alarm %s cleared", CORR_ALARM_PRODUCE);
-        events_alarm_clear(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource);
-    }
+                 s.unacked, ms / 1000, c->xdr_topic);
+    worker_control_alarm(&c->wc, CORR_ALARM_PRODUCE, c->alarm_resource, stalled ? text : NULL);
 }
 
 /* ---- life cycle ---- */
 
-/* Pass-through properties for one of our clients: unprefixed ones (security settings...) as
- * they are, "<mine>X" as X, "<other>X" not at all. out holds n entries. */
-static size_t corr_control_props(const kafka_prop_t *in, size_t n, const char *mine,
-                                 const char *other, kafka_prop_t *out)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(in[i].key, other, strlen(other)) == 0)
-            continue;
-        out[k].key =
-            strncmp(in[i].key, mine, strlen(mine)) == 0 ? in[i].key + strlen(mine) : in[i].key;
-        out[k++].value = in[i].value;
-    }
-    return k;
-}
-
 corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t errlen)
 {
     corr_control_t *c = calloc(1, sizeof(*c));
-    kafka_prop_t *props = calloc(o->n_props + 1, sizeof(*props));
-    if (!c || !props) {
+    if (!c) {
         snprintf(err, errlen, "control path: out of memory");
-        free(props);
-        free(c);
         return NULL;
     }
     snprintf(c->main_topic, sizeof(c->main_topic), "%s", o->main_topic ? o->main_topic : "MAIN");
@@ -353,51 +306,37 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
     snprintf(c->res_name, sizeof(c->res_name), "correlation/%.180s", c->instance);
     c->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;
 
-    if (o->events_topic && *o->events_topic) {
-        events_opts_t eo = {
-            .brokers = o->brokers,
-            .topic = o->events_topic,
-            .service = "ndd-correlation",
-            .instance = c->instance,
-            .version = o->version,
-            .interval_ms = o->heartbeat_ms,
-            .collect = corr_collect,
-            .owner = c,
-            .props = props,
-            .n_props = corr_control_props(o->props, o->n_props, "producer.", "consumer.", props),
-            .metrics = o->metrics};
-        c->ev = events_new(&eo, err, errlen);
-        if (!c->ev)
-            goto fail;
-    }
-    if (o->config_topic && *o->config_topic) {
-        static const char *const kinds[] = {"correlation"};
-        config_topic_opts_t co = {
-            .brokers = o->brokers,
-            .topic = o->config_topic,
-            .client_id = "ndd-correlation-config",
-            .kinds = kinds,
-            .n_kinds = 1,
-            .props = props,
-            .n_props = corr_control_props(o->props, o->n_props, "consumer.", "producer.", props),
-            .on_upsert = corr_on_upsert,
-            .on_delete = corr_on_delete,
-            .owner = c,
-            .metrics = o->metrics};
-        c->ft = config_topic_new(&co, err, errlen);
-        if (!c->ft)
-            goto fail;
+    static const char *const kinds[] = {"correlation"};
+    worker_control_opts_t wo = {.brokers = o->brokers,
+                                .props = o->props,
+                                .n_props = o->n_props,
+                                .metrics = o->metrics,
+                                .owner = c,
+                                .config_topic = o->config_topic,
+                                .config_client_id = "ndd-correlation-config",
+                                .kinds = kinds,
+                                .n_kinds = 1,
+                                .on_upsert = corr_on_upsert,
+                                .on_delete = corr_on_delete,
+                                .on_loaded = NULL,
+                                .events_topic = o->events_topic,
+                                .service = "ndd-correlation",
+                                .log_name = "correlation",
+                                .instance = c->instance,
+                                .version = o->version,
+                                .heartbeat_ms = o->heartbeat_ms,
+                                .collect = corr_collect,
+                                .resolve = corr_control_resolve,
+                                .check = corr_alarm_check};
+    if (worker_control_open(&c->wc, &wo, err, errlen)) {
+        free(c);
+        return NULL;
     }
     log_info("correlation: control path: config %s (record: %s), events %s as "
              "ndd-correlation/%s",
-             c->ft ? o->config_topic : "off", c->name[0] ? c->name : "matched by source_topic",
-             c->ev ? o->events_topic : "off", c->instance);
-    free(props);
+             c->wc.ft ? o->config_topic : "off", c->name[0] ? c->name : "matched by source_topic",
+             c->wc.ev ? o->events_topic : "off", c->instance);
     return c;
-fail:
-    free(props);
-    corr_control_free(c, 0);
-    return NULL;
 }
 
 void corr_control_attach(corr_control_t *c, corr_worker_t *w, const corr_settings_t *started)
@@ -415,62 +354,32 @@ void corr_control_attach(corr_control_t *c, corr_worker_t *w, const corr_setting
     }
     free(c->applied);
     c->applied = NULL;
-    c->dirty = w != NULL; /* a change during the start is applied at once */
-}
-
-static void corr_control_step(corr_control_t *c, int poll_ms)
-{
-    if (c->ft) {
-        config_topic_poll(c->ft, poll_ms);
-        if (c->dirty && config_topic_loaded(c->ft))
-            corr_control_resolve(c);
-    }
-    if (c->ev) {
-        events_tick(c->ev);
-        corr_alarm_check(c, corr_control_now_ms());
-    }
+    c->wc.dirty = w != NULL; /* a change during the start is applied at once */
 }
 
 int corr_control_wait_loaded(corr_control_t *c, int timeout_ms)
 {
-    int64_t end = corr_control_now_ms() + timeout_ms;
-    for (;;) {
-        int64_t left = end - corr_control_now_ms();
-        if (c->ft && config_topic_loaded(c->ft))
-            break;
-        if (left <= 0)
-            break;
-        corr_control_step(c, left < 100 ? (int)left : 100);
-        if (!c->ft)
-            break;
-    }
-    return !c->ft || config_topic_loaded(c->ft) ? 0 : -1;
+    return worker_control_wait_loaded(&c->wc, timeout_ms);
 }
 
 void corr_control_tick(void *arg)
 {
-    corr_control_t *c = arg;
-    int64_t now = corr_control_now_ms();
-    if (now < c->next_step_ms)
-        return;
-    c->next_step_ms = now + CORR_CONTROL_PERIOD_MS;
-    corr_control_step(c, 0);
+    worker_control_tick(&((corr_control_t *)arg)->wc);
 }
 
 void corr_control_report_fatal(corr_control_t *c, const char *text, int timeout_ms)
 {
-    if (!c || !c->ev)
-        return;
-    events_alarm_raise(c->ev, CORR_ALARM_PRODUCE, c->alarm_resource, EVENTS_CRITICAL, text);
-    events_flush(c->ev, timeout_ms);
+    if (c)
+        worker_control_report_fatal(&c->wc, CORR_ALARM_PRODUCE, c->alarm_resource, text,
+                                    timeout_ms);
 }
 
 void corr_control_free(corr_control_t *c, int timeout_ms)
 {
     if (!c)
         return;
-    config_topic_free(c->ft);
-    events_free(c->ev, timeout_ms);
+    c->w = NULL; /* the last heartbeat (if any) must not read a freed worker */
+    worker_control_close(&c->wc, timeout_ms);
     free(c->applied);
     free(c);
 }

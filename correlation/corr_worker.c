@@ -23,8 +23,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "buf.h"
 #include "codec.h"
 #include "log.h"
@@ -95,9 +93,7 @@ struct corr_worker {
      * for it, so the clock is read again there (a transaction's age counts from its arrival,
      * never from before it). */
     bool clock_fresh;
-    bool paused;
-    int64_t blocked_since_ms;
-    int64_t pause_logged_ms;
+    kafka_gate_t gate;
     bool fatal;
     bool closing; /* the stop path sealed and drained: rebalances must not seal again */
     uint64_t dlq_logged;
@@ -217,24 +213,9 @@ static void corr_metrics_refresh(corr_worker_t *w)
 static void corr_on_stats(void *owner, const char *json, size_t len)
 {
     corr_worker_t *w = owner;
-    json_t *root = json_loadb(json, len, 0, NULL);
-    if (!root)
-        return;
-    json_t *parts = json_object_get(json_object_get(json_object_get(root, "topics"), w->main_topic),
-                                    "partitions");
-    const char *k;
-    json_t *p;
-    int64_t lag = 0;
-    json_object_foreach(parts, k, p)
-    {
-        if (strcmp(k, "-1") == 0)
-            continue;
-        json_int_t l = json_integer_value(json_object_get(p, "consumer_lag"));
-        if (l > 0)
-            lag += l;
-    }
-    metrics_gauge_set(w->m.lag, (double)lag);
-    json_decref(root);
+    int64_t lag = kafka_stats_consumer_lag(json, len, w->main_topic);
+    if (lag >= 0)
+        metrics_gauge_set(w->m.lag, (double)lag);
 }
 
 /* ---- checkpoints ---- */
@@ -583,25 +564,12 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
 
 /* ---- life cycle ---- */
 
-/* Pass-through properties: "consumer.X" goes to the consumer only, "producer.X" to the
- * producer only (as X), anything else to both. Returns -1 when in is not for this client. */
-static int corr_prop_for(const kafka_prop_t *in, const char *other, const char *mine,
-                         kafka_prop_t *out)
-{
-    if (strncmp(in->key, other, strlen(other)) == 0)
-        return -1;
-    out->key = strncmp(in->key, mine, strlen(mine)) == 0 ? in->key + strlen(mine) : in->key;
-    out->value = in->value;
-    return 0;
-}
-
 corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errlen)
 {
     if (!cfg->brokers) {
         snprintf(err, errlen, "correlation: brokers are required");
         return NULL;
     }
-    kafka_prop_t *pprops = NULL, *cprops = NULL;
     corr_worker_t *w = calloc(1, sizeof(*w));
     if (!w) {
         snprintf(err, errlen, "correlation: out of memory");
@@ -655,45 +623,21 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         goto fail;
     }
 
-    pprops = calloc(cfg->n_props + 4, sizeof(*pprops));
-    cprops = calloc(cfg->n_props + 4, sizeof(*cprops));
-    if (!pprops || !cprops) {
-        snprintf(err, errlen, "correlation: out of memory");
-        goto fail;
-    }
-    size_t np = 0;
-    for (size_t i = 0; i < cfg->n_props; i++)
-        if (!corr_prop_for(&cfg->props[i], "consumer.", "producer.", &pprops[np]))
-            np++;
-    kafka_producer_opts_t po = {.brokers = cfg->brokers,
-                                .client_id = w->client_id,
-                                .props = pprops,
-                                .n_props = np,
-                                .on_delivery = corr_on_delivery,
-                                .owner = w};
-    w->producer = kafka_producer_new(&po, err, errlen);
-    if (!w->producer)
-        goto fail;
-
-    size_t nc = 0;
-    cprops[nc++] = (kafka_prop_t){"statistics.interval.ms", "5000"};
-    for (size_t i = 0; i < cfg->n_props; i++)
-        if (!corr_prop_for(&cfg->props[i], "producer.", "consumer.", &cprops[nc]))
-            nc++;
-    const char *topics[] = {w->main_topic};
-    kafka_consumer_opts_t co = {.brokers = cfg->brokers,
-                                .group_id = w->group,
-                                .client_id = w->client_id,
-                                .topics = topics,
-                                .n_topics = 1,
-                                .cooperative = cfg->cooperative,
-                                .props = cprops,
-                                .n_props = nc,
-                                .on_rebalance = corr_on_rebalance,
-                                .on_stats = corr_on_stats,
-                                .owner = w};
-    w->consumer = kafka_consumer_new(&co, err, errlen);
-    if (!w->consumer)
+    const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"}};
+    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
+                            .client_id = w->client_id,
+                            .group_id = w->group,
+                            .topic = w->main_topic,
+                            .cooperative = cfg->cooperative,
+                            .props = cfg->props,
+                            .n_props = cfg->n_props,
+                            .consumer_defaults = cdefs,
+                            .n_consumer_defaults = 1,
+                            .on_delivery = corr_on_delivery,
+                            .on_rebalance = corr_on_rebalance,
+                            .on_consumer_stats = corr_on_stats,
+                            .owner = w};
+    if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
     log_info("correlation: consuming %s in group %s, xDRs (%s) to %s, dead letters to %s; "
              "timeout %" PRId64 " ms, at most %u open transactions per partition, %s rebalancing "
@@ -703,46 +647,31 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
              ec.max_open ? ec.max_open : CORRELATE_DEFAULT_MAX_OPEN,
              cfg->cooperative ? "cooperative" : "eager",
              cfg->revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over");
-    free(pprops);
-    free(cprops);
     return w;
 fail:
-    free(pprops);
-    free(cprops);
     corr_worker_free(w);
     return NULL;
 }
 
-/* Consumption stops while max_unacked records await acknowledgement. A stall is first met by
- * not polling for data (librdkafka's prefetch is bounded); if it lasts CORR_PAUSE_AFTER_MS
- * the partitions are paused, so the consumer can still be polled for rebalances. */
+/* Consumption stops while max_unacked records await acknowledgement: first by not polling
+ * for data, then (after CORR_PAUSE_AFTER_MS) by pausing the partitions (kafka_gate_t), so the
+ * consumer can still be polled for rebalances. */
 static bool corr_room(corr_worker_t *w)
 {
-    if (w->st.unacked < w->cfg.max_unacked) {
-        w->blocked_since_ms = 0;
-        if (w->paused && kafka_consumer_resume_all(w->consumer) == 0) {
-            w->paused = false;
-            metrics_gauge_set(w->m.paused, 0);
-        }
-        return true;
-    }
-    int64_t now = corr_now_ms();
-    if (!w->blocked_since_ms)
-        w->blocked_since_ms = now;
-    if (!w->paused && now - w->blocked_since_ms >= CORR_PAUSE_AFTER_MS &&
-        kafka_consumer_pause_all(w->consumer) == 0) {
-        w->paused = true;
-        w->st.pauses++;
+    bool room = w->st.unacked < w->cfg.max_unacked;
+    kafka_gate_event_t ev = kafka_gate_update(&w->gate, w->consumer, room, CORR_PAUSE_AFTER_MS);
+    if (ev == KAFKA_GATE_RESUMED)
+        metrics_gauge_set(w->m.paused, 0);
+    if (ev == KAFKA_GATE_PAUSED) {
+        w->st.pauses = w->gate.pauses;
         metrics_counter_inc(w->m.pauses);
         metrics_gauge_set(w->m.paused, 1);
-        if (now - w->pause_logged_ms >= 60000 || !w->pause_logged_ms) {
+        if (w->gate.log_due)
             log_info("correlation: paused (%" PRIu64 " records unacknowledged; %" PRIu64
                      " pauses so far)",
                      w->st.unacked, w->st.pauses);
-            w->pause_logged_ms = now;
-        }
     }
-    return false;
+    return room;
 }
 
 int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
@@ -776,7 +705,7 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
             continue;
         }
         kafka_producer_poll(w->producer, 10);
-        if (w->paused)
+        if (w->gate.paused)
             kafka_consumer_poll_each(w->consumer, w->cfg.batch, 0, corr_on_message, w);
     }
 

@@ -4,8 +4,6 @@
  *
  * main reads the settings, creates the XDR and dead-letter topics when asked, starts the
  * /metrics server on its own thread and runs the worker loop until SIGTERM/SIGINT. */
-#include <malloc.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +14,7 @@
 #include "config.h"
 #include "corr_control.h"
 #include "corr_worker.h"
-#include "httpd.h"
+#include "daemon.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
@@ -80,38 +78,15 @@ static const config_spec_t corr_specs[] = {
     {"heartbeat-interval", CONFIG_DURATION_MS, "5s", "period of the heartbeats", 0},
     {"produce-alarm-after", CONFIG_DURATION_MS, "10s",
      "xDRs unacknowledged this long raise the xdr-produce-failing alarm", 0},
-    {"http-listen", CONFIG_STRING, "127.0.0.1", "address of /metrics, /healthz, /readyz", 0},
-    {"http-port", CONFIG_INT, "9103", "port of /metrics (0: ephemeral, -1: no HTTP server)", 0},
-    {"http-port-file", CONFIG_STRING, NULL, "write the bound HTTP port to this file", 0},
-    {"log-level", CONFIG_STRING, "info", "debug, info, warn, error", 0},
-    {"log-json", CONFIG_BOOL, "false", "log JSON lines", 0},
+    DAEMON_SPECS_COMMON("9104"),
 };
 #define CORR_NSPECS (sizeof(corr_specs) / sizeof(corr_specs[0]))
-
-static volatile sig_atomic_t corr_stop;
-
-static void corr_on_signal(int sig)
-{
-    (void)sig;
-    corr_stop = 1;
-}
-
-static int corr_http_setup(httpd_t *h, void *arg)
-{
-    httpd_set_metrics(h, arg);
-    httpd_set_ready_reason(h, "starting: loading the configuration topic");
-    return 0;
-}
 
 static int corr_create_topics(const char *brokers, const char *main_topic, int main_parts,
                               const char *xdr_topic, int xdr_parts, const char *dlq_topic,
                               int dlq_parts)
 {
-    char err[256];
-    kafka_producer_opts_t po = {.brokers = brokers};
-    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
-    int n = p ? kafka_admin_partition_count(kafka_producer_handle(p), main_topic, 5000) : -1;
-    kafka_producer_close(p, 0);
+    int n = kafka_admin_topic_partitions(brokers, main_topic, 5000);
     if (n < 1) {
         if (kafka_admin_create_topic(brokers, main_topic, main_parts, 1, NULL, 0, 15000))
             return -1;
@@ -123,6 +98,11 @@ static int corr_create_topics(const char *brokers, const char *main_topic, int m
                                  15000))
         return -1;
     return 0;
+}
+
+static int corr_wait_loaded(void *ctl, int timeout_ms)
+{
+    return corr_control_wait_loaded(ctl, timeout_ms);
 }
 
 static int corr_parse_mode(const char *s, correlate_drain_t *out)
@@ -179,66 +159,27 @@ int main(int argc, char **argv)
 {
     /* librdkafka's fetch buffers are large and short-lived: keep them in the heap (reused)
      * instead of fresh mmap'd pages each time (same reasoning as ndd-aggregation). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    daemon_heap_setup(false);
+    daemon_t d;
+    int rc = daemon_init(&d, "ndd-correlation", corr_specs, CORR_NSPECS, argc, argv);
+    if (rc != DAEMON_CONTINUE) {
+        daemon_free(&d);
+        return rc;
+    }
+    config_t *cfg = d.cfg;
+    const char *brokers = d.brokers;
     char err[1024];
-    config_t *cfg = config_load(corr_specs, CORR_NSPECS, argc, argv, err, sizeof(err));
-    if (!cfg) {
-        fprintf(stderr, "ndd-correlation: %s\n", err);
-        return 2;
-    }
-    if (config_help_requested(cfg)) {
-        config_print_help(corr_specs, CORR_NSPECS, "ndd-correlation", stdout);
-        config_free(cfg);
-        return 0;
-    }
-    log_level_t level = LOG_LEVEL_INFO;
-    if (log_level_parse(config_get_str(cfg, "log-level"), &level) != 0) {
-        fprintf(stderr, "ndd-correlation: --log-level: \"%s\" is not debug, info, warn or error\n",
-                config_get_str(cfg, "log-level"));
-        config_free(cfg);
-        return 2;
-    }
-    log_setup("ndd-correlation", level, config_get_bool(cfg, "log-json"));
-
-    size_t n_kprops = 0;
-    const config_kafka_prop_t *kp = config_kafka_props(cfg, &n_kprops);
-    kafka_prop_t *props = calloc(n_kprops + 1, sizeof(*props));
-    const char *brokers = config_get_str(cfg, "bootstrap");
-    if (!brokers)
-        brokers = getenv("NDD_KAFKA");
-    size_t np = 0;
-    for (size_t i = 0; props && i < n_kprops; i++) {
-        if (strcmp(kp[i].name, "bootstrap.servers") == 0 && !brokers)
-            brokers = kp[i].value;
-        props[np++] = (kafka_prop_t){.key = kp[i].name, .value = kp[i].value};
-    }
     int64_t batch = config_get_int(cfg, "batch");
     int64_t max_unacked = config_get_int(cfg, "max-unacked");
-    int64_t http_port = config_get_int(cfg, "http-port");
-    int rc = 2;
-    httpd_thread_t *http = NULL;
+    rc = 2;
     corr_worker_t *w = NULL;
     corr_control_t *ctl = NULL;
     codec_limits_t limits = {.max_body = (size_t)config_get_bytes(cfg, "max-body")};
     corr_config_t cc = {0};
 
-    if (!props) {
-        fprintf(stderr, "ndd-correlation: out of memory\n");
-        goto out;
-    }
-    if (!brokers) {
-        fprintf(stderr, "ndd-correlation: no Kafka: set --bootstrap, NDD_KAFKA or "
-                        "--kafka.bootstrap.servers\n");
-        goto out;
-    }
     if (batch < 1 || batch > 100000 || max_unacked < 1 || max_unacked > 10000000) {
         fprintf(stderr, "ndd-correlation: --batch must be 1..100000 and --max-unacked "
                         "1..10000000\n");
-        goto out;
-    }
-    if (http_port < -1 || http_port > 65535) {
-        fprintf(stderr, "ndd-correlation: --http-port must be -1..65535\n");
         goto out;
     }
     if (codec_limits_set(&limits)) {
@@ -263,34 +204,9 @@ int main(int argc, char **argv)
     if (corr_engine_config(cfg, &cc.engine))
         goto out;
 
-    metrics_registry_t *reg = metrics_default_registry();
-    if (http_port >= 0) {
-        httpd_options_t ho = {.bind_addr = config_get_str(cfg, "http-listen"),
-                              .port = (uint16_t)http_port};
-        http = httpd_thread_start(&ho, corr_http_setup, reg, err, sizeof(err));
-        if (!http) {
-            fprintf(stderr, "ndd-correlation: HTTP server: %s\n", err);
-            goto out;
-        }
-        uint16_t port = httpd_port(httpd_thread_server(http));
-        log_info("correlation: /metrics on %s:%u", ho.bind_addr, port);
-        const char *pf = config_get_str(cfg, "http-port-file");
-        if (pf) {
-            FILE *f = fopen(pf, "w");
-            if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f)) {
-                fprintf(stderr, "ndd-correlation: cannot write %s\n", pf);
-                goto out;
-            }
-        }
-    }
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = corr_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    metrics_registry_t *reg = d.metrics;
+    if (daemon_start(&d, "starting: loading the configuration topic", false))
+        goto out;
 
     /* The control path first: the record's settings are applied before the worker exists,
      * and /readyz stays not ready until the initial load is complete. */
@@ -307,33 +223,32 @@ int main(int argc, char **argv)
                               .heartbeat_ms = config_get_duration_ms(cfg, "heartbeat-interval"),
                               .produce_alarm_ms =
                                   config_get_duration_ms(cfg, "produce-alarm-after"),
-                              .props = props,
-                              .n_props = np,
+                              .props = d.props,
+                              .n_props = d.n_props,
                               .metrics = reg};
     ctl = corr_control_new(&ko, err, sizeof(err));
     if (!ctl) {
         fprintf(stderr, "ndd-correlation: control path: %s\n", err);
         goto out;
     }
-    for (int waited = 0; !corr_stop && corr_control_wait_loaded(ctl, 1000) != 0; waited++)
-        if (waited % 10 == 9)
-            log_warn("correlation: configuration topic %s not loaded after %d s; not ready yet",
-                     ko.config_topic, waited + 1);
+    if (daemon_wait(&d, corr_wait_loaded, ctl, ko.config_topic)) {
+        rc = 0;
+        goto out;
+    }
     corr_settings_t st;
     corr_control_settings(ctl, &st);
     /* Disabled: stay up (heartbeats, /healthz) without consuming until enabled or stopped. */
     if (!st.enabled) {
         log_warn("correlation: disabled by record \"%s\"; waiting for it to be enabled", st.name);
-        if (http)
-            httpd_set_ready_reason(httpd_thread_server(http), "disabled by configuration");
-        while (!corr_stop && !st.enabled) {
+        daemon_set_ready(&d, false, "disabled by configuration");
+        while (!*d.stop && !st.enabled) {
             corr_control_wait_loaded(ctl, 0);
             corr_control_tick(ctl);
             struct timespec ts = {0, 20 * 1000 * 1000};
             nanosleep(&ts, NULL);
             corr_control_settings(ctl, &st);
         }
-        if (corr_stop) {
+        if (*d.stop) {
             rc = 0;
             goto out;
         }
@@ -377,8 +292,8 @@ int main(int argc, char **argv)
     cc.dlq_topic = config_get_str(cfg, "dlq-topic");
     cc.group = config_get_str(cfg, "group");
     cc.client_id = config_get_str(cfg, "client-id");
-    cc.props = props;
-    cc.n_props = np;
+    cc.props = d.props;
+    cc.n_props = d.n_props;
     cc.batch = (uint32_t)batch;
     cc.max_unacked = (uint32_t)max_unacked;
     cc.checkpoint_ms = (int)config_get_duration_ms(cfg, "checkpoint-interval");
@@ -396,9 +311,8 @@ int main(int argc, char **argv)
         goto out;
     }
     corr_control_attach(ctl, w, &started);
-    if (http)
-        httpd_set_ready(httpd_thread_server(http), true);
-    rc = corr_worker_run(w, &corr_stop) == 0 ? 0 : 1;
+    daemon_set_ready(&d, true, NULL);
+    rc = corr_worker_run(w, d.stop) == 0 ? 0 : 1;
     if (rc != 0)
         corr_control_report_fatal(ctl,
                                   "the worker stopped: an xDR or dead-letter record was "
@@ -408,9 +322,6 @@ out:
     corr_control_attach(ctl, NULL, NULL);
     corr_worker_free(w);
     corr_control_free(ctl, 2000);
-    if (http)
-        httpd_thread_stop(http);
-    free(props);
-    config_free(cfg);
+    daemon_free(&d);
     return rc;
 }

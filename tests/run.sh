@@ -115,7 +115,7 @@ configured() { [[ -f $1/CTestTestfile.cmake && -f $1/build.ninja ]]; }
 
 # ---- 3. formatting -----------------------------------------------------------------------
 format_check() {
-    local dirs=(services aggregation adapter admin gui-api bench tests) files=() f bad=0
+    local dirs=(services aggregation correlation adapter admin gui-api bench tests) files=() f bad=0
     if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         # Tracked and untracked-but-not-ignored files: what a commit would contain.
         mapfile -t files < <(git -C "$ROOT" ls-files --cached --others --exclude-standard \

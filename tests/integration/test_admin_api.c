@@ -221,7 +221,8 @@ static int setup(void **state)
     char suffix[64];
     ktu_unique_name("x", suffix, sizeof(suffix));
     /* schema names: lowercase letters, digits and '_' only */
-    snprintf(fx.schema, sizeof(fx.schema), "ndd_test_%s", suffix + 2);
+    if (snprintf(fx.schema, sizeof(fx.schema), "ndd_test_%s", suffix + 2) >= (int)sizeof(fx.schema))
+        fail_msg("schema name for suffix %s is too long", suffix);
     for (char *p = fx.schema; *p; p++)
         if (*p == '-')
             *p = '_';

@@ -481,7 +481,9 @@ static int setup(void **state)
     signal(SIGPIPE, SIG_IGN);
     char suffix[64];
     ktu_unique_name("x", suffix, sizeof(suffix));
-    snprintf(fx.schema, sizeof(fx.schema), "ndd_test_feed_%s", suffix + 2);
+    if (snprintf(fx.schema, sizeof(fx.schema), "ndd_test_feed_%s", suffix + 2) >=
+        (int)sizeof(fx.schema))
+        fail_msg("schema name for suffix %s is too long", suffix);
     for (char *p = fx.schema; *p; p++)
         if (*p == '-')
             *p = '_';
