@@ -204,6 +204,12 @@ wait_ready() { # name url seconds
     done
     die "$1 not ready at $2 after $3 s"
 }
+# assigned_partitions METRICS FEED: ndd_adapter_assigned_partitions{feed="FEED"} from a
+# /metrics scrape (docs/adapter.md), 0 when absent.
+assigned_partitions() {
+    awk -v want="ndd_adapter_assigned_partitions{feed=\"$2\"}" \
+        '$1 == want {v = $2 + 0} END {printf "%d\n", v}' <<<"$1"
+}
 fmt() { LC_ALL=C printf "%'.${2:-0}f" "$1"; }
 
 if ((!REPORT_ONLY)); then
@@ -325,15 +331,18 @@ run_once() { # tag rate duration
     for i in "${!sink_mports[@]}"; do wait_ready "ndd-sink ${feed_names[$i]}" "http://127.0.0.1:${sink_mports[$i]}/healthz" 10; done
     # Traffic starts once every consumer group holds its partitions, so the figures are those
     # of the steady state, not of group joins (which would show as seconds of latency).
-    local want=$((${#nf_types[@]} + ${#feed_names[@]})) have=0 wait_until=$((SECONDS + 60)) m
+    local want=$((${#nf_types[@]} + ${#feed_names[@]})) have=0 wait_until=$((SECONDS + 60)) m ada_metrics
     while ((SECONDS < wait_until)); do
         have=0
         for i in "${!agg_ports[@]}"; do
             m=$( (http_get "http://127.0.0.1:${agg_ports[$i]}/metrics" || true) | awk '/^ndd_aggregation_assigned_partitions/{s+=$NF} END{print s+0}')
             ((m > 0)) && have=$((have + 1))
         done
+        # The adapter's gauge, not its log: one scrape for all feeds, exact label match.
+        ada_metrics=$(http_get "http://127.0.0.1:$ada_port/metrics" || true)
         for name in "${feed_names[@]}"; do
-            grep -Eq "feed $pfx$name: [1-9][0-9]* partition\(s\) of ${pfx}MAIN assigned" "$d/adapter.log" && have=$((have + 1))
+            m=$(assigned_partitions "$ada_metrics" "$pfx$name")
+            ((m > 0)) && have=$((have + 1))
         done
         ((have == want)) && break
         sleep 0.5

@@ -299,25 +299,6 @@ static int put_jstr(buf_t *out, const char *p, size_t n)
     return put_u8(out, '"');
 }
 
-/* An upper bound of the envelope's size: every string escaped at its worst (6 bytes a byte),
- * the body at its longer form. Reserved once per message so the appends never reallocate;
- * saturates instead of overflowing (the reserve then just fails, harmlessly). */
-static size_t envelope_worst(const codec_msg_t *m)
-{
-    size_t w = 128, strs = 0;
-    for (int i = 0; i < CODEC_META__COUNT; i++)
-        if (m->meta[i].ptr)
-            strs += m->meta[i].len + 32;
-    for (size_t i = 0; i < m->n_ext; i++)
-        strs += m->ext[i].name.len + m->ext[i].value.len + 8;
-    for (size_t i = 0; i < m->n_http; i++)
-        strs += m->http[i].name.len + m->http[i].value.len + 8;
-    strs += m->key.len;
-    if (strs > SIZE_MAX / 8 || m->body.len > SIZE_MAX / 8)
-        return SIZE_MAX;
-    return w + 6 * strs + 4 * ((m->body.len + 2) / 3) + 32;
-}
-
 /* Does the media type (before any ';') say JSON: application/json or any +json suffix? */
 static int media_is_json(const char *p, size_t n)
 {
@@ -354,12 +335,39 @@ static int body_is_json(const codec_msg_t *m)
     return says_json && encoding_json_valid((const uint8_t *)m->body.ptr, m->body.len);
 }
 
+/* The envelope's size when no string needs escaping, which is how NF headers and values come:
+ * reserved once per message so the appends usually never reallocate, without growing the
+ * buffer for escapes that almost never happen (an escaped string just grows it in the checked
+ * appends). Saturates instead of overflowing (the reserve then fails, harmlessly). */
+static size_t envelope_likely(const codec_msg_t *m, int body_json)
+{
+    size_t n = sizeof("{\"metadata\":{},\"headers\":[],\"key\":,\"body\":}") - 1;
+    for (int i = 0; i < CODEC_META__COUNT; i++)
+        if (m->meta[i].ptr) /* ,"name":"value" (the name's leading '@' not written) */
+            n += strlen(codec_meta_name((codec_meta_t)i)) + m->meta[i].len + 5;
+    for (size_t i = 0; i < m->n_ext; i++) /* ,"name":"value" */
+        n += m->ext[i].name.len + m->ext[i].value.len + 6;
+    for (size_t i = 0; i < m->n_http; i++) /* ,["name","value"] */
+        n += m->http[i].name.len + m->http[i].value.len + 8;
+    if (m->key.len > SIZE_MAX / 2 || m->body.len > SIZE_MAX / 2 || n > SIZE_MAX / 4)
+        return SIZE_MAX;
+    n += m->key.ptr ? m->key.len + 2 : 4;
+    if (!m->body.ptr || m->body.len == 0)
+        n += 4;
+    else if (body_json)
+        n += m->body.len;
+    else
+        n += 4 * ((m->body.len + 2) / 3) + sizeof("\"\",\"body_encoding\":\"base64\"") - 1;
+    return n;
+}
+
 static int envelope(buf_t *out, const codec_msg_t *m)
 {
     int first = 1;
+    int body_json = m->body.ptr && m->body.len > 0 && body_is_json(m);
     /* A capacity hint only: when it fails (near max) the checked appends below still decide,
      * so the output and the failure point are those of appending piece by piece. */
-    (void)buf_reserve(out, envelope_worst(m));
+    (void)buf_reserve(out, envelope_likely(m, body_json));
     if (PUT_LIT(out, "{\"metadata\":{") != 0)
         return -1;
     for (int i = 0; i < CODEC_META__COUNT; i++) {
@@ -416,7 +424,7 @@ static int envelope(buf_t *out, const codec_msg_t *m)
     if (!m->body.ptr || m->body.len == 0) {
         if (PUT_LIT(out, "null") != 0)
             return -1;
-    } else if (body_is_json(m)) {
+    } else if (body_json) {
         if (put_mem(out, m->body.ptr, m->body.len) != 0)
             return -1;
     } else {

@@ -194,9 +194,12 @@ for nf in "${NF_TYPES[@]}"; do
     wait_http "ndd-aggregation $nf" "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/readyz" 40 "$QS/aggregation-$nf.log"
 done
 wait_http ndd-adapter "http://127.0.0.1:$P_ADA/readyz" 30 "$QS/adapter.log"
-# Traffic starts once the demo feed holds MAIN's partitions (a group join is not latency).
+# Traffic starts once the demo feed holds MAIN's partitions (a group join is not latency):
+# the adapter's ndd_adapter_assigned_partitions{feed="demo"} gauge (docs/adapter.md).
 for ((i = 0; i < 120; i++)); do
-    grep -Eq 'feed demo: [1-9][0-9]* partition\(s\) of MAIN assigned' "$QS/adapter.log" && break
+    v=$( (curl -fsS --max-time 1 "http://127.0.0.1:$P_ADA/metrics" 2>/dev/null || true) |
+        awk '$1 == "ndd_adapter_assigned_partitions{feed=\"demo\"}" {v = $2 + 0} END {printf "%d\n", v}')
+    ((v > 0)) && break
     sleep 0.5
 done
 

@@ -1,8 +1,8 @@
 /* ndd-adapter end to end on the real broker (NDD_TEST_KAFKA): copies produced to a unique
  * source topic, the daemon started as a child process (killed by PID), endpoints that are
  * not NDD code (nghttpd for HTTP/2 cleartext and TLS) and recording endpoints run by the test
- * (for scripted faults and counting by @seq at the receiving side). The outage in CI is
- * 6 s rather than 30 s (same code path: reconnect with backoff capped at 2 s here). */
+ * (for scripted faults and counting by @seq at the receiving side). Endpoint outages last
+ * 30 s as issue 4 states (NDD_TEST_OUTAGE_MS shortens them for quick local runs). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -219,6 +219,14 @@ static void test_frames_over_tcp_and_tls_deliver_every_seq(void **state)
     tctx_done(&t);
 }
 
+/* How long an endpoint stays dead in the outage tests. */
+static uint64_t outage_ms(void)
+{
+    const char *e = getenv("NDD_TEST_OUTAGE_MS");
+    long v = e ? strtol(e, NULL, 10) : 0;
+    return v > 0 ? (uint64_t)v : 30000;
+}
+
 static void test_endpoint_outage_loses_nothing_and_second_endpoint_takes_load(void **state)
 {
     enum { N1 = 500, N2 = 1000, N3 = 500 };
@@ -249,7 +257,7 @@ static void test_endpoint_outage_loses_nothing_and_second_endpoint_takes_load(vo
         fail_msg("B did not take the load: %zu distinct", atu_srv_distinct(b));
     assert_true(atu_srv_total(b) - b_before >= N2);
     uint64_t t0 = atu_now_ms();
-    while (atu_now_ms() - t0 < 6000) /* the outage lasts 6 s */
+    while (atu_now_ms() - t0 < outage_ms())
         usleep(100000);
     /* A comes back and gets traffic again (the adapter reconnected with backoff). */
     a = atu_srv_start(ATU_SRV_H2, pa, NULL);
@@ -290,7 +298,7 @@ static void test_single_endpoint_killed_then_restarted_loses_nothing(void **stat
     /* Produced while the only endpoint is dead: held (paused, retried), never dropped. */
     assert_int_equal(atu_produce_copies(t.topic, 500, N - 500, 3400), 0);
     uint64_t t0 = atu_now_ms();
-    while (atu_now_ms() - t0 < 6000)
+    while (atu_now_ms() - t0 < outage_ms())
         usleep(100000);
     a = atu_srv_start(ATU_SRV_H2, pa, NULL);
     w = (srvwait_t){a, NULL, 500, N};
