@@ -83,6 +83,11 @@ struct feed_delivery {
 typedef struct feed_part {
     bool known, assigned;
     uint32_t gen;
+    /* A rewind of this partition is outstanding: the next record wanted is `rewound`. Later
+     * records of the same poll (already past the seek) are dropped, not taken: taking one
+     * would put last_taken above the rewound record, which would then be refused (ORDER) and
+     * rewound forever, or be skipped by a second seek further on. -1: none. */
+    int64_t rewound;
     offset_tracker_t tr;
 } feed_part_t;
 
@@ -144,11 +149,12 @@ struct feed {
     unsigned seed;
 
     /* metrics */
-    metrics_counter_t *m_consumed, *m_filtered, *m_dead;
+    metrics_counter_t *m_consumed, *m_filtered, *m_dead, *m_rewound;
     metrics_gauge_t *m_lag, *m_pending, *m_assigned;
     metrics_histogram_t *m_latency;
     /* stats for feed_get_stats (other threads read them) */
     atomic_uint_fast64_t s_consumed, s_filtered, s_sent, s_acked, s_retried, s_dead, s_pending;
+    atomic_uint_fast64_t s_rewound; /* records given back to librdkafka (seek) */
     atomic_uint s_up;
     atomic_bool s_paused;
 };
@@ -197,6 +203,7 @@ static feed_part_t *feed_part(feed_t *f, int32_t p, bool create)
         if (offset_tracker_init(&fp->tr, (uint32_t)f->hard_max) != 0)
             return NULL;
         fp->known = true;
+        fp->rewound = -1;
     }
     return fp;
 }
@@ -616,6 +623,7 @@ static void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
             continue;
         }
         fp->gen++;
+        fp->rewound = -1;
         offset_tracker_reset(&fp->tr);
         bool now_assigned = kind == KAFKA_REBALANCE_ASSIGNED;
         if (now_assigned != fp->assigned)
@@ -631,18 +639,26 @@ static void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         f->repause = true;
 }
 
-/* Gives back a message we cannot hold: rewinds its partition so it is fetched again. */
-static void feed_rewind(feed_t *f, rd_kafka_message_t *rkm)
+/* Gives back a message we cannot hold: rewinds its partition so it is fetched again. The seek
+ * is asynchronous (timeout 0): it bumps the partition's fetch version at once, so nothing
+ * fetched before it is returned by a later poll, and the loop never blocks on the broker
+ * thread (a blocking seek timed out under load and left the partition where it was). */
+static void feed_rewind(feed_t *f, feed_part_t *fp, rd_kafka_message_t *rkm)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(rkm->rkt), rkm->partition)->offset =
         rkm->offset;
-    rd_kafka_error_t *e = rd_kafka_seek_partitions(kafka_consumer_handle(f->kc), l, 2000);
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(kafka_consumer_handle(f->kc), l, 0);
     if (e) {
         log_error("feed %s: cannot rewind %s/%" PRId32 " to %" PRId64 ": %s", f->cfg->name,
                   rd_kafka_topic_name(rkm->rkt), rkm->partition, rkm->offset,
                   rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
+        fp->rewound = -1; /* no seek: dropping what follows would stall the partition */
+    } else {
+        fp->rewound = rkm->offset;
+        STAT_ADD(f, s_rewound, 1);
+        metrics_counter_inc(f->m_rewound);
     }
     rd_kafka_topic_partition_list_destroy(l);
     rd_kafka_message_destroy(rkm);
@@ -652,6 +668,23 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
 {
     feed_part_t *fp = feed_part(f, rkm->partition, false);
     if (!fp || !fp->assigned) {
+        rd_kafka_message_destroy(rkm);
+        return;
+    }
+    if (fp->rewound >= 0) {
+        if (rkm->offset > fp->rewound) {
+            /* Behind an outstanding rewind: fetched again after the seek. */
+            rd_kafka_message_destroy(rkm);
+            return;
+        }
+        fp->rewound = -1; /* the rewound record is back (or an earlier position was sought) */
+    }
+    if (rkm->offset <= fp->tr.last_taken) {
+        /* Already taken (held or done): a refetch after a seek to a position behind it. Taking
+         * it again is impossible (the tracker wants increasing offsets) and rewinding to it
+         * would loop forever; the held copy is the one delivered. */
+        log_debug("feed %s: skipping %s/%" PRId32 "/%" PRId64 ", already taken", f->cfg->name,
+                  f->cfg->source_topic, rkm->partition, rkm->offset);
         rd_kafka_message_destroy(rkm);
         return;
     }
@@ -672,7 +705,7 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         }
     }
     if (f->pending >= f->hard_max || !f->free_list) {
-        feed_rewind(f, rkm);
+        feed_rewind(f, fp, rkm);
         f->repause = true;
         return;
     }
@@ -681,7 +714,7 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
     if (trc != OFFSET_TRACKER_OK) {
         log_warn("feed %s: offset tracker refused %s/%" PRId32 "/%" PRId64 " (%d); rewinding",
                  f->cfg->name, f->cfg->source_topic, rkm->partition, rkm->offset, (int)trc);
-        feed_rewind(f, rkm);
+        feed_rewind(f, fp, rkm);
         f->repause = true;
         return;
     }
@@ -977,6 +1010,9 @@ static void feed_metrics_init(feed_t *f)
     metrics_family_t *fd =
         metrics_counter_new(r, "ndd_adapter_dead_lettered_messages_total",
                             "Copies written to the feed's dead-letter topic", "feed");
+    metrics_family_t *fw = metrics_counter_new(
+        r, "ndd_adapter_rewound_messages_total",
+        "Copies given back because the feed was full (sought again, consumed again)", "feed");
     metrics_family_t *fl = metrics_gauge_new(
         r, "ndd_adapter_consumer_lag_messages",
         "Messages of the source topic not yet delivered by the feed (fetch lag + pending)", "feed");
@@ -994,6 +1030,7 @@ static void feed_metrics_init(feed_t *f)
     f->m_consumed = fc ? metrics_counter_labels(fc, n) : NULL;
     f->m_filtered = ff ? metrics_counter_labels(ff, n) : NULL;
     f->m_dead = fd ? metrics_counter_labels(fd, n) : NULL;
+    f->m_rewound = fw ? metrics_counter_labels(fw, n) : NULL;
     f->m_lag = fl ? metrics_gauge_labels(fl, n) : NULL;
     f->m_pending = fp ? metrics_gauge_labels(fp, n) : NULL;
     f->m_assigned = fa ? metrics_gauge_labels(fa, n) : NULL;
@@ -1439,6 +1476,7 @@ void feed_get_stats(const feed_t *f, feed_stats_t *o)
     o->acked = atomic_load_explicit(&m->s_acked, memory_order_relaxed);
     o->retried = atomic_load_explicit(&m->s_retried, memory_order_relaxed);
     o->dead_lettered = atomic_load_explicit(&m->s_dead, memory_order_relaxed);
+    o->rewound = atomic_load_explicit(&m->s_rewound, memory_order_relaxed);
     o->pending = atomic_load_explicit(&m->s_pending, memory_order_relaxed);
     o->endpoints_up = atomic_load_explicit(&m->s_up, memory_order_relaxed);
     o->paused = atomic_load_explicit(&m->s_paused, memory_order_relaxed);

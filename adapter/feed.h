@@ -47,6 +47,7 @@ typedef struct feed_memory_plan {
 
 typedef struct feed_stats {
     uint64_t consumed, filtered, sent, acked, retried, dead_lettered;
+    uint64_t rewound; /* records given back (feed full): sought again, consumed again */
     uint64_t pending; /* messages held now */
     unsigned endpoints_up;
     bool paused;

@@ -56,7 +56,7 @@ static const config_spec_t agg_specs[] = {
      0},
     {"revoke-flush", CONFIG_DURATION_MS, "2s",
      "on a rebalance, how long acknowledgements of revoked partitions are awaited", 0},
-    DAEMON_SPECS_COMMON("9102"),
+    DAEMON_SPECS_COMMON("9101"),
 };
 #define AGG_NSPECS (sizeof(agg_specs) / sizeof(agg_specs[0]))
 

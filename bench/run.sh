@@ -6,7 +6,8 @@
 #                [--report-only]
 #
 # Starts a private stack (Kafka only) on free ports, the daemons with their metrics ports
-# (ndd-aggregation per NF type, ndd-adapter with the profile's feeds), one ndd-sink per feed,
+# (ndd-aggregation per NF type, ndd-adapter with the profile's feeds, ndd-correlation when the
+# profile sets CORRELATION=1), one ndd-sink per feed,
 # the Kafka-side travel probe, then ndd-nf-sim per the profile (bench/profiles/NAME.profile).
 # Shows progress once per second; at the end prints a table like the OCNADD benchmark tables and
 # then ONE final line of JSON (issue 7):
@@ -44,7 +45,7 @@ SETS=()
 PORT_RANGE=${NDD_BENCH_PORTS:-26000-26999}
 
 usage() {
-    sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 say() { echo "bench: $*" >&2; }
@@ -93,6 +94,7 @@ DRAIN_IDLE=15      # ... or how long without progress before giving up
 BASELINES="h2load kafka"
 BASELINE_COUNT=100000
 TRAVEL=1
+CORRELATION=0      # 1: also ndd-correlation on MAIN (xDRs to XDR), component `correlation`
 OCNADD=""          # the published figure this profile stands beside (table footer)
 # shellcheck source=/dev/null
 . "$PROFILE_FILE"
@@ -114,6 +116,7 @@ BIN_SINK=$BUILD/bench/sink/ndd-sink
 BIN_OFF=$BUILD/bench/probes/ndd-offsets
 BIN_TRAVEL=$BUILD/bench/probes/ndd-travel
 BIN_KB=$BUILD/bench/baseline/ndd-kafka-baseline
+BIN_CORR=$BUILD/correlation/ndd-correlation
 ((REPORT_ONLY)) || for b in "$BIN_AGG" "$BIN_ADA" "$BIN_SIM" "$BIN_SINK" "$BIN_OFF" "$BIN_TRAVEL" "$BIN_KB"; do
     [[ -x $b ]] || die "$b is not built (cmake -S $ROOT -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD)"
 done
@@ -326,12 +329,27 @@ run_once() { # tag rate duration
     run_pids+=("$!")
     COMP_PIDS[adapter]+="$! "
 
+    local corr_port=""
+    if ((CORRELATION)); then
+        [[ -x $BIN_CORR ]] || die "$BIN_CORR is not built (cmake --build $BUILD --target ndd-correlation)"
+        take_port
+        corr_port=$PORT
+        # its own consumer group on this run's MAIN, xDRs to this run's XDR
+        "$BIN_CORR" --bootstrap "$BOOTSTRAP" --main-topic "${pfx}MAIN" --xdr-topic "${pfx}XDR" \
+            --dlq-topic "${pfx}dlq-correlation" --group "ndd-corr-$pfx" --main-partitions "$PARTITIONS" \
+            --http-port "$corr_port" --log-level warn >"$d/correlation.log" 2>&1 &
+        PIDS+=("$!")
+        run_pids+=("$!")
+        COMP_PIDS[correlation]+="$! "
+    fi
+
     for i in "${!agg_ports[@]}"; do wait_ready "ndd-aggregation ${nf_types[$i]}" "http://127.0.0.1:${agg_ports[$i]}/readyz" 30; done
     wait_ready ndd-adapter "http://127.0.0.1:$ada_port/readyz" 30
+    [[ -n $corr_port ]] && wait_ready ndd-correlation "http://127.0.0.1:$corr_port/readyz" 30
     for i in "${!sink_mports[@]}"; do wait_ready "ndd-sink ${feed_names[$i]}" "http://127.0.0.1:${sink_mports[$i]}/healthz" 10; done
     # Traffic starts once every consumer group holds its partitions, so the figures are those
     # of the steady state, not of group joins (which would show as seconds of latency).
-    local want=$((${#nf_types[@]} + ${#feed_names[@]})) have=0 wait_until=$((SECONDS + 60)) m ada_metrics
+    local want=$((${#nf_types[@]} + ${#feed_names[@]} + (CORRELATION ? 1 : 0))) have=0 wait_until=$((SECONDS + 60)) m ada_metrics
     while ((SECONDS < wait_until)); do
         have=0
         for i in "${!agg_ports[@]}"; do
@@ -344,6 +362,10 @@ run_once() { # tag rate duration
             m=$(assigned_partitions "$ada_metrics" "$pfx$name")
             ((m > 0)) && have=$((have + 1))
         done
+        if [[ -n $corr_port ]]; then
+            m=$( (http_get "http://127.0.0.1:$corr_port/metrics" || true) | awk '/^ndd_correlation_assigned_partitions/{s+=$NF} END{print s+0}')
+            ((m > 0)) && have=$((have + 1))
+        fi
         ((have == want)) && break
         sleep 0.5
     done
@@ -419,6 +441,24 @@ run_once() { # tag rate duration
         progress_line "$d" "$start_ns" "$produced"
         sleep 1
     done
+    # correlation: the last transactions close at the latest at its timeout (5 s); the window
+    # ends when every copy was read from MAIN and no transaction is open or unacknowledged
+    local xdr_json=null
+    if [[ -n $corr_port ]]; then
+        local cm cdl=$((SECONDS + 20))
+        while :; do
+            cm=$(http_get "http://127.0.0.1:$corr_port/metrics" || true)
+            awk -v want="$produced" '/^ndd_correlation_consumed_messages_total/{c+=$NF} /^ndd_correlation_open_transactions/{o+=$NF}
+                /^ndd_correlation_unacked_records/{u+=$NF} END{exit !(c >= want && o == 0 && u == 0)}' <<<"$cm" && break
+            ((SECONDS >= cdl)) && { say "correlation: transactions still open after 20 s"; break; }
+            sleep 0.5
+        done
+        xdr_json=$(awk '/^ndd_correlation_xdr_records_total/{x+=$NF} /^ndd_correlation_consumed_messages_total/{c+=$NF}
+            /^ndd_correlation_dead_letter_total/{d+=$NF} /^ndd_correlation_open_transactions/{o+=$NF}
+            /^ndd_xdr_transactions_total\{/{if (match($1, /completion="[a-z]*"/)) n[substr($1, RSTART + 12, RLENGTH - 13)] += $NF}
+            END{printf "{\"records\":%d,\"consumed\":%d,\"dead_lettered\":%d,\"open\":%d,\"completion\":{", x, c, d, o
+                for (k in n) printf "%s\"%s\":%d", (i++ ? "," : ""), k, n[k]; printf "}}"}' <<<"$cm")
+    fi
     local end_ns window
     end_ns=$(date +%s%N)
     window=$(awk -v a="$start_ns" -v b="$end_ns" 'BEGIN{printf "%.3f", (b-a)/1e9}')
@@ -475,10 +515,10 @@ run_once() { # tag rate duration
     jq -n --arg tag "$tag" --argjson rate "$rate" --argjson dur "$dur" --argjson window "$window" \
         --argjson nfsim "$(cat "$d/nfsim.json")" --argjson sinks "$sinks_json" \
         --argjson agg_dlq "$agg_dlq" --argjson cpu "$cpu_json" --argjson rss "$rss_json" \
-        --argjson travel "$travel_json" \
+        --argjson travel "$travel_json" --argjson xdr "$xdr_json" \
         --argjson offsets "$(tail -n1 "$d/offsets.json" 2>/dev/null | grep . || echo null)" \
         '{tag:$tag, rate:$rate, duration:$dur, window_s:$window, nfsim:$nfsim, sinks:$sinks,
-          agg_dlq:$agg_dlq, cpu_s:$cpu, rss_mb:$rss, travel:$travel, offsets:$offsets}' \
+          agg_dlq:$agg_dlq, cpu_s:$cpu, rss_mb:$rss, travel:$travel, xdr:$xdr, offsets:$offsets}' \
         >"$WORK/$tag.result.json"
 }
 
@@ -602,7 +642,7 @@ summarise() { # result.json baselines.json profile
                         | (if $c > 0 then ($produced / $c | floor) else null end)),
                    ndd_with_kafka:((($r.cpu_s.aggregation // 0) + ($r.cpu_s.adapter // 0) + ($r.cpu_s.kafka // 0)) as $c
                         | (if $c > 0 then ($produced / $c | floor) else null end))},
-         rate:$r.rate, target_missed:$r.nfsim.target_missed, window_s:$r.window_s,
+         rate:$r.rate, target_missed:$r.nfsim.target_missed, window_s:$r.window_s, xdr:($r.xdr // null),
          feeds:($f | map({key:.name, value:{transport, delivered:.unique, duplicates:.dups,
                  dead_lettered:.dead, egress_mps:.rate, p99_ms:(.lat.p99 // 0)}}) | from_entries),
          travel_main_ms:(if $r.travel then ($r.travel.topics | to_entries[0].value

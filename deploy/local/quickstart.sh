@@ -9,14 +9,15 @@
 # 2. builds NDD (Release) in DIR (default <repo>/build-release),
 # 3. starts the local stack (Kafka + PostgreSQL, stack.sh; default dir <repo>/.stack),
 # 4. starts ndd-admin (REST API), ndd-aggregation for SCP, NRF, SEPP, BSF and PCF, ndd-sink (a
-#    stand-in third-party tool) and ndd-adapter with one demo feed: MAIN -> JSON over HTTP/2,
+#    stand-in third-party tool), ndd-correlation (MAIN -> xDRs on XDR) and ndd-adapter with one
+#    demo feed: MAIN -> JSON over HTTP/2,
 # 5. runs ndd-nf-sim at a modest rate (default 200 copies/s) for --seconds (default 60) and shows
-#    a live line per second: ingress rate, egress rate, p99 latency, backlog,
-# 6. waits for delivery, prints the summary (lost counted by sequence number at the sink) and
-#    where to look. The daemons keep running until `quickstart.sh --stop`.
+#    a live line per second: ingress rate, egress rate, p99 latency, backlog, xDRs,
+# 6. waits for delivery and for the last xDRs, prints the summary (lost counted by sequence
+#    number at the sink, xDRs written to XDR) and where to look. The daemons keep running until `quickstart.sh --stop`.
 # Idempotent: a second run stops the daemons of the first and starts them again.
 # Ports (--ports-from P, default 9100): admin P, aggregation SCP P+1 (NRF…PCF P+11…P+14),
-# adapter P+2, sink metrics P+3, sink HTTP/2 P+80.
+# adapter P+2, sink metrics P+3, correlation P+4, sink HTTP/2 P+80.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -32,7 +33,7 @@ STOP=0
 NF_TYPES=(SCP NRF SEPP BSF PCF)
 
 usage() {
-    sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 say() { echo "quickstart: $*" >&2; }
@@ -87,7 +88,7 @@ stop_daemon() {
     rm -f "$QS/$1.pid"
     say "stopped $1 (pid $pid)"
 }
-DAEMONS=(nf-sim adapter "${NF_TYPES[@]/#/aggregation-}" admin sink)
+DAEMONS=(nf-sim adapter correlation "${NF_TYPES[@]/#/aggregation-}" admin sink)
 stop_all_daemons() {
     local d
     for d in "${DAEMONS[@]}"; do stop_daemon "$d"; done
@@ -108,16 +109,17 @@ if ((DO_BUILD)); then
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNDD_WERROR=OFF >"$QS/cmake.log" 2>&1 ||
         { tail -20 "$QS/cmake.log" >&2; die "cmake configure failed ($QS/cmake.log)"; }
     cmake --build "$BUILD" -j"$(nproc)" --target ndd-admin ndd-aggregation ndd-adapter ndd-sink \
-        ndd-nf-sim ndd-offsets >"$QS/build.log" 2>&1 ||
+        ndd-correlation ndd-nf-sim ndd-offsets >"$QS/build.log" 2>&1 ||
         { grep -m5 -E 'error|FAILED' "$QS/build.log" >&2; die "build failed ($QS/build.log)"; }
 fi
 ADMIN=$BUILD/admin/ndd-admin
 AGG=$BUILD/aggregation/ndd-aggregation
 ADA=$BUILD/adapter/ndd-adapter
+CORR=$BUILD/correlation/ndd-correlation
 SINK=$BUILD/bench/sink/ndd-sink
 SIM=$BUILD/bench/nfsim/ndd-nf-sim
 OFF=$BUILD/bench/probes/ndd-offsets
-for b in "$ADMIN" "$AGG" "$ADA" "$SINK" "$SIM" "$OFF"; do
+for b in "$ADMIN" "$AGG" "$ADA" "$CORR" "$SINK" "$SIM" "$OFF"; do
     [[ -x $b ]] || die "$b missing (build first, or drop --no-build)"
 done
 
@@ -130,9 +132,9 @@ NDD_PG=$(sed -n 's/^NDD_PG=//p' "$STACK_DIR/env")
 
 # ---- 4. daemons (a rerun replaces those of the previous run) ----
 stop_all_daemons
-P_ADMIN=$BASE P_AGG=$((BASE + 1)) P_ADA=$((BASE + 2)) P_SINKM=$((BASE + 3)) P_SINK=$((BASE + 80))
+P_ADMIN=$BASE P_AGG=$((BASE + 1)) P_ADA=$((BASE + 2)) P_SINKM=$((BASE + 3)) P_CORR=$((BASE + 4)) P_SINK=$((BASE + 80))
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in $P_ADMIN $P_AGG $P_ADA $P_SINKM $P_SINK $((BASE + 11)) $((BASE + 12)) $((BASE + 13)) $((BASE + 14)); do
+for p in $P_ADMIN $P_AGG $P_ADA $P_SINKM $P_CORR $P_SINK $((BASE + 11)) $((BASE + 12)) $((BASE + 13)) $((BASE + 14)); do
     port_busy "$p" && die "port $p is in use by another program (choose --ports-from N)"
 done
 start_daemon() { # name log command...
@@ -181,6 +183,10 @@ for nf in "${NF_TYPES[@]}"; do
     i=$((i + 1))
 done
 
+# ndd-correlation: its own consumer group on MAIN, one xDR per transaction to XDR (docs/correlation.md).
+start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http-port "$P_CORR" \
+    --log-level warn
+
 cat >"$QS/feeds.json" <<EOF
 {"feeds": [
   {"name": "demo", "source_topic": "MAIN", "encoding": "json", "transport": "http2",
@@ -194,6 +200,7 @@ for nf in "${NF_TYPES[@]}"; do
     wait_http "ndd-aggregation $nf" "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/readyz" 40 "$QS/aggregation-$nf.log"
 done
 wait_http ndd-adapter "http://127.0.0.1:$P_ADA/readyz" 30 "$QS/adapter.log"
+wait_http ndd-correlation "http://127.0.0.1:$P_CORR/readyz" 30 "$QS/correlation.log"
 # Traffic starts once the demo feed holds MAIN's partitions (a group join is not latency):
 # the adapter's ndd_adapter_assigned_partitions{feed="demo"} gauge (docs/adapter.md).
 for ((i = 0; i < 120; i++)); do
@@ -221,6 +228,10 @@ ingress_total() {
     done
     echo "$t"
 }
+corr_metric() { # sum of one ndd-correlation metric (all its label sets); 0 when unreachable
+    (curl -fsS --max-time 1 "http://127.0.0.1:$P_CORR/metrics" 2>/dev/null || true) |
+        awk -v m="$1" '$1 == m || index($1, m "{") == 1 {s += $NF} END {printf "%d\n", s}'
+}
 summary() { curl -fsS --max-time 2 "http://127.0.0.1:$P_SINKM/summary" 2>/dev/null || echo '{}'; }
 produced_so_far() { (grep -o 'produced [0-9]*' "$QS/nf-sim.log" 2>/dev/null || true) | tail -n1 | awk '{print $2+0}'; }
 live() {
@@ -234,9 +245,9 @@ live() {
     p99=$(jq -r '.latency_ms.p99 // 0' <<<"$s")
     dup=$(jq -r '.duplicates // 0' <<<"$s")
     prod=$(produced_so_far)
-    printf '%s  ingress %6d/s  egress %6d/s  p99 %7.1f ms  delivered %8d of %8d  backlog %6d  duplicates %d\n' \
+    printf '%s  ingress %6d/s  egress %6d/s  p99 %7.1f ms  delivered %8d of %8d  backlog %6d  duplicates %d  xDRs %d\n' \
         "$(date +%T)" $(((in - LAST_IN) * 1000 / dt)) $(((out - LAST_OUT) * 1000 / dt)) "$p99" "$out" "${prod:-0}" \
-        $((${prod:-0} > out ? ${prod:-0} - out : 0)) "$dup"
+        $((${prod:-0} > out ? ${prod:-0} - out : 0)) "$dup" "$(corr_metric ndd_correlation_xdr_records_total)"
     LAST_IN=$in
     LAST_OUT=$out
     LAST_T=$now
@@ -265,6 +276,18 @@ for ((i = 0; i < 30; i++)); do
     live
     sleep 1
 done
+# The last transactions close when their copies are all in, or at the correlation timeout (5 s):
+# wait until every copy of this run was read from MAIN and no transaction is open or unacknowledged.
+for ((i = 0; i < 30; i++)); do
+    (($(corr_metric ndd_correlation_consumed_messages_total) >= PRODUCED)) &&
+        (($(corr_metric ndd_correlation_open_transactions) == 0)) &&
+        (($(corr_metric ndd_correlation_unacked_records) == 0)) && break
+    sleep 1
+done
+XDRS=$(corr_metric ndd_correlation_xdr_records_total)
+XDR_BY=$( (curl -fsS --max-time 2 "http://127.0.0.1:$P_CORR/metrics" 2>/dev/null || true) |
+    awk '/^ndd_xdr_transactions_total\{/ {if (match($1, /completion="[a-z]*"/)) {c = substr($1, RSTART + 12, RLENGTH - 13); n[c] += $NF}}
+         END {for (c in n) printf "%s%s %d", (k++ ? ", " : ""), c, n[c]}')
 S=$(summary)
 DELIVERED=$(jq -r '.unique // 0' <<<"$S")
 DEAD=$(($(dlq ndd.dlq.aggregation) + $(dlq ndd.dlq.demo)))
@@ -278,15 +301,18 @@ NDD quickstart summary
   delivered to ndd-sink       $DELIVERED (distinct @seq), duplicates $(jq -r '.duplicates // 0' <<<"$S")
   dead-lettered               $DEAD (topics ndd.dlq.aggregation, ndd.dlq.demo; their records say why)
   lost                        $LOST   (produced - delivered - dead-lettered, by sequence number)
+  xDRs written to XDR         $XDRS (ndd-correlation, this run: ${XDR_BY:-none}), open now $(corr_metric ndd_correlation_open_transactions), dead-lettered $(corr_metric ndd_correlation_dead_letter_total)
   end-to-end latency          avg $(jq -r '.latency_ms.avg // 0' <<<"$S") ms, p99 $(jq -r '.latency_ms.p99 // 0' <<<"$S") ms (NF timestamp -> sink)
 
 Where to look
-  Kafka                       $NDD_KAFKA   (kcat -L -b $NDD_KAFKA; topics SCP…PCF, MAIN)
+  Kafka                       $NDD_KAFKA   (kcat -L -b $NDD_KAFKA; topics SCP…PCF, MAIN, XDR)
+  xDRs                        kcat -C -b $NDD_KAFKA -t XDR -o -3 -e   (format: docs/xdr.md)
   PostgreSQL                  $NDD_PG
   ndd-admin REST API          http://127.0.0.1:$P_ADMIN/api/v1/…   e.g. $TOKEN_HINT
   metrics  ndd-admin          http://127.0.0.1:$P_ADMIN/metrics
            ndd-aggregation    http://127.0.0.1:$P_AGG/metrics (SCP), ports $((BASE + 11))-$((BASE + 14)) (NRF, SEPP, BSF, PCF)
            ndd-adapter        http://127.0.0.1:$P_ADA/metrics
+           ndd-correlation    http://127.0.0.1:$P_CORR/metrics (ndd_xdr_*, ndd_correlation_*)
            ndd-sink           http://127.0.0.1:$P_SINKM/metrics, http://127.0.0.1:$P_SINKM/summary
   logs                        $QS/*.log
   more traffic                $SIM --bootstrap $NDD_KAFKA --rate 500 --duration 30 --seq-start $((SEQ0 + 5000000))

@@ -46,8 +46,11 @@ static double adapter_metric(int aport, const char *name, const char *feed)
     return v;
 }
 
-static void sink_case(const char *transport, const char *encoding, const char *scheme,
-                      const char *delivery, size_t n)
+/* min_rewound > 0: the case is meant to fill the feed so that copies are given back
+ * (ndd_adapter_rewound_messages_total) and fails when that path was not taken. */
+static void sink_case_rw(const char *transport, const char *encoding, const char *scheme,
+                         const char *delivery, size_t n, double min_rewound, const char *sink_delay,
+                         const char *const *adapter_extra)
 {
     char topic[128], feed[96], dir[] = "/tmp/ndd-adsink-XXXXXX";
     assert_non_null(mkdtemp(dir));
@@ -65,8 +68,16 @@ static void sink_case(const char *transport, const char *encoding, const char *s
     snprintf(alog, sizeof alog, "%s/adapter.log", dir);
     snprintf(file, sizeof file, "%s/feeds.json", dir);
     bool tcp = !strcmp(transport, "tcp");
-    char *argv[] = {
-        bin, tcp ? "--tcp-port" : "--h2-port", ds, "--metrics-port", sms, "--expect", exp, NULL};
+    char *argv[] = {bin,
+                    tcp ? "--tcp-port" : "--h2-port",
+                    ds,
+                    "--metrics-port",
+                    sms,
+                    "--expect",
+                    exp,
+                    sink_delay ? "--delay-ms" : NULL,
+                    (char *)sink_delay,
+                    NULL};
     pid_t sink = atu_spawn(argv, slog);
     assert_true(sink > 0);
     if (!atu_wait_port(dport, 5000) || !atu_wait_port(sm, 5000))
@@ -79,7 +90,7 @@ static void sink_case(const char *transport, const char *encoding, const char *s
              feed, topic, transport, encoding, scheme, dport, tcp ? "" : "/ingest", delivery);
     assert_int_equal(atu_write_file(file, doc), 0);
     assert_int_equal(atu_produce_copies(topic, 0, n, 3400), 0);
-    pid_t ad = atu_start_adapter(file, am, alog, NULL);
+    pid_t ad = atu_start_adapter(file, am, alog, adapter_extra);
     assert_true(ad > 0);
     uint64_t t0 = atu_now_ms();
     bool complete = false;
@@ -91,8 +102,13 @@ static void sink_case(const char *transport, const char *encoding, const char *s
         complete = sum && json_is_true(json_object_get(sum, "complete"));
     }
     if (!complete) {
+        /* fail_msg does not return: free the summary first, keep its text on the stack. */
         char *txt = sum ? json_dumps(sum, 0) : NULL;
-        fail_msg("sink never complete: %s (adapter log %s)", txt ? txt : "(no summary)", alog);
+        char why[1024];
+        snprintf(why, sizeof why, "%s", txt ? txt : "(no summary)");
+        free(txt);
+        json_decref(sum);
+        fail_msg("sink never complete: %s (adapter log %s)", why, alog);
     }
     assert_int_equal(json_integer_value(json_object_get(sum, "unique")), (json_int_t)n);
     assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
@@ -100,14 +116,43 @@ static void sink_case(const char *transport, const char *encoding, const char *s
     double parts = adapter_metric(am, "ndd_adapter_assigned_partitions", feed);
     if (parts != 3)
         fail_msg("ndd_adapter_assigned_partitions{feed=\"%s\"} = %g, want 3", feed, parts);
-    fprintf(stderr, "%s/%s %s: %zu distinct, %lld duplicates, %lld requests\n", transport, encoding,
-            delivery, n, (long long)json_integer_value(json_object_get(sum, "duplicates")),
-            (long long)json_integer_value(json_object_get(sum, "requests")));
+    double rewound = adapter_metric(am, "ndd_adapter_rewound_messages_total", feed);
+    fprintf(stderr, "%s/%s %s: %zu distinct, %lld duplicates, %lld requests, %g rewound\n",
+            transport, encoding, delivery, n,
+            (long long)json_integer_value(json_object_get(sum, "duplicates")),
+            (long long)json_integer_value(json_object_get(sum, "requests")), rewound);
+    if (min_rewound > 0 && rewound < min_rewound) {
+        json_decref(sum);
+        fail_msg("feed %s rewound %g copies, want >= %g: the full-feed path was not exercised",
+                 feed, rewound, min_rewound);
+    }
     json_decref(sum);
     atu_stop(ad, SIGTERM);
     atu_stop(sink, SIGTERM);
     ktu_delete_topic(topic);
     atu_remove_tree(dir);
+}
+
+static void sink_case(const char *transport, const char *encoding, const char *scheme,
+                      const char *delivery, size_t n)
+{
+    sink_case_rw(transport, encoding, scheme, delivery, n, 0, NULL, NULL);
+}
+
+/* Fetches of about one copy per partition (max.partition.fetch.bytes below a copy's size)
+ * make the feed's requests tiny, and a slow sink keeps them waiting, so the few deliveries the
+ * feed has (hard_max / batch_max + 64 = 66) run out long before max_pending copies are held:
+ * copies are given back (rewound) while later copies of the same partitions sit in the same
+ * poll. Every copy must still arrive. Before the fix the later copies were taken, after which
+ * the rewound one was refused forever (ORDER, rewind, ORDER...) or skipped by the next
+ * rewind's seek further on. */
+static void test_full_feed_rewinds_lose_no_copy(void **state)
+{
+    const char *extra[] = {"--kafka.max.partition.fetch.bytes=1024", "--kafka.fetch.wait.max.ms=5",
+                           NULL};
+    sink_case_rw("tcp", "frame", "tcp",
+                 "{\"max_in_flight\":1,\"batch_max\":1000,\"batch_ms\":1,\"max_pending\":1000}",
+                 2000, 1, "2", extra);
 }
 
 static void test_h2c_json_to_ndd_sink_every_seq_once(void **state)
@@ -152,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_batched_frames_to_ndd_sink_every_seq),
         cmocka_unit_test(test_batched_h2c_json_arrays_to_ndd_sink_every_seq),
         cmocka_unit_test(test_tiny_memory_budget_still_drains_backlog),
+        cmocka_unit_test(test_full_feed_rewinds_lose_no_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

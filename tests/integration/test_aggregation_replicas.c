@@ -17,6 +17,36 @@
 
 #define N_TOTAL 30000
 #define CHUNK 2000
+/* The whole scenario must finish well inside ctest's 600 s: a hang fails with a message. */
+#define SCENARIO_BUDGET_MS 240000
+/* More than this on MAIN means records are produced again and again (a re-consume loop). */
+#define MAIN_MAX (4 * N_TOTAL)
+
+/* The scenario's environment lives here so the teardown can stop replicas a failed
+ * assertion left running (otherwise they keep producing after the test is gone). */
+static agg_env_t g_env;
+static bool g_env_live;
+
+static int scenario_teardown(void **state)
+{
+    (void)state;
+    if (g_env_live) {
+        agg_env_cleanup(&g_env);
+        g_env_live = false;
+    }
+    return 0;
+}
+
+static int64_t g_deadline;
+
+/* Fails the test with a clear message once the scenario's overall budget is spent. */
+static void budget_check(const char *phase)
+{
+    if (ktu_now_ms() > g_deadline)
+        fail_msg("aggregation replicas: overall deadline (%d s) passed while %s; replica logs "
+                 "in %s (set NDD_TEST_KEEP_LOGS=1 to keep them)",
+                 SCENARIO_BUDGET_MS / 1000, phase, g_env.dir);
+}
 
 typedef struct tally {
     unsigned char *seen;
@@ -60,8 +90,10 @@ static long long consumed_by(const agg_env_t *e, int slot)
 
 static void replicas_scenario(const char *tag, const char *const *extra)
 {
-    agg_env_t e;
-    assert_int_equal(agg_env_init(&e, tag, 4, 4), 0);
+    g_deadline = ktu_now_ms() + SCENARIO_BUDGET_MS;
+    assert_int_equal(agg_env_init(&g_env, tag, 4, 4), 0);
+    g_env_live = true;
+#define e g_env
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
     uint64_t next = 0;
@@ -85,6 +117,7 @@ static void replicas_scenario(const char *tag, const char *const *extra)
         }
         if (agg_log_count(&e, 1, "assigned 2 partition(s)") > 0)
             break;
+        budget_check("waiting for replica 1 to join");
     }
     assert_true(agg_log_count(&e, 1, "assigned 2 partition(s)") > 0);
     for (int i = 0; i < 3; i++, next += CHUNK)
@@ -99,9 +132,15 @@ static void replicas_scenario(const char *tag, const char *const *extra)
     next = N_TOTAL;
 
     deadline = ktu_now_ms() + 45000;
-    while (agg_committed_sum(e.group, e.in, 4) < N_TOTAL && ktu_now_ms() < deadline)
+    while (agg_committed_sum(e.group, e.in, 4) < N_TOTAL && ktu_now_ms() < deadline) {
+        budget_check("waiting for the group to commit every record");
         ktu_sleep_ms(100);
-    assert_int_equal(agg_committed_sum(e.group, e.in, 4), N_TOTAL);
+    }
+    int64_t committed = agg_committed_sum(e.group, e.in, 4);
+    if (committed != N_TOTAL)
+        fail_msg("aggregation replicas: %lld of %d input records committed after 45 s (replica "
+                 "1 log: %s)",
+                 (long long)committed, N_TOTAL, e.log_path[1]);
     st = ktu_stop(e.pid[1], SIGTERM, 30000);
     e.pid[1] = 0;
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -109,6 +148,10 @@ static void replicas_scenario(const char *tag, const char *const *extra)
     tally_t t = {.seen = calloc(N_TOTAL, 1)};
     assert_non_null(t.seen);
     int64_t on_main = ktu_topic_record_count(e.main, 5000);
+    if (on_main < N_TOTAL || on_main > MAIN_MAX)
+        fail_msg("aggregation replicas: MAIN holds %lld records for %d inputs (expected %d..%d)",
+                 (long long)on_main, N_TOTAL, N_TOTAL, MAIN_MAX);
+    budget_check("about to read MAIN");
     ktu_consume(e.main, (size_t)on_main, 20000, tally_cb, &t);
     long long c0 = consumed_by(&e, 0), c1 = consumed_by(&e, 1);
     print_message("replica 0 consumed %lld, replica 1 consumed %lld; MAIN holds %lld: %zu "
@@ -123,7 +166,8 @@ static void replicas_scenario(const char *tag, const char *const *extra)
     assert_true(t.duplicates <= 2 * 5500);
     free(t.seen);
     rd_kafka_destroy(p);
-    agg_env_cleanup(&e);
+#undef e
+    scenario_teardown(NULL);
 }
 
 static void test_two_replicas_share_partitions_and_rebalances_lose_nothing(void **state)
@@ -141,8 +185,10 @@ int main(void)
 {
     ktu_brokers();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_replicas_share_partitions_and_rebalances_lose_nothing),
-        cmocka_unit_test(test_cooperative_rebalances_lose_nothing_either),
+        cmocka_unit_test_teardown(test_two_replicas_share_partitions_and_rebalances_lose_nothing,
+                                  scenario_teardown),
+        cmocka_unit_test_teardown(test_cooperative_rebalances_lose_nothing_either,
+                                  scenario_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
