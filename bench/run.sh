@@ -677,6 +677,10 @@ print_table() { # summary-json
         printf '| %-44s | %18s |\n' "Travel NF -> MAIN avg / p99 (ms, probe)" "$(jq -r '.travel_main_ms | "\(.avg*100|round/100) / \(.p99*100|round/100)"' <<<"$j")"
         printf '| %-44s | %18s |\n' "Kafka alone NF -> NF topic avg / p99 (ms)" "$(jq -r '.travel_nf_topic_ms | if . then "\(.avg*100|round/100) / \(.p99*100|round/100)" else "-" end' <<<"$j")"
     fi
+    if jq -e '.xdr' >/dev/null <<<"$j"; then
+        printf '| %-44s | %18s |\n' "xDRs to XDR (ndd-correlation)" "$(jq -r '.xdr.records' <<<"$j")"
+        printf '| %-44s | %18s |\n' "  by completion" "$(jq -r '.xdr.completion | to_entries | map("\(.key) \(.value)") | join(", ")' <<<"$j")"
+    fi
     printf '| %-44s | %17s%% |\n' "Success rate" "$(fmt "$success" 3)"
     echo
     printf '| %-12s | %9s | %7s | %13s | %17s |\n' "Component" "CPU s" "CPU %" "Peak RSS MiB" "msgs / CPU-second"
