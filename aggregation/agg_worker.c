@@ -660,6 +660,14 @@ static void agg_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
             }
             continue;
         }
+        if (kind == KAFKA_REBALANCE_ASSIGNED && p->assigned) {
+            /* Already ours (a repeated assignment): librdkafka keeps fetching from where it
+             * is, so the pending work stays valid. Resetting here would drop the tracking of
+             * records in flight while later offsets get committed past them. */
+            log_warn("aggregation %s: %s [%d] assigned again while already assigned; kept",
+                     w->cfg.nf_type, w->in_topic, (int)pid);
+            continue;
+        }
         /* Either way the pending work of the partition is forgotten: acknowledgements still
          * to come carry the old epoch and are ignored. */
         p->epoch++;
