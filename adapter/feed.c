@@ -1080,6 +1080,7 @@ static void feed_metrics_remove(feed_t *f)
                                         "ndd_adapter_consumer_lag_messages",
                                         "ndd_adapter_pending_messages",
                                         "ndd_adapter_assigned_partitions",
+                                        "ndd_adapter_rewound_messages_total",
                                         "ndd_adapter_sent_messages_total",
                                         "ndd_adapter_acked_messages_total",
                                         "ndd_adapter_retried_messages_total",
@@ -1091,7 +1092,7 @@ static void feed_metrics_remove(feed_t *f)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         /* Re-declaring with the same shape returns the existing family. */
         metrics_family_t *fam = NULL;
-        bool ep = i >= 6;
+        bool ep = i >= 7; /* the per-endpoint families come last */
         if (strstr(names[i], "_total"))
             fam = metrics_counter_new(r, names[i], "", ep ? "feed,endpoint" : "feed");
         else

@@ -50,7 +50,7 @@ static double adapter_metric(int aport, const char *name, const char *feed)
  * (ndd_adapter_rewound_messages_total) and fails when that path was not taken. */
 static void sink_case_rw(const char *transport, const char *encoding, const char *scheme,
                          const char *delivery, size_t n, double min_rewound, const char *sink_delay,
-                         const char *const *adapter_extra, bool one_by_one)
+                         const char *const *adapter_extra, bool late_sink)
 {
     char topic[128], feed[96], dir[] = "/tmp/ndd-adsink-XXXXXX";
     assert_non_null(mkdtemp(dir));
@@ -78,10 +78,13 @@ static void sink_case_rw(const char *transport, const char *encoding, const char
                     sink_delay ? "--delay-ms" : NULL,
                     (char *)sink_delay,
                     NULL};
-    pid_t sink = atu_spawn(argv, slog);
-    assert_true(sink > 0);
-    if (!atu_wait_port(dport, 5000) || !atu_wait_port(sm, 5000))
-        fail_msg("ndd-sink did not start (log %s)", slog);
+    pid_t sink = -1;
+    if (!late_sink) {
+        sink = atu_spawn(argv, slog);
+        assert_true(sink > 0);
+        if (!atu_wait_port(dport, 5000) || !atu_wait_port(sm, 5000))
+            fail_msg("ndd-sink did not start (log %s)", slog);
+    }
     char doc[2000];
     snprintf(doc, sizeof doc,
              "{\"feeds\":[{\"name\":\"%s\",\"source_topic\":\"%s\",\"transport\":\"%s\","
@@ -89,12 +92,29 @@ static void sink_case_rw(const char *transport, const char *encoding, const char
              "\"delivery\":%s}]}",
              feed, topic, transport, encoding, scheme, dport, tcp ? "" : "/ingest", delivery);
     assert_int_equal(atu_write_file(file, doc), 0);
-    /* one_by_one: a record batch per copy (each produce is flushed), so a fetch can bring a
-     * single copy; otherwise the producer's batches bring hundreds at once. */
-    for (size_t i = 0; i < n; i += one_by_one ? 1 : n)
-        assert_int_equal(atu_produce_copies(topic, i, one_by_one ? 1 : n, 3400), 0);
+    if (!late_sink)
+        assert_int_equal(atu_produce_copies(topic, 0, n, 3400), 0);
     pid_t ad = atu_start_adapter(file, am, alog, adapter_extra);
     assert_true(ad > 0);
+    if (late_sink) {
+        /* The endpoint is down, so nothing the feed holds is released, and with a request
+         * that fits one copy each delivery holds one: the feed's deliveries run out in the
+         * middle of a poll, with later copies of the same partitions in it, and it must give
+         * copies back until the sink comes up. Then everything must drain. */
+        uint64_t ta = atu_now_ms();
+        while (adapter_metric(am, "ndd_adapter_assigned_partitions", feed) != 3 &&
+               atu_now_ms() - ta < 20000)
+            usleep(100000);
+        assert_int_equal(atu_produce_copies(topic, 0, n, 3400), 0);
+        uint64_t tr = atu_now_ms();
+        while (adapter_metric(am, "ndd_adapter_rewound_messages_total", feed) < min_rewound &&
+               atu_now_ms() - tr < 10000)
+            usleep(100000);
+        sink = atu_spawn(argv, slog);
+        assert_true(sink > 0);
+        if (!atu_wait_port(dport, 5000) || !atu_wait_port(sm, 5000))
+            fail_msg("ndd-sink did not start (log %s)", slog);
+    }
     uint64_t t0 = atu_now_ms();
     bool complete = false;
     json_t *sum = NULL;
@@ -111,7 +131,7 @@ static void sink_case_rw(const char *transport, const char *encoding, const char
         snprintf(why, sizeof why, "%s", txt ? txt : "(no summary)");
         free(txt);
         json_decref(sum);
-        fail_msg("sink never complete: %s (adapter log %s)", why, alog);
+        fail_msg("sink never complete (adapter log %s): %s", alog, why);
     }
     assert_int_equal(json_integer_value(json_object_get(sum, "unique")), (json_int_t)n);
     assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
@@ -142,20 +162,18 @@ static void sink_case(const char *transport, const char *encoding, const char *s
     sink_case_rw(transport, encoding, scheme, delivery, n, 0, NULL, NULL, false);
 }
 
-/* Fetches of about one copy per partition (max.partition.fetch.bytes below a copy's size)
- * make the feed's requests tiny, and a slow sink keeps them waiting, so the few deliveries the
- * feed has (hard_max / batch_max + 64 = 66) run out long before max_pending copies are held:
- * copies are given back (rewound) while later copies of the same partitions sit in the same
- * poll. Every copy must still arrive. Before the fix the later copies were taken, after which
- * the rewound one was refused forever (ORDER, rewind, ORDER...) or skipped by the next
- * rewind's seek further on. */
+/* More copies held than the feed has deliveries (hard_max / batch_max + 64 = 66 here; a
+ * 6000-byte request fits one copy) while the endpoint is down: the feed must give copies back
+ * (rewind) with later copies of the same partitions in the same poll, again and again until
+ * the sink comes up. Every copy must still arrive. Before the fix the later copies were taken,
+ * after which the rewound one was refused forever (ORDER, rewind, ORDER...) or skipped by the
+ * next rewind's seek further on. */
 static void test_full_feed_rewinds_lose_no_copy(void **state)
 {
-    const char *extra[] = {"--kafka.max.partition.fetch.bytes=1024", "--kafka.fetch.wait.max.ms=5",
-                           NULL};
     sink_case_rw("tcp", "frame", "tcp",
-                 "{\"max_in_flight\":1,\"batch_max\":1000,\"batch_ms\":1,\"max_pending\":1000}",
-                 800, 1, "50", extra, true);
+                 "{\"max_in_flight\":4,\"batch_max\":100,\"batch_ms\":1,\"max_pending\":100,"
+                 "\"max_request_bytes\":6000}",
+                 1000, 10, NULL, NULL, true);
 }
 
 static void test_h2c_json_to_ndd_sink_every_seq_once(void **state)
