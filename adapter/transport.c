@@ -1,4 +1,5 @@
 #include "transport.h"
+#include "conn.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -149,4 +150,17 @@ uint32_t transport_parse_retry_after(const char *v, size_t len)
     if (i != len)
         return 0;
     return (uint32_t)(s * 1000);
+}
+
+struct bufferevent *transport_conn_open(struct event_base *evb, const transport_config_t *cfg,
+                                        char *err, size_t errlen)
+{
+    conn_opts_t o = {.host = cfg->host,
+                     .port = cfg->port,
+                     .tls = cfg->use_tls,
+                     .ssl_ctx = cfg->ssl_ctx,
+                     .sni = cfg->sni,
+                     .endpoint = cfg->endpoint,
+                     .connect_timeout_ms = cfg->connect_timeout_ms};
+    return conn_open(evb, &o, err, errlen);
 }

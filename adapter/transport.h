@@ -137,6 +137,11 @@ int transport_kind_parse(const char *name, transport_kind_t *out);
  * with the reason in err. */
 int transport_url_parse(const char *url, transport_url_t *out, char *err, size_t errlen);
 
+/* Opens the connection a stream transport's configuration names (plain or TLS, conn.h):
+ * the one place that turns a transport_config_t into conn_open options. */
+struct bufferevent *transport_conn_open(struct event_base *evb, const transport_config_t *cfg,
+                                        char *err, size_t errlen);
+
 /* Whether an HTTP status is worth retrying (5xx, 408, 429). */
 bool transport_status_retryable(int status);
 /* Retry-After header value (delta-seconds only; HTTP-dates are treated as absent) -> ms. */

@@ -328,15 +328,8 @@ static int ftx_connect(transport_t *base)
     ftx_t *t = (ftx_t *)base;
     if (t->state != FTX_DOWN)
         return 0;
-    conn_opts_t o = {.host = t->cfg.host,
-                     .port = t->cfg.port,
-                     .tls = t->cfg.use_tls,
-                     .ssl_ctx = t->cfg.ssl_ctx,
-                     .sni = t->cfg.sni,
-                     .endpoint = t->cfg.endpoint,
-                     .connect_timeout_ms = t->cfg.connect_timeout_ms};
     char err[320];
-    t->bev = conn_open(t->evb, &o, err, sizeof err);
+    t->bev = transport_conn_open(t->evb, &t->cfg, err, sizeof err);
     t->state = FTX_CONNECTING;
     if (!t->bev) {
         snprintf(t->close_reason, sizeof t->close_reason, "%s", err);
