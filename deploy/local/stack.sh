@@ -174,9 +174,12 @@ kafka_start() {
         -Dkafka.logs.dir="$KDIR" -cp "$KAFKA_LIBS/*")
     if [[ ! -f $KDIR/data/meta.properties ]]; then
         # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding; making it
-        # here saves a JVM start (StorageTool random-uuid).
-        local cid
-        cid=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+        # here saves a JVM start (StorageTool random-uuid). Like Kafka's Uuid.randomUuid, draw
+        # again while it starts with '-': the tool's argument parser would take it for an option.
+        local cid=-
+        while [[ $cid == -* ]]; do
+            cid=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+        done
         log "formatting Kafka storage in $KDIR/data (cluster $cid)"
         if ! "${jvm[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KDIR/server.properties" \
             >"$KDIR/format.out" 2>&1 </dev/null; then
