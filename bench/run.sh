@@ -24,7 +24,9 @@
 #   --duration S     override the profile's traffic duration (per step for `max`)
 #   --rate N         override the profile's rate (copies/s)
 #   --no-baselines   skip h2load and the librdkafka baselines
-#   --set NAME=VAL   override one profile setting, e.g. --set BATCH_MAX=50 (repeatable)
+#   --set NAME=VAL   override one profile setting, e.g. --set BATCH_MAX=50 (repeatable);
+#                    AGG_ARGS and SIM_ARGS add options to every ndd-aggregation and to ndd-nf-sim,
+#                    e.g. --set "AGG_ARGS=--kafka.linger.ms=20" --set "SIM_ARGS=--prop linger.ms=20"
 #   --report-only    print table and JSON again from a kept --work-dir (no new run)
 # Ports come from $NDD_BENCH_PORTS (default 26000-26999) through stack.sh free-ports.
 # Exit 0 when the run completed and lost = 0; 1 when something was lost or failed; 2 on usage.
@@ -316,7 +318,7 @@ run_once() { # tag rate duration
         "$BIN_AGG" --nf-type "$name" --bootstrap "$BOOTSTRAP" --topic "$pfx$name" \
             --main-topic "${pfx}MAIN" --dlq-topic "${pfx}dlq-aggregation" \
             --group "ndd-agg-$pfx$name" --main-partitions "$PARTITIONS" \
-            --http-port "$PORT" --log-level warn >"$d/agg-$name.log" 2>&1 &
+            --http-port "$PORT" --log-level warn ${AGG_ARGS:-} >"$d/agg-$name.log" 2>&1 &
         PIDS+=("$!")
         run_pids+=("$!")
         COMP_PIDS[aggregation]+="$! "
@@ -397,7 +399,7 @@ run_once() { # tag rate duration
     say "run $tag: $rate copies/s for ${dur}s, NF mix $NF_MIX, size $SIZE, feeds: $FEEDS"
     "$BIN_SIM" --bootstrap "$BOOTSTRAP" --rate "$rate" --duration "$dur" --nf-mix "$NF_MIX" \
         --size "$SIZE" --copies "$COPIES" --topic-prefix "$pfx" --partitions "$PARTITIONS" \
-        --seq-start 0 >"$d/nfsim.json" 2>"$d/nfsim.log" &
+        --seq-start 0 ${SIM_ARGS:-} >"$d/nfsim.json" 2>"$d/nfsim.log" &
     local sim_pid=$!
     PIDS+=("$sim_pid")
     COMP_PIDS[nf-sim]="$sim_pid "
