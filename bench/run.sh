@@ -13,6 +13,10 @@
 # then ONE final line of JSON (issue 7):
 #   {"profile","produced","delivered","dead_lettered","lost","duplicates","mps",
 #    "e2e_ms":{"avg","p50","p99","max"},"cpu_s":{…},"msgs_per_cpu_s":{…},"rss_mb":{…}, …}
+# With CORRELATION=1 it adds "xdr" (ndd-correlation's counts by completion) and
+# "travel_xdr_ms" (NF timestamp of a transaction's last copy -> its xDR on XDR, read by the
+# probe: avg/p50/p99/max/records, and the same per completion, since a timeout xDR travels the
+# correlation timeout by design).
 # `lost` = produced − delivered − dead_lettered, delivered counted by sequence number at the
 # sink(s). Everything it starts is stopped by PID on exit (the stack too, unless --keep or a
 # --stack-dir whose stack was already running).
@@ -377,10 +381,16 @@ run_once() { # tag rate duration
     if ((TRAVEL)); then
         # MAIN, and the NF topics themselves: NF -> NF topic is Kafka alone on this machine,
         # the floor under every NDD latency figure of the same run.
-        local -a ttopics=(--topic "${pfx}MAIN")
+        local -a ttopics=(--topic "${pfx}MAIN") tquiet=(--quiet)
         for name in "${nf_types[@]}"; do ttopics+=(--topic "$pfx$name"); done
+        # XDR too (travel to the xDR, by completion); its progress lines tell when it has read
+        # every xDR, so it is not stopped before the last ones
+        if ((CORRELATION)); then
+            ttopics+=(--topic "${pfx}XDR")
+            tquiet=()
+        fi
         "$BIN_TRAVEL" --bootstrap "$BOOTSTRAP" "${ttopics[@]}" --group "ndd-travel-$pfx" \
-            --duration $((dur + DRAIN_TIMEOUT + 60)) --quiet >"$d/travel.json" 2>"$d/travel.log" &
+            --duration $((dur + DRAIN_TIMEOUT + 60)) "${tquiet[@]}" >"$d/travel.json" 2>"$d/travel.log" &
         travel_pid=$!
         PIDS+=("$travel_pid")
         run_pids+=("$travel_pid")
@@ -508,6 +518,17 @@ run_once() { # tag rate duration
         >"$d/offsets.json" 2>"$d/offsets.log" || say "ndd-offsets: $(head -3 "$d/offsets.log")"
     local agg_dlq
     agg_dlq=$(dlq_topic_records "${pfx}dlq-aggregation")
+    if [[ -n $travel_pid && $xdr_json != null ]]; then
+        # outside the measured window: wait (bounded) until the probe has read every xDR
+        local want_x seen_x tdl=$((SECONDS + 10))
+        want_x=$(jq -r '.records' <<<"$xdr_json")
+        while :; do
+            seen_x=$(travel_read "$d/travel.log" "${pfx}XDR")
+            ((seen_x >= want_x)) && break
+            ((SECONDS >= tdl)) && { say "travel: read $seen_x of $want_x xDRs after 10 s"; break; }
+            sleep 0.5
+        done
+    fi
     if [[ -n $travel_pid ]]; then stop_pid "$travel_pid" 10; fi
     for pid in "${run_pids[@]}"; do stop_pid "$pid" 15; done
     # reaped: forget them, so the exit trap can never signal a recycled PID
@@ -522,6 +543,13 @@ run_once() { # tag rate duration
         '{tag:$tag, rate:$rate, duration:$dur, window_s:$window, nfsim:$nfsim, sinks:$sinks,
           agg_dlq:$agg_dlq, cpu_s:$cpu, rss_mb:$rss, travel:$travel, xdr:$xdr, offsets:$offsets}' \
         >"$WORK/$tag.result.json"
+}
+
+# Records of TOPIC read so far by ndd-travel, from its last progress line
+# ("travel: ... TOPIC N p99 ..."), 0 before the first one.
+travel_read() { # log topic
+    (grep -a '^travel:' "$1" 2>/dev/null || true) | tail -n 1 |
+        awk -v t="$2" '{for (i = 2; i < NF; i++) if ($i == t) v = $(i + 1)} END {print v + 0}'
 }
 
 # Records in a topic (0 when it does not exist: nothing was dead-lettered there).
@@ -620,7 +648,9 @@ run_baselines() {
 # copy); lost = produced − delivered − dead_lettered for that feed, the worst feed.
 summarise() { # result.json baselines.json profile
     jq -c --arg profile "$3" --slurpfile b "$2" '
+      def tfig: if . then {avg:.avg_ms, p50:.p50_ms, p99:.p99_ms, max:.max_ms, records} else null end;
       . as $r
+      | (($r.travel.topics // {}) | to_entries) as $tt
       | ($r.nfsim.acked) as $produced
       | [ $r.sinks | to_entries[] | {name:.key, transport:.value.transport,
             unique:(.value.summary.unique // 0), dups:(.value.summary.duplicates // 0),
@@ -647,11 +677,12 @@ summarise() { # result.json baselines.json profile
          rate:$r.rate, target_missed:$r.nfsim.target_missed, window_s:$r.window_s, xdr:($r.xdr // null),
          feeds:($f | map({key:.name, value:{transport, delivered:.unique, duplicates:.dups,
                  dead_lettered:.dead, egress_mps:.rate, p99_ms:(.lat.p99 // 0)}}) | from_entries),
-         travel_main_ms:(if $r.travel then ($r.travel.topics | to_entries[0].value
-                 | {avg:.avg_ms, p50:.p50_ms, p99:.p99_ms, max:.max_ms, records}) else null end),
-         travel_nf_topic_ms:(if $r.travel and ($r.travel.topics | length) > 1 then
-                 ($r.travel.topics | to_entries[1].value
-                 | {avg:.avg_ms, p50:.p50_ms, p99:.p99_ms, max:.max_ms, records}) else null end),
+         travel_main_ms:($tt | map(select(.key | endswith("MAIN"))) | .[0].value | tfig),
+         travel_nf_topic_ms:($tt | map(select(.key | (endswith("MAIN") or endswith("XDR")) | not))
+                 | .[0].value | tfig),
+         travel_xdr_ms:($tt | map(select(.key | endswith("XDR"))) | .[0].value
+                 | if . then tfig + {no_timestamp, binary:(.binary // 0),
+                         completion:((.completion // {}) | map_values(tfig))} else null end),
          baselines:($b[0] // {})}' "$1"
 }
 
@@ -682,6 +713,14 @@ print_table() { # summary-json
     if jq -e '.xdr' >/dev/null <<<"$j"; then
         printf '| %-44s | %18s |\n' "xDRs to XDR (ndd-correlation)" "$(jq -r '.xdr.records' <<<"$j")"
         printf '| %-44s | %18s |\n' "  by completion" "$(jq -r '.xdr.completion | to_entries | map("\(.key) \(.value)") | join(", ")' <<<"$j")"
+        if jq -e '.travel_xdr_ms' <<<"$j" >/dev/null; then
+            printf '| %-44s | %18s |\n' "Travel NF -> XDR avg / p99 (ms, probe, all)" "$(jq -r '.travel_xdr_ms | "\(.avg*100|round/100) / \(.p99*100|round/100)"' <<<"$j")"
+            local cname
+            for cname in $(jq -r '.travel_xdr_ms.completion | to_entries[] | select(.value.records > 0) | .key' <<<"$j"); do
+                printf '| %-44s | %18s |\n' "  $cname: avg / p99 (ms), xDRs read" \
+                    "$(jq -r --arg c "$cname" '.travel_xdr_ms.completion[$c] | "\(.avg*100|round/100) / \(.p99*100|round/100), \(.records)"' <<<"$j")"
+            done
+        fi
     fi
     printf '| %-44s | %17s%% |\n' "Success rate" "$(fmt "$success" 3)"
     echo

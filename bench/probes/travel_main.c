@@ -1,14 +1,24 @@
-/* ndd-travel: a processing consumer that measures travel time from the NF timestamp
- * (@timestamp-us, or for an xDR without it the latest of its "timestamps_us") to arrival on
- * MAIN and XDR, in the manner of the ONAP HV-VES rig's processing consumer. It joins its own
- * consumer group (so it reads like any NDD consumer), reads from the earliest offset of what it
- * is assigned, and stops after --duration, after --idle seconds without records (once some
- * arrived), after --expect records per topic, or on SIGINT/SIGTERM; then prints one JSON line:
+/* ndd-travel: a processing consumer that measures travel time from the NF timestamp to arrival
+ * on MAIN and XDR, in the manner of the ONAP HV-VES rig's processing consumer. The NF timestamp
+ * of a copy is its @timestamp-us header; a record without it is read as an xDR (docs/xdr.md,
+ * JSON or binary "XDR1"), whose timestamp is the latest of its trigger points (when the last
+ * copy was taken, the earliest moment the xDR could exist). xDR figures are also broken down
+ * by the xDR's completion, because a transaction closed by the timeout travels that timeout
+ * (5 s by default) by design and must not be mixed with complete ones.
+ *
+ * It joins its own consumer group (so it reads like any NDD consumer), reads from the earliest
+ * offset of what it is assigned, and stops after --duration, after --idle seconds without
+ * records (once some arrived), after --expect records per topic, or on SIGINT/SIGTERM; then
+ * prints one JSON line:
  *
  *   {"topics":{"MAIN":{"records":N,"no_timestamp":0,"clock_skew":0,"avg_ms":…,"p50_ms":…,
- *    "p99_ms":…,"max_ms":…}, "XDR":{…}}, "elapsed_s":…, "cpu_s":…, "rss_mb":…}
+ *    "p99_ms":…,"max_ms":…}, "XDR":{…,"xdrs":N,"binary":0,"completion":{"complete":{"records":
+ *    N,"no_timestamp":0,"avg_ms":…,…},"timeout":{…},"evicted":{…},"revoked":{…}}}},
+ *    "group":…, "elapsed_s":…, "cpu_s":…, "rss_mb":…}
  *
- * Exit 0; 1 on a consumer error; 2 on bad options. */
+ * "xdrs" and "completion" appear for a topic where xDRs were read ("unknown" when some xDR had
+ * no known completion). Unless --quiet, a progress line per second on stderr gives the records
+ * read per topic. Exit 0; 1 on a consumer error; 2 on bad options. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -20,17 +30,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
 #include "probe_hist.h"
+#include "travel_xdr.h"
 
 #define TRAVEL_MAX_TOPICS 8
+
+typedef struct travel_by {
+    probe_hist_t hist;
+    uint64_t no_ts;
+} travel_by_t;
 
 typedef struct travel_topic {
     const char *name;
     probe_hist_t hist;
     uint64_t no_ts;
+    uint64_t xdrs;   /* records read as xDRs (no @timestamp-us header) */
+    uint64_t binary; /* ... of them in the binary layout */
+    travel_by_t by[TRAVEL_XDR_COMPLETIONS];
 } travel_topic_t;
 
 static volatile sig_atomic_t travel_stop;
@@ -69,33 +87,50 @@ static bool travel_parse_i64(const char *s, size_t n, int64_t *out)
     return true;
 }
 
-/* The NF timestamp of a record: its header, else (an xDR) the latest of "timestamps_us". */
-static bool travel_timestamp(const rd_kafka_message_t *m, const char *hname, int64_t *ts)
+/* One record: a copy by its header; without the header, an xDR by its latest trigger-point
+ * timestamp, counted in its completion too. The value is only read when the header is absent,
+ * so copies on MAIN cost a header lookup and nothing more. */
+static void travel_record(travel_topic_t *t, const rd_kafka_message_t *m, const char *hname,
+                          int64_t arrival)
 {
     rd_kafka_headers_t *hdrs = NULL;
     const void *v;
     size_t n;
+    int64_t ts;
     if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        rd_kafka_header_get_last(hdrs, hname, &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR && v)
-        return travel_parse_i64(v, n, ts);
-    if (!m->payload || m->len == 0)
-        return false;
-    json_t *doc = json_loadb(m->payload, m->len, 0, NULL);
-    json_t *tss = doc ? json_object_get(doc, "timestamps_us") : NULL;
-    bool found = false;
-    const char *k;
-    json_t *x;
-    if (json_is_object(tss)) {
-        json_object_foreach(tss, k, x)
-        {
-            if (json_is_integer(x) && (!found || json_integer_value(x) > *ts)) {
-                *ts = json_integer_value(x);
-                found = true;
-            }
-        }
+        rd_kafka_header_get_last(hdrs, hname, &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR && v) {
+        if (travel_parse_i64(v, n, &ts))
+            probe_hist_add(&t->hist, arrival - ts);
+        else
+            t->no_ts++;
+        return;
     }
-    json_decref(doc);
-    return found;
+    travel_xdr_t x;
+    travel_xdr_form_t form = travel_xdr_read(m->payload, m->len, &x);
+    travel_by_t *by = NULL;
+    if (form != TRAVEL_XDR_NOT) {
+        t->xdrs++;
+        t->binary += form == TRAVEL_XDR_BINARY;
+        by = &t->by[x.completion];
+    }
+    if (x.has_ts) {
+        probe_hist_add(&t->hist, arrival - x.ts_us);
+        if (by)
+            probe_hist_add(&by->hist, arrival - x.ts_us);
+    } else {
+        t->no_ts++;
+        if (by)
+            by->no_ts++;
+    }
+}
+
+static void travel_print_hist(const probe_hist_t *h, uint64_t no_ts)
+{
+    printf("\"records\":%" PRIu64 ",\"no_timestamp\":%" PRIu64 ",\"clock_skew\":%" PRIu64
+           ",\"avg_ms\":%.3f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f",
+           h->count + no_ts, no_ts, h->negative, probe_hist_avg_us(h) / 1000.0,
+           probe_hist_quantile_us(h, 0.50) / 1000.0, probe_hist_quantile_us(h, 0.99) / 1000.0,
+           (double)h->max_us / 1000.0);
 }
 
 static double travel_rss_mb(void)
@@ -122,7 +157,8 @@ static void travel_usage(FILE *f)
 int main(int argc, char **argv)
 {
     const char *bootstrap = getenv("NDD_KAFKA"), *group = NULL, *ts_header = "@timestamp-us";
-    travel_topic_t topics[TRAVEL_MAX_TOPICS] = {0};
+    /* static: eight topics of six histograms are ~250 KiB, too much for the stack */
+    static travel_topic_t topics[TRAVEL_MAX_TOPICS];
     int ntopics = 0;
     double duration = 60, idle = 0;
     uint64_t expect = 0;
@@ -238,7 +274,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "travel: %6.1fs records %" PRIu64 " (%.0f/s)", now - t0, total,
                     (double)(total - last_total) / (now - last_print));
             for (int i = 0; i < ntopics; i++)
-                fprintf(stderr, " %s p99 %.1f ms", topics[i].name,
+                fprintf(stderr, " %s %" PRIu64 " p99 %.1f ms", topics[i].name,
+                        topics[i].hist.count + topics[i].no_ts,
                         probe_hist_quantile_us(&topics[i].hist, 0.99) / 1000.0);
             fputc('\n', stderr);
             last_print = now;
@@ -269,11 +306,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < ntopics; i++) {
             if (strcmp(tn, topics[i].name))
                 continue;
-            int64_t ts = 0;
-            if (travel_timestamp(m, ts_header, &ts))
-                probe_hist_add(&topics[i].hist, arrival - ts);
-            else
-                topics[i].no_ts++;
+            travel_record(&topics[i], m, ts_header, arrival);
             break;
         }
         total++;
@@ -289,13 +322,22 @@ int main(int argc, char **argv)
                  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     printf("{\"topics\":{");
     for (int i = 0; i < ntopics; i++) {
-        const probe_hist_t *h = &topics[i].hist;
-        printf("%s\"%s\":{\"records\":%" PRIu64 ",\"no_timestamp\":%" PRIu64
-               ",\"clock_skew\":%" PRIu64 ",\"avg_ms\":%.3f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-               "\"max_ms\":%.3f}",
-               i ? "," : "", topics[i].name, h->count + topics[i].no_ts, topics[i].no_ts,
-               h->negative, probe_hist_avg_us(h) / 1000.0, probe_hist_quantile_us(h, 0.50) / 1000.0,
-               probe_hist_quantile_us(h, 0.99) / 1000.0, (double)h->max_us / 1000.0);
+        const travel_topic_t *t = &topics[i];
+        printf("%s\"%s\":{", i ? "," : "", t->name);
+        travel_print_hist(&t->hist, t->no_ts);
+        if (t->xdrs) {
+            printf(",\"xdrs\":%" PRIu64 ",\"binary\":%" PRIu64 ",\"completion\":{", t->xdrs,
+                   t->binary);
+            for (int k = 0; k < TRAVEL_XDR_COMPLETIONS; k++) {
+                if (k == TRAVEL_XDR_UNKNOWN && t->by[k].hist.count + t->by[k].no_ts == 0)
+                    continue;
+                printf("%s\"%s\":{", k ? "," : "", travel_xdr_completion_name(k));
+                travel_print_hist(&t->by[k].hist, t->by[k].no_ts);
+                putchar('}');
+            }
+            putchar('}');
+        }
+        putchar('}');
     }
     printf("},\"group\":\"%s\",\"elapsed_s\":%.3f,\"cpu_s\":%.3f,\"rss_mb\":%.1f}\n", group,
            elapsed, cpu, travel_rss_mb());
