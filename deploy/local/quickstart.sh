@@ -213,8 +213,10 @@ done
 # ---- 5. traffic and the live view ----
 SEQ0=$(($(date +%s) * 10000)) # a fresh @seq range per run: a rerun never looks like duplicates
 say "ndd-nf-sim: $RATE copies/s for ${SECONDS_RUN}s over SCP, NRF, SEPP, BSF, PCF"
+# Four copies per transaction (every trigger point), so SCP transactions (a proxy: four copies
+# expected) close as complete xDRs, not at the correlation timeout.
 start_daemon nf-sim "$QS/nf-sim.log" "$SIM" --bootstrap "$NDD_KAFKA" --rate "$RATE" \
-    --duration "$SECONDS_RUN" --nf-mix SCP=3,NRF=1,SEPP=1,BSF=1,PCF=1 --copies 2 \
+    --duration "$SECONDS_RUN" --nf-mix SCP=3,NRF=1,SEPP=1,BSF=1,PCF=1 --copies 4 \
     --partitions 3 --seq-start "$SEQ0" --size mix
 sim_pid=$(head -n1 "$QS/nf-sim.pid")
 trap 'say "interrupted: the daemons keep running; stop them with $0 --stop"; kill -INT $sim_pid 2>/dev/null; exit 130' INT TERM
