@@ -87,8 +87,10 @@ int feed_manager_apply(feed_manager_t *m, const char *name, const json_t *feed_j
     } else {
         char where[160];
         snprintf(where, sizeof where, "feed %s", name ? name : "");
-        feed_config_t *cfg = feed_config_parse(feed_json, where, err, errlen);
+        jfield_err_t fe;
+        feed_config_t *cfg = feed_config_parse(feed_json, NULL, &fe);
         if (!cfg) {
+            feed_config_err_format(&fe, where, err, errlen);
             rc = -1;
         } else if (name && strcmp(name, cfg->name)) {
             snprintf(err, errlen, "feed %s: the JSON names it \"%s\"", name, cfg->name);
@@ -127,9 +129,12 @@ int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err,
     for (size_t i = 0; i < n && rc == 0; i++) {
         char where[64];
         snprintf(where, sizeof where, "feeds[%zu]", i);
-        cfgs[i] = feed_config_parse(json_array_get(arr, i), where, err, errlen);
-        if (!cfgs[i])
+        jfield_err_t fe;
+        cfgs[i] = feed_config_parse(json_array_get(arr, i), NULL, &fe);
+        if (!cfgs[i]) {
+            feed_config_err_format(&fe, where, err, errlen);
             rc = -1;
+        }
         for (size_t j = 0; rc == 0 && j < i; j++)
             if (!strcmp(cfgs[j]->name, cfgs[i]->name)) {
                 snprintf(err, errlen, "%s.name: duplicate feed name \"%s\"", where, cfgs[i]->name);

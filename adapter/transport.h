@@ -20,15 +20,9 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
+#include "transport_url.h" /* transport_kind_t, transport_url_t, transport_url_parse */
+
 /* ---- types ---- */
-
-typedef enum transport_kind {
-    TRANSPORT_HTTP2 = 0, /* "http2": http:// (h2c prior knowledge) or https:// (TLS + ALPN h2) */
-    TRANSPORT_TCP,       /* "tcp":   tcp://host:port, binary frames */
-    TRANSPORT_TLS,       /* "tls":   tls://host:port, binary frames over TLS */
-} transport_kind_t;
-
-#define TRANSPORT_MAX_HEADERS 16
 
 typedef struct transport_header {
     const char *name; /* lowercase HTTP field name */
@@ -114,28 +108,12 @@ struct transport {
     const transport_ops_t *ops;
 };
 
-/* A parsed endpoint URL. */
-typedef struct transport_url {
-    transport_kind_t kind; /* from the scheme: http/https -> HTTP2, tcp -> TCP, tls -> TLS */
-    bool tls;
-    char host[256];
-    char port[8];
-    char path[512]; /* HTTP only; "/" when absent */
-} transport_url_t;
-
 /* ---- functions ---- */
 
 extern const transport_ops_t transport_h2_ops;
 extern const transport_ops_t transport_tcp_ops; /* tcp:// and tls:// (a TLS connection layer) */
 
 const transport_ops_t *transport_ops_for(transport_kind_t kind);
-const char *transport_kind_name(transport_kind_t kind);
-/* "http2" | "tcp" | "tls" -> kind; -1 when unknown. */
-int transport_kind_parse(const char *name, transport_kind_t *out);
-
-/* Parses http://h:p/path, https://…, tcp://h:p, tls://h:p ([v6]:p accepted). Returns 0, or -1
- * with the reason in err. */
-int transport_url_parse(const char *url, transport_url_t *out, char *err, size_t errlen);
 
 /* Opens the connection a stream transport's configuration names (plain or TLS, conn.h):
  * the one place that turns a transport_config_t into conn_open options. */

@@ -5,8 +5,16 @@
 
 #include "admin-t.h"
 
-bool av_is_server_field(const char *key);
-void av_path(char *out, size_t outlen, const char *prefix, const char *key);
+#include "jfield.h"
+
+#define ADMIN_NAME_MAX 64 /* every object's name */
+
+/* id, version, created_at, updated_at (NULL-terminated): set by the server, let through. */
+extern const char *const admin_server_fields[];
+
+/* A refusal of the shared checks (services/jfield.h) as the admin's error: missing, wrong type
+ * and unknown fields are 400, unacceptable values 422. */
+void admin_err_from_field(admin_err_t *err, const jfield_err_t *fe);
 /* allowed is NULL-terminated; allow_server also lets id/version/created_at/updated_at pass. */
 int av_unknown(json_t *obj, const char *const *allowed, const char *prefix, bool allow_server,
                admin_err_t *err);
@@ -15,20 +23,15 @@ int av_string(json_t *obj, const char *key, const char *prefix, bool required, s
 int av_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
            int64_t max, admin_err_t *err);
 int av_bool(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err);
-int av_object(json_t *obj, const char *key, const char *prefix, bool required, json_t **out,
-              admin_err_t *err);
 int av_enum(json_t *obj, const char *key, const char *prefix, bool required,
             const char *const *values, const char **out, admin_err_t *err);
-bool av_name_ok(const char *s);
 int av_name(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err);
 int av_topic(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err);
-int av_url_check(const char *url, const char *const *schemes, bool path_allowed, char *reason,
-                 size_t rlen);
 
 int av_feed(json_t *body, admin_err_t *err);
-/* A filter definition at prefix ("" for a filter object, "filter" inline in a feed); server
- * fields are allowed only at the top level. */
-int av_filter(json_t *body, const char *prefix, admin_err_t *err);
+/* A filter object (its server fields let through). Inline filters of feeds are checked by the
+ * feed parser, with the same engine. */
+int av_filter(json_t *body, admin_err_t *err);
 int av_source(json_t *body, admin_err_t *err);
 int av_correlation(json_t *body, admin_err_t *err);
 

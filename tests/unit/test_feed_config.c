@@ -22,7 +22,10 @@ static feed_config_t *parse(const char *text, char *err, size_t errlen)
     json_t *j = json_loads(text, 0, &je);
     if (!j)
         fail_msg("bad test JSON: %s", je.text);
-    feed_config_t *c = feed_config_parse(j, "feeds[0]", err, errlen);
+    jfield_err_t fe;
+    feed_config_t *c = feed_config_parse(j, NULL, &fe);
+    if (!c)
+        feed_config_err_format(&fe, "feeds[0]", err, errlen);
     json_decref(j);
     return c;
 }
@@ -188,7 +191,8 @@ static void test_frame_feeds_batch_by_default_json_feeds_do_not(void **state)
 
 static void test_invalid_feeds_are_refused_with_json_path(void **state)
 {
-    expect_error("{\"endpoints\":[{\"url\":\"http://h/\"}]}", "feeds[0].name: required");
+    expect_error("{\"endpoints\":[{\"url\":\"http://h/\"}]}",
+                 "feeds[0].name: field \"name\" is required");
     expect_error("{\"name\":\"a b\",\"endpoints\":[{\"url\":\"http://h/\"}]}", "feeds[0].name");
     expect_error("{\"name\":\"a\",\"endpoints\":[]}", "feeds[0].endpoints");
     expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"tcp://h:1\"}]}",
@@ -200,12 +204,12 @@ static void test_invalid_feeds_are_refused_with_json_path(void **state)
                  "feeds[0].delivery.timeout_ms");
     expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
                  "{\"timout_ms\":5}}",
-                 "feeds[0].delivery: unknown key \"timout_ms\"");
+                 "feeds[0].delivery.timout_ms: field \"timout_ms\" is not part of this object");
     expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"filter\":"
                  "{\"name\":\"x\",\"default\":\"allow\",\"rules\":[{\"name\":\"r\","
                  "\"action\":\"drop\",\"match\":{\"field\":\":path\",\"op\":\"equal\","
                  "\"value\":\"/\"}}]}}",
-                 "feeds[0].filter:");
+                 "feeds[0].filter.rules[0].match.op: unknown operator");
     expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}],\"delivery\":"
                  "{\"fire_and_forget\":true}}",
                  "fire_and_forget");
@@ -215,7 +219,138 @@ static void test_invalid_feeds_are_refused_with_json_path(void **state)
     expect_error("{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\",\"weight\":0}]}",
                  "feeds[0].endpoints[0].weight");
     expect_error("{\"name\":\"a\",\"colour\":1,\"endpoints\":[{\"url\":\"http://h/\"}]}",
-                 "unknown key \"colour\"");
+                 "feeds[0].colour: field \"colour\" is not part of this object");
+}
+
+/* The structured refusal: the path of the field, what kind of fault, a reason. */
+static jfield_err_t refusal(const char *text, const feed_config_opts_t *opts)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    if (!j)
+        fail_msg("bad test JSON: %s", text);
+    jfield_err_t fe = {0};
+    feed_config_t *c = feed_config_parse(j, opts, &fe);
+    json_decref(j);
+    if (c) {
+        feed_config_free(c);
+        fail_msg("accepted: %s", text);
+    }
+    assert_true(fe.reason[0] != '\0');
+    return fe;
+}
+
+#define EP "\"endpoints\":[{\"url\":\"http://h:1/\"}]"
+
+static void test_refusals_name_the_field_and_the_kind_of_fault(void **state)
+{
+    static const struct {
+        const char *text;
+        jfield_kind_t kind;
+        const char *path;
+    } cases[] = {
+        {"{" EP "}", JFIELD_MISSING, "name"},
+        {"{\"name\":null," EP "}", JFIELD_WRONG_TYPE, "name"},
+        {"{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://h:1/\"},{\"url\":\"ftp://x/\"}]}",
+         JFIELD_BAD_URL, "endpoints[1].url"},
+        {"{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://u:p@h:1/\"}]}", JFIELD_BAD_URL,
+         "endpoints[0].url"},
+        {"{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://a b:1/\"}]}", JFIELD_BAD_URL,
+         "endpoints[0].url"},
+        {"{\"name\":\"f\",\"endpoints\":[{\"url\":\"http://h:1/\",\"prio\":1}]}", JFIELD_UNKNOWN,
+         "endpoints[0].prio"},
+        {"{\"name\":\"f\",\"endpoints\":[7]}", JFIELD_WRONG_TYPE, "endpoints[0]"},
+        {"{\"name\":\"f\",\"endpoints\":{}}", JFIELD_WRONG_TYPE, "endpoints"},
+        {"{\"name\":\"f\"," EP ",\"delivery\":{\"timeout_ms\":0}}", JFIELD_RANGE,
+         "delivery.timeout_ms"},
+        {"{\"name\":\"f\"," EP ",\"delivery\":{\"timeout_ms\":1.5}}", JFIELD_WRONG_TYPE,
+         "delivery.timeout_ms"},
+        {"{\"name\":\"f\"," EP ",\"delivery\":[]}", JFIELD_WRONG_TYPE, "delivery"},
+        {"{\"name\":\"f\"," EP ",\"tls\":{\"cert_file\":\"/c\"}}", JFIELD_INVALID, "tls.key_file"},
+        {"{\"name\":\"f\"," EP ",\"http\":{\"method\":\"GET\"}}", JFIELD_INVALID, "http.method"},
+        {"{\"name\":\"f\"," EP ",\"http\":{\"headers\":{\"X-Tenant\":\"a\"}}}", JFIELD_INVALID,
+         "http.headers.X-Tenant"},
+        {"{\"name\":\"f\"," EP ",\"http\":{\"headers\":{\"x\":\"a\\nb\"}}}", JFIELD_INVALID,
+         "http.headers.x"},
+        {"{\"name\":\"f\"," EP ",\"http\":{\"headers\":{\"x\":1}}}", JFIELD_WRONG_TYPE,
+         "http.headers.x"},
+        {"{\"name\":\"f\",\"source_topic\":\"a topic\"," EP "}", JFIELD_INVALID, "source_topic"},
+        {"{\"name\":\"f\",\"encoding\":\"xml\"," EP "}", JFIELD_INVALID, "encoding"},
+        {"{\"name\":\"f\",\"filter\":\"scp-only\"," EP "}", JFIELD_WRONG_TYPE, "filter"},
+        {"{\"name\":\"f\",\"filter\":{\"default\":\"allow\",\"rules\":[],\"x\":1}," EP "}",
+         JFIELD_UNKNOWN, "filter.x"},
+        {"[1]", JFIELD_WRONG_TYPE, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        jfield_err_t fe = refusal(cases[i].text, NULL);
+        if (fe.kind != cases[i].kind || strcmp(fe.path, cases[i].path))
+            fail_msg("case %zu (%s): got %s \"%s\" (%s), want %s \"%s\"", i, cases[i].text,
+                     jfield_kind_name(fe.kind), fe.path, fe.reason, jfield_kind_name(cases[i].kind),
+                     cases[i].path);
+    }
+}
+
+static void test_more_than_sixteen_headers_in_all_are_refused(void **state)
+{
+    char text[2048];
+    int n = snprintf(text, sizeof text, "{\"name\":\"f\"," EP ",\"http\":{\"headers\":{");
+    for (int i = 0; i < 10; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "%s\"h%d\":\"v\"", i ? "," : "", i);
+    n += snprintf(text + n, sizeof text - (size_t)n, "},\"header_files\":{");
+    for (int i = 0; i < 7; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "%s\"s%d\":\"/f\"", i ? "," : "", i);
+    snprintf(text + n, sizeof text - (size_t)n, "}}}");
+    const feed_config_opts_t admin = {.read_secrets = false};
+    jfield_err_t fe = refusal(text, &admin);
+    assert_int_equal(fe.kind, JFIELD_INVALID);
+    assert_string_equal(fe.path, "http.header_files");
+}
+
+/* What the admin asks of the parser: a filter by name, its shorter names, its own fields let
+ * through, and no secret file opened on its host. */
+static void test_admin_options_filter_by_name_no_secrets_short_names(void **state)
+{
+    static const char *const server[] = {"id", "version", NULL};
+    const feed_config_opts_t admin = {
+        .filter_by_name = true, .read_secrets = false, .name_max = 64, .ignore_keys = server};
+    json_t *j = json_loads("{\"name\":\"f\",\"id\":\"x\",\"version\":2,\"filter\":\"scp-only\","
+                           "\"endpoints\":[{\"url\":\"http://h:1/\"}],\"http\":{\"header_files\":"
+                           "{\"authorization\":\"/nonexistent/token\"}}}",
+                           0, NULL);
+    jfield_err_t fe;
+    feed_config_t *c = feed_config_parse(j, &admin, &fe);
+    if (!c)
+        fail_msg("%s: %s", fe.path, fe.reason);
+    assert_string_equal(c->filter_ref, "scp-only");
+    assert_null(c->filter_json);
+    assert_int_equal(c->n_headers, 1);
+    assert_null(c->header_values[0]); /* the file was not read */
+    feed_config_free(c);
+    /* the workers' parse reads it, and refuses the feed when it cannot */
+    assert_null(feed_config_parse(j, NULL, &fe));
+    json_decref(j);
+    assert_int_equal(fe.kind, JFIELD_UNKNOWN); /* id is not part of a feed for the workers */
+    fe = refusal("{\"name\":\"f\",\"http\":{\"header_files\":{\"authorization\":\"/nonexistent/"
+                 "token\"}}," EP "}",
+                 NULL);
+    assert_string_equal(fe.path, "http.header_files.authorization");
+    assert_non_null(strstr(fe.reason, "cannot read /nonexistent/token"));
+
+    char name[80];
+    memset(name, 'n', 70);
+    name[70] = 0;
+    char text[256];
+    snprintf(text, sizeof text, "{\"name\":\"%s\"," EP "}", name);
+    fe = refusal(text, &admin);
+    assert_int_equal(fe.kind, JFIELD_INVALID);
+    assert_string_equal(fe.path, "name");
+    j = json_loads(text, 0, NULL);
+    c = feed_config_parse(j, NULL, &fe); /* the workers take up to 100 */
+    assert_non_null(c);
+    feed_config_free(c);
+    json_decref(j);
+    fe = refusal("{\"name\":\"f\",\"filter\":\"bad name!\"," EP "}", &admin);
+    assert_int_equal(fe.kind, JFIELD_INVALID);
+    assert_string_equal(fe.path, "filter");
 }
 
 static void test_feeds_document_is_validated_before_anything_changes(void **state)
@@ -260,6 +395,9 @@ int main(void)
         cmocka_unit_test(test_minimal_feed_gets_documented_defaults),
         cmocka_unit_test(test_full_feed_with_secret_header_from_file),
         cmocka_unit_test(test_invalid_feeds_are_refused_with_json_path),
+        cmocka_unit_test(test_refusals_name_the_field_and_the_kind_of_fault),
+        cmocka_unit_test(test_more_than_sixteen_headers_in_all_are_refused),
+        cmocka_unit_test(test_admin_options_filter_by_name_no_secrets_short_names),
         cmocka_unit_test(test_memory_mb_is_optional_and_bounded),
         cmocka_unit_test(test_frame_feeds_batch_by_default_json_feeds_do_not),
         cmocka_unit_test(test_memory_plan_fits_the_budget_and_librdkafka_rules),

@@ -1,9 +1,7 @@
-/* A feed's configuration, parsed strictly from its JSON (docs/adapter.md has the format):
- * {"name","source_topic","filter","encoding","transport","endpoints":[{"url","weight"}],
- *  "delivery":{…},"tls":{…},"http":{…}}. Unknown keys and wrong types are refused with the
- * JSON path of the problem, e.g. `feeds[2].delivery.timeout_ms: must be an integer >= 1`. */
-#ifndef NDD_ADAPTER_FEED_CONFIG_H
-#define NDD_ADAPTER_FEED_CONFIG_H
+/* Types of a feed's configuration (services/feed_config.h parses it; docs/adapter.md has the
+ * format). */
+#ifndef NDD_SERVICES_FEED_CONFIG_T_H
+#define NDD_SERVICES_FEED_CONFIG_T_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -12,11 +10,13 @@
 #include <jansson.h>
 
 #include "encoding.h"
-#include "filter.h"
-#include "transport.h"
+#include "jfield.h"
+#include "transport_url.h"
 
 #define FEED_MAX_ENDPOINTS 32
 #define FEED_FRAME_BATCH_DEFAULT 16 /* delivery.batch_max of "frame" feeds (JSON: 1) */
+#define FEED_NAME_MAX 100           /* it becomes part of topic and consumer group names */
+#define FEED_REF_NAME_MAX 64        /* a filter named by reference (the admin's object names) */
 
 typedef struct feed_endpoint_config {
     char url[600];
@@ -44,34 +44,43 @@ typedef struct feed_delivery_config {
 } feed_delivery_config_t;
 
 typedef struct feed_config {
-    char name[128];
+    char name[FEED_NAME_MAX + 1];
     char source_topic[250];
     char dlq_topic[300];
     char group_id[200];
-    json_t *filter_json; /* NULL: allow everything */
+    json_t *filter_json;                    /* an inline filter; NULL: allow everything */
+    char filter_ref[FEED_REF_NAME_MAX + 1]; /* "filter" named a filter object (opts) */
     const encoding_t *encoding;
     transport_kind_t transport;
     size_t n_endpoints;
     feed_endpoint_config_t endpoints[FEED_MAX_ENDPOINTS];
     feed_delivery_config_t delivery;
     /* tls */
-    char ca_file[512], cert_file[512], key_file[512], key_password_file[512], sni[256];
+    char ca_file[512], cert_file[512], key_file[512], key_password_file[512], sni[254];
     bool verify;
     /* http */
     char path[512];
-    char method[16];
+    char method[8];
     size_t n_headers;
     char header_names[TRANSPORT_MAX_HEADERS][64];
-    char *header_values[TRANSPORT_MAX_HEADERS]; /* heap; values from files are secrets */
+    /* heap; values from header_files are secrets, NULL unless the parse read them */
+    char *header_values[TRANSPORT_MAX_HEADERS];
     json_t *raw; /* the JSON this was parsed from (change detection) */
 } feed_config_t;
 
-/* Parses one feed object. `where` prefixes error paths (e.g. "feeds[2]"). NULL + err. */
-feed_config_t *feed_config_parse(const json_t *j, const char *where, char *err, size_t errlen);
-void feed_config_free(feed_config_t *c);
-/* true when both were parsed from equal JSON. */
-bool feed_config_equal(const feed_config_t *a, const feed_config_t *b);
-/* A valid feed name: [A-Za-z0-9._-]{1,100} (it becomes part of topic and group names). */
-bool feed_name_valid(const char *name);
+/* What a parse may do beyond the format every feed follows. */
+typedef struct feed_config_opts {
+    /* "filter" may also be the name of a filter object (the admin resolves it when it
+     * publishes the feed; workers only ever see inline filters). */
+    bool filter_by_name;
+    /* Read header_files (secret values) now. The admin validates feeds for workers that run
+     * elsewhere: it must not open files on its own host. */
+    bool read_secrets;
+    /* Longest feed name; 0: FEED_NAME_MAX. The admin keeps all its object names shorter. */
+    size_t name_max;
+    /* More top-level members to accept and ignore (NULL-terminated; e.g. the admin's
+     * server-side fields id, version, …). */
+    const char *const *ignore_keys;
+} feed_config_opts_t;
 
 #endif

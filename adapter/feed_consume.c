@@ -1,0 +1,406 @@
+/* The Kafka side of a feed: partitions and their offset trackers, rebalances, polling and
+ * taking records (egress filter, encoding into the batch being filled), giving records back
+ * when the feed is full, restarting idle fetches, flow control and consumer lag. */
+#include "feed-int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "log.h"
+
+/* ---- partitions and offsets ---- */
+
+static feed_part_t *feed_part(feed_t *f, int32_t p, bool create)
+{
+    if (p < 0 || p >= FEED_MAX_PARTITIONS)
+        return NULL;
+    if ((size_t)p >= f->n_parts) {
+        if (!create)
+            return NULL;
+        size_t nn = (size_t)p + 1;
+        feed_part_t *np = realloc(f->parts, nn * sizeof *np);
+        if (!np)
+            return NULL;
+        memset(np + f->n_parts, 0, (nn - f->n_parts) * sizeof *np);
+        f->parts = np;
+        f->n_parts = nn;
+    }
+    feed_part_t *fp = &f->parts[p];
+    if (!fp->known) {
+        if (!create)
+            return NULL;
+        if (offset_tracker_init(&fp->tr, (uint32_t)f->hard_max) != 0)
+            return NULL;
+        fp->known = true;
+        fp->rewound = -1;
+    }
+    return fp;
+}
+
+static void feed_store(feed_t *f, int32_t partition, feed_part_t *fp)
+{
+    int64_t next;
+    if (offset_tracker_advanced(&fp->tr, &next))
+        kafka_consumer_store(f->kc, f->cfg->source_topic, partition, next);
+}
+
+/* A message is finished (acked, dead-lettered or abandoned at shutdown). */
+void feed_msg_finish(feed_t *f, feed_msg_t *m, bool done)
+{
+    if (done && !f->closing) {
+        feed_part_t *fp = feed_part(f, m->partition, false);
+        if (fp && fp->assigned && fp->gen == m->gen &&
+            offset_tracker_done(&fp->tr, m->ticket) == OFFSET_TRACKER_OK)
+            feed_store(f, m->partition, fp);
+    }
+    if (m->rkm)
+        rd_kafka_message_destroy(m->rkm);
+    m->rkm = NULL;
+}
+
+/* Flow control. When the feed holds max_pending messages it first just stops polling: the
+ * messages wait in librdkafka's bounded prefetch queue, and polling resumes at half without
+ * any refetch. Only when that lasts FEED_PAUSE_AFTER_MS (every endpoint full or down for a
+ * while) are the partitions paused, so the loop can keep polling for rebalances and group
+ * liveness without receiving messages. (Pausing at every short congestion would cost a
+ * refetch and a fetch.wait.max.ms stall per cycle: pause drops the prefetched messages.) */
+void feed_update_pause(feed_t *f)
+{
+    if (f->closing)
+        return;
+    bool full = f->pending >= f->cfg->delivery.max_pending ||
+                f->held_bytes + f->buf_inuse >= f->held_bytes_max || f->free_list == NULL;
+    uint64_t now = full || f->full_since ? now_ms() : 0; /* called per ack: no clock if idle */
+    if (full && !f->full_since) {
+        f->full_since = now;
+    } else if (!full && f->full_since && f->pending <= f->cfg->delivery.max_pending / 2 &&
+               f->held_bytes + f->buf_inuse <= f->held_bytes_max / 2) {
+        f->full_since = 0;
+        event_active(f->poll_ev, 0, 0);
+    }
+    bool want = f->stopping || (f->full_since && now - f->full_since >= FEED_PAUSE_AFTER_MS);
+    if (want && !f->paused) {
+        kafka_consumer_pause_all(f->kc);
+        f->paused = true;
+        log_debug("feed %s: partitions paused (%" PRIu64 " pending%s)", f->cfg->name, f->pending,
+                  f->wait_head ? ", endpoints full or down" : "");
+    } else if (!want && f->paused) {
+        kafka_consumer_resume_all(f->kc);
+        f->paused = false;
+        log_debug("feed %s: partitions resumed", f->cfg->name);
+        event_active(f->poll_ev, 0, 0);
+    }
+    atomic_store_explicit(&f->s_paused, f->paused, memory_order_relaxed);
+    metrics_gauge_set(f->m_pending, (double)f->pending);
+    atomic_store_explicit(&f->s_pending, f->pending, memory_order_relaxed);
+}
+
+/* ---- consuming ---- */
+
+void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
+                       const rd_kafka_topic_partition_list_t *parts)
+{
+    feed_t *f = owner;
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (strcmp(tp->topic, f->cfg->source_topic))
+            continue;
+        feed_part_t *fp = feed_part(f, tp->partition, true);
+        if (!fp) {
+            log_error("feed %s: cannot track partition %s/%" PRId32, f->cfg->name, tp->topic,
+                      tp->partition);
+            continue;
+        }
+        fp->gen++;
+        fp->rewound = -1;
+        offset_tracker_reset(&fp->tr);
+        bool now_assigned = kind == KAFKA_REBALANCE_ASSIGNED;
+        if (now_assigned != fp->assigned)
+            f->n_assigned = now_assigned ? f->n_assigned + 1 : f->n_assigned - 1;
+        fp->assigned = now_assigned;
+    }
+    metrics_gauge_set(f->m_assigned, (double)f->n_assigned);
+    log_info("feed %s: %d partition(s) of %s %s", f->cfg->name, parts->cnt, f->cfg->source_topic,
+             kind == KAFKA_REBALANCE_ASSIGNED  ? "assigned"
+             : kind == KAFKA_REBALANCE_REVOKED ? "revoked (pending acks dropped)"
+                                               : "lost (pending acks dropped)");
+    if (kind == KAFKA_REBALANCE_ASSIGNED && f->paused)
+        f->repause = true;
+}
+
+/* Gives back a message we cannot hold: rewinds its partition so it is fetched again. The seek
+ * is asynchronous (timeout 0): it bumps the partition's fetch version at once, so nothing
+ * fetched before it is returned by a later poll, and the loop never blocks on the broker
+ * thread (a blocking seek timed out under load and left the partition where it was). */
+static void feed_rewind(feed_t *f, feed_part_t *fp, rd_kafka_message_t *rkm)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(rkm->rkt), rkm->partition)->offset =
+        rkm->offset;
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(kafka_consumer_handle(f->kc), l, 0);
+    if (e) {
+        log_error("feed %s: cannot rewind %s/%" PRId32 " to %" PRId64 ": %s", f->cfg->name,
+                  rd_kafka_topic_name(rkm->rkt), rkm->partition, rkm->offset,
+                  rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        fp->rewound = -1; /* no seek: dropping what follows would stall the partition */
+    } else {
+        fp->rewound = rkm->offset;
+        STAT_ADD(f, s_rewound, 1);
+        metrics_counter_inc(f->m_rewound);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_message_destroy(rkm);
+}
+
+static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
+{
+    feed_part_t *fp = feed_part(f, rkm->partition, false);
+    if (!fp || !fp->assigned) {
+        rd_kafka_message_destroy(rkm);
+        return;
+    }
+    if (fp->rewound >= 0) {
+        if (rkm->offset > fp->rewound) {
+            /* Behind an outstanding rewind: fetched again after the seek. */
+            rd_kafka_message_destroy(rkm);
+            return;
+        }
+        fp->rewound = -1; /* the rewound record is back (or an earlier position was sought) */
+    }
+    if (rkm->offset <= fp->tr.last_taken) {
+        /* Already taken (held or done): a refetch after a seek to a position behind it. Taking
+         * it again is impossible (the tracker wants increasing offsets) and rewinding to it
+         * would loop forever; the held copy is the one delivered. */
+        log_debug("feed %s: skipping %s/%" PRId32 "/%" PRId64 ", already taken", f->cfg->name,
+                  f->cfg->source_topic, rkm->partition, rkm->offset);
+        rd_kafka_message_destroy(rkm);
+        return;
+    }
+    STAT_ADD(f, s_consumed, 1);
+    metrics_counter_inc(f->m_consumed);
+    codec_msg_t m;
+    codec_error_t cerr;
+    codec_reason_t cr = codec_decode(&m, rkm, &cerr);
+    if (cr == CODEC_OK && f->filter) {
+        int rule;
+        if (filter_eval(f->filter, &m, &rule) == FILTER_DROP) {
+            offset_tracker_skip(&fp->tr, rkm->offset);
+            feed_store(f, rkm->partition, fp);
+            metrics_counter_inc(f->m_filtered);
+            STAT_ADD(f, s_filtered, 1);
+            rd_kafka_message_destroy(rkm);
+            return;
+        }
+    }
+    if (f->pending >= f->hard_max || !f->free_list) {
+        feed_rewind(f, fp, rkm);
+        f->repause = true;
+        return;
+    }
+    uint64_t ticket;
+    offset_tracker_rc_t trc = offset_tracker_take(&fp->tr, rkm->offset, &ticket);
+    if (trc != OFFSET_TRACKER_OK) {
+        log_warn("feed %s: offset tracker refused %s/%" PRId32 "/%" PRId64 " (%d); rewinding",
+                 f->cfg->name, f->cfg->source_topic, rkm->partition, rkm->offset, (int)trc);
+        feed_rewind(f, fp, rkm);
+        f->repause = true;
+        return;
+    }
+    f->pending++;
+    f->held_bytes += rkm->len;
+    feed_msg_t fm = {.rkm = rkm,
+                     .partition = rkm->partition,
+                     .gen = fp->gen,
+                     .ticket = ticket,
+                     .ts_us = cr == CODEC_OK ? m.timestamp_us : 0};
+    if (cr != CODEC_OK) {
+        /* MAIN holds validated copies; anything else is still never dropped silently. */
+        feed_delivery_t *d = feed_delivery_alloc(f);
+        fm.d = d;
+        d->msgs[d->n++] = fm;
+        char why[300];
+        snprintf(why, sizeof why, "undecodable copy: %s: %s (%s)", codec_reason_name(cr),
+                 cerr.field, cerr.detail);
+        feed_dead_letter(f, d, 0, why, NULL, NULL, 0);
+        return;
+    }
+    const encoding_t *enc = f->cfg->encoding;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        feed_delivery_t *d = f->filling;
+        if (!d) {
+            d = feed_delivery_alloc(f);
+            if (!d)
+                break; /* checked above; unreachable */
+            enc->begin_batch(&d->batch, &d->buf, f->cfg->delivery.batch_max);
+            f->filling = d;
+            if (f->cfg->delivery.batch_max > 1 && f->cfg->delivery.batch_ms > 0) {
+                uint32_t bm = f->cfg->delivery.batch_ms;
+                struct timeval tv = {bm / 1000, (bm % 1000) * 1000};
+                evtimer_add(&d->timer, &tv);
+            }
+        }
+        encoding_result_t r = enc->add(&d->batch, &m);
+        if (r == ENCODING_OK) {
+            fm.d = d;
+            d->msgs[d->n++] = fm;
+            if (d->n >= f->cfg->delivery.batch_max)
+                feed_close_filling(f);
+            return;
+        }
+        if (r == ENCODING_FULL && d->n > 0) {
+            feed_close_filling(f);
+            continue;
+        }
+        /* Too big for an empty request: it can never be sent. */
+        if (d->n == 0) {
+            f->filling = NULL;
+            evtimer_del(&d->timer);
+        } else {
+            feed_close_filling(f);
+            d = feed_delivery_alloc(f);
+        }
+        fm.d = d;
+        d->msgs[0] = fm;
+        d->n = 1;
+        feed_dead_letter(f, d, 0, "message too big for one request (delivery.max_request_bytes)",
+                         NULL, NULL, 0);
+        return;
+    }
+}
+
+/* librdkafka 2.0 stops fetching a partition whose prefetch queue is full and looks at it
+ * again only when its broker thread wakes up: on network or op activity, else after up to a
+ * second. Catching up a backlog with a small prefetch would run in bursts of one queue per
+ * second. So when the feed finds the queue empty while the cached high watermark says there
+ * is more, it seeks (asynchronously) the partitions to their current positions: the seek op
+ * wakes the broker thread, which fetches again. Nothing is skipped (the position is the next
+ * record the feed has not taken; anything fetched meanwhile is dropped by the seek's version
+ * and fetched again), and the delay doubles while kicks bring nothing, so a slow broker is
+ * never flooded with restarted fetches. */
+void feed_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    feed_t *f = arg;
+    if (f->stopping || f->closing || f->paused || f->full_since ||
+        atomic_load_explicit(&f->s_consumed, memory_order_relaxed) != f->kick_consumed)
+        return;
+    rd_kafka_t *rk = kafka_consumer_handle(f->kc);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t p = 0; p < f->n_parts; p++)
+        if (f->parts[p].assigned)
+            rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, (int32_t)p);
+    rd_kafka_topic_partition_list_t *seek = rd_kafka_topic_partition_list_new(8);
+    if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < l->cnt; i++) {
+            int64_t lo, hi;
+            if (l->elems[i].offset < 0 ||
+                rd_kafka_get_watermark_offsets(rk, f->cfg->source_topic, l->elems[i].partition, &lo,
+                                               &hi) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+                hi <= l->elems[i].offset)
+                continue;
+            rd_kafka_topic_partition_list_add(seek, f->cfg->source_topic, l->elems[i].partition)
+                ->offset = l->elems[i].offset;
+        }
+    }
+    if (seek->cnt > 0) {
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(rk, seek, 0); /* 0: asynchronous */
+        if (e) {
+            log_warn("feed %s: cannot restart the fetch of %s: %s", f->cfg->name,
+                     f->cfg->source_topic, rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        }
+        f->kick_ms = f->kick_ms * 2 > FEED_KICK_MAX_MS ? FEED_KICK_MAX_MS : f->kick_ms * 2;
+    }
+    rd_kafka_topic_partition_list_destroy(seek);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void feed_arm_kick(feed_t *f)
+{
+    if (f->paused || f->full_since || f->n_assigned == 0 || evtimer_pending(f->kick_ev, NULL))
+        return;
+    f->kick_consumed = atomic_load_explicit(&f->s_consumed, memory_order_relaxed);
+    struct timeval tv = {f->kick_ms / 1000, (f->kick_ms % 1000) * 1000};
+    evtimer_add(f->kick_ev, &tv);
+}
+
+void feed_poll(feed_t *f)
+{
+    if (f->stopping || f->closing)
+        return;
+    if (f->full_since && !f->paused) {
+        feed_update_pause(f); /* full: leave messages in librdkafka's queue for now */
+        return;
+    }
+    size_t budget = FEED_POLL_BUDGET;
+    rd_kafka_message_t *msgs[FEED_POLL_CHUNK];
+    while (budget > 0) {
+        size_t room = f->hard_max > f->pending ? (size_t)(f->hard_max - f->pending) : 0;
+        size_t want = room < FEED_POLL_CHUNK ? room : FEED_POLL_CHUNK;
+        if (want == 0) {
+            /* Still serve rebalances and group heartbeats: nothing is fetched while paused. */
+            want = 1;
+        }
+        size_t n = kafka_consumer_poll_batch(f->kc, msgs, want, 0);
+        if (f->repause) {
+            f->repause = false;
+            kafka_consumer_pause_all(f->kc);
+            f->paused = true;
+        }
+        if (n == 0) {
+            if (budget == FEED_POLL_BUDGET)
+                feed_arm_kick(f);
+            break;
+        }
+        f->kick_ms = FEED_KICK_MIN_MS;
+        for (size_t i = 0; i < n; i++)
+            feed_take(f, msgs[i]);
+        budget -= n < budget ? n : budget;
+        if (f->pending >= f->cfg->delivery.max_pending ||
+            f->held_bytes + f->buf_inuse >= f->held_bytes_max)
+            break;
+    }
+    if (f->filling && (f->cfg->delivery.batch_max == 1 || f->cfg->delivery.batch_ms == 0))
+        feed_close_filling(f);
+    feed_update_pause(f);
+    if (budget == 0)
+        event_active(f->poll_ev, 0, 0); /* more may be queued: the io event fires on edges */
+}
+
+void feed_poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+    feed_poll(arg);
+}
+
+static double feed_lag(feed_t *f)
+{
+    rd_kafka_t *rk = kafka_consumer_handle(f->kc);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t p = 0; p < f->n_parts; p++)
+        if (f->parts[p].assigned)
+            rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, (int32_t)p);
+    double lag = 0;
+    if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < l->cnt; i++) {
+            int64_t lo, hi;
+            if (rd_kafka_get_watermark_offsets(rk, f->cfg->source_topic, l->elems[i].partition, &lo,
+                                               &hi) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+                hi < 0)
+                continue;
+            int64_t pos = l->elems[i].offset >= 0 ? l->elems[i].offset : lo;
+            if (hi > pos)
+                lag += (double)(hi - pos);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return lag + (double)f->pending;
+}
+
+void feed_lag_cb(evutil_socket_t fd, short what, void *arg)
+{
+    feed_t *f = arg;
+    metrics_gauge_set(f->m_lag, feed_lag(f));
+}

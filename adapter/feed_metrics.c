@@ -1,0 +1,132 @@
+/* A feed's Prometheus families (labels feed, and feed,endpoint): created when it starts,
+ * removed when it stops so a removed feed leaves no series behind. One table serves both, so
+ * what is removed is always what was created. */
+#include "feed-int.h"
+
+#include <stddef.h>
+#include <string.h>
+
+typedef struct feed_metric_def {
+    const char *name, *help;
+    bool gauge;        /* else a counter */
+    bool per_endpoint; /* labels feed,endpoint: a field of feed_ep_metrics_t; else of feed_t */
+    size_t field;      /* offsetof the metrics_counter_t * / metrics_gauge_t * it fills */
+} feed_metric_def_t;
+
+#define FEED_METRIC(name, help, gauge, field)                                                      \
+    {                                                                                              \
+        name, help, gauge, false, offsetof(feed_t, field)                                          \
+    }
+#define FEED_EP_METRIC(name, help, gauge, field)                                                   \
+    {                                                                                              \
+        name, help, gauge, true, offsetof(feed_ep_metrics_t, field)                                \
+    }
+
+/* In the order of registration (the order of /metrics); the latency histogram comes between
+ * the per-feed and the per-endpoint families. */
+static const feed_metric_def_t feed_metric_defs[] = {
+    FEED_METRIC("ndd_adapter_consumed_messages_total", "Copies read from the feed's source topic",
+                false, m_consumed),
+    FEED_METRIC("ndd_adapter_filtered_messages_total", "Copies dropped by the feed's egress filter",
+                false, m_filtered),
+    FEED_METRIC("ndd_adapter_dead_lettered_messages_total",
+                "Copies written to the feed's dead-letter topic", false, m_dead),
+    FEED_METRIC("ndd_adapter_rewound_messages_total",
+                "Copies given back because the feed was full (sought again, consumed again)", false,
+                m_rewound),
+    FEED_METRIC("ndd_adapter_consumer_lag_messages",
+                "Messages of the source topic not yet delivered by the feed (fetch lag + pending)",
+                true, m_lag),
+    FEED_METRIC("ndd_adapter_pending_messages",
+                "Messages held by the feed (batching, in flight, retrying, dead-lettering)", true,
+                m_pending),
+    FEED_METRIC("ndd_adapter_assigned_partitions",
+                "Partitions of the source topic this process consumes for the feed now", true,
+                m_assigned),
+    FEED_EP_METRIC("ndd_adapter_sent_messages_total",
+                   "Messages handed to an endpoint (each attempt)", false, sent),
+    FEED_EP_METRIC("ndd_adapter_acked_messages_total", "Messages acknowledged by an endpoint",
+                   false, acked),
+    FEED_EP_METRIC("ndd_adapter_retried_messages_total", "Messages scheduled for another attempt",
+                   false, retried),
+    FEED_EP_METRIC("ndd_adapter_failed_messages_total", "Messages whose attempt failed", false,
+                   failed),
+    FEED_EP_METRIC("ndd_adapter_sent_bytes_total", "Encoded bytes handed to an endpoint", false,
+                   bytes),
+    FEED_EP_METRIC("ndd_adapter_in_flight_requests", "Requests or frames awaiting acknowledgement",
+                   true, in_flight),
+    FEED_EP_METRIC("ndd_adapter_endpoint_up", "1 while the endpoint is connected", true, up),
+};
+#define FEED_METRIC_DEFS (sizeof feed_metric_defs / sizeof *feed_metric_defs)
+
+/* Creating a family that exists returns it (same type and labels). */
+static metrics_family_t *feed_metric_family(metrics_registry_t *r, const feed_metric_def_t *d)
+{
+    const char *labels = d->per_endpoint ? "feed,endpoint" : "feed";
+    return d->gauge ? metrics_gauge_new(r, d->name, d->help, labels)
+                    : metrics_counter_new(r, d->name, d->help, labels);
+}
+
+static metrics_family_t *feed_latency_family(metrics_registry_t *r)
+{
+    return metrics_histogram_new(r, "ndd_adapter_e2e_latency_seconds",
+                                 "From the copy's @timestamp-us to the endpoint's acknowledgement",
+                                 "feed", metrics_latency_buckets_seconds,
+                                 metrics_latency_buckets_seconds_n);
+}
+
+/* The series of family fam for the labels (feed[, endpoint]) into the field at base + field
+ * (copied, not assigned through a cast: the field's type is the counter or gauge pointer). */
+static void feed_metric_bind(const feed_metric_def_t *d, metrics_family_t *fam, void *base,
+                             const char *feed, const char *endpoint)
+{
+    void *series = NULL;
+    if (fam && d->gauge)
+        series = endpoint ? (void *)metrics_gauge_labels(fam, feed, endpoint)
+                          : (void *)metrics_gauge_labels(fam, feed);
+    else if (fam)
+        series = endpoint ? (void *)metrics_counter_labels(fam, feed, endpoint)
+                          : (void *)metrics_counter_labels(fam, feed);
+    memcpy((char *)base + d->field, &series, sizeof series);
+}
+
+void feed_metrics_init(feed_t *f)
+{
+    metrics_registry_t *r = f->rt.metrics;
+    const char *n = f->cfg->name;
+    for (size_t i = 0; i < FEED_METRIC_DEFS; i++)
+        if (!feed_metric_defs[i].per_endpoint)
+            feed_metric_bind(&feed_metric_defs[i], feed_metric_family(r, &feed_metric_defs[i]), f,
+                             n, NULL);
+    if (f->m_assigned)
+        metrics_gauge_set(f->m_assigned, 0);
+    metrics_family_t *fh = feed_latency_family(r);
+    f->m_latency = fh ? metrics_histogram_labels(fh, n) : NULL;
+
+    for (size_t i = 0; i < FEED_METRIC_DEFS; i++) {
+        const feed_metric_def_t *d = &feed_metric_defs[i];
+        if (!d->per_endpoint)
+            continue;
+        metrics_family_t *fam = feed_metric_family(r, d);
+        for (size_t e = 0; e < f->cfg->n_endpoints; e++)
+            feed_metric_bind(d, fam, &f->epm[e], n, f->cfg->endpoints[e].url);
+    }
+    for (size_t e = 0; e < f->cfg->n_endpoints; e++) {
+        f->epm[e].url = f->cfg->endpoints[e].url;
+        if (f->epm[e].up)
+            metrics_gauge_set(f->epm[e].up, 0);
+    }
+}
+
+void feed_metrics_remove(feed_t *f)
+{
+    metrics_registry_t *r = f->rt.metrics;
+    for (size_t i = 0; i < FEED_METRIC_DEFS; i++) {
+        metrics_family_t *fam = feed_metric_family(r, &feed_metric_defs[i]);
+        if (fam)
+            metrics_family_remove_matching(fam, "feed", f->cfg->name);
+    }
+    metrics_family_t *fh = feed_latency_family(r);
+    if (fh)
+        metrics_family_remove_matching(fh, "feed", f->cfg->name);
+}

@@ -1,0 +1,430 @@
+#include "feed_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filter.h"
+
+static const feed_config_opts_t feed_config_worker_opts = {.read_secrets = true};
+
+void feed_config_err_format(const jfield_err_t *err, const char *where, char *out, size_t outlen)
+{
+    const char *sep = where && *where && err->path[0] ? "." : "";
+    snprintf(out, outlen, "%s%s%s: %s", where ? where : "", sep, err->path, err->reason);
+}
+
+/* A string member copied into dst (dst's size is the limit); absent leaves dst alone. */
+static int feed_str(const json_t *o, const char *key, const char *prefix, bool required, char *dst,
+                    size_t dstlen, jfield_err_t *err)
+{
+    const char *s;
+    if (jfield_string(o, key, prefix, required, dstlen - 1, &s, err))
+        return -1;
+    if (s)
+        snprintf(dst, dstlen, "%s", s);
+    return 0;
+}
+
+static int feed_topic(const json_t *o, const char *key, char *dst, size_t dstlen, jfield_err_t *err)
+{
+    const char *s;
+    if (jfield_string(o, key, "", false, 249, &s, err))
+        return -1;
+    if (!s)
+        return 0;
+    if (!jfield_topic_ok(s))
+        return jfield_fail(err, JFIELD_INVALID, key,
+                           "\"%s\" is not a valid Kafka topic name: 1 to 249 characters of A-Z "
+                           "a-z 0-9 . _ -",
+                           s);
+    snprintf(dst, dstlen, "%s", s);
+    return 0;
+}
+
+static int feed_uint(const json_t *o, const char *key, const char *prefix, int64_t min, int64_t max,
+                     uint64_t *dst, jfield_err_t *err)
+{
+    int64_t v = (int64_t)*dst;
+    if (jfield_int(o, key, prefix, false, min, max, &v, err))
+        return -1;
+    *dst = (uint64_t)v;
+    return 0;
+}
+
+static int feed_delivery(feed_config_t *c, const json_t *j, jfield_err_t *err)
+{
+    static const char *const keys[] = {"max_in_flight",
+                                       "timeout_ms",
+                                       "retry_max_ms",
+                                       "retry_initial_ms",
+                                       "retry_backoff_max_ms",
+                                       "batch_max",
+                                       "batch_ms",
+                                       "max_pending",
+                                       "max_request_bytes",
+                                       "fire_and_forget",
+                                       "backoff_initial_ms",
+                                       "backoff_max_ms",
+                                       "fail_threshold",
+                                       "memory_mb",
+                                       NULL};
+    json_t *d;
+    if (jfield_object(j, "delivery", "", false, &d, err))
+        return -1;
+    feed_delivery_config_t *x = &c->delivery;
+    if (d) {
+        if (jfield_unknown(d, keys, NULL, "delivery", err))
+            return -1;
+        uint64_t v;
+#define FEED_U(key, min, max, field)                                                               \
+    do {                                                                                           \
+        v = x->field;                                                                              \
+        if (feed_uint(d, key, "delivery", min, max, &v, err))                                      \
+            return -1;                                                                             \
+        x->field = v;                                                                              \
+    } while (0)
+        FEED_U("max_in_flight", 1, 10000, max_in_flight);
+        FEED_U("timeout_ms", 1, 3600000, timeout_ms);
+        FEED_U("retry_max_ms", 0, INT64_C(7) * 86400000, retry_max_ms);
+        FEED_U("retry_initial_ms", 1, 600000, retry_initial_ms);
+        FEED_U("retry_backoff_max_ms", 1, 3600000, retry_backoff_max_ms);
+        FEED_U("batch_max", 1, 10000, batch_max);
+        FEED_U("batch_ms", 0, 60000, batch_ms);
+        FEED_U("max_pending", 1, 1000000, max_pending);
+        FEED_U("max_request_bytes", 1024, INT64_C(256) << 20, max_request_bytes);
+        FEED_U("backoff_initial_ms", 1, 600000, backoff_initial_ms);
+        FEED_U("backoff_max_ms", 1, 3600000, backoff_max_ms);
+        FEED_U("fail_threshold", 1, 1000, fail_threshold);
+        FEED_U("memory_mb", 0, 65536, memory_mb);
+#undef FEED_U
+        if (jfield_bool(d, "fire_and_forget", "delivery", false, &x->fire_and_forget, err))
+            return -1;
+    }
+    if (x->max_pending < x->batch_max) {
+        if (d && json_object_get(d, "batch_max"))
+            return jfield_fail(err, JFIELD_INVALID, "delivery.max_pending",
+                               "must be >= batch_max (%u)", x->batch_max);
+        x->batch_max = x->max_pending; /* only the encoding's default was bigger */
+    }
+    if (x->fire_and_forget && c->transport == TRANSPORT_HTTP2)
+        return jfield_fail(err, JFIELD_INVALID, "delivery.fire_and_forget",
+                           "only for transports tcp and tls");
+    return 0;
+}
+
+static int feed_endpoints(feed_config_t *c, const json_t *j, jfield_err_t *err)
+{
+    static const char *const keys[] = {"url", "weight", NULL};
+    json_t *eps = json_object_get(j, "endpoints");
+    if (!eps)
+        return jfield_fail(err, JFIELD_MISSING, "endpoints", "field \"endpoints\" is required");
+    if (!json_is_array(eps))
+        return jfield_fail(err, JFIELD_WRONG_TYPE, "endpoints", "expected array, got %s",
+                           jfield_type_name(eps));
+    size_t n = json_array_size(eps);
+    if (n == 0 || n > FEED_MAX_ENDPOINTS)
+        return jfield_fail(err, JFIELD_INVALID, "endpoints", "a feed needs 1 to %d endpoints",
+                           FEED_MAX_ENDPOINTS);
+    for (size_t i = 0; i < n; i++) {
+        char at[48], urlpath[64];
+        snprintf(at, sizeof at, "endpoints[%zu]", i);
+        snprintf(urlpath, sizeof urlpath, "%s.url", at);
+        json_t *e = json_array_get(eps, i);
+        feed_endpoint_config_t *ec = &c->endpoints[i];
+        uint64_t weight = 1;
+        if (!json_is_object(e))
+            return jfield_fail(err, JFIELD_WRONG_TYPE, at, "expected object, got %s",
+                               jfield_type_name(e));
+        if (jfield_unknown(e, keys, NULL, at, err) ||
+            feed_str(e, "url", at, true, ec->url, sizeof ec->url, err))
+            return -1;
+        char reason[400];
+        if (transport_url_parse(ec->url, &ec->u, reason, sizeof reason) < 0)
+            return jfield_fail(err, JFIELD_BAD_URL, urlpath, "%s", reason);
+        if (ec->u.kind != c->transport)
+            return jfield_fail(err, JFIELD_BAD_URL, urlpath,
+                               "scheme does not match transport \"%s\" (%s)",
+                               transport_kind_name(c->transport),
+                               c->transport == TRANSPORT_HTTP2 ? "http, https"
+                               : c->transport == TRANSPORT_TCP ? "tcp"
+                                                               : "tls");
+        if (feed_uint(e, "weight", at, 1, 1000, &weight, err))
+            return -1;
+        ec->weight = (unsigned)weight;
+        c->n_endpoints++;
+    }
+    return 0;
+}
+
+static int feed_tls(feed_config_t *c, const json_t *j, jfield_err_t *err)
+{
+    static const char *const keys[] = {"ca_file", "cert_file", "key_file", "key_password_file",
+                                       "verify",  "sni",       NULL};
+    json_t *t;
+    if (jfield_object(j, "tls", "", false, &t, err))
+        return -1;
+    if (!t)
+        return 0;
+    if (jfield_unknown(t, keys, NULL, "tls", err) ||
+        feed_str(t, "ca_file", "tls", false, c->ca_file, sizeof c->ca_file, err) ||
+        feed_str(t, "cert_file", "tls", false, c->cert_file, sizeof c->cert_file, err) ||
+        feed_str(t, "key_file", "tls", false, c->key_file, sizeof c->key_file, err) ||
+        feed_str(t, "key_password_file", "tls", false, c->key_password_file,
+                 sizeof c->key_password_file, err) ||
+        jfield_bool(t, "verify", "tls", false, &c->verify, err) ||
+        feed_str(t, "sni", "tls", false, c->sni, sizeof c->sni, err))
+        return -1;
+    if (!c->cert_file[0] != !c->key_file[0])
+        return jfield_fail(err, JFIELD_INVALID, c->cert_file[0] ? "tls.key_file" : "tls.cert_file",
+                           "cert_file and key_file go together");
+    return 0;
+}
+
+/* Secret header values from files: first line, trailing CR/LF removed; never logged. */
+static char *feed_read_secret(const char *file, const char *path, jfield_err_t *err)
+{
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        jfield_fail(err, JFIELD_INVALID, path, "cannot read %s: %s", file, strerror(errno));
+        return NULL;
+    }
+    char line[8192];
+    if (!fgets(line, sizeof line, f)) {
+        fclose(f);
+        jfield_fail(err, JFIELD_INVALID, path, "%s is empty", file);
+        return NULL;
+    }
+    fclose(f);
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = 0;
+    char *s = NULL;
+    bool ctl = false;
+    for (size_t i = 0; i < n; i++)
+        ctl |= (unsigned char)line[i] < 0x20 && line[i] != '\t';
+    if (ctl)
+        jfield_fail(err, JFIELD_INVALID, path, "%s holds a control character", file);
+    else if (!(s = strdup(line)))
+        jfield_fail(err, JFIELD_NOMEM, path, "out of memory");
+    explicit_bzero(line, sizeof line);
+    return s;
+}
+
+/* An HTTP/2 field name: a non-empty token of lowercase characters (RFC 9113 8.2.1). */
+static bool feed_header_name_ok(const char *k)
+{
+    if (!*k || strlen(k) >= 64)
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *p)))
+            return false;
+    return true;
+}
+
+/* http.headers (values) or http.header_files (names of files holding secret values). */
+static int feed_headers(feed_config_t *c, const json_t *h, int g, const feed_config_opts_t *o,
+                        jfield_err_t *err)
+{
+    static const char *const groups[] = {"headers", "header_files"};
+    char gpath[32];
+    snprintf(gpath, sizeof gpath, "http.%s", groups[g]);
+    json_t *hs;
+    if (jfield_object(h, groups[g], "http", false, &hs, err))
+        return -1;
+    if (!hs)
+        return 0;
+    if (c->n_headers + json_object_size(hs) > TRANSPORT_MAX_HEADERS)
+        return jfield_fail(err, JFIELD_INVALID, gpath, "more than %d headers in all",
+                           TRANSPORT_MAX_HEADERS);
+    const char *k;
+    json_t *v;
+    json_object_foreach(hs, k, v)
+    {
+        char path[160];
+        snprintf(path, sizeof path, "%s.%.100s", gpath, k);
+        if (!feed_header_name_ok(k))
+            return jfield_fail(err, JFIELD_INVALID, path,
+                               "not a valid HTTP/2 header name (a lowercase token of 1 to 63 "
+                               "characters)");
+        if (!json_is_string(v))
+            return jfield_fail(err, JFIELD_WRONG_TYPE, path, "expected string, got %s",
+                               jfield_type_name(v));
+        for (const char *p = json_string_value(v); *p; p++)
+            if ((unsigned char)*p < 0x20 && *p != '\t')
+                return jfield_fail(err, JFIELD_INVALID, path,
+                                   "header value contains a control character");
+        char *val = NULL;
+        if (g == 0 && !(val = strdup(json_string_value(v))))
+            return jfield_fail(err, JFIELD_NOMEM, path, "out of memory");
+        if (g == 1 && o->read_secrets && !(val = feed_read_secret(json_string_value(v), path, err)))
+            return -1;
+        snprintf(c->header_names[c->n_headers], sizeof c->header_names[0], "%s", k);
+        c->header_values[c->n_headers++] = val;
+    }
+    return 0;
+}
+
+static int feed_http(feed_config_t *c, const json_t *j, const feed_config_opts_t *o,
+                     jfield_err_t *err)
+{
+    static const char *const keys[] = {"path", "method", "headers", "header_files", NULL};
+    static const char *const methods[] = {"POST", "PUT", "PATCH", NULL};
+    json_t *h;
+    if (jfield_object(j, "http", "", false, &h, err))
+        return -1;
+    if (!h)
+        return 0;
+    const char *method;
+    if (jfield_unknown(h, keys, NULL, "http", err) ||
+        feed_str(h, "path", "http", false, c->path, sizeof c->path, err) ||
+        jfield_enum(h, "method", "http", false, methods, &method, err))
+        return -1;
+    if (c->path[0] && c->path[0] != '/')
+        return jfield_fail(err, JFIELD_INVALID, "http.path", "must start with '/'");
+    if (method)
+        snprintf(c->method, sizeof c->method, "%s", method);
+    if (feed_headers(c, h, 0, o, err) || feed_headers(c, h, 1, o, err))
+        return -1;
+    return 0;
+}
+
+static int feed_filter(feed_config_t *c, const json_t *j, const feed_config_opts_t *o,
+                       jfield_err_t *err)
+{
+    json_t *f = json_object_get(j, "filter");
+    if (!f || json_is_null(f))
+        return 0;
+    if (json_is_string(f) && o->filter_by_name) {
+        const char *name = json_string_value(f);
+        if (!jfield_name_ok(name, FEED_REF_NAME_MAX))
+            return jfield_fail(err, JFIELD_INVALID, "filter", "\"%s\" is not a valid filter name",
+                               name);
+        snprintf(c->filter_ref, sizeof c->filter_ref, "%s", name);
+        return 0;
+    }
+    if (!json_is_object(f))
+        return jfield_fail(err, JFIELD_WRONG_TYPE, "filter", "expected %s, got %s",
+                           o->filter_by_name
+                               ? "the name of a filter, an inline filter object or null"
+                               : "an inline filter object or null",
+                           jfield_type_name(f));
+    char msg[512] = "";
+    filter_t *tmp = filter_compile(f, msg, sizeof msg);
+    if (!tmp) {
+        jfield_from_filter(err, "filter", msg);
+        return -1;
+    }
+    filter_release(tmp);
+    c->filter_json = json_incref(f);
+    return 0;
+}
+
+/* name, topics, encoding and transport: what the rest of the feed is checked against. */
+static int feed_head(feed_config_t *c, const json_t *j, const feed_config_opts_t *o,
+                     jfield_err_t *err)
+{
+    size_t name_max = o->name_max ? o->name_max : FEED_NAME_MAX;
+    const char *name, *enc, *tr;
+    if (jfield_string(j, "name", "", true, name_max, &name, err))
+        return -1;
+    if (!jfield_name_ok(name, name_max))
+        return jfield_fail(err, JFIELD_INVALID, "name",
+                           "\"%s\" is not a valid name: 1 to %zu characters of A-Z a-z 0-9 . _ -",
+                           name, name_max);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    if (feed_topic(j, "source_topic", c->source_topic, sizeof c->source_topic, err) ||
+        feed_topic(j, "dlq_topic", c->dlq_topic, sizeof c->dlq_topic, err) ||
+        jfield_string(j, "encoding", "", false, 64, &enc, err) ||
+        jfield_string(j, "transport", "", false, 64, &tr, err))
+        return -1;
+    c->encoding = encoding_find(enc ? enc : "json");
+    if (!c->encoding)
+        return jfield_fail(err, JFIELD_INVALID, "encoding",
+                           "\"%s\" is not one of \"json\", \"frame\"", enc);
+    if (transport_kind_parse(tr ? tr : "http2", &c->transport) < 0)
+        return jfield_fail(err, JFIELD_INVALID, "transport",
+                           "\"%s\" is not one of \"http2\", \"tcp\", \"tls\"", tr);
+    if (c->transport != TRANSPORT_HTTP2 && strcmp(c->encoding->name, "frame"))
+        return jfield_fail(err, JFIELD_INVALID, "encoding",
+                           "transport %s carries binary frames: use \"frame\"",
+                           transport_kind_name(c->transport));
+    if (!c->source_topic[0])
+        strcpy(c->source_topic, "MAIN");
+    if (!c->dlq_topic[0])
+        snprintf(c->dlq_topic, sizeof c->dlq_topic, "ndd.dlq.%s", c->name);
+    snprintf(c->group_id, sizeof c->group_id, "ndd-feed-%s", c->name);
+    /* A frame carries any number of records by design (docs/encodings.md), so frames batch
+     * by default: what one poll gave, up to 16 per frame, without waiting (batch_ms 0). A
+     * JSON request with several copies is an array, which an endpoint must be told to
+     * expect: batch_max stays 1 unless the feed asks for more. */
+    if (!strcmp(c->encoding->name, "frame"))
+        c->delivery.batch_max = FEED_FRAME_BATCH_DEFAULT;
+    return 0;
+}
+
+feed_config_t *feed_config_parse(const json_t *j, const feed_config_opts_t *opts, jfield_err_t *err)
+{
+    static const char *const keys[] = {"name",     "source_topic", "dlq_topic", "filter",
+                                       "encoding", "transport",    "endpoints", "delivery",
+                                       "tls",      "http",         NULL};
+    const feed_config_opts_t *o = opts ? opts : &feed_config_worker_opts;
+    if (!json_is_object(j)) {
+        jfield_fail(err, JFIELD_WRONG_TYPE, "", "a feed must be a JSON object");
+        return NULL;
+    }
+    if (jfield_unknown(j, keys, o->ignore_keys, "", err))
+        return NULL;
+    feed_config_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        jfield_fail(err, JFIELD_NOMEM, "", "out of memory");
+        return NULL;
+    }
+    c->verify = true;
+    c->delivery = (feed_delivery_config_t){.max_in_flight = 64,
+                                           .timeout_ms = 5000,
+                                           .retry_max_ms = 300000,
+                                           .retry_initial_ms = 100,
+                                           .retry_backoff_max_ms = 5000,
+                                           .batch_max = 1,
+                                           .batch_ms = 0,
+                                           .max_pending = 1024,
+                                           .max_request_bytes = 4u << 20,
+                                           .backoff_initial_ms = 100,
+                                           .backoff_max_ms = 10000,
+                                           .fail_threshold = 5};
+    strcpy(c->method, "POST");
+    if (feed_head(c, j, o, err) || feed_filter(c, j, o, err) || feed_endpoints(c, j, err) ||
+        feed_delivery(c, j, err) || feed_tls(c, j, err) || feed_http(c, j, o, err))
+        goto fail;
+    if (!(c->raw = json_deep_copy(j))) {
+        jfield_fail(err, JFIELD_NOMEM, "", "out of memory");
+        goto fail;
+    }
+    return c;
+fail:
+    feed_config_free(c);
+    return NULL;
+}
+
+void feed_config_free(feed_config_t *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_headers; i++) {
+        if (c->header_values[i]) {
+            explicit_bzero(c->header_values[i], strlen(c->header_values[i]));
+            free(c->header_values[i]);
+        }
+    }
+    json_decref(c->filter_json);
+    json_decref(c->raw);
+    free(c);
+}
+
+bool feed_config_equal(const feed_config_t *a, const feed_config_t *b)
+{
+    return a && b && a->raw && b->raw && json_equal(a->raw, b->raw);
+}
