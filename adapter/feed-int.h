@@ -110,6 +110,11 @@ struct feed {
     struct event *wake_ev, *tick_ev, *poll_ev, *drain_ev, *lag_ev, *kick_ev;
     uint64_t kick_consumed; /* s_consumed when the kick was armed */
     uint32_t kick_ms;       /* next kick delay: doubles while kicks bring nothing */
+    /* Bytes and records taken since the prefetch queue was last found empty, and librdkafka's
+     * bounds of that queue (the memory plan's): a run of about a queue's worth means the
+     * fetcher may have stopped at the bound, whatever the cached high watermarks say. */
+    uint64_t run_bytes, run_msgs, prefetch_bytes, prefetch_msgs;
+    bool kick_any; /* the next kick restarts every assigned partition */
     atomic_bool stop_requested;
     atomic_uint drain_ms;
     bool stopping, closing;
@@ -150,7 +155,7 @@ struct feed {
     unsigned seed;
 
     /* metrics */
-    metrics_counter_t *m_consumed, *m_filtered, *m_dead, *m_rewound;
+    metrics_counter_t *m_consumed, *m_filtered, *m_dead, *m_rewound, *m_fetch_restarts;
     metrics_gauge_t *m_lag, *m_pending, *m_assigned;
     metrics_histogram_t *m_latency;
     /* stats for feed_get_stats (other threads read them) */

@@ -345,6 +345,8 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     feed_memory_plan(dc->memory_mb ? dc->memory_mb : rt->feed_memory_mb, &mp);
     f->held_bytes_max = mp.held_bytes_max;
     f->bufs_free_max = mp.idle_buffer_bytes;
+    f->prefetch_bytes = (uint64_t)mp.queued_max_kbytes << 10;
+    f->prefetch_msgs = mp.queued_min_messages;
     snprintf(f->prop_vals[0], sizeof f->prop_vals[0], "%u", mp.queued_max_kbytes);
     snprintf(f->prop_vals[1], sizeof f->prop_vals[1], "%u", mp.queued_min_messages);
     snprintf(f->prop_vals[2], sizeof f->prop_vals[2], "%u", mp.fetch_max_bytes);

@@ -34,6 +34,10 @@ static const feed_metric_def_t feed_metric_defs[] = {
     FEED_METRIC("ndd_adapter_rewound_messages_total",
                 "Copies given back because the feed was full (sought again, consumed again)", false,
                 m_rewound),
+    FEED_METRIC("ndd_adapter_fetch_restarts_total",
+                "Times the feed restarted librdkafka's fetch after its prefetch queue ran dry "
+                "(librdkafka 2.0 would otherwise wait up to a second)",
+                false, m_fetch_restarts),
     FEED_METRIC("ndd_adapter_consumer_lag_messages",
                 "Messages of the source topic not yet delivered by the feed (fetch lag + pending)",
                 true, m_lag),
