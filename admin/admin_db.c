@@ -500,6 +500,48 @@ fail_norollback:
     return -1;
 }
 
+/* ---- listings and single rows (audit, alarms) ---- */
+
+/* Maps row i of a result to its JSON object. */
+typedef json_t *(*admin_db_row_fn)(PGresult *r, int i);
+
+/* Runs a listing query (its parameters p[0..n-1]) and returns {"items": [...], "count": N},
+ * one item per row; NULL with err. */
+static json_t *admin_db_list(admin_db_t *db, const char *sql, int n, const char *const *p,
+                             admin_db_row_fn row, admin_err_t *err)
+{
+    PGresult *r = admin_db_exec(db, sql, n, p, err);
+    if (!r)
+        return NULL;
+    json_t *items = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(items, row(r, i));
+    PQclear(r);
+    return json_pack("{s:o,s:I}", "items", items, "count", (json_int_t)json_array_size(items));
+}
+
+/* Runs a query selecting the row whose id is $1 and maps it; NULL with err, a 404 naming
+ * what ("alarm") when there is no such row. */
+static json_t *admin_db_get_by_id(admin_db_t *db, const char *sql, int64_t id, const char *what,
+                                  admin_db_row_fn row, admin_err_t *err)
+{
+    if (admin_db_ensure(db, err) != 0)
+        return NULL;
+    char id_s[24];
+    snprintf(id_s, sizeof(id_s), "%lld", (long long)id);
+    const char *p[1] = {id_s};
+    PGresult *r = admin_db_exec(db, sql, 1, p, err);
+    if (!r)
+        return NULL;
+    json_t *o = NULL;
+    if (PQntuples(r))
+        o = row(r, 0);
+    else
+        admin_err_set(err, 404, "not found", "", "%s %lld does not exist", what, (long long)id);
+    PQclear(r);
+    return o;
+}
+
 /* ---- audit ---- */
 
 #define AUDIT_COLS "id, " TS("at") ", who, action, kind, object_id, before::text, after::text"
@@ -529,38 +571,17 @@ json_t *admin_db_audit_list(admin_db_t *db, const char *kind, const char *object
     snprintf(before_s, sizeof(before_s), "%lld", (long long)before_id);
     snprintf(limit_s, sizeof(limit_s), "%d", limit);
     const char *p[4] = {kind, object_id, before_id > 0 ? before_s : NULL, limit_s};
-    PGresult *r = admin_db_exec(db,
-                                "SELECT " AUDIT_COLS " FROM audit WHERE ($1::text IS NULL OR kind "
-                                "= $1) AND ($2::text IS NULL OR object_id = $2) AND ($3::bigint "
-                                "IS NULL OR id < $3) ORDER BY id DESC LIMIT $4::integer",
-                                4, p, err);
-    if (!r)
-        return NULL;
-    json_t *items = json_array();
-    for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(items, admin_db_audit_row(r, i));
-    PQclear(r);
-    return json_pack("{s:o,s:I}", "items", items, "count", (json_int_t)json_array_size(items));
+    return admin_db_list(db,
+                         "SELECT " AUDIT_COLS " FROM audit WHERE ($1::text IS NULL OR kind = $1) "
+                         "AND ($2::text IS NULL OR object_id = $2) AND ($3::bigint IS NULL OR "
+                         "id < $3) ORDER BY id DESC LIMIT $4::integer",
+                         4, p, admin_db_audit_row, err);
 }
 
 json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err)
 {
-    if (admin_db_ensure(db, err) != 0)
-        return NULL;
-    char id_s[24];
-    snprintf(id_s, sizeof(id_s), "%lld", (long long)id);
-    const char *p[1] = {id_s};
-    PGresult *r =
-        admin_db_exec(db, "SELECT " AUDIT_COLS " FROM audit WHERE id = $1::bigint", 1, p, err);
-    if (!r)
-        return NULL;
-    json_t *o = NULL;
-    if (PQntuples(r))
-        o = admin_db_audit_row(r, 0);
-    else
-        admin_err_set(err, 404, "not found", "", "audit entry %lld does not exist", (long long)id);
-    PQclear(r);
-    return o;
+    return admin_db_get_by_id(db, "SELECT " AUDIT_COLS " FROM audit WHERE id = $1::bigint", id,
+                              "audit entry", admin_db_audit_row, err);
 }
 
 /* ---- tokens ---- */
@@ -720,38 +741,17 @@ json_t *admin_db_alarm_list(admin_db_t *db, const char *state, const char *type,
     char limit_s[16];
     snprintf(limit_s, sizeof(limit_s), "%d", limit);
     const char *p[4] = {state, type, severity, limit_s};
-    PGresult *r = admin_db_exec(db,
-                                "SELECT " ALARM_COLS " FROM alarms WHERE ($1::text IS NULL OR "
-                                "state = $1) AND ($2::text IS NULL OR type = $2) AND ($3::text IS "
-                                "NULL OR severity = $3) ORDER BY id DESC LIMIT $4::integer",
-                                4, p, err);
-    if (!r)
-        return NULL;
-    json_t *items = json_array();
-    for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(items, admin_db_alarm_row(r, i));
-    PQclear(r);
-    return json_pack("{s:o,s:I}", "items", items, "count", (json_int_t)json_array_size(items));
+    return admin_db_list(db,
+                         "SELECT " ALARM_COLS " FROM alarms WHERE ($1::text IS NULL OR state = "
+                         "$1) AND ($2::text IS NULL OR type = $2) AND ($3::text IS NULL OR "
+                         "severity = $3) ORDER BY id DESC LIMIT $4::integer",
+                         4, p, admin_db_alarm_row, err);
 }
 
 json_t *admin_db_alarm_get(admin_db_t *db, int64_t id, admin_err_t *err)
 {
-    if (admin_db_ensure(db, err) != 0)
-        return NULL;
-    char id_s[24];
-    snprintf(id_s, sizeof(id_s), "%lld", (long long)id);
-    const char *p[1] = {id_s};
-    PGresult *r =
-        admin_db_exec(db, "SELECT " ALARM_COLS " FROM alarms WHERE id = $1::bigint", 1, p, err);
-    if (!r)
-        return NULL;
-    json_t *o = NULL;
-    if (PQntuples(r))
-        o = admin_db_alarm_row(r, 0);
-    else
-        admin_err_set(err, 404, "not found", "", "alarm %lld does not exist", (long long)id);
-    PQclear(r);
-    return o;
+    return admin_db_get_by_id(db, "SELECT " ALARM_COLS " FROM alarms WHERE id = $1::bigint", id,
+                              "alarm", admin_db_alarm_row, err);
 }
 
 int admin_db_alarm_ack(admin_db_t *db, int64_t id, const char *who, json_t **out, admin_err_t *err)

@@ -50,6 +50,31 @@ static int admin_need_db(admin_ctx_t *ctx, admin_resp_t *resp)
     return -1;
 }
 
+/* The id of an alarm or audit entry (what) in the path, for a handler that needs the
+ * database: 0, or -1 once answered (503 without a database, 404 when id is not a positive
+ * integer: no such entry can exist). */
+static int admin_ops_id(admin_ctx_t *ctx, const char *id, const char *what, int64_t *n,
+                        admin_resp_t *resp)
+{
+    if (admin_need_db(ctx, resp))
+        return -1;
+    if (admin_parse_id64(id, n) != 0) {
+        admin_resp_errorf(resp, 404, "not found", "", "%s ids are positive integers", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* Answers 200 with j, or err when the database gave nothing. */
+static void admin_ops_reply(admin_resp_t *resp, json_t *j, const admin_err_t *err)
+{
+    if (!j) {
+        admin_resp_error(resp, err);
+        return;
+    }
+    admin_resp_json(resp, 200, j);
+}
+
 void admin_h_alarms_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                          admin_resp_t *resp)
 {
@@ -68,42 +93,26 @@ void admin_h_alarms_list(admin_ctx_t *ctx, const admin_req_t *req, const char *i
     admin_err_t err;
     json_t *j = admin_db_alarm_list(ctx->db, has_state ? state : NULL, has_type ? type : NULL,
                                     has_sev ? severity : NULL, limit, &err);
-    if (!j) {
-        admin_resp_error(resp, &err);
-        return;
-    }
-    admin_resp_json(resp, 200, j);
+    admin_ops_reply(resp, j, &err);
 }
 
 void admin_h_alarms_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         admin_resp_t *resp)
 {
     int64_t n;
-    if (admin_need_db(ctx, resp))
+    if (admin_ops_id(ctx, id, "alarm", &n, resp))
         return;
-    if (admin_parse_id64(id, &n) != 0) {
-        admin_resp_errorf(resp, 404, "not found", "", "alarm ids are positive integers");
-        return;
-    }
     admin_err_t err;
     json_t *j = admin_db_alarm_get(ctx->db, n, &err);
-    if (!j) {
-        admin_resp_error(resp, &err);
-        return;
-    }
-    admin_resp_json(resp, 200, j);
+    admin_ops_reply(resp, j, &err);
 }
 
 void admin_h_alarms_ack(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         admin_resp_t *resp)
 {
     int64_t n;
-    if (admin_need_db(ctx, resp))
+    if (admin_ops_id(ctx, id, "alarm", &n, resp))
         return;
-    if (admin_parse_id64(id, &n) != 0) {
-        admin_resp_errorf(resp, 404, "not found", "", "alarm ids are positive integers");
-        return;
-    }
     admin_err_t err;
     json_t *j;
     if (admin_db_alarm_ack(ctx->db, n, req->principal.name, &j, &err) != 0) {
@@ -138,27 +147,15 @@ void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     admin_err_t err;
     json_t *j = admin_db_audit_list(ctx->db, has_kind ? kind : NULL, has_obj ? object_id : NULL,
                                     before_id, limit, &err);
-    if (!j) {
-        admin_resp_error(resp, &err);
-        return;
-    }
-    admin_resp_json(resp, 200, j);
+    admin_ops_reply(resp, j, &err);
 }
 
 void admin_h_audit_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
     int64_t n;
-    if (admin_need_db(ctx, resp))
+    if (admin_ops_id(ctx, id, "audit", &n, resp))
         return;
-    if (admin_parse_id64(id, &n) != 0) {
-        admin_resp_errorf(resp, 404, "not found", "", "audit ids are positive integers");
-        return;
-    }
     admin_err_t err;
     json_t *j = admin_db_audit_get(ctx->db, n, &err);
-    if (!j) {
-        admin_resp_error(resp, &err);
-        return;
-    }
-    admin_resp_json(resp, 200, j);
+    admin_ops_reply(resp, j, &err);
 }

@@ -175,19 +175,6 @@ static void agg_control_resolve(void *owner)
              c->nf, origin, filter_rule_count(nf), gen);
 }
 
-static void agg_on_upsert(void *owner, const char *kind, const char *id, json_t *record,
-                          json_t *previous)
-{
-    (void)kind, (void)id, (void)record, (void)previous;
-    ((agg_control_t *)owner)->wc.dirty = true;
-}
-
-static void agg_on_delete(void *owner, const char *kind, const char *id, json_t *previous)
-{
-    (void)kind, (void)id, (void)previous;
-    ((agg_control_t *)owner)->wc.dirty = true;
-}
-
 static void agg_on_loaded(void *owner, size_t keys)
 {
     agg_control_t *c = owner;
@@ -295,8 +282,6 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
                                 .config_client_id = cid,
                                 .kinds = kinds,
                                 .n_kinds = 2,
-                                .on_upsert = agg_on_upsert,
-                                .on_delete = agg_on_delete,
                                 .on_loaded = agg_on_loaded,
                                 .events_topic = o->events_topic,
                                 .service = "ndd-aggregation",

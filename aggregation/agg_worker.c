@@ -21,6 +21,7 @@
 #include "filter.h"
 #include "log.h"
 #include "offset_tracker.h"
+#include "worker_control.h"
 
 #define AGG_MAX_PARTITIONS 65536
 #define AGG_REASON_PRODUCE "produce-refused"
@@ -702,13 +703,9 @@ static uint32_t agg_backpressure(agg_worker_t *w)
             room = w->cfg.batch;
     }
     metrics_gauge_set(w->m.inflight, inflight);
-    kafka_gate_event_t ev = kafka_gate_update(&w->gate, w->consumer, room > 0, AGG_PAUSE_AFTER_MS);
-    if (ev == KAFKA_GATE_RESUMED)
-        metrics_gauge_set(w->m.paused, 0);
-    if (ev == KAFKA_GATE_PAUSED) {
+    if (worker_control_backpressure(&w->gate, w->consumer, room > 0, AGG_PAUSE_AFTER_MS,
+                                    w->m.paused, w->m.pauses) == KAFKA_GATE_PAUSED) {
         w->st.pauses = w->gate.pauses;
-        metrics_counter_inc(w->m.pauses);
-        metrics_gauge_set(w->m.paused, 1);
         if (w->gate.log_due)
             log_info("aggregation %s: paused (%u in flight, %u waiting to be produced; %" PRIu64
                      " pauses so far)",
@@ -921,10 +918,7 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
                  "not committed (they will be consumed again)",
                  w->cfg.nf_type, left, w->cfg.shutdown_timeout_ms);
     agg_store_offsets(w);
-    kafka_consumer_close(w->consumer); /* commits the stored offsets, leaves the group */
-    w->consumer = NULL;
-    kafka_producer_close(w->producer, 0);
-    w->producer = NULL;
+    kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
     log_info("aggregation %s: stopped: consumed %" PRIu64 ", produced %" PRIu64
              ", filtered %" PRIu64 ", dead-lettered %" PRIu64,
              w->cfg.nf_type, w->st.consumed, w->st.produced, w->st.filtered, w->st.dead_lettered);
@@ -942,10 +936,7 @@ void agg_worker_free(agg_worker_t *w)
 {
     if (!w)
         return;
-    if (w->consumer)
-        kafka_consumer_close(w->consumer);
-    if (w->producer)
-        kafka_producer_close(w->producer, w->cfg.shutdown_timeout_ms);
+    kafka_pair_close(&w->producer, &w->consumer, w->cfg.shutdown_timeout_ms);
     for (uint32_t i = 0; w->slots && i < w->n_slots; i++) {
         if (w->slots[i].src)
             rd_kafka_message_destroy(w->slots[i].src);

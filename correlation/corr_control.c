@@ -211,19 +211,6 @@ static void corr_control_resolve(void *owner)
     }
 }
 
-static void corr_on_upsert(void *owner, const char *kind, const char *id, json_t *record,
-                           json_t *previous)
-{
-    (void)kind, (void)id, (void)record, (void)previous;
-    ((corr_control_t *)owner)->wc.dirty = true;
-}
-
-static void corr_on_delete(void *owner, const char *kind, const char *id, json_t *previous)
-{
-    (void)kind, (void)id, (void)previous;
-    ((corr_control_t *)owner)->wc.dirty = true;
-}
-
 /* ---- ndd.events ---- */
 
 /* Heartbeats carry every counter at all times: before the worker exists they are zero,
@@ -316,8 +303,6 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
                                 .config_client_id = "ndd-correlation-config",
                                 .kinds = kinds,
                                 .n_kinds = 1,
-                                .on_upsert = corr_on_upsert,
-                                .on_delete = corr_on_delete,
                                 .on_loaded = NULL,
                                 .events_topic = o->events_topic,
                                 .service = "ndd-correlation",

@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "codec.h"
 #include "log.h"
+#include "worker_control.h"
 #include "xdr.h"
 
 #define CORR_MAX_PARTITIONS 65536
@@ -659,13 +660,9 @@ fail:
 static bool corr_room(corr_worker_t *w)
 {
     bool room = w->st.unacked < w->cfg.max_unacked;
-    kafka_gate_event_t ev = kafka_gate_update(&w->gate, w->consumer, room, CORR_PAUSE_AFTER_MS);
-    if (ev == KAFKA_GATE_RESUMED)
-        metrics_gauge_set(w->m.paused, 0);
-    if (ev == KAFKA_GATE_PAUSED) {
+    if (worker_control_backpressure(&w->gate, w->consumer, room, CORR_PAUSE_AFTER_MS, w->m.paused,
+                                    w->m.pauses) == KAFKA_GATE_PAUSED) {
         w->st.pauses = w->gate.pauses;
-        metrics_counter_inc(w->m.pauses);
-        metrics_gauge_set(w->m.paused, 1);
         if (w->gate.log_due)
             log_info("correlation: paused (%" PRIu64 " records unacknowledged; %" PRIu64
                      " pauses so far)",
@@ -735,10 +732,7 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
     }
     w->closing = true;
     corr_metrics_refresh(w);
-    kafka_consumer_close(w->consumer); /* commits the stored offsets, leaves the group */
-    w->consumer = NULL;
-    kafka_producer_close(w->producer, 0);
-    w->producer = NULL;
+    kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
     es = correlate_stats(w->engine);
     log_info("correlation: stopped: consumed %" PRIu64 ", correlated %" PRIu64 ", xDRs %" PRIu64
              " (complete %" PRIu64 ", timeout %" PRIu64 ", evicted %" PRIu64 ", revoked %" PRIu64
@@ -783,10 +777,7 @@ void corr_worker_free(corr_worker_t *w)
 {
     if (!w)
         return;
-    if (w->consumer)
-        kafka_consumer_close(w->consumer);
-    if (w->producer)
-        kafka_producer_close(w->producer, 0);
+    kafka_pair_close(&w->producer, &w->consumer, 0);
     correlate_free(w->engine);
     correlate_metrics_free(w->kpi);
     for (int i = 0; i < CORR_RING; i++)

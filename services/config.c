@@ -183,61 +183,62 @@ static int split_number_unit(const char *s, double *num, const char **unit)
     return 0;
 }
 
-int config_parse_duration_ms(const char *s, int64_t *out)
+/* A unit suffix and what one of it is worth. */
+typedef struct config_unit {
+    const char *u;
+    double mul;
+} config_unit_t;
+
+/* The value of s ("1.5", "250ms", "4MiB") in the base unit: the number times its unit's
+ * worth, the unit looked up in units (n entries; "" for a bare number). */
+static int scaled_number(const char *s, const config_unit_t *units, size_t n, double *out)
 {
-    static const struct {
-        const char *u;
-        double ms;
-    } units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     double v;
     const char *unit;
     if (split_number_unit(s, &v, &unit))
         return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    for (size_t i = 0; i < n; i++)
         if (strcmp(unit, units[i].u) == 0) {
-            double ms = v * units[i].ms;
-            if (ms > 9.2e18)
-                return -1;
-            *out = (int64_t)llround(ms);
+            *out = v * units[i].mul;
             return 0;
         }
     return -1;
 }
 
+int config_parse_duration_ms(const char *s, int64_t *out)
+{
+    static const config_unit_t units[] = {{"", 1},      {"ms", 1},      {"s", 1000},
+                                          {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    double ms;
+    if (scaled_number(s, units, sizeof units / sizeof units[0], &ms) || ms > 9.2e18)
+        return -1;
+    *out = (int64_t)llround(ms);
+    return 0;
+}
+
 int config_parse_bytes(const char *s, uint64_t *out)
 {
-    static const struct {
-        const char *u;
-        double mul;
-    } units[] = {{"", 1},
-                 {"B", 1},
-                 {"k", 1024.0},
-                 {"K", 1024.0},
-                 {"KiB", 1024.0},
-                 {"KB", 1e3},
-                 {"m", 1048576.0},
-                 {"M", 1048576.0},
-                 {"MiB", 1048576.0},
-                 {"MB", 1e6},
-                 {"g", 1073741824.0},
-                 {"G", 1073741824.0},
-                 {"GiB", 1073741824.0},
-                 {"GB", 1e9},
-                 {"TiB", 1099511627776.0},
-                 {"TB", 1e12}};
-    double v;
-    const char *unit;
-    if (split_number_unit(s, &v, &unit))
+    static const config_unit_t units[] = {{"", 1},
+                                          {"B", 1},
+                                          {"k", 1024.0},
+                                          {"K", 1024.0},
+                                          {"KiB", 1024.0},
+                                          {"KB", 1e3},
+                                          {"m", 1048576.0},
+                                          {"M", 1048576.0},
+                                          {"MiB", 1048576.0},
+                                          {"MB", 1e6},
+                                          {"g", 1073741824.0},
+                                          {"G", 1073741824.0},
+                                          {"GiB", 1073741824.0},
+                                          {"GB", 1e9},
+                                          {"TiB", 1099511627776.0},
+                                          {"TB", 1e12}};
+    double b;
+    if (scaled_number(s, units, sizeof units / sizeof units[0], &b) || b >= 1.8e19 || b != floor(b))
         return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(unit, units[i].u) == 0) {
-            double b = v * units[i].mul;
-            if (b >= 1.8e19 || b != floor(b))
-                return -1;
-            *out = (uint64_t)b;
-            return 0;
-        }
-    return -1;
+    *out = (uint64_t)b;
+    return 0;
 }
 
 int config_env_name(const char *key, char *out, size_t outlen)

@@ -1,21 +1,9 @@
 /* Operator "equals": the field is present and its value is exactly the operand
  * (ASCII case-insensitive with "icase"). */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "filter.h"
-
-static int filter_equals_compile(filter_pred_t *p, const json_t *v, char *err, size_t errlen)
-{
-    p->u.str.len = json_string_length(v);
-    p->u.str.s = filter_strdup(json_string_value(v), p->u.str.len, p->icase);
-    if (!p->u.str.s) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    return 0;
-}
+#include "filter_op_str.h"
 
 static bool filter_equals_match(const filter_pred_t *p, codec_slice_t v)
 {
@@ -26,17 +14,11 @@ static bool filter_equals_match(const filter_pred_t *p, codec_slice_t v)
     return memcmp(v.ptr, p->u.str.s, v.len) == 0;
 }
 
-static void filter_equals_destroy(filter_pred_t *p)
-{
-    free(p->u.str.s);
-    p->u.str.s = NULL;
-}
-
 const filter_op_t filter_op_equals = {
     .name = "equals",
     .operand = FILTER_OPERAND_STRING,
     .icase_allowed = true,
-    .compile = filter_equals_compile,
+    .compile = filter_op_str_compile,
     .match = filter_equals_match,
-    .destroy = filter_equals_destroy,
+    .destroy = filter_op_str_destroy,
 };

@@ -1,20 +1,8 @@
 /* Operator "suffix": the field is present and ends with the operand. */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "filter.h"
-
-static int filter_suffix_compile(filter_pred_t *p, const json_t *v, char *err, size_t errlen)
-{
-    p->u.str.len = json_string_length(v);
-    p->u.str.s = filter_strdup(json_string_value(v), p->u.str.len, p->icase);
-    if (!p->u.str.s) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    return 0;
-}
+#include "filter_op_str.h"
 
 static bool filter_suffix_match(const filter_pred_t *p, codec_slice_t v)
 {
@@ -26,17 +14,11 @@ static bool filter_suffix_match(const filter_pred_t *p, codec_slice_t v)
     return memcmp(tail, p->u.str.s, p->u.str.len) == 0;
 }
 
-static void filter_suffix_destroy(filter_pred_t *p)
-{
-    free(p->u.str.s);
-    p->u.str.s = NULL;
-}
-
 const filter_op_t filter_op_suffix = {
     .name = "suffix",
     .operand = FILTER_OPERAND_STRING,
     .icase_allowed = true,
-    .compile = filter_suffix_compile,
+    .compile = filter_op_str_compile,
     .match = filter_suffix_match,
-    .destroy = filter_suffix_destroy,
+    .destroy = filter_op_str_destroy,
 };

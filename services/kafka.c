@@ -886,6 +886,17 @@ out:
     return *consumer ? 0 : -1;
 }
 
+void kafka_pair_close(kafka_producer_t **producer, kafka_consumer_t **consumer,
+                      int producer_timeout_ms)
+{
+    if (*consumer)
+        kafka_consumer_close(*consumer);
+    *consumer = NULL;
+    if (*producer)
+        kafka_producer_close(*producer, producer_timeout_ms);
+    *producer = NULL;
+}
+
 int64_t kafka_stats_consumer_lag(const char *json, size_t len, const char *topic)
 {
     json_t *root = json_loadb(json, len, 0, NULL);

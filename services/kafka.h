@@ -245,6 +245,12 @@ size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_
  * with err filled and both left NULL. */
 int kafka_pair_new(const kafka_pair_opts_t *o, kafka_producer_t **producer,
                    kafka_consumer_t **consumer, char *err, size_t errlen);
+/* Closes what kafka_pair_new created, the consumer first: its close commits the stored
+ * offsets and runs the revoke callback, which may still need the producer (to flush and
+ * store). Then kafka_producer_close(producer_timeout_ms). Sets both to NULL; a NULL one is
+ * skipped. */
+void kafka_pair_close(kafka_producer_t **producer, kafka_consumer_t **consumer,
+                      int producer_timeout_ms);
 
 /* The consumer lag summed over topic's partitions in a librdkafka statistics JSON (the text
  * a kafka_stats_cb_t gets); -1 when the JSON does not parse. */

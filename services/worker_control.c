@@ -20,12 +20,35 @@ int64_t worker_control_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The config_topic callbacks get wc itself: a record change only marks the configuration for
+ * the owner's next resolve, so the owner never sees single records. */
+static void worker_control_on_upsert(void *arg, const char *kind, const char *id, json_t *record,
+                                     json_t *previous)
+{
+    (void)kind, (void)id, (void)record, (void)previous;
+    ((worker_control_t *)arg)->dirty = true;
+}
+
+static void worker_control_on_delete(void *arg, const char *kind, const char *id, json_t *previous)
+{
+    (void)kind, (void)id, (void)previous;
+    ((worker_control_t *)arg)->dirty = true;
+}
+
+static void worker_control_on_loaded(void *arg, size_t keys)
+{
+    worker_control_t *wc = arg;
+    if (wc->on_loaded)
+        wc->on_loaded(wc->owner, keys);
+}
+
 int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, char *err,
                         size_t errlen)
 {
     memset(wc, 0, sizeof(*wc));
     wc->resolve = o->resolve;
     wc->check = o->check;
+    wc->on_loaded = o->on_loaded;
     wc->owner = o->owner;
     snprintf(wc->log_name, sizeof(wc->log_name), "%s", o->log_name ? o->log_name : o->service);
     kafka_prop_t *props = calloc(o->n_props + 1, sizeof(*props));
@@ -59,10 +82,10 @@ int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, ch
             .n_kinds = o->n_kinds,
             .props = props,
             .n_props = kafka_props_split(o->props, o->n_props, KAFKA_CLIENT_CONSUMER, props),
-            .on_upsert = o->on_upsert,
-            .on_delete = o->on_delete,
-            .on_loaded = o->on_loaded,
-            .owner = o->owner,
+            .on_upsert = worker_control_on_upsert,
+            .on_delete = worker_control_on_delete,
+            .on_loaded = worker_control_on_loaded,
+            .owner = wc,
             .metrics = o->metrics};
         wc->ft = config_topic_new(&co, err, errlen);
         if (!wc->ft)
@@ -166,4 +189,18 @@ int64_t worker_control_stall_ms(worker_control_stall_t *s, int64_t now_ms, uint6
     s->last_acked = acked;
     s->was_inflight = inflight > 0;
     return inflight > 0 ? now_ms - s->last_progress_ms : 0;
+}
+
+kafka_gate_event_t worker_control_backpressure(kafka_gate_t *g, kafka_consumer_t *c, bool room,
+                                               int pause_after_ms, metrics_gauge_t *paused,
+                                               metrics_counter_t *pauses)
+{
+    kafka_gate_event_t ev = kafka_gate_update(g, c, room, pause_after_ms);
+    if (ev == KAFKA_GATE_RESUMED)
+        metrics_gauge_set(paused, 0);
+    if (ev == KAFKA_GATE_PAUSED) {
+        metrics_counter_inc(pauses);
+        metrics_gauge_set(paused, 1);
+    }
+    return ev;
 }

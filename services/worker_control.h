@@ -5,7 +5,8 @@
  * heartbeat reports (collect) and which alarms it raises (check).
  *
  * Also the "produce stalled" watch both workers raise an alarm from: records handed to Kafka
- * while no acknowledgement came for a while. */
+ * while no acknowledgement came for a while, and the consumer backpressure step with the two
+ * metrics both export for it. */
 #ifndef NDD_WORKER_CONTROL_H
 #define NDD_WORKER_CONTROL_H
 
@@ -25,14 +26,13 @@ typedef struct worker_control_opts {
     metrics_registry_t *metrics;
     void *owner; /* handed to every callback below */
 
-    /* ndd.config: off when config_topic is NULL or "". */
+    /* ndd.config: off when config_topic is NULL or "". Every upsert or delete of a record of
+     * kinds sets dirty (the owner resolves its whole configuration again, not per record). */
     const char *config_topic;
     const char *config_client_id;
     const char *const *kinds;
     size_t n_kinds;
-    config_topic_upsert_fn on_upsert;
-    config_topic_delete_fn on_delete;
-    config_topic_loaded_fn on_loaded; /* may be NULL */
+    config_topic_loaded_fn on_loaded; /* may be NULL; it may set wc->dirty itself */
 
     /* ndd.events: off when events_topic is NULL or "". */
     const char *events_topic;
@@ -53,10 +53,11 @@ typedef struct worker_control_opts {
 typedef struct worker_control {
     config_topic_t *ft; /* NULL: no configuration topic */
     events_t *ev;       /* NULL: no events */
-    bool dirty;         /* set by the owner's record callbacks: resolve at the next step */
+    bool dirty;         /* a record changed (or the owner asks): resolve at the next step */
     int64_t next_step_ms;
     void (*resolve)(void *owner);
     void (*check)(void *owner, int64_t now_ms);
+    config_topic_loaded_fn on_loaded;
     void *owner;
     char log_name[96];
 } worker_control_t;
@@ -100,5 +101,12 @@ bool worker_control_stall_due(worker_control_stall_t *s, int64_t now_ms);
  * awaits now. Compare with the alarm threshold. */
 int64_t worker_control_stall_ms(worker_control_stall_t *s, int64_t now_ms, uint64_t acked,
                                 uint64_t inflight);
+
+/* One consumer backpressure step (kafka_gate_update) that also keeps the worker's metrics:
+ * paused is 1 while the partitions are paused, pauses counts the pauses. Returns the event;
+ * on KAFKA_GATE_PAUSED with g->log_due the caller logs what it is waiting for. */
+kafka_gate_event_t worker_control_backpressure(kafka_gate_t *g, kafka_consumer_t *c, bool room,
+                                               int pause_after_ms, metrics_gauge_t *paused,
+                                               metrics_counter_t *pauses);
 
 #endif

@@ -19,11 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
+
+#include "proc_usage.h"
 
 static volatile sig_atomic_t kb_stop;
 static uint64_t kb_acked, kb_failed;
@@ -39,27 +40,6 @@ static double kb_mono_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double kb_cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
-}
-
-static double kb_rss_mb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6))
-            kb = atof(line + 6);
-    if (f)
-        fclose(f);
-    return kb / 1024.0;
 }
 
 static void kb_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -90,7 +70,7 @@ static void kb_print(const char *mode, uint64_t n, double secs, double cpu, uint
     printf("{\"mode\":\"%s\",\"records\":%" PRIu64 ",\"seconds\":%.3f,\"mps\":%.1f,"
            "\"cpu_s\":%.3f,\"msgs_per_cpu_s\":%.1f,\"rss_mb\":%.1f,\"mb_per_s\":%.1f}\n",
            mode, n, secs, secs > 0 ? (double)n / secs : 0, cpu, cpu > 0 ? (double)n / cpu : 0,
-           kb_rss_mb(), secs > 0 ? (double)bytes / secs / 1e6 : 0);
+           proc_usage_peak_rss_mb(), secs > 0 ? (double)bytes / secs / 1e6 : 0);
 }
 
 static int kb_produce(const char *bootstrap, const char *topic, uint64_t count, size_t size,
@@ -118,7 +98,7 @@ static int kb_produce(const char *bootstrap, const char *topic, uint64_t count, 
         return 1;
     }
     memset(value, 'x', vlen);
-    double t0 = kb_mono_s(), c0 = kb_cpu_s();
+    double t0 = kb_mono_s(), c0 = proc_usage_cpu_s();
     uint64_t sent = 0;
     char key[32];
     while (sent < count && !kb_stop && kb_mono_s() - t0 < timeout) {
@@ -148,7 +128,7 @@ static int kb_produce(const char *bootstrap, const char *topic, uint64_t count, 
     }
     while (rd_kafka_outq_len(rk) > 0 && kb_mono_s() - t0 < timeout + 30)
         rd_kafka_poll(rk, 50);
-    double secs = kb_mono_s() - t0, cpu = kb_cpu_s() - c0;
+    double secs = kb_mono_s() - t0, cpu = proc_usage_cpu_s() - c0;
     kb_print("produce", kb_acked, secs, cpu, kb_acked * size);
     rd_kafka_destroy(rk);
     free(value);
@@ -187,7 +167,7 @@ static int kb_consume(const char *bootstrap, const char *topic, uint64_t count, 
         rd_kafka_destroy(rk);
         return 1;
     }
-    double t0 = 0, start = kb_mono_s(), c0 = kb_cpu_s();
+    double t0 = 0, start = kb_mono_s(), c0 = proc_usage_cpu_s();
     uint64_t n = 0, bytes = 0, hsum = 0;
     while (n < count && !kb_stop && kb_mono_s() - start < timeout) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
@@ -203,7 +183,7 @@ static int kb_consume(const char *bootstrap, const char *topic, uint64_t count, 
         if (n == 0) {
             /* Measure from the first record: group join time is not throughput. */
             t0 = kb_mono_s();
-            c0 = kb_cpu_s();
+            c0 = proc_usage_cpu_s();
         }
         rd_kafka_headers_t *h = NULL;
         if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -217,7 +197,7 @@ static int kb_consume(const char *bootstrap, const char *topic, uint64_t count, 
         n++;
         rd_kafka_message_destroy(m);
     }
-    double secs = n ? kb_mono_s() - t0 : 0, cpu = kb_cpu_s() - c0;
+    double secs = n ? kb_mono_s() - t0 : 0, cpu = proc_usage_cpu_s() - c0;
     kb_print("consume", n, secs, cpu, bytes + hsum);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);

@@ -26,13 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
 
 #include "probe_hist.h"
+#include "proc_usage.h"
 #include "travel_xdr.h"
 
 #define TRAVEL_MAX_TOPICS 8
@@ -131,19 +131,6 @@ static void travel_print_hist(const probe_hist_t *h, uint64_t no_ts)
            h->count + no_ts, no_ts, h->negative, probe_hist_avg_us(h) / 1000.0,
            probe_hist_quantile_us(h, 0.50) / 1000.0, probe_hist_quantile_us(h, 0.99) / 1000.0,
            (double)h->max_us / 1000.0);
-}
-
-static double travel_rss_mb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6))
-            kb = atof(line + 6);
-    if (f)
-        fclose(f);
-    return kb / 1024.0;
 }
 
 static void travel_usage(FILE *f)
@@ -316,10 +303,7 @@ int main(int argc, char **argv)
     double elapsed = travel_mono_s() - t0;
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-                 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    double cpu = proc_usage_cpu_s();
     printf("{\"topics\":{");
     for (int i = 0; i < ntopics; i++) {
         const travel_topic_t *t = &topics[i];
@@ -340,6 +324,6 @@ int main(int argc, char **argv)
         putchar('}');
     }
     printf("},\"group\":\"%s\",\"elapsed_s\":%.3f,\"cpu_s\":%.3f,\"rss_mb\":%.1f}\n", group,
-           elapsed, cpu, travel_rss_mb());
+           elapsed, cpu, proc_usage_peak_rss_mb());
     return rc;
 }

@@ -12,9 +12,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
+#include <openssl/err.h>
 
 #include "httpd.h"
 #include "log.h"
@@ -47,6 +50,49 @@ void sink_conn_remove(sink_t *s, sink_conn_t *c)
     c->prev = c->next = NULL;
     s->nconns--;
     s->stats.t[c->transport].connections_open--;
+}
+
+struct bufferevent *sink_conn_bev_new(sink_t *s, int fd, SSL_CTX *ctx)
+{
+    if (!ctx)
+        return bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    char err[256];
+    SSL *ssl = tls_server_ssl_new(ctx, err, sizeof err);
+    struct bufferevent *bev =
+        ssl ? bufferevent_openssl_socket_new(s->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                             BEV_OPT_CLOSE_ON_FREE)
+            : NULL;
+    if (!bev && ssl)
+        SSL_free(ssl);
+    return bev;
+}
+
+void sink_conn_start(sink_conn_t *c, bufferevent_data_cb readcb, bufferevent_data_cb writecb,
+                     bufferevent_event_cb eventcb, void *arg, size_t out_high)
+{
+    bufferevent_setcb(c->bev, readcb, writecb, eventcb, arg);
+    bufferevent_setwatermark(c->bev, EV_WRITE, out_high / 2, 0);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (c->transport == SINK_H2TLS || c->transport == SINK_TLS) {
+        struct timeval hs = {SINK_TLS_HANDSHAKE_S, 0};
+        bufferevent_set_timeouts(c->bev, &hs, NULL);
+    }
+}
+
+bool sink_conn_log_tls_error(const sink_conn_t *c, struct bufferevent *bev)
+{
+    unsigned long e = bufferevent_get_openssl_error(bev);
+    if (!e)
+        return false;
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+        log_debug("sink: %s connection %s: TLS EOF without close_notify",
+                  sink_transport_name(c->transport), c->peer);
+    else
+        log_warn("sink: %s connection %s: TLS error: %s", sink_transport_name(c->transport),
+                 c->peer, buf);
+    return true;
 }
 
 static void close_all_connections(sink_t *s)

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/bufferevent.h>
 #include <openssl/ssl.h>
 
 #include "buf.h"
@@ -212,6 +213,17 @@ const char *sink_transport_name(sink_transport_t t);
 /* Registers/unregisters a connection (counts and the close-all list). */
 void sink_conn_add(sink_t *s, sink_conn_t *c);
 void sink_conn_remove(sink_t *s, sink_conn_t *c);
+/* The bufferevent of an accepted connection on fd: TLS (server side, handshake pending) when
+ * ctx is given, plain TCP otherwise. NULL on failure; fd is then still open. */
+struct bufferevent *sink_conn_bev_new(sink_t *s, int fd, SSL_CTX *ctx);
+/* Starts a set-up connection's I/O: the callbacks (arg: the connection), writes are awaited
+ * below out_high / 2, both directions on, and a TLS client gets SINK_TLS_HANDSHAKE_S to
+ * finish its handshake (no idle limit after it). */
+void sink_conn_start(sink_conn_t *c, bufferevent_data_cb readcb, bufferevent_data_cb writecb,
+                     bufferevent_event_cb eventcb, void *arg, size_t out_high);
+/* On BEV_EVENT_ERROR: logs the TLS error that ended c (a client closing without close_notify
+ * is common and harmless: debug level). false when TLS reported none. */
+bool sink_conn_log_tls_error(const sink_conn_t *c, struct bufferevent *bev);
 /* One accepted record (after the verdict said success). */
 void sink_count_record(sink_t *s, sink_transport_t t, const sink_record_info_t *info);
 /* Stops the loop when --exit-on-expect is met. */

@@ -50,12 +50,16 @@ static int scan_str(scan_t *s, const uint8_t **k, size_t *kl)
 
 static int scan_skip(scan_t *s, int depth);
 
-static int scan_skip_container(scan_t *s, int depth, uint8_t close)
+/* Called with s->p at a member's value (key NULL in an array), which it consumes; 0 or -1
+ * (s->why set). */
+typedef int (*scan_member_fn)(scan_t *s, const uint8_t *key, size_t key_len, void *arg);
+
+/* Walks the object or array starting at s->p ('{' or '[' there; close: '}' or ']'), handing
+ * each value to member; sep_why: the error when a value is followed by neither ',' nor close.
+ * Skipping, reading the envelope and reading its metadata all walk JSON this way. */
+static int scan_container(scan_t *s, uint8_t close, scan_member_fn member, void *arg,
+                          const char *sep_why)
 {
-    if (depth > SCAN_MAX_DEPTH) {
-        s->why = "nested too deep";
-        return -1;
-    }
     s->p++;
     scan_ws(s);
     if (s->p < s->end && *s->p == close) {
@@ -63,9 +67,11 @@ static int scan_skip_container(scan_t *s, int depth, uint8_t close)
         return 0;
     }
     for (;;) {
+        const uint8_t *k = NULL;
+        size_t kl = 0;
         scan_ws(s);
         if (close == '}') {
-            if (scan_str(s, NULL, NULL) != 0)
+            if (scan_str(s, &k, &kl) != 0)
                 return -1;
             scan_ws(s);
             if (s->p >= s->end || *s->p != ':') {
@@ -74,7 +80,7 @@ static int scan_skip_container(scan_t *s, int depth, uint8_t close)
             }
             s->p++;
         }
-        if (scan_skip(s, depth + 1) != 0)
+        if (member(s, k, kl, arg) != 0)
             return -1;
         scan_ws(s);
         if (s->p < s->end && *s->p == ',') {
@@ -85,9 +91,25 @@ static int scan_skip_container(scan_t *s, int depth, uint8_t close)
             s->p++;
             return 0;
         }
-        s->why = "',' or end of container expected";
+        s->why = sep_why;
         return -1;
     }
+}
+
+/* Skips a member of a container at *depth. */
+static int scan_skip_member(scan_t *s, const uint8_t *key, size_t key_len, void *arg)
+{
+    (void)key, (void)key_len;
+    return scan_skip(s, *(const int *)arg + 1);
+}
+
+static int scan_skip_container(scan_t *s, int depth, uint8_t close)
+{
+    if (depth > SCAN_MAX_DEPTH) {
+        s->why = "nested too deep";
+        return -1;
+    }
+    return scan_container(s, close, scan_skip_member, &depth, "',' or end of container expected");
 }
 
 static int scan_skip(scan_t *s, int depth)
@@ -151,56 +173,42 @@ static bool key_is(const uint8_t *k, size_t kl, const char *name)
     return kl == n && memcmp(k, name, n) == 0;
 }
 
+/* A member of "metadata": the sequence number and the timestamp are kept. */
+static int metadata_member(scan_t *s, const uint8_t *k, size_t kl, void *arg)
+{
+    sink_record_info_t *info = arg;
+    uint64_t v;
+    bool ok;
+    if (key_is(k, kl, "seq")) {
+        if (uint_value(s, &v, &ok) != 0)
+            return -1;
+        info->has_seq = ok;
+        info->seq = v;
+    } else if (key_is(k, kl, "timestamp-us")) {
+        if (uint_value(s, &v, &ok) != 0)
+            return -1;
+        info->has_ts = ok && v <= (uint64_t)INT64_MAX;
+        info->ts_us = (int64_t)v;
+    } else {
+        return scan_skip(s, 2);
+    }
+    return 0;
+}
+
 static int metadata(scan_t *s, sink_record_info_t *info)
 {
     scan_ws(s);
     if (s->p >= s->end || *s->p != '{')
         return scan_skip(s, 1);
-    s->p++;
-    scan_ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        return 0;
-    }
-    for (;;) {
-        const uint8_t *k;
-        size_t kl;
-        scan_ws(s);
-        if (scan_str(s, &k, &kl) != 0)
-            return -1;
-        scan_ws(s);
-        if (s->p >= s->end || *s->p != ':') {
-            s->why = "':' expected";
-            return -1;
-        }
-        s->p++;
-        uint64_t v;
-        bool ok;
-        if (key_is(k, kl, "seq")) {
-            if (uint_value(s, &v, &ok) != 0)
-                return -1;
-            info->has_seq = ok;
-            info->seq = v;
-        } else if (key_is(k, kl, "timestamp-us")) {
-            if (uint_value(s, &v, &ok) != 0)
-                return -1;
-            info->has_ts = ok && v <= (uint64_t)INT64_MAX;
-            info->ts_us = (int64_t)v;
-        } else if (scan_skip(s, 2) != 0) {
-            return -1;
-        }
-        scan_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
-            return 0;
-        }
-        s->why = "',' or '}' expected in metadata";
-        return -1;
-    }
+    return scan_container(s, '}', metadata_member, info, "',' or '}' expected in metadata");
+}
+
+/* A member of the envelope: only "metadata" is read. */
+static int envelope_member(scan_t *s, const uint8_t *k, size_t kl, void *arg)
+{
+    if (key_is(k, kl, "metadata"))
+        return metadata(s, arg);
+    return scan_skip(s, 1);
 }
 
 /* One envelope object (or any JSON value: a non-object is a record without metadata). */
@@ -210,42 +218,7 @@ static int envelope(scan_t *s, sink_record_info_t *info)
     scan_ws(s);
     if (s->p >= s->end || *s->p != '{')
         return scan_skip(s, 0);
-    s->p++;
-    scan_ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        return 0;
-    }
-    for (;;) {
-        const uint8_t *k;
-        size_t kl;
-        scan_ws(s);
-        if (scan_str(s, &k, &kl) != 0)
-            return -1;
-        scan_ws(s);
-        if (s->p >= s->end || *s->p != ':') {
-            s->why = "':' expected";
-            return -1;
-        }
-        s->p++;
-        if (key_is(k, kl, "metadata")) {
-            if (metadata(s, info) != 0)
-                return -1;
-        } else if (scan_skip(s, 1) != 0) {
-            return -1;
-        }
-        scan_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
-            return 0;
-        }
-        s->why = "',' or '}' expected";
-        return -1;
-    }
+    return scan_container(s, '}', envelope_member, info, "',' or '}' expected");
 }
 
 static bool ctype_is(const char *ct, const char *want)

@@ -12,7 +12,6 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <openssl/err.h>
 
 #include "frame.h"
 #include "log.h"
@@ -212,23 +211,10 @@ static void frame_event_cb(struct bufferevent *bev, short what, void *arg)
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
-        if (what & BEV_EVENT_ERROR) {
-            unsigned long e = bufferevent_get_openssl_error(bev);
-            if (e) {
-                char buf[256];
-                ERR_error_string_n(e, buf, sizeof buf);
-                /* A client closing without close_notify is common and harmless. */
-                if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
-                    log_debug("sink: %s connection %s: TLS EOF without close_notify",
-                              sink_transport_name(fc->c.transport), fc->c.peer);
-                else
-                    log_warn("sink: %s connection %s: TLS error: %s",
-                             sink_transport_name(fc->c.transport), fc->c.peer, buf);
-            } else if (EVUTIL_SOCKET_ERROR() != 0 && EVUTIL_SOCKET_ERROR() != ECONNRESET) {
-                log_warn("sink: %s connection %s: %s", sink_transport_name(fc->c.transport),
-                         fc->c.peer, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-            }
-        }
+        if ((what & BEV_EVENT_ERROR) && !sink_conn_log_tls_error(&fc->c, bev) &&
+            EVUTIL_SOCKET_ERROR() != 0 && EVUTIL_SOCKET_ERROR() != ECONNRESET)
+            log_warn("sink: %s connection %s: %s", sink_transport_name(fc->c.transport), fc->c.peer,
+                     evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
         frame_conn_close(&fc->c);
     }
 }
@@ -248,17 +234,7 @@ void sink_frame_accept(sink_t *s, sink_transport_t t, int fd, const char *peer)
     frame_parser_init(&fc->parser, (uint32_t)s->cfg.max_body, true);
     buf_init(&fc->out, 0, 1u << 16);
     fc->ack_timer = evtimer_new(s->base, ack_timer_cb, fc);
-    if (t == SINK_TLS) {
-        char err[256];
-        SSL *ssl = tls_server_ssl_new(s->ssl_frame, err, sizeof err);
-        fc->c.bev = ssl ? bufferevent_openssl_socket_new(
-                              s->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)
-                        : NULL;
-        if (!fc->c.bev && ssl)
-            SSL_free(ssl);
-    } else {
-        fc->c.bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    }
+    fc->c.bev = sink_conn_bev_new(s, fd, t == SINK_TLS ? s->ssl_frame : NULL);
     if (!fc->c.bev || !fc->ack_timer) {
         log_error("sink: cannot set up %s connection %s", sink_transport_name(t), peer);
         if (!fc->c.bev)
@@ -272,12 +248,5 @@ void sink_frame_accept(sink_t *s, sink_transport_t t, int fd, const char *peer)
         return;
     }
     sink_conn_add(s, &fc->c);
-    bufferevent_setcb(fc->c.bev, frame_read_cb, frame_write_cb, frame_event_cb, fc);
-    bufferevent_setwatermark(fc->c.bev, EV_WRITE, FRAME_OUT_HIGH / 2, 0);
-    bufferevent_enable(fc->c.bev, EV_READ | EV_WRITE);
-    if (t == SINK_H2TLS || t == SINK_TLS) {
-        /* A TLS client gets this long to finish its handshake (no idle limit after it). */
-        struct timeval hs = {SINK_TLS_HANDSHAKE_S, 0};
-        bufferevent_set_timeouts(fc->c.bev, &hs, NULL);
-    }
+    sink_conn_start(&fc->c, frame_read_cb, frame_write_cb, frame_event_cb, fc, FRAME_OUT_HIGH);
 }

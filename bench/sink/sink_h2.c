@@ -18,7 +18,6 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <nghttp2/nghttp2.h>
-#include <openssl/err.h>
 
 #include "log.h"
 #include "sink.h"
@@ -428,20 +427,8 @@ static void h2_event_cb(struct bufferevent *bev, short what, void *arg)
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
-        if (what & BEV_EVENT_ERROR) {
-            unsigned long e = bufferevent_get_openssl_error(bev);
-            if (e) {
-                char buf[256];
-                ERR_error_string_n(e, buf, sizeof buf);
-                /* A client closing without close_notify is common and harmless. */
-                if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
-                    log_debug("sink: %s connection %s: TLS EOF without close_notify",
-                              sink_transport_name(hc->c.transport), hc->c.peer);
-                else
-                    log_warn("sink: %s connection %s: TLS error: %s",
-                             sink_transport_name(hc->c.transport), hc->c.peer, buf);
-            }
-        }
+        if (what & BEV_EVENT_ERROR)
+            sink_conn_log_tls_error(&hc->c, bev);
         h2_conn_close(&hc->c);
     }
 }
@@ -469,17 +456,7 @@ void sink_h2_accept(sink_t *s, sink_transport_t t, int fd, const char *peer)
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
     int rv = nghttp2_session_server_new(&hc->sess, cbs, hc);
     nghttp2_session_callbacks_del(cbs);
-    if (t == SINK_H2TLS) {
-        char err[256];
-        SSL *ssl = tls_server_ssl_new(s->ssl_h2, err, sizeof err);
-        hc->c.bev = ssl ? bufferevent_openssl_socket_new(
-                              s->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)
-                        : NULL;
-        if (!hc->c.bev && ssl)
-            SSL_free(ssl);
-    } else {
-        hc->c.bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    }
+    hc->c.bev = sink_conn_bev_new(s, fd, t == SINK_H2TLS ? s->ssl_h2 : NULL);
     if (rv != 0 || !hc->c.bev) {
         log_error("sink: cannot set up %s connection %s", sink_transport_name(t), peer);
         if (!hc->c.bev)
@@ -489,14 +466,7 @@ void sink_h2_accept(sink_t *s, sink_transport_t t, int fd, const char *peer)
         return;
     }
     sink_conn_add(s, &hc->c);
-    bufferevent_setcb(hc->c.bev, h2_read_cb, h2_write_cb, h2_event_cb, hc);
-    bufferevent_setwatermark(hc->c.bev, EV_WRITE, H2_OUT_HIGH / 2, 0);
-    bufferevent_enable(hc->c.bev, EV_READ | EV_WRITE);
-    if (t == SINK_H2TLS || t == SINK_TLS) {
-        /* A TLS client gets this long to finish its handshake (no idle limit after it). */
-        struct timeval hs = {SINK_TLS_HANDSHAKE_S, 0};
-        bufferevent_set_timeouts(hc->c.bev, &hs, NULL);
-    }
+    sink_conn_start(&hc->c, h2_read_cb, h2_write_cb, h2_event_cb, hc, H2_OUT_HIGH);
     if (t == SINK_H2 && h2_start(hc) != 0)
         h2_conn_close(&hc->c);
 }

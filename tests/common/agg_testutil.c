@@ -1,7 +1,6 @@
 /* ndd-aggregation test helpers: see agg_testutil.h. */
 #include "agg_testutil.h"
 
-#include <dirent.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon_testutil.h"
 #include "kafka_testutil.h"
 
 int agg_env_init(agg_env_t *e, const char *tag, int in_parts, int main_parts)
@@ -20,8 +20,7 @@ int agg_env_init(agg_env_t *e, const char *tag, int in_parts, int main_parts)
     snprintf(e->main, sizeof(e->main), "%.80s.main", e->in);
     snprintf(e->dlq, sizeof(e->dlq), "%.80s.dlq", e->in);
     snprintf(e->group, sizeof(e->group), "%.80s.group", e->in);
-    snprintf(e->dir, sizeof(e->dir), "/tmp/%s.XXXXXX", e->in);
-    if (!mkdtemp(e->dir))
+    if (dtu_tmpdir_make(e->dir, sizeof(e->dir), e->in))
         return -1;
     for (int i = 0; i < 2; i++)
         snprintf(e->log_path[i], sizeof(e->log_path[i]), "%s/agg%d.log", e->dir, i);
@@ -43,21 +42,7 @@ void agg_env_cleanup(agg_env_t *e)
     ktu_delete_topic(e->in);
     ktu_delete_topic(e->main);
     ktu_delete_topic(e->dlq);
-    if (getenv("NDD_TEST_KEEP_LOGS"))
-        return;
-    DIR *d = opendir(e->dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (de->d_name[0] == '.')
-                continue;
-            char p[600];
-            snprintf(p, sizeof(p), "%s/%s", e->dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
-        rmdir(e->dir);
-    }
+    dtu_tmpdir_remove(e->dir);
 }
 
 pid_t agg_start(agg_env_t *e, int slot, const char *const *extra)
@@ -104,31 +89,19 @@ pid_t agg_start(agg_env_t *e, int slot, const char *const *extra)
     return pid;
 }
 
+bool agg_stop_clean(agg_env_t *e, int slot)
+{
+    return dtu_stop_clean(&e->pid[slot], 30000);
+}
+
 int agg_log_count(const agg_env_t *e, int slot, const char *needle)
 {
-    FILE *f = fopen(e->log_path[slot], "r");
-    if (!f)
-        return 0;
-    char line[4096];
-    int n = 0;
-    while (fgets(line, sizeof(line), f))
-        if (strstr(line, needle))
-            n++;
-    fclose(f);
-    return n;
+    return dtu_log_count(e->log_path[slot], needle);
 }
 
 bool agg_log_wait(const agg_env_t *e, int slot, const char *needle, int timeout_ms)
 {
-    int64_t deadline = ktu_now_ms() + timeout_ms;
-    do {
-        if (agg_log_count(e, slot, needle) > 0)
-            return true;
-        ktu_sleep_ms(20);
-    } while (ktu_now_ms() < deadline);
-    fprintf(stderr, "agg_testutil: \"%s\" not in %s after %d ms\n", needle, e->log_path[slot],
-            timeout_ms);
-    return false;
+    return dtu_log_wait(e->log_path[slot], needle, timeout_ms);
 }
 
 int agg_produce_copies(rd_kafka_t *p, const char *topic, uint64_t first, size_t n, size_t n_keys,
@@ -178,6 +151,43 @@ int agg_produce_copies(rd_kafka_t *p, const char *topic, uint64_t first, size_t 
             rd_kafka_poll(p, 0);
     }
     return ktu_flush(p, 60000);
+}
+
+int agg_tally_init(agg_tally_t *t, size_t n)
+{
+    memset(t, 0, sizeof(*t));
+    t->seen = calloc(n, 1);
+    t->n = n;
+    return t->seen ? 0 : -1;
+}
+
+static bool agg_tally_cb(void *owner, const rd_kafka_message_t *m)
+{
+    agg_tally_t *t = owner;
+    char seq[32];
+    unsigned long long s;
+    if (!ktu_msg_header(m, "@seq", seq, sizeof(seq)) || (s = strtoull(seq, NULL, 10)) >= t->n) {
+        t->foreign++;
+        return true;
+    }
+    if (t->seen[s])
+        t->duplicates++;
+    else {
+        t->seen[s] = 1;
+        t->distinct++;
+    }
+    return true;
+}
+
+size_t agg_tally_read(agg_tally_t *t, const char *topic, size_t want, int timeout_ms)
+{
+    return ktu_consume(topic, want, timeout_ms, agg_tally_cb, t);
+}
+
+void agg_tally_free(agg_tally_t *t)
+{
+    free(t->seen);
+    t->seen = NULL;
 }
 
 int64_t agg_wait_count(const char *topic, int64_t want, int timeout_ms)

@@ -27,6 +27,8 @@ void agg_env_cleanup(agg_env_t *e);
  * settings (short session timeout), plus extra "--flag=value" arguments (NULL-terminated
  * list, may be NULL). Its log goes to e->log_path[slot] (appended). Returns the pid or -1. */
 pid_t agg_start(agg_env_t *e, int slot, const char *const *extra);
+/* Stops replica `slot` with SIGTERM (30 s at most): true when it drained and exited 0. */
+bool agg_stop_clean(agg_env_t *e, int slot);
 /* True once the replica's log holds needle (waits up to timeout_ms). */
 bool agg_log_wait(const agg_env_t *e, int slot, const char *needle, int timeout_ms);
 /* Number of times needle occurs in the replica's log. */
@@ -37,6 +39,19 @@ int agg_log_count(const agg_env_t *e, int slot, const char *needle);
  * "body-<i>;". Flushed. 0 or -1. */
 int agg_produce_copies(rd_kafka_t *p, const char *topic, uint64_t first, size_t n, size_t n_keys,
                        size_t body_len);
+
+/* The copies read back from MAIN by number (@seq below n): how many numbers were seen,
+ * how many records repeated one, and how many had no number or one out of range. */
+typedef struct agg_tally {
+    unsigned char *seen;
+    size_t n;
+    size_t distinct, duplicates, foreign;
+} agg_tally_t;
+/* 0, or -1 when out of memory. */
+int agg_tally_init(agg_tally_t *t, size_t n);
+/* Reads want records of topic (timeout_ms at most) into t; returns how many were read. */
+size_t agg_tally_read(agg_tally_t *t, const char *topic, size_t want, int timeout_ms);
+void agg_tally_free(agg_tally_t *t);
 
 /* Waits until topic holds at least want records (watermarks); returns the last count. */
 int64_t agg_wait_count(const char *topic, int64_t want, int timeout_ms);

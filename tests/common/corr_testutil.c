@@ -1,7 +1,6 @@
 /* ndd-correlation test helpers: see corr_testutil.h. */
 #include "corr_testutil.h"
 
-#include <dirent.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <jansson.h>
 
 #include "codec.h"
+#include "daemon_testutil.h"
 #include "http_testutil.h"
 #include "kafka_testutil.h"
 
@@ -26,8 +26,7 @@ int corr_env_init(corr_env_t *e, const char *tag, int parts)
     snprintf(e->xdr, sizeof(e->xdr), "%.80s.xdr", e->main);
     snprintf(e->dlq, sizeof(e->dlq), "%.80s.dlq", e->main);
     snprintf(e->group, sizeof(e->group), "%.80s.group", e->main);
-    snprintf(e->dir, sizeof(e->dir), "/tmp/%s.XXXXXX", e->main);
-    if (!mkdtemp(e->dir))
+    if (dtu_tmpdir_make(e->dir, sizeof(e->dir), e->main))
         return -1;
     snprintf(e->log_path, sizeof(e->log_path), "%s/corr.log", e->dir);
     snprintf(e->port_file, sizeof(e->port_file), "%s/http.port", e->dir);
@@ -60,23 +59,22 @@ void corr_env_cleanup(corr_env_t *e)
         ktu_delete_topic(e->config);
     if (e->events[0])
         ktu_delete_topic(e->events);
-    if (getenv("NDD_TEST_KEEP_LOGS")) {
-        fprintf(stderr, "corr_testutil: logs kept in %s\n", e->dir);
-        return;
-    }
-    DIR *d = opendir(e->dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (de->d_name[0] == '.')
-                continue;
-            char p[600];
-            snprintf(p, sizeof(p), "%s/%s", e->dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
-        rmdir(e->dir);
-    }
+    dtu_tmpdir_remove(e->dir);
+}
+
+corr_env_t *corr_test_env;
+pid_t corr_test_extra_pid;
+
+int corr_test_teardown(void **state)
+{
+    (void)state;
+    if (corr_test_extra_pid > 0)
+        ktu_stop(corr_test_extra_pid, SIGKILL, 5000);
+    corr_test_extra_pid = 0;
+    if (corr_test_env)
+        corr_env_cleanup(corr_test_env);
+    corr_test_env = NULL;
+    return 0;
 }
 
 pid_t corr_start(corr_env_t *e, const char *const *extra)
@@ -116,21 +114,14 @@ pid_t corr_start(corr_env_t *e, const char *const *extra)
     return e->pid;
 }
 
+bool corr_stop_clean(corr_env_t *e)
+{
+    return dtu_stop_clean(&e->pid, 20000);
+}
+
 uint16_t corr_http_port(const corr_env_t *e, int timeout_ms)
 {
-    int64_t deadline = ktu_now_ms() + timeout_ms;
-    do {
-        FILE *f = fopen(e->port_file, "r");
-        unsigned port = 0;
-        if (f) {
-            int ok = fscanf(f, "%u", &port);
-            fclose(f);
-            if (ok == 1 && port > 0 && port < 65536)
-                return (uint16_t)port;
-        }
-        ktu_sleep_ms(20);
-    } while (ktu_now_ms() < deadline);
-    return 0;
+    return dtu_port_file_wait(e->port_file, timeout_ms);
 }
 
 double corr_metric(uint16_t port, const char *series)
@@ -161,23 +152,7 @@ double corr_metric(uint16_t port, const char *series)
 
 bool corr_log_wait(const corr_env_t *e, const char *needle, int timeout_ms)
 {
-    int64_t deadline = ktu_now_ms() + timeout_ms;
-    do {
-        FILE *f = fopen(e->log_path, "r");
-        if (f) {
-            char line[4096];
-            bool found = false;
-            while (!found && fgets(line, sizeof(line), f))
-                found = strstr(line, needle) != NULL;
-            fclose(f);
-            if (found)
-                return true;
-        }
-        ktu_sleep_ms(20);
-    } while (ktu_now_ms() < deadline);
-    fprintf(stderr, "corr_testutil: \"%s\" not in %s after %d ms\n", needle, e->log_path,
-            timeout_ms);
-    return false;
+    return dtu_log_wait(e->log_path, needle, timeout_ms);
 }
 
 int corr_produce_txn(rd_kafka_t *p, const char *topic, const char *id, const char *nf, int64_t ts0,

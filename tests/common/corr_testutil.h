@@ -38,10 +38,21 @@ int corr_env_init(corr_env_t *e, const char *tag, int parts);
 int corr_env_control(corr_env_t *e);
 /* Kills the daemon if still running (SIGKILL), deletes the topics and the temp dir. */
 void corr_env_cleanup(corr_env_t *e);
+
+/* The environment of the running test and a second daemon it may have started: the
+ * teardown kills the daemon(s) and deletes the topics even when an assertion ended the test
+ * early. A test sets corr_test_env when its environment exists and NULL after its own
+ * cleanup. */
+extern corr_env_t *corr_test_env;
+extern pid_t corr_test_extra_pid;
+/* cmocka teardown: kills corr_test_extra_pid (SIGKILL) and cleans corr_test_env up. */
+int corr_test_teardown(void **state);
 /* Starts ndd-correlation on e's topics (short session timeout, HTTP on an ephemeral port
  * written to e->port_file) plus extra "--flag=value" arguments (NULL-terminated, may be
  * NULL). Log appended to e->log_path. Returns the pid or -1. */
 pid_t corr_start(corr_env_t *e, const char *const *extra);
+/* Stops the daemon with SIGTERM (20 s at most): true when it drained and exited 0. */
+bool corr_stop_clean(corr_env_t *e);
 /* The daemon's HTTP port once it wrote it (waits up to timeout_ms); 0 on timeout. */
 uint16_t corr_http_port(const corr_env_t *e, int timeout_ms);
 /* Sum of the /metrics samples whose line starts with `series` (a metric name, optionally

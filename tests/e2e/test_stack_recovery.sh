@@ -5,30 +5,12 @@
 set -euo pipefail
 
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-STACK=$SRC/deploy/local/stack.sh
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# shellcheck source=tests/common/stack_e2e.sh
+. "$SRC/tests/common/stack_e2e.sh"
 
-if [[ -z ${NDD_E2E_TIMED:-} ]]; then
-    NDD_E2E_TIMED=1 exec timeout -k 10 300 bash "${BASH_SOURCE[0]}" "$@"
-fi
-
-dir=$(mktemp -d /tmp/ndd-e2e-recovery.XXXXXX)
-args=()
 squatter=
-cleanup() {
-    [[ -n $squatter ]] && kill "$squatter" 2>/dev/null
-    if ((${#args[@]})); then "$STACK" destroy --dir "$dir" >/dev/null 2>&1 || true; fi
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-mapfile -t ports < <("$STACK" free-ports 3)
-((${#ports[@]} == 3)) || fail "stack.sh free-ports gave '${ports[*]}'"
-kport=${ports[0]} cport=${ports[1]} pport=${ports[2]}
-args=(--dir "$dir" --kafka-port "$kport" --controller-port "$cport" --pg-port "$pport")
+e2e_stack_prepare recovery
+trap '[[ -n $squatter ]] && kill "$squatter" 2>/dev/null; e2e_stack_cleanup' EXIT
 
 # 1. Someone else listens on the Kafka port.
 socat TCP-LISTEN:"$kport",bind=127.0.0.1,reuseaddr,fork /dev/null &
@@ -67,7 +49,5 @@ got=$(kcat -C -b "127.0.0.1:$kport" -t "$topic" -p 0 -o beginning -c 1 -e -q -m 
 
 "$STACK" stop "${args[@]}" || fail "stop failed"
 kill -0 "$newpid" 2>/dev/null && fail "Kafka $newpid still runs after stop"
-for p in "$kport" "$cport" "$pport"; do
-    ! port_open "$p" || fail "port $p still open after stop"
-done
+e2e_stack_ports_closed
 echo "PASS: busy port refused cleanly; killed broker restarted with its data"

@@ -5,30 +5,10 @@
 set -euo pipefail
 
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-STACK=$SRC/deploy/local/stack.sh
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# shellcheck source=tests/common/stack_e2e.sh
+. "$SRC/tests/common/stack_e2e.sh"
 
-# The whole test must end by itself even if a server hangs.
-if [[ -z ${NDD_E2E_TIMED:-} ]]; then
-    NDD_E2E_TIMED=1 exec timeout -k 10 300 bash "${BASH_SOURCE[0]}" "$@"
-fi
-
-dir=$(mktemp -d /tmp/ndd-e2e-stack.XXXXXX)
-args=()
-cleanup() {
-    # Only ever stop this test's own stack (no --dir would mean the default one).
-    if ((${#args[@]})); then "$STACK" destroy --dir "$dir" >/dev/null 2>&1 || true; fi
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-mapfile -t ports < <("$STACK" free-ports 3)
-((${#ports[@]} == 3)) || fail "stack.sh free-ports gave '${ports[*]}'"
-kport=${ports[0]} cport=${ports[1]} pport=${ports[2]}
-args=(--dir "$dir" --kafka-port "$kport" --controller-port "$cport" --pg-port "$pport")
+e2e_stack_prepare stack
 
 echo "second stack in $dir: kafka $kport, controller $cport, pg $pport"
 out=$("$STACK" start "${args[@]}") || fail "stack.sh start failed"
@@ -68,8 +48,6 @@ for pid in "$kafka_pid" "$pg_pid"; do
     ! kill -0 "$pid" 2>/dev/null || fail "pid $pid still runs after stop"
 done
 pgrep -f -- "$dir" >/dev/null && fail "processes mentioning $dir still run: $(pgrep -af -- "$dir")"
-for p in "$kport" "$cport" "$pport"; do
-    ! port_open "$p" || fail "port $p still open after stop"
-done
+e2e_stack_ports_closed
 if "$STACK" status "${args[@]}" >/dev/null; then fail "status says running after stop"; fi
 echo "PASS: second stack started, answered and stopped cleanly"

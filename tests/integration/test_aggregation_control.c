@@ -49,15 +49,6 @@ static void ctl_cleanup(ctl_env_t *c)
     agg_env_cleanup(&c->e);
 }
 
-static void stop_clean(agg_env_t *e, int slot)
-{
-    int st = ktu_stop(e->pid[slot], SIGTERM, 30000);
-    e->pid[slot] = 0;
-    assert_true(st >= 0);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
-
 /* Waits for needle in the daemon's log; on failure prints the log's end (the reason). */
 static void wait_log(const agg_env_t *e, const char *needle, int timeout_ms)
 {
@@ -282,7 +273,7 @@ static void test_config_topic_filter_changes_filtering_live_without_loss(void **
     assert_int_equal(s.hb_filtered, 3 * PHASE / 2);
     assert_int_equal(s.hb_dead, 0);
 
-    stop_clean(e, 0);
+    assert_true(agg_stop_clean(e, 0));
     /* Filtered copies count as done: every input offset is committed, nothing extra. */
     assert_int_equal(agg_committed_sum(e->group, e->in, 2), 4 * PHASE);
     assert_int_equal(ktu_topic_record_count(e->main, 5000), 5 * PHASE / 2);
@@ -316,7 +307,7 @@ static void test_source_ingress_filter_and_filter_file_precedence(void **state)
     assert_true(agg_start(e, 0, extra) > 0);
     wait_log(e, "filter \"scp-special\" version 4 (named by source \"scp-in\")", 20000);
     assert_int_equal(agg_wait_count(e->main, PHASE / 2, 30000), PHASE / 2);
-    stop_clean(e, 0);
+    assert_true(agg_stop_clean(e, 0));
     ktu_records_t r = {0};
     assert_int_equal(ktu_consume_records(e->main, PHASE / 2, 20000, &r), PHASE / 2);
     static unsigned char seen[2 * PHASE];
@@ -341,7 +332,7 @@ static void test_source_ingress_filter_and_filter_file_precedence(void **state)
     wait_log(e, "--filter-file is set: ingress filters from the", 20000);
     assert_int_equal(agg_produce_copies(p, e->in, PHASE, PHASE, 20, 100), 0);
     assert_int_equal(agg_wait_count(e->main, PHASE, 30000), PHASE);
-    stop_clean(e, 0);
+    assert_true(agg_stop_clean(e, 0));
     assert_int_equal(ktu_consume_records(e->main, PHASE, 20000, &r), PHASE);
     memset(seen, 0, sizeof(seen));
     check_phase(&r, 0, PHASE, "a", PHASE / 2, seen);
@@ -380,7 +371,7 @@ static void test_produce_refusals_raise_and_then_clear_main_produce_failing(void
     s.want_consumed = 5;
     assert_true(ev_wait(c.ev_topic, &s, ev_has_heartbeat, 15000));
     assert_int_equal(s.hb_dead, 5);
-    stop_clean(e, 0);
+    assert_true(agg_stop_clean(e, 0));
     assert_int_equal(agg_committed_sum(e->group, e->in, 2), 5);
     rd_kafka_destroy(p);
     ctl_cleanup(&c);

@@ -17,33 +17,6 @@
 #define N_TOTAL 100000
 #define N_FIRST 40000
 
-typedef struct tally {
-    unsigned char *seen;
-    size_t distinct, duplicates, foreign;
-} tally_t;
-
-static bool tally_cb(void *owner, const rd_kafka_message_t *m)
-{
-    tally_t *t = owner;
-    char seq[32];
-    if (!ktu_msg_header(m, "@seq", seq, sizeof(seq))) {
-        t->foreign++;
-        return true;
-    }
-    unsigned long long s = strtoull(seq, NULL, 10);
-    if (s >= N_TOTAL) {
-        t->foreign++;
-        return true;
-    }
-    if (t->seen[s])
-        t->duplicates++;
-    else {
-        t->seen[s] = 1;
-        t->distinct++;
-    }
-    return true;
-}
-
 static void test_kill_9_mid_stream_and_restart_loses_no_copy(void **state)
 {
     agg_env_t e;
@@ -91,10 +64,10 @@ static void test_kill_9_mid_stream_and_restart_loses_no_copy(void **state)
         ktu_sleep_ms(100);
     assert_int_equal(agg_committed_sum(e.group, e.in, 3), N_TOTAL);
 
-    tally_t t = {.seen = calloc(N_TOTAL, 1)};
-    assert_non_null(t.seen);
+    agg_tally_t t;
+    assert_int_equal(agg_tally_init(&t, N_TOTAL), 0);
     int64_t on_main = ktu_topic_record_count(e.main, 5000);
-    ktu_consume(e.main, (size_t)on_main, 20000, tally_cb, &t);
+    agg_tally_read(&t, e.main, (size_t)on_main, 20000);
     print_message("MAIN holds %lld records: %zu distinct copies, %zu duplicates\n",
                   (long long)on_main, t.distinct, t.duplicates);
     assert_int_equal(t.foreign, 0);
@@ -103,11 +76,9 @@ static void test_kill_9_mid_stream_and_restart_loses_no_copy(void **state)
      * MAIN beyond the committed offsets. */
     assert_true((int64_t)t.duplicates <= after_kill - committed);
     assert_int_equal((int64_t)(t.distinct + t.duplicates), on_main);
-    free(t.seen);
+    agg_tally_free(&t);
 
-    st = ktu_stop(pid, SIGTERM, 30000);
-    e.pid[0] = 0;
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(agg_stop_clean(&e, 0));
     assert_int_equal(agg_committed_sum(e.group, e.in, 3), N_TOTAL);
     rd_kafka_destroy(p);
     agg_env_cleanup(&e);

@@ -31,15 +31,6 @@ static int header_count(const ktu_record_t *r, const char *name)
     return n;
 }
 
-static void stop_clean(agg_env_t *e, int slot)
-{
-    int st = ktu_stop(e->pid[slot], SIGTERM, 30000);
-    e->pid[slot] = 0;
-    assert_true(st >= 0);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
-
 /* ---- valid copies: exactly once, key and order kept, enriched ---- */
 
 #define N_VALID 3000
@@ -103,7 +94,7 @@ static void test_valid_copies_reach_main_exactly_once_in_key_order_and_enriched(
         assert_true(seen[i]);
     ktu_records_free(&r);
 
-    stop_clean(&e, 0);
+    assert_true(agg_stop_clean(&e, 0));
     /* Nothing extra on MAIN, nothing on the DLQ, and the stop committed every record. */
     assert_int_equal(ktu_topic_record_count(e.main, 5000), N_VALID);
     assert_int_equal(ktu_topic_record_count(e.dlq, 5000), 0);
@@ -204,7 +195,7 @@ static void test_every_invalid_vector_is_dead_lettered_with_its_reason(void **st
     }
     ktu_records_free(&dlq);
     ktu_records_free(&mainr);
-    stop_clean(&e, 0);
+    assert_true(agg_stop_clean(&e, 0));
     assert_int_equal(agg_committed_sum(e.group, e.in, 1), (int64_t)total);
     assert_int_equal(ktu_topic_record_count(e.dlq, 5000), (int64_t)n_inv);
     for (size_t i = 0; i < total; i++)
@@ -305,7 +296,7 @@ static void test_filter_change_at_run_time_applies_without_restart_or_loss(void 
     check_phase(&r, 2 * PHASE, "a", seen);
     ktu_records_free(&r);
 
-    stop_clean(&e, 0);
+    assert_true(agg_stop_clean(&e, 0));
     /* Filtered copies count as done: every input offset is committed, nothing extra in MAIN. */
     assert_int_equal(agg_committed_sum(e.group, e.in, 2), 3 * PHASE);
     assert_int_equal(ktu_topic_record_count(e.main, 5000), 3 * PHASE / 2);
@@ -330,7 +321,7 @@ static void test_slow_main_pauses_consumption_and_resumes_without_loss(void **st
     while (agg_committed_sum(e.group, e.in, 2) < 2000 && ktu_now_ms() < deadline)
         ktu_sleep_ms(100);
     assert_int_equal(agg_committed_sum(e.group, e.in, 2), 2000);
-    stop_clean(&e, 0);
+    assert_true(agg_stop_clean(&e, 0));
     assert_int_equal(ktu_topic_record_count(e.main, 5000), 2000);
     assert_true(agg_log_count(&e, 0, "stopped: consumed 2000, produced 2000") == 1);
     rd_kafka_destroy(p);
@@ -370,7 +361,7 @@ static void test_dead_letter_too_large_for_kafka_is_kept_without_its_body(void *
     assert_int_equal(r.v[0].value_len, 0);
     assert_string_equal(r.v[0].key, "big-1");
     ktu_records_free(&r);
-    stop_clean(&e, 0);
+    assert_true(agg_stop_clean(&e, 0));
     assert_int_equal(agg_committed_sum(e.group, e.in, 1), 1);
     rd_kafka_destroy(p);
     agg_env_cleanup(&e);
@@ -397,7 +388,7 @@ static void test_filter_file_change_is_picked_up_without_a_signal(void **state)
     for (size_t i = 0; i < r.n; i++)
         assert_string_equal(ktu_record_header(&r.v[i], "x-kind", NULL), "a");
     ktu_records_free(&r);
-    stop_clean(&e, 0);
+    assert_true(agg_stop_clean(&e, 0));
     assert_int_equal(ktu_topic_record_count(e.main, 5000), 50);
     rd_kafka_destroy(p);
     agg_env_cleanup(&e);

@@ -48,29 +48,6 @@ static void budget_check(const char *phase)
                  SCENARIO_BUDGET_MS / 1000, phase, g_env.dir);
 }
 
-typedef struct tally {
-    unsigned char *seen;
-    size_t distinct, duplicates, foreign;
-} tally_t;
-
-static bool tally_cb(void *owner, const rd_kafka_message_t *m)
-{
-    tally_t *t = owner;
-    char seq[32];
-    unsigned long long s;
-    if (!ktu_msg_header(m, "@seq", seq, sizeof(seq)) || (s = strtoull(seq, NULL, 10)) >= N_TOTAL) {
-        t->foreign++;
-        return true;
-    }
-    if (t->seen[s])
-        t->duplicates++;
-    else {
-        t->seen[s] = 1;
-        t->distinct++;
-    }
-    return true;
-}
-
 /* Numbers after "stopped: consumed " in a replica's log (its last run), or -1. */
 static long long consumed_by(const agg_env_t *e, int slot)
 {
@@ -124,9 +101,7 @@ static void replicas_scenario(const char *tag, const char *const *extra)
         assert_int_equal(agg_produce_copies(p, e.in, next, CHUNK, 500, 100), 0);
 
     /* Replica 0 leaves mid-stream (SIGTERM): replica 1 takes all partitions over. */
-    int st = ktu_stop(e.pid[0], SIGTERM, 30000);
-    e.pid[0] = 0;
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(agg_stop_clean(&e, 0));
     assert_true(next < N_TOTAL);
     assert_int_equal(agg_produce_copies(p, e.in, next, N_TOTAL - next, 500, 100), 0);
     next = N_TOTAL;
@@ -141,18 +116,16 @@ static void replicas_scenario(const char *tag, const char *const *extra)
         fail_msg("aggregation replicas: %lld of %d input records committed after 45 s (replica "
                  "1 log: %s)",
                  (long long)committed, N_TOTAL, e.log_path[1]);
-    st = ktu_stop(e.pid[1], SIGTERM, 30000);
-    e.pid[1] = 0;
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(agg_stop_clean(&e, 1));
 
-    tally_t t = {.seen = calloc(N_TOTAL, 1)};
-    assert_non_null(t.seen);
+    agg_tally_t t;
+    assert_int_equal(agg_tally_init(&t, N_TOTAL), 0);
     int64_t on_main = ktu_topic_record_count(e.main, 5000);
     if (on_main < N_TOTAL || on_main > MAIN_MAX)
         fail_msg("aggregation replicas: MAIN holds %lld records for %d inputs (expected %d..%d)",
                  (long long)on_main, N_TOTAL, N_TOTAL, MAIN_MAX);
     budget_check("about to read MAIN");
-    ktu_consume(e.main, (size_t)on_main, 20000, tally_cb, &t);
+    agg_tally_read(&t, e.main, (size_t)on_main, 20000);
     long long c0 = consumed_by(&e, 0), c1 = consumed_by(&e, 1);
     print_message("replica 0 consumed %lld, replica 1 consumed %lld; MAIN holds %lld: %zu "
                   "distinct, %zu duplicates\n",
@@ -164,7 +137,7 @@ static void replicas_scenario(const char *tag, const char *const *extra)
     assert_true(c0 > 0);
     assert_true(c1 > 0);
     assert_true(t.duplicates <= 2 * 5500);
-    free(t.seen);
+    agg_tally_free(&t);
     rd_kafka_destroy(p);
 #undef e
     scenario_teardown(NULL);

@@ -28,17 +28,6 @@
 
 #define TS0 1764486000000000LL
 
-static corr_env_t *g_env;
-
-static int teardown_env(void **state)
-{
-    (void)state;
-    if (g_env)
-        corr_env_cleanup(g_env);
-    g_env = NULL;
-    return 0;
-}
-
 static const codec_trigger_t ORDER_PROXY[] = {CODEC_TRIGGER_RX_REQUEST, CODEC_TRIGGER_TX_REQUEST,
                                               CODEC_TRIGGER_RX_RESPONSE, CODEC_TRIGGER_TX_RESPONSE};
 
@@ -133,7 +122,7 @@ static void test_record_timeout_applies_at_start_and_changes_live(void **state)
     (void)state;
     enum { N_BEFORE = 15, N_AFTER = 15 };
     static corr_env_t e;
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrctl", 2), 0);
     assert_int_equal(corr_env_control(&e), 0);
     char id[64];
@@ -234,7 +223,7 @@ static void test_record_timeout_applies_at_start_and_changes_live(void **state)
     rd_kafka_destroy(t);
     wait_counter(&e, "timeout_ms", 20000, 10000);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 static void test_heartbeats_carry_counters_in_the_admin_format(void **state)
@@ -242,7 +231,7 @@ static void test_heartbeats_carry_counters_in_the_admin_format(void **state)
     (void)state;
     enum { N = 25 };
     static corr_env_t e;
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrhb", 2), 0);
     assert_int_equal(corr_env_control(&e), 0);
     char instance[64], inst_arg[96];
@@ -322,7 +311,7 @@ static void test_heartbeats_carry_counters_in_the_admin_format(void **state)
 #endif
     ktu_records_free(&recs);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 /* True when the events topic holds an alarm event action/alarm/resource. */
@@ -349,7 +338,7 @@ static void test_disabled_record_holds_consumption_until_enabled(void **state)
 {
     (void)state;
     static corr_env_t e;
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corren", 1), 0);
     assert_int_equal(corr_env_control(&e), 0);
     char instance[64], inst_arg[96], res[160];
@@ -421,7 +410,7 @@ static void test_disabled_record_holds_consumption_until_enabled(void **state)
     }
     assert_int_equal(clears, 1);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 static char g_small[128]; /* the refusing XDR topic of the test below, deleted by its teardown */
@@ -431,14 +420,14 @@ static int teardown_small(void **state)
     if (g_small[0])
         ktu_delete_topic(g_small);
     g_small[0] = '\0';
-    return teardown_env(state);
+    return corr_test_teardown(state);
 }
 
 static void test_xdr_refused_by_the_broker_raises_the_produce_alarm(void **state)
 {
     (void)state;
     static corr_env_t e;
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrfail", 1), 0);
     assert_int_equal(corr_env_control(&e), 0);
     /* An XDR topic whose records may not exceed 64 bytes (an xDR is several hundred), named
@@ -499,12 +488,13 @@ int main(void)
     (void)ktu_brokers(); /* fails with a clear message when NDD_TEST_KAFKA is unset */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_record_timeout_applies_at_start_and_changes_live,
-                                  teardown_env),
-        cmocka_unit_test_teardown(test_heartbeats_carry_counters_in_the_admin_format, teardown_env),
+                                  corr_test_teardown),
+        cmocka_unit_test_teardown(test_heartbeats_carry_counters_in_the_admin_format,
+                                  corr_test_teardown),
         cmocka_unit_test_teardown(test_xdr_refused_by_the_broker_raises_the_produce_alarm,
                                   teardown_small),
         cmocka_unit_test_teardown(test_disabled_record_holds_consumption_until_enabled,
-                                  teardown_env),
+                                  corr_test_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

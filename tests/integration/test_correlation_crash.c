@@ -27,23 +27,6 @@
 #define N_TOTAL (N_FIRST + N_SPLIT + N_AFTER)
 #define TS0 1764486000000000LL
 
-/* The environment of the running test: the teardown kills its daemon(s) and deletes its
- * topics even when an assertion ended the test early. */
-static corr_env_t *g_env;
-static pid_t g_extra_pid;
-
-static int teardown_env(void **state)
-{
-    (void)state;
-    if (g_extra_pid > 0)
-        ktu_stop(g_extra_pid, SIGKILL, 5000);
-    g_extra_pid = 0;
-    if (g_env)
-        corr_env_cleanup(g_env);
-    g_env = NULL;
-    return 0;
-}
-
 static const codec_trigger_t ORDER[] = {CODEC_TRIGGER_RX_REQUEST, CODEC_TRIGGER_TX_REQUEST,
                                         CODEC_TRIGGER_RX_RESPONSE, CODEC_TRIGGER_TX_RESPONSE};
 
@@ -115,7 +98,7 @@ static void test_kill_9_mid_stream_and_restart_loses_no_xdr(void **state)
 {
     (void)state;
     static corr_env_t e; /* static: the teardown may still use it */
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrcrash", PARTS), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -180,13 +163,11 @@ static void test_kill_9_mid_stream_and_restart_loses_no_xdr(void **state)
     assert_true(duplicates <= (size_t)xdrs_at_kill);
 
     /* The restarted daemon drains cleanly and commits everything. */
-    int st = ktu_stop(e.pid, SIGTERM, 20000);
-    e.pid = 0;
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(corr_stop_clean(&e));
     assert_int_equal(agg_committed_sum(e.group, e.main, PARTS), N_TOTAL * 4);
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 /* A second replica joins while transactions are open: the partitions that move are handed
@@ -198,7 +179,7 @@ static void test_rebalance_hands_open_transactions_over_to_the_new_owner(void **
     (void)state;
     enum { N = 300, NPARTS = 6 };
     static corr_env_t e; /* static: the teardown may still use it */
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrrebal", NPARTS), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -222,7 +203,7 @@ static void test_rebalance_hands_open_transactions_over_to_the_new_owner(void **
     assert_true(corr_metric(port_a, "ndd_correlation_open_transactions") == N);
 
     /* The second replica joins the group: some partitions move to it. */
-    g_extra_pid = a; /* e.pid becomes the second replica's */
+    corr_test_extra_pid = a; /* e.pid becomes the second replica's */
     pid_t b = corr_start(&e, args);
     assert_true(b > 0);
     uint16_t port_b = corr_http_port(&e, 10000);
@@ -281,19 +262,20 @@ static void test_rebalance_hands_open_transactions_over_to_the_new_owner(void **
     e.pid = 0;
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     st = ktu_stop(a, SIGTERM, 20000);
-    g_extra_pid = 0;
+    corr_test_extra_pid = 0;
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 int main(void)
 {
     ktu_brokers(); /* fails with a clear message when NDD_TEST_KAFKA is unset */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_kill_9_mid_stream_and_restart_loses_no_xdr, teardown_env),
+        cmocka_unit_test_teardown(test_kill_9_mid_stream_and_restart_loses_no_xdr,
+                                  corr_test_teardown),
         cmocka_unit_test_teardown(test_rebalance_hands_open_transactions_over_to_the_new_owner,
-                                  teardown_env),
+                                  corr_test_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

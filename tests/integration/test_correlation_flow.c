@@ -24,23 +24,6 @@
 
 #define TS0 1764486000000000LL
 
-/* The environment of the running test: the teardown kills its daemon(s) and deletes its
- * topics even when an assertion ended the test early. */
-static corr_env_t *g_env;
-static pid_t g_extra_pid;
-
-static int teardown_env(void **state)
-{
-    (void)state;
-    if (g_extra_pid > 0)
-        ktu_stop(g_extra_pid, SIGKILL, 5000);
-    g_extra_pid = 0;
-    if (g_env)
-        corr_env_cleanup(g_env);
-    g_env = NULL;
-    return 0;
-}
-
 static const codec_trigger_t ORDER_PROXY[] = {CODEC_TRIGGER_RX_REQUEST, CODEC_TRIGGER_TX_REQUEST,
                                               CODEC_TRIGGER_RX_RESPONSE, CODEC_TRIGGER_TX_RESPONSE};
 static const codec_trigger_t ORDER_ENDPOINT[] = {CODEC_TRIGGER_RX_REQUEST,
@@ -109,7 +92,7 @@ static void test_complete_transactions_give_one_complete_xdr_each_with_latencies
     (void)state;
     enum { N_SCP = 120, N_NRF = 60 };
     static corr_env_t e; /* static: the teardown may still use it */
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrflow", 3), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -155,13 +138,11 @@ static void test_complete_transactions_give_one_complete_xdr_each_with_latencies
     assert_true(metric_is(port, "ndd_correlation_consumed_messages_total", N_SCP * 4 + N_NRF * 2));
 
     /* A clean stop commits everything: nothing is open. */
-    int st = ktu_stop(e.pid, SIGTERM, 20000);
-    e.pid = 0;
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(corr_stop_clean(&e));
     assert_int_equal(agg_committed_sum(e.group, e.main, 3), N_SCP * 4 + N_NRF * 2);
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 static void test_responses_before_requests_still_correlate(void **state)
@@ -179,7 +160,7 @@ static void test_responses_before_requests_still_correlate(void **state)
     static const codec_trigger_t nrf_reversed[] = {CODEC_TRIGGER_TX_RESPONSE,
                                                    CODEC_TRIGGER_RX_REQUEST};
     static corr_env_t e; /* static: the teardown may still use it */
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrorder", 3), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -209,7 +190,7 @@ static void test_responses_before_requests_still_correlate(void **state)
     }
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 static void test_missing_copies_give_incomplete_xdrs_after_the_timeout(void **state)
@@ -220,7 +201,7 @@ static void test_missing_copies_give_incomplete_xdrs_after_the_timeout(void **st
     static const codec_trigger_t responses_only[] = {CODEC_TRIGGER_RX_RESPONSE,
                                                      CODEC_TRIGGER_TX_RESPONSE};
     static corr_env_t e; /* static: the teardown may still use it */
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrtimeout", 2), 0);
     const char *extra[] = {"--timeout=1s", NULL};
     assert_true(corr_start(&e, extra) > 0);
@@ -294,7 +275,7 @@ static void test_missing_copies_give_incomplete_xdrs_after_the_timeout(void **st
                           N_NRF_HALF));
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 static void test_open_transaction_limit_emits_the_oldest_as_evicted(void **state)
@@ -302,7 +283,7 @@ static void test_open_transaction_limit_emits_the_oldest_as_evicted(void **state
     (void)state;
     enum { LIMIT = 10, N = 25 };
     static corr_env_t e; /* static: the teardown may still use it */
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrlimit", 1), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -345,21 +326,19 @@ static void test_open_transaction_limit_emits_the_oldest_as_evicted(void **state
 
     /* A clean stop hands the open ones over: the committed offset is the first copy of the
      * oldest open transaction (one copy per transaction, one partition: offset N - LIMIT). */
-    int st = ktu_stop(e.pid, SIGTERM, 20000);
-    e.pid = 0;
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(corr_stop_clean(&e));
     assert_int_equal(agg_committed_sum(e.group, e.main, 1), N - LIMIT);
     assert_int_equal(ktu_topic_record_count(e.xdr, 5000), N - LIMIT);
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 static void test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason(void **state)
 {
     (void)state;
     static corr_env_t e; /* static: the teardown may still use it */
-    g_env = &e;
+    corr_test_env = &e;
     assert_int_equal(corr_env_init(&e, "corrdlq", 1), 0);
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
@@ -398,13 +377,11 @@ static void test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason(
     assert_true(port > 0);
     assert_true(metric_is(port, "ndd_correlation_dead_letter_total{reason=\"missing-field\"", 1));
     /* Both records are done: the dead-letter one too is below the committed offset. */
-    int st = ktu_stop(e.pid, SIGTERM, 20000);
-    e.pid = 0;
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(corr_stop_clean(&e));
     assert_int_equal(agg_committed_sum(e.group, e.main, 1), 3);
     corr_xdrs_free(&xs);
     corr_env_cleanup(&e);
-    g_env = NULL;
+    corr_test_env = NULL;
 }
 
 int main(void)
@@ -412,14 +389,17 @@ int main(void)
     ktu_brokers(); /* fails with a clear message when NDD_TEST_KAFKA is unset */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(
-            test_complete_transactions_give_one_complete_xdr_each_with_latencies, teardown_env),
-        cmocka_unit_test_teardown(test_responses_before_requests_still_correlate, teardown_env),
+            test_complete_transactions_give_one_complete_xdr_each_with_latencies,
+            corr_test_teardown),
+        cmocka_unit_test_teardown(test_responses_before_requests_still_correlate,
+                                  corr_test_teardown),
         cmocka_unit_test_teardown(test_missing_copies_give_incomplete_xdrs_after_the_timeout,
-                                  teardown_env),
+                                  corr_test_teardown),
         cmocka_unit_test_teardown(test_open_transaction_limit_emits_the_oldest_as_evicted,
-                                  teardown_env),
+                                  corr_test_teardown),
         cmocka_unit_test_teardown(
-            test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason, teardown_env),
+            test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason,
+            corr_test_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,30 @@
+/* What the tests of a daemon run as a child process share (ndd-aggregation, ndd-correlation):
+ * a private temp dir for its log and port file, waiting for a line in its log, reading the
+ * HTTP port it bound, and a clean stop. */
+#ifndef NDD_DAEMON_TESTUTIL_H
+#define NDD_DAEMON_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Creates /tmp/<name>.XXXXXX into dir. 0 or -1. */
+int dtu_tmpdir_make(char *dir, size_t dir_size, const char *name);
+/* Deletes the files of dir and dir itself, unless env NDD_TEST_KEEP_LOGS is set (then says
+ * on stderr where the logs are). */
+void dtu_tmpdir_remove(const char *dir);
+
+/* Number of lines of the log at path that hold needle (0 when there is no log yet). */
+int dtu_log_count(const char *path, const char *needle);
+/* True once the log at path holds needle (waits up to timeout_ms); says on stderr when not. */
+bool dtu_log_wait(const char *path, const char *needle, int timeout_ms);
+
+/* Stops the daemon *pid with SIGTERM (waiting up to timeout_ms) and sets *pid to 0: true
+ * when it exited by itself with status 0, false (said on stderr) otherwise. */
+bool dtu_stop_clean(pid_t *pid, int timeout_ms);
+
+/* The port a daemon wrote to its --http-port-file (waits up to timeout_ms); 0 when none. */
+uint16_t dtu_port_file_wait(const char *path, int timeout_ms);
+
+#endif
