@@ -128,7 +128,7 @@ struct feed {
     endpoint_set_t *eps;
     feed_ep_metrics_t *epm; /* per endpoint */
     kafka_prop_t *props;    /* feed defaults + the operator's kafka.* settings */
-    char prop_vals[6][24];  /* values of the budget-derived defaults in props */
+    char prop_vals[7][24];  /* values of the budget-derived defaults in props */
     transport_header_t headers[TRANSPORT_MAX_HEADERS];
 
     feed_part_t *parts;

@@ -102,52 +102,6 @@ static void *feed_thread(void *arg)
 
 /* ---- lifecycle ---- */
 
-enum { FEED_PROP_BOTH = 0, FEED_PROP_CONSUMER, FEED_PROP_PRODUCER };
-
-/* Which client a librdkafka property belongs to (by name; anything unknown goes to both). */
-static int feed_prop_kind(const char *k)
-{
-    static const char *const consumer[] = {"queued.",
-                                           "session.timeout",
-                                           "heartbeat.",
-                                           "auto.commit",
-                                           "auto.offset",
-                                           "enable.auto",
-                                           "fetch.",
-                                           "max.poll",
-                                           "group.",
-                                           "partition.assignment",
-                                           "isolation.level",
-                                           "check.crcs",
-                                           "enable.partition.eof",
-                                           "max.partition.fetch",
-                                           "offset.",
-                                           "coordinator.",
-                                           NULL};
-    static const char *const producer[] = {"queue.buffering.",
-                                           "linger.",
-                                           "batch.",
-                                           "acks",
-                                           "enable.idempotence",
-                                           "message.timeout",
-                                           "compression.",
-                                           "retries",
-                                           "retry.",
-                                           "delivery.",
-                                           "request.required.acks",
-                                           "partitioner",
-                                           "sticky.partitioning",
-                                           "transaction",
-                                           NULL};
-    for (size_t i = 0; consumer[i]; i++)
-        if (!strncmp(k, consumer[i], strlen(consumer[i])))
-            return FEED_PROP_CONSUMER;
-    for (size_t i = 0; producer[i]; i++)
-        if (!strncmp(k, producer[i], strlen(producer[i])))
-            return FEED_PROP_PRODUCER;
-    return FEED_PROP_BOTH;
-}
-
 static void feed_free(feed_t *f)
 {
     if (!f)
@@ -202,25 +156,36 @@ void feed_memory_plan(unsigned mb, feed_memory_plan_t *out)
 {
     /* The budget B: half for what the feed holds (payload of the messages being batched, in
      * flight or retried, each pinning its librdkafka fetch buffer, plus their encoded
-     * requests), an eighth for one fetch response, a sixteenth for the prefetch of each
-     * partition (three partitions: 3/16), a sixteenth (at least 1 MiB) for the DLQ producer's
-     * queue (only used while dead-lettering), an eighth for idle request buffers kept for reuse (so
-     * that steady traffic reuses them instead of a malloc and free per request). */
-    uint64_t b = (uint64_t)(mb ? mb : 6) << 20;
-    uint64_t s16 = b / 16 < (64u << 10) ? (64u << 10) : b / 16;
-    if (s16 > (128u << 20))
-        s16 = 128u << 20; /* librdkafka caps fetch.max.bytes and receive buffers */
-    /* librdkafka refuses fetch.max.bytes below message.max.bytes (1,000,000 by default). */
-    uint64_t fetch = 2 * s16 < (1u << 20) ? (1u << 20) : 2 * s16;
+     * requests), a quarter for librdkafka's prefetch queue (one queue for all partitions of
+     * the group consumer), an eighth for one fetch response, a sixteenth (at least 1 MiB) for
+     * the DLQ producer's queue (only used while dead-lettering) and a sixteenth for idle
+     * request buffers kept for reuse (so steady traffic reuses them instead of a malloc and
+     * free per request).
+     * The prefetch holds two fetch responses: librdkafka 2.0 stops fetching once the queue
+     * reaches its bound and looks again only up to a second later, so with a queue smaller
+     * than one response every response stopped the fetcher (measured: a feed drained a
+     * backlog at ~6,300 copies/s with a 384 KiB queue under 1 MiB responses, 23,000-29,000
+     * with this split, for +3.5 MiB of RSS; docs/adapter.md). */
+    uint64_t b = (uint64_t)(mb ? mb : 5) << 20;
+    uint64_t fetch = b / 8 < (64u << 10) ? (64u << 10) : b / 8;
+    if (fetch > (64u << 20))
+        fetch = 64u << 20; /* librdkafka caps fetch.max.bytes and receive buffers */
+    uint64_t part = fetch / 2;
     out->fetch_max_bytes = (unsigned)fetch;
-    out->partition_fetch_bytes = (unsigned)s16;
-    out->receive_max_bytes = (unsigned)(fetch + (512u << 10));
-    out->queued_max_kbytes = (unsigned)(s16 >> 10);
+    /* librdkafka refuses fetch.max.bytes below message.max.bytes (the consumer's own, which
+     * bounds nothing else it does: its requests are small). */
+    out->message_max_bytes = (unsigned)fetch;
+    out->partition_fetch_bytes = (unsigned)part;
+    /* The broker returns at least one whole record batch, whatever fetch.max.bytes says, and
+     * a producer's batch may reach the topic's max.message.bytes (1,000,012 by default): a
+     * smaller receive buffer would refuse such a response and stall the feed. */
+    out->receive_max_bytes = (unsigned)((fetch < 1048576 ? 1048576 : fetch) + (512u << 10));
+    out->queued_max_kbytes = (unsigned)((2 * fetch) >> 10);
     /* Tiny messages cost librdkafka ~200 bytes of bookkeeping each: bound the count too. */
-    out->queued_min_messages = (unsigned)(s16 / 256);
+    out->queued_min_messages = (unsigned)((2 * fetch) / 256);
     out->dlq_buffer_kbytes = (unsigned)((b / 16) >> 10) < 1024 ? 1024 : (unsigned)((b / 16) >> 10);
     out->held_bytes_max = b / 2;
-    out->idle_buffer_bytes = b / 8;
+    out->idle_buffer_bytes = b / 16;
 }
 
 feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen)
@@ -353,7 +318,8 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     snprintf(f->prop_vals[3], sizeof f->prop_vals[3], "%u", mp.partition_fetch_bytes);
     snprintf(f->prop_vals[4], sizeof f->prop_vals[4], "%u", mp.receive_max_bytes);
     snprintf(f->prop_vals[5], sizeof f->prop_vals[5], "%u", mp.dlq_buffer_kbytes);
-    enum { NDEF = 7 };
+    snprintf(f->prop_vals[6], sizeof f->prop_vals[6], "%u", mp.message_max_bytes);
+    enum { NDEF = 8 };
     size_t nprops = rt->n_kafka_props + NDEF;
     f->props = calloc(nprops, sizeof *f->props);
     if (!f->props) {
@@ -369,18 +335,18 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     /* librdkafka 2.0 backs a partition's fetcher off for fetch.error.backoff.ms (500 ms) when
      * its prefetch queue is full; with a small queue that is a stall per refill. */
     f->props[6] = (kafka_prop_t){"fetch.error.backoff.ms", "10"};
+    /* Generic in librdkafka, but only the consumer's may be this small (DLQ records are not). */
+    f->props[7] = (kafka_prop_t){"consumer.message.max.bytes", f->prop_vals[6]};
     for (size_t i = 0; i < rt->n_kafka_props; i++)
         f->props[i + NDEF] = rt->kafka_props[i];
     kafka_prop_t consumer_props[256], producer_props[256];
-    size_t ncp = 0, npp = 0;
-    for (size_t i = 0; i < nprops && ncp < 256 && npp < 256; i++) {
-        /* Each client gets its own kind of property only (no CONFWARN noise). */
-        int kind = feed_prop_kind(f->props[i].key);
-        if (kind != FEED_PROP_PRODUCER)
-            consumer_props[ncp++] = f->props[i];
-        if (kind != FEED_PROP_CONSUMER)
-            producer_props[npp++] = f->props[i];
+    if (nprops > 256) {
+        snprintf(err, errlen, "feed %s: more than %d kafka properties", cfg->name, 256 - NDEF);
+        goto fail;
     }
+    /* Each client gets its own kind of property only (no CONFWARN noise, no refusal). */
+    size_t ncp = kafka_props_split(f->props, nprops, KAFKA_CLIENT_CONSUMER, consumer_props);
+    size_t npp = kafka_props_split(f->props, nprops, KAFKA_CLIENT_PRODUCER, producer_props);
     kafka_producer_opts_t po = {.brokers = f->brokers,
                                 .client_id = "ndd-adapter-dlq",
                                 .props = producer_props,

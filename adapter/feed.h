@@ -30,14 +30,15 @@ typedef struct feed_runtime {
     size_t n_kafka_props;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
     events_t *events; /* NULL: no alarms; else endpoint-down raised/cleared on "<feed>/<url>" */
-    unsigned feed_memory_mb; /* memory budget of a feed without delivery.memory_mb; 0: 6 MiB */
+    unsigned feed_memory_mb; /* memory budget of a feed without delivery.memory_mb; 0: 5 MiB */
 } feed_runtime_t;
 
 /* What a feed's memory budget (MiB) turns into; feed_start applies it (docs/adapter.md). */
 typedef struct feed_memory_plan {
-    unsigned queued_max_kbytes;     /* queued.max.messages.kbytes: prefetch per partition */
-    unsigned queued_min_messages;   /* queued.min.messages: prefetch count per partition */
+    unsigned queued_max_kbytes;     /* queued.max.messages.kbytes: the prefetch queue */
+    unsigned queued_min_messages;   /* queued.min.messages: its record count */
     unsigned fetch_max_bytes;       /* fetch.max.bytes: one fetch response */
+    unsigned message_max_bytes;     /* the consumer's message.max.bytes (<= fetch.max.bytes) */
     unsigned partition_fetch_bytes; /* max.partition.fetch.bytes */
     unsigned receive_max_bytes;     /* receive.message.max.bytes (>= fetch.max.bytes + 512) */
     unsigned dlq_buffer_kbytes;     /* queue.buffering.max.kbytes of the DLQ producer */
@@ -55,7 +56,7 @@ typedef struct feed_stats {
 
 /* Starts the feed on a thread of its own. Takes ownership of cfg (also on failure). NULL with
  * err when the consumer, producer, TLS context or an endpoint cannot be created. */
-/* The librdkafka sizes and the held-bytes bound of a budget of mb MiB (0: 6). */
+/* The librdkafka sizes and the held-bytes bound of a budget of mb MiB (0: 5). */
 void feed_memory_plan(unsigned mb, feed_memory_plan_t *out);
 feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen);
 /* Stops fetching, waits up to drain_ms for in-flight deliveries to finish, commits the

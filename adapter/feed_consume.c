@@ -332,7 +332,10 @@ static void feed_arm_kick(feed_t *f)
     if (f->paused || f->full_since || f->n_assigned == 0 || evtimer_pending(f->kick_ev, NULL))
         return;
     f->kick_consumed = atomic_load_explicit(&f->s_consumed, memory_order_relaxed);
-    struct timeval tv = {f->kick_ms / 1000, (f->kick_ms % 1000) * 1000};
+    /* After a queue's worth the fetcher has most likely stopped at the bound: restart it at
+     * once (each millisecond waited is a millisecond of the feed's throughput lost). */
+    uint32_t ms = f->kick_any ? 0 : f->kick_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(f->kick_ev, &tv);
 }
 

@@ -31,7 +31,7 @@ static const config_spec_t SPECS[] = {
     {"instance", CONFIG_STRING, NULL, "Name of this process in heartbeats (default: host name)", 0},
     {"http.bind", CONFIG_STRING, "127.0.0.1", "Address of /metrics, /healthz, /readyz", 0},
     {"http.port", CONFIG_INT, "9102", "Port of /metrics, /healthz, /readyz (0: ephemeral)", 0},
-    {"feed-memory-mb", CONFIG_INT, "6",
+    {"feed-memory-mb", CONFIG_INT, "5",
      "Memory budget of each feed in MiB: sizes librdkafka's prefetch and fetches and the bytes a "
      "feed holds (a feed's delivery.memory_mb overrides it)",
      0},

@@ -609,8 +609,8 @@ events_t *events_new(const events_opts_t *o, char *err, size_t errlen)
             events_free(ev, 0);
             return NULL;
         }
-        for (size_t i = 0; i < o->n_props; i++)
-            props[n++] = o->props[i];
+        /* The daemon's pass-through may hold consumer.* or consumer-only settings too. */
+        n += kafka_props_split(o->props, o->n_props, KAFKA_CLIENT_PRODUCER, props + n);
         char cid[EVENTS_MAX_SERVICE + 16];
         snprintf(cid, sizeof(cid), "%s-events", ev->service);
         kafka_producer_opts_t po = {.brokers = o->brokers,

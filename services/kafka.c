@@ -809,6 +809,53 @@ int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout
 
 /* ---- helpers shared by the daemons ---------------------------------------------------- */
 
+/* Which kind of client an unprefixed librdkafka property belongs to, by name (librdkafka's
+ * CONFIGURATION.md marks them C or P); -1: both. */
+static int kafka_prop_owner(const char *k)
+{
+    static const char *const consumer[] = {"queued.",
+                                           "session.timeout",
+                                           "heartbeat.",
+                                           "auto.commit",
+                                           "auto.offset",
+                                           "enable.auto",
+                                           "fetch.",
+                                           "max.poll",
+                                           "group.",
+                                           "partition.assignment",
+                                           "isolation.level",
+                                           "check.crcs",
+                                           "enable.partition.eof",
+                                           "max.partition.fetch",
+                                           "offset.",
+                                           "coordinator.",
+                                           NULL};
+    static const char *const producer[] = {"queue.buffering.",
+                                           "linger.",
+                                           "batch.",
+                                           "acks",
+                                           "enable.idempotence",
+                                           "enable.gapless",
+                                           "message.timeout",
+                                           "compression.",
+                                           "retries",
+                                           "retry.",
+                                           "delivery.",
+                                           "request.required.acks",
+                                           "request.timeout",
+                                           "partitioner",
+                                           "sticky.partitioning",
+                                           "transaction",
+                                           NULL};
+    for (size_t i = 0; consumer[i]; i++)
+        if (!strncmp(k, consumer[i], strlen(consumer[i])))
+            return KAFKA_CLIENT_CONSUMER;
+    for (size_t i = 0; producer[i]; i++)
+        if (!strncmp(k, producer[i], strlen(producer[i])))
+            return KAFKA_CLIENT_PRODUCER;
+    return -1;
+}
+
 size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_t kind,
                          kafka_prop_t *out)
 {
@@ -819,8 +866,13 @@ size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_
         const char *key = in[i].key;
         if (!key || strncmp(key, other, strlen(other)) == 0)
             continue;
-        if (strncmp(key, mine, strlen(mine)) == 0)
-            key += strlen(mine);
+        if (strncmp(key, mine, strlen(mine)) == 0) {
+            key += strlen(mine); /* said explicitly: trust it */
+        } else {
+            int owner = kafka_prop_owner(key);
+            if (owner >= 0 && owner != (int)kind)
+                continue;
+        }
         out[n++] = (kafka_prop_t){key, in[i].value};
     }
     return n;

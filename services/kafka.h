@@ -236,7 +236,9 @@ int kafka_admin_topic_partitions(const char *brokers, const char *topic, int tim
 /* ---- helpers shared by the daemons ---------------------------------------------------- */
 
 /* Routes a daemon's kafka.* pass-through properties to one client: "consumer.X" goes to the
- * consumer only and "producer.X" to the producer only (both as X), anything else to both.
+ * consumer only and "producer.X" to the producer only (both as X); an unprefixed X that only
+ * one kind of client knows (fetch.*, queued.*, group.* … / linger.*, batch.*, acks …) goes to
+ * that kind only (the other would refuse it or warn), anything else to both.
  * out has room for n_in entries; the keys point into in. Returns the number written. */
 size_t kafka_props_split(const kafka_prop_t *in, size_t n_in, kafka_client_kind_t kind,
                          kafka_prop_t *out);

@@ -37,6 +37,34 @@ static void test_props_split_routes_prefixed_keys_to_their_client_only(void **st
     assert_string_equal(out[2].key, "statistics.interval.ms");
 }
 
+static void test_props_split_routes_unprefixed_client_specific_keys_by_name(void **state)
+{
+    (void)state;
+    const kafka_prop_t in[] = {
+        {"fetch.wait.max.ms", "10"},
+        {"linger.ms", "20"},
+        {"max.in.flight", "1"},
+        {"socket.timeout.ms", "5000"},
+        {"queued.max.messages.kbytes", "2048"},
+        {"producer.fetch.wait.max.ms", "7"},
+    };
+    kafka_prop_t out[6];
+    size_t n = kafka_props_split(in, 6, KAFKA_CLIENT_CONSUMER, out);
+    assert_int_equal(n, 4); /* max.in.flight is a generic ("*") property: both */
+    assert_string_equal(out[0].key, "fetch.wait.max.ms");
+    assert_string_equal(out[1].key, "max.in.flight");
+    assert_string_equal(out[2].key, "socket.timeout.ms");
+    assert_string_equal(out[3].key, "queued.max.messages.kbytes");
+    n = kafka_props_split(in, 6, KAFKA_CLIENT_PRODUCER, out);
+    assert_int_equal(n, 4);
+    assert_string_equal(out[0].key, "linger.ms");
+    assert_string_equal(out[1].key, "max.in.flight");
+    assert_string_equal(out[2].key, "socket.timeout.ms");
+    /* An explicit prefix is trusted even for a name of the other kind. */
+    assert_string_equal(out[3].key, "fetch.wait.max.ms");
+    assert_string_equal(out[3].value, "7");
+}
+
 static void test_stats_consumer_lag_sums_topic_partitions_without_the_unassigned_one(void **state)
 {
     (void)state;
@@ -72,6 +100,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props_split_routes_prefixed_keys_to_their_client_only),
+        cmocka_unit_test(test_props_split_routes_unprefixed_client_specific_keys_by_name),
         cmocka_unit_test(test_stats_consumer_lag_sums_topic_partitions_without_the_unassigned_one),
         cmocka_unit_test(test_stall_counts_from_the_last_acknowledgement_while_records_wait),
     };
