@@ -13,6 +13,7 @@
 
 int dtu_tmpdir_make(char *dir, size_t dir_size, const char *name)
 {
+    /* mkdtemp's template: it replaces the six X with random characters. */
     snprintf(dir, dir_size, "/tmp/%s.XXXXXX", name);
     return mkdtemp(dir) ? 0 : -1;
 }

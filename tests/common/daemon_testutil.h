@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Creates /tmp/<name>.XXXXXX into dir. 0 or -1. */
+/* Creates a fresh private directory /tmp/<name>.<6 random characters> (mkdtemp) and writes
+ * its path into dir. 0, or -1 when it cannot. */
 int dtu_tmpdir_make(char *dir, size_t dir_size, const char *name);
 /* Deletes the files of dir and dir itself, unless env NDD_TEST_KEEP_LOGS is set (then says
  * on stderr where the logs are). */

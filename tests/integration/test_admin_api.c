@@ -18,6 +18,7 @@
 #include <libpq-fe.h>
 
 #include "http_testutil.h"
+#include "pg_testutil.h"
 #include "kafka_testutil.h"
 
 #ifndef NDD_ADMIN_BIN
@@ -43,71 +44,6 @@ static fixture_t fx;
 
 /* ---- helpers ---- */
 
-static const char *test_pg(void)
-{
-    const char *pg = getenv("NDD_TEST_PG");
-    if (!pg || !*pg) {
-        fprintf(stderr, "NDD_TEST_PG is not set: give a libpq conninfo of a PostgreSQL the test "
-                        "may create schemas in (deploy/local/stack.sh start prints one)\n");
-        exit(1);
-    }
-    return pg;
-}
-
-/* The test's conninfo with host/port replaced by the proxy. */
-static void build_proxied_conninfo(void)
-{
-    char *errmsg = NULL;
-    PQconninfoOption *opts = PQconninfoParse(test_pg(), &errmsg);
-    if (!opts) {
-        fprintf(stderr, "NDD_TEST_PG does not parse: %s\n", errmsg ? errmsg : "?");
-        exit(1);
-    }
-    const char *host = NULL, *port = "5432";
-    for (PQconninfoOption *o = opts; o->keyword; o++) {
-        if (strcmp(o->keyword, "host") == 0 && o->val)
-            host = o->val;
-        if (strcmp(o->keyword, "port") == 0 && o->val)
-            port = o->val;
-    }
-    if (!host)
-        host = "/var/run/postgresql";
-    fx.proxy = htu_proxy_start(host, (uint16_t)atoi(port));
-    assert_non_null(fx.proxy);
-    size_t n = 0;
-    for (PQconninfoOption *o = opts; o->keyword; o++) {
-        if (!o->val || strcmp(o->keyword, "host") == 0 || strcmp(o->keyword, "hostaddr") == 0 ||
-            strcmp(o->keyword, "port") == 0)
-            continue;
-        n += (size_t)snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "%s='", o->keyword);
-        for (const char *v = o->val; *v && n + 3 < sizeof(fx.conninfo); v++) {
-            if (*v == '\'' || *v == '\\')
-                fx.conninfo[n++] = '\\';
-            fx.conninfo[n++] = *v;
-        }
-        n += (size_t)snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "' ");
-    }
-    /* A passfile entry names the real host and port, not the proxy's: pass the password the
-     * real connection used (it travels in the child's environment only). */
-    PGconn *c = PQconnectdb(test_pg());
-    if (PQstatus(c) != CONNECTION_OK)
-        fail_msg("NDD_TEST_PG: cannot connect: %s", PQerrorMessage(c));
-    const char *pw = PQpass(c);
-    if (pw && *pw && !strstr(fx.conninfo, "password=")) {
-        n += (size_t)snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "password='");
-        for (const char *v = pw; *v && n + 3 < sizeof(fx.conninfo); v++) {
-            if (*v == '\'' || *v == '\\')
-                fx.conninfo[n++] = '\\';
-            fx.conninfo[n++] = *v;
-        }
-        n += (size_t)snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "' ");
-    }
-    PQfinish(c);
-    snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "host=127.0.0.1 port=%u",
-             (unsigned)htu_proxy_port(fx.proxy));
-    PQconninfoFree(opts);
-}
-
 static int http(const char *method, const char *path, const char *auth, const char *if_match,
                 const char *body, htu_resp_t *r)
 {
@@ -123,21 +59,11 @@ static int http(const char *method, const char *path, const char *auth, const ch
     return htu_request(fx.port, method, path, headers, body, body ? strlen(body) : 0, 10000, r);
 }
 
-/* Runs `ndd-admin token create` (the documented bootstrap) and returns "Authorization: ..." */
+/* "Authorization: Bearer <a new token of role>" (the documented bootstrap command). */
 static void create_token(const char *role, const char *name, char *auth, size_t len)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "'%s' token create --role %s --name %s --db-schema %s 2>>%s",
-             NDD_ADMIN_BIN, role, name, fx.schema, fx.log_file);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char tok[200] = "";
-    char *got = fgets(tok, sizeof(tok), p);
-    int st = pclose(p);
-    if (!got || st != 0)
-        fail_msg("token create --role %s failed (status %d); see %s", role, st, fx.log_file);
-    tok[strcspn(tok, "\n")] = '\0';
-    assert_true(strncmp(tok, "ndd_", 4) == 0);
+    char tok[100]; /* "ndd_" + 16 + "_" + 64 hex digits */
+    ptu_admin_token(NDD_ADMIN_BIN, fx.schema, role, name, fx.log_file, tok, sizeof(tok));
     snprintf(auth, len, "Authorization: Bearer %s", tok);
 }
 
@@ -198,25 +124,9 @@ static void start_admin(void)
     fail_msg("ndd-admin did not serve within 30 s; see %s", fx.log_file);
 }
 
-static void quiet_notice(void *arg, const char *message) {}
-
-static void drop_schema(void)
-{
-    PGconn *c = PQconnectdb(test_pg());
-    PQsetNoticeProcessor(c, quiet_notice, NULL);
-    if (PQstatus(c) == CONNECTION_OK) {
-        char *q = PQescapeIdentifier(c, fx.schema, strlen(fx.schema));
-        char sql[160];
-        snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", q);
-        PQfreemem(q);
-        PQclear(PQexec(c, sql));
-    }
-    PQfinish(c);
-}
-
 static int setup(void **state)
 {
-    test_pg();
+    ptu_conninfo();
     ktu_brokers();
     char suffix[64];
     ktu_unique_name("x", suffix, sizeof(suffix));
@@ -231,7 +141,7 @@ static int setup(void **state)
     ktu_unique_name("ndd-admin-test", fx.group, sizeof(fx.group));
     snprintf(fx.port_file, sizeof(fx.port_file), "/tmp/%s.port", fx.schema);
     snprintf(fx.log_file, sizeof(fx.log_file), "/tmp/%s.log", fx.schema);
-    build_proxied_conninfo();
+    fx.proxy = ptu_proxy_conninfo(fx.conninfo, sizeof(fx.conninfo));
     setenv("NDD_PG", fx.conninfo, 1);
     create_token("admin", "ops", fx.admin_auth, sizeof(fx.admin_auth));
     create_token("viewer", "watcher", fx.viewer_auth, sizeof(fx.viewer_auth));
@@ -244,7 +154,7 @@ static int teardown(void **state)
     if (fx.pid > 0)
         ktu_stop(fx.pid, SIGTERM, 10000);
     htu_proxy_stop(fx.proxy);
-    drop_schema();
+    ptu_drop_schema(fx.schema);
     ktu_delete_topic(fx.config_topic);
     ktu_delete_topic(fx.events_topic);
     unlink(fx.port_file);

@@ -32,6 +32,7 @@
 
 #include "adapter_testutil.h"
 #include "http_testutil.h"
+#include "pg_testutil.h"
 #include "kafka_testutil.h"
 
 #define ADMIN_BIN NDD_BINARY_DIR "/admin/ndd-admin"
@@ -76,95 +77,10 @@ static fixture_t fx;
 
 /* ---- PostgreSQL, the proxy, the admin ---- */
 
-static const char *test_pg(void)
-{
-    const char *pg = getenv("NDD_TEST_PG");
-    if (!pg || !*pg) {
-        fprintf(stderr, "NDD_TEST_PG is not set: give a libpq conninfo of a PostgreSQL the test "
-                        "may create schemas in (deploy/local/stack.sh start prints one)\n");
-        exit(1);
-    }
-    return pg;
-}
-
-static size_t append_param(char *buf, size_t n, size_t cap, const char *key, const char *val)
-{
-    n += (size_t)snprintf(buf + n, cap - n, "%s='", key);
-    for (const char *v = val; *v && n + 3 < cap; v++) {
-        if (*v == '\'' || *v == '\\')
-            buf[n++] = '\\';
-        buf[n++] = *v;
-    }
-    n += (size_t)snprintf(buf + n, cap - n, "' ");
-    return n;
-}
-
-/* NDD_TEST_PG with host/port replaced by a proxy this test can cut. */
-static void build_proxied_conninfo(void)
-{
-    char *errmsg = NULL;
-    PQconninfoOption *opts = PQconninfoParse(test_pg(), &errmsg);
-    if (!opts) {
-        fprintf(stderr, "NDD_TEST_PG does not parse: %s\n", errmsg ? errmsg : "?");
-        exit(1);
-    }
-    const char *host = NULL, *port = "5432";
-    for (PQconninfoOption *o = opts; o->keyword; o++) {
-        if (strcmp(o->keyword, "host") == 0 && o->val)
-            host = o->val;
-        if (strcmp(o->keyword, "port") == 0 && o->val)
-            port = o->val;
-    }
-    fx.proxy = htu_proxy_start(host ? host : "/var/run/postgresql", (uint16_t)atoi(port));
-    assert_non_null(fx.proxy);
-    size_t n = 0;
-    for (PQconninfoOption *o = opts; o->keyword; o++)
-        if (o->val && strcmp(o->keyword, "host") != 0 && strcmp(o->keyword, "hostaddr") != 0 &&
-            strcmp(o->keyword, "port") != 0)
-            n = append_param(fx.conninfo, n, sizeof(fx.conninfo), o->keyword, o->val);
-    /* A passfile entry names the real host and port, not the proxy's: pass the password the
-     * direct connection used (it travels in the children's environment only). */
-    PGconn *c = PQconnectdb(test_pg());
-    if (PQstatus(c) != CONNECTION_OK)
-        fail_msg("NDD_TEST_PG: cannot connect: %s", PQerrorMessage(c));
-    const char *pw = PQpass(c);
-    if (pw && *pw && !strstr(fx.conninfo, "password="))
-        n = append_param(fx.conninfo, n, sizeof(fx.conninfo), "password", pw);
-    PQfinish(c);
-    snprintf(fx.conninfo + n, sizeof(fx.conninfo) - n, "host=127.0.0.1 port=%u",
-             (unsigned)htu_proxy_port(fx.proxy));
-    PQconninfoFree(opts);
-}
-
-static void quiet_notice(void *arg, const char *message) {}
-
-static void drop_schema(void)
-{
-    PGconn *c = PQconnectdb(test_pg());
-    PQsetNoticeProcessor(c, quiet_notice, NULL);
-    if (PQstatus(c) == CONNECTION_OK) {
-        char *q = PQescapeIdentifier(c, fx.schema, strlen(fx.schema));
-        char sql[160];
-        snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", q);
-        PQfreemem(q);
-        PQclear(PQexec(c, sql));
-    }
-    PQfinish(c);
-}
-
 static void create_token(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "'%s' token create --role admin --name ops --db-schema %s 2>>%s",
-             ADMIN_BIN, fx.schema, fx.admin_log);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char tok[200] = "";
-    char *got = fgets(tok, sizeof(tok), p);
-    int st = pclose(p);
-    if (!got || st != 0)
-        fail_msg("token create failed (status %d); see %s", st, fx.admin_log);
-    tok[strcspn(tok, "\n")] = '\0';
+    char tok[100]; /* "ndd_" + 16 + "_" + 64 hex digits */
+    ptu_admin_token(ADMIN_BIN, fx.schema, "admin", "ops", fx.admin_log, tok, sizeof(tok));
     snprintf(fx.auth, sizeof(fx.auth), "Authorization: Bearer %s", tok);
 }
 
@@ -476,7 +392,7 @@ static void filter_body(char *out, size_t len, bool with_nrf)
 
 static int setup(void **state)
 {
-    test_pg();
+    ptu_conninfo();
     ktu_brokers();
     signal(SIGPIPE, SIG_IGN);
     char suffix[64];
@@ -505,7 +421,7 @@ static int setup(void **state)
     assert_int_equal(ktu_create_topic(fx.main1, 3), 0);
     assert_int_equal(ktu_create_topic(fx.main2, 3), 0);
 
-    build_proxied_conninfo();
+    fx.proxy = ptu_proxy_conninfo(fx.conninfo, sizeof(fx.conninfo));
     setenv("NDD_PG", fx.conninfo, 1);
     create_token();
     start_admin(); /* creates the configuration and events topics */
@@ -573,7 +489,7 @@ static int teardown(void **state)
     rc |= stop_child(&fx.sink, "ndd-sink", fx.sink_log, 5000);
     rc |= fx.children_failed;
     htu_proxy_stop(fx.proxy);
-    drop_schema();
+    ptu_drop_schema(fx.schema);
     char g1[96], g2[96];
     snprintf(g1, sizeof(g1), "ndd-feed-%s", fx.feed1);
     snprintf(g2, sizeof(g2), "ndd-feed-%s", fx.feed2);

@@ -15,6 +15,7 @@
 
 #include "kafka_testutil.h"
 #include "tls_testutil.h"
+#include "pg_testutil.h"
 
 #ifndef NDD_ADMIN_BIN
 #define NDD_ADMIN_BIN NDD_BINARY_DIR "/admin/ndd-admin"
@@ -29,17 +30,6 @@ static struct {
     pid_t pid;
     unsigned port;
 } fx;
-
-static const char *test_pg(void)
-{
-    const char *pg = getenv("NDD_TEST_PG");
-    if (!pg || !*pg) {
-        fprintf(stderr, "NDD_TEST_PG is not set: give a libpq conninfo of a PostgreSQL the test "
-                        "may create schemas in (deploy/local/stack.sh start prints one)\n");
-        exit(1);
-    }
-    return pg;
-}
 
 /* curl's HTTP status ("000" when no HTTP exchange happened) for one request. */
 static int curl_status(const char *extra, const char *scheme, const char *auth)
@@ -60,7 +50,7 @@ static int curl_status(const char *extra, const char *scheme, const char *auth)
 
 static int setup(void **state)
 {
-    setenv("NDD_PG", test_pg(), 1);
+    setenv("NDD_PG", ptu_conninfo(), 1);
     unsetenv("NDD_KAFKA");
     char suffix[64];
     ktu_unique_name("x", suffix, sizeof(suffix));
@@ -75,15 +65,8 @@ static int setup(void **state)
     if (tls_testutil_make_pki(&fx.pki) != 0)
         fail_msg("cannot make the test PKI");
 
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "'%s' token create --role viewer --name tls --db-schema %s 2>>%s",
-             NDD_ADMIN_BIN, fx.schema, fx.log_file);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char tok[128] = "";
-    assert_non_null(fgets(tok, sizeof(tok), p));
-    assert_int_equal(pclose(p), 0);
-    tok[strcspn(tok, "\n")] = '\0';
+    char tok[100]; /* "ndd_" + 16 + "_" + 64 hex digits */
+    ptu_admin_token(NDD_ADMIN_BIN, fx.schema, "viewer", "tls", fx.log_file, tok, sizeof(tok));
     snprintf(fx.token, sizeof(fx.token), "-H 'Authorization: Bearer %s'", tok);
 
     char *argv[] = {NDD_ADMIN_BIN,
@@ -128,14 +111,7 @@ static int teardown(void **state)
 {
     if (fx.pid > 0)
         ktu_stop(fx.pid, SIGTERM, 10000);
-    PGconn *c = PQconnectdb(test_pg());
-    if (PQstatus(c) == CONNECTION_OK) {
-        char sql[160];
-        snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", fx.schema);
-        PQclear(PQexec(c, "SET client_min_messages = warning"));
-        PQclear(PQexec(c, sql));
-    }
-    PQfinish(c);
+    ptu_drop_schema(fx.schema);
     tls_testutil_remove_pki(&fx.pki);
     unlink(fx.port_file);
     unlink(fx.log_file);
