@@ -116,7 +116,7 @@ typedef void (*admin_handler_fn)(admin_ctx_t *ctx, const admin_req_t *req, const
 
 /* One registered route. `pattern` uses {id} for one path segment; the same strings appear in
  * docs/openapi.yaml (a unit test keeps the two in step). A NULL handler marks a route served
- * by services/httpd itself (/healthz, /readyz, /metrics). */
+ * by services/base/httpd itself (/healthz, /readyz, /metrics). */
 typedef struct admin_route {
     admin_method_t method;
     const char *pattern;

@@ -1,4 +1,4 @@
-/* Glue between services/httpd and the transport-free handlers (admin_handle), plus the
+/* Glue between services/base/httpd and the transport-free handlers (admin_handle), plus the
  * periodic work on the same event loop: ndd.config delivery reports and reconcile, ndd.events
  * consumption and missing-heartbeat checks, database liveness. One thread: handlers,
  * caches and the database connection are never shared across threads. */

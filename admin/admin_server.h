@@ -1,4 +1,4 @@
-/* ndd-admin's serving side: the REST API on services/httpd, the timers that drive the
+/* ndd-admin's serving side: the REST API on services/base/httpd, the timers that drive the
  * ndd.config publisher and the ndd.events consumer, and the token subcommands. main.c only
  * parses settings and calls these. */
 #ifndef NDD_ADMIN_SERVER_H

@@ -12,7 +12,7 @@
 /* id, version, created_at, updated_at (NULL-terminated): set by the server, let through. */
 extern const char *const admin_server_fields[];
 
-/* A refusal of the shared checks (services/jfield.h) as the admin's error: missing, wrong type
+/* A refusal of the shared checks (services/base/jfield.h) as the admin's error: missing, wrong type
  * and unknown fields are 400, unacceptable values 422. */
 void admin_err_from_field(admin_err_t *err, const jfield_err_t *fe);
 /* allowed is NULL-terminated; allow_server also lets id/version/created_at/updated_at pass. */

@@ -1,4 +1,4 @@
-/* The feed object is parsed by the one feed parser (services/feed_config.c) the adapter's
+/* The feed object is parsed by the one feed parser (services/copy/feed_config.c) the adapter's
  * workers run too, so a feed the admin accepts is one the adapter applies. What the admin adds:
  * "filter" may name a filter object (resolved when the feed is published), feed names are at
  * most 64 characters like every admin object's, the server's own fields (id, version, …) are

@@ -1,5 +1,5 @@
 /* The ndd-correlation worker: consume MAIN in its own consumer group, decode each copy, feed
- * the correlation engine (services/correlate.h), produce every xDR to the XDR topic (keyed by
+ * the correlation engine (correlation/correlate.h), produce every xDR to the XDR topic (keyed by
  * correlation id, idempotent producer), send undecodable copies to the dead-letter topic, and
  * store a partition's offset only when it is below every open transaction of the partition
  * AND every xDR / dead-letter record emitted before it was acknowledged by the broker.

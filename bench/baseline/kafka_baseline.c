@@ -79,7 +79,7 @@ static int kb_produce(const char *bootstrap, const char *topic, uint64_t count, 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (kb_set(conf, "bootstrap.servers", bootstrap) ||
         kb_set(conf, "enable.idempotence", "true") || kb_set(conf, "acks", "all") ||
-        kb_set(conf, "max.in.flight", "1") || /* as NDD's producers (services/kafka.c) */
+        kb_set(conf, "max.in.flight", "1") || /* as NDD's producers (services/kafka/kafka.c) */
         kb_set(conf, "linger.ms", "5") || kb_set(conf, "queue.buffering.max.messages", "100000") ||
         kb_set(conf, "queue.buffering.max.kbytes", "65536") || kb_set(conf, "log_level", "3"))
         return 2;

@@ -1,4 +1,4 @@
-/* bench-correlate: throughput and memory of the correlation engine (services/correlate.c).
+/* bench-correlate: throughput and memory of the correlation engine (correlation/correlate.c).
  *
  *   bench-correlate [--transactions N] [--window W] [--open N] [--partitions P]
  *                   [--encode none|json|binary] [--hold] [--json]

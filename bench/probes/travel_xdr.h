@@ -1,6 +1,6 @@
 /* What ndd-travel reads from an xDR record (docs/xdr.md): its completion and the latest of its
  * trigger-point timestamps, from the JSON form (one pass over the top-level members, nothing
- * built or allocated) or the binary form ("XDR1" magic, decoded by services/xdr.c). */
+ * built or allocated) or the binary form ("XDR1" magic, decoded by correlation/xdr.c). */
 #ifndef NDD_TRAVEL_XDR_H
 #define NDD_TRAVEL_XDR_H
 

@@ -1,4 +1,4 @@
-/* libFuzzer target on the message-copy decoder (services/codec.c).
+/* libFuzzer target on the message-copy decoder (services/copy/codec.c).
  *
  * Input layout (all lengths big-endian u16; 0xFFFF means "null", no bytes follow):
  *

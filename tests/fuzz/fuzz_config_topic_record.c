@@ -1,4 +1,4 @@
-/* Fuzz target: the workers' side of ndd.config (services/config_topic.h) without Kafka: the
+/* Fuzz target: the workers' side of ndd.config (services/kafka/config_topic.h) without Kafka: the
  * key splitter, the record parser, and the state machine of an offline follower
  * (brokers NULL) fed a sequence of records.
  *

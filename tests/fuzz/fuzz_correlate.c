@@ -1,4 +1,4 @@
-/* libFuzzer target on the correlation engine (services/correlate.c), checked against a
+/* libFuzzer target on the correlation engine (correlation/correlate.c), checked against a
  * reference model that keeps the same state the slow and obvious way.
  *
  * Input: one mode byte (bit 0: hold_until_ack with at most 3 held xDRs per partition), then

@@ -1,5 +1,5 @@
-/* Fuzz target: the egress encoders (services/encoding_json.c, services/frame.c and the
- * JSON escaper in services/buf.c). The input is split into a header value, a key and a body
+/* Fuzz target: the egress encoders (services/copy/encoding_json.c, services/copy/frame.c and the
+ * JSON escaper in services/base/buf.c). The input is split into a header value, a key and a body
  * (the first three bytes choose the split, the content type and an output limit), then:
  *  - the escaped header value, quoted, is one valid JSON string that jansson decodes back to
  *    the value whenever the value is valid UTF-8 (invalid bytes become U+FFFD);

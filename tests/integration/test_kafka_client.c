@@ -1,4 +1,4 @@
-/* services/kafka against the real broker (NDD_TEST_KAFKA): idempotent producer with ordered
+/* services/kafka/kafka against the real broker (NDD_TEST_KAFKA): idempotent producer with ordered
  * delivery reports, record headers, consumer groups sharing partitions, stored-offset commit
  * semantics, bounded producer queue, admin topic creation. */
 #include <setjmp.h>

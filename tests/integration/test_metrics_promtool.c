@@ -1,4 +1,4 @@
-/* Prometheus' own checker on our exposition: a real server from services/httpd.c serving a
+/* Prometheus' own checker on our exposition: a real server from services/base/httpd.c serving a
  * registry with counters, gauges, histograms and awkward label values; `curl` fetches
  * /metrics and `promtool check metrics` must accept it without a single complaint. Also
  * validates deploy/prometheus/prometheus.yml with `promtool check config`.

@@ -1,5 +1,5 @@
 /* ndd-sink, binary frame side: a real ndd-sink process (ephemeral ports, read from its log),
- * a frame client over TCP and over TLS built from services/frame.h and services/tls.h,
+ * a frame client over TCP and over TLS built from services/copy/frame.h and services/base/tls.h,
  * cumulative ACKs, NACKs from an injected fault, dropped connections, bad input, and the
  * summary written on SIGTERM. Needs no Kafka. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Correlation engine (services/correlate.c): transactions, timeouts, limits, offsets. */
+/* Correlation engine (correlation/correlate.c): transactions, timeouts, limits, offsets. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

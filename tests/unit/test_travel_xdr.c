@@ -1,5 +1,5 @@
 /* What ndd-travel reads from xDR records (bench/probes/travel_xdr.c): completion and latest
- * trigger-point timestamp from the records services/xdr.c really writes, JSON and binary, and
+ * trigger-point timestamp from the records correlation/xdr.c really writes, JSON and binary, and
  * nothing mistaken for an xDR that is not one. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* xDR derivations and encodings (services/xdr.c). */
+/* xDR derivations and encodings (correlation/xdr.c). */
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Types of the correlation engine (services/correlate.h; design: docs/xdr.md).
+/* Types of the correlation engine (correlation/correlate.h; design: docs/xdr.md).
  *
  * One correlate_t serves one consume loop (one thread): every partition it is assigned has
  * its own bounded transaction table, so no state is shared across partitions or workers. */

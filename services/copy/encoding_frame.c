@@ -1,4 +1,4 @@
-/* The binary frame encoding: a batch is one DATA frame (services/frame.h). The frame id is
+/* The binary frame encoding: a batch is one DATA frame (services/copy/frame.h). The frame id is
  * left 0 and the ack-requested flag set: the transport stamps the per-connection id with
  * frame_set_id when it writes the frame, and may clear the flag (fire-and-forget). */
 #include "encoding.h"

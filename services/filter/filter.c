@@ -14,7 +14,7 @@
 
 #include "codec.h"
 
-/* The operators, one file each (services/filter_op_<name>.c). */
+/* The operators, one file each (services/filter/filter_op_<name>.c). */
 extern const filter_op_t filter_op_equals, filter_op_not_equals, filter_op_one_of, filter_op_prefix,
     filter_op_suffix, filter_op_contains, filter_op_regex, filter_op_lt, filter_op_le, filter_op_gt,
     filter_op_ge, filter_op_between, filter_op_exists, filter_op_absent;

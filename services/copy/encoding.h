@@ -2,7 +2,7 @@
  *
  *   "json"   the JSON envelope; a batch of one is the object itself, a batch of several a
  *            JSON array of objects (application/json either way)
- *   "frame"  one binary DATA frame (services/frame.h) holding the batch's records
+ *   "frame"  one binary DATA frame (services/copy/frame.h) holding the batch's records
  *
  * A batch is built straight into the caller's bounded buf_t: begin_batch, add per message,
  * end_batch. Nothing is allocated per message and the body is copied once, into the output.

@@ -62,7 +62,7 @@ correlate_stats_t correlate_stats(const correlate_t *c);
 /* Bytes one open transaction costs with this configuration (slot + index share). */
 size_t correlate_slot_bytes(const correlate_config_t *cfg);
 
-/* ---- KPIs (Prometheus, services/metrics.h) ----
+/* ---- KPIs (Prometheus, services/base/metrics.h) ----
  * ndd_xdr_transactions_total{nf_type,service,status_code,completion}
  * ndd_xdr_latency_seconds{nf_type,service,side}        histogram (side rx|tx)
  * ndd_xdr_missing_copies_total{nf_type,trigger_point}

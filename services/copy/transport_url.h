@@ -1,6 +1,6 @@
-/* Transport kinds and endpoint URLs: what a feed's configuration names (services/feed_config.h)
- * and what the adapter's transports (adapter/transport.h) connect to. Here, not in the adapter,
- * so the admin refuses exactly the URLs the adapter would refuse. */
+/* Transport kinds and endpoint URLs: what a feed's configuration names
+ * (services/copy/feed_config.h) and what the adapter's transports (adapter/transport.h) connect to.
+ * Here, not in the adapter, so the admin refuses exactly the URLs the adapter would refuse. */
 #ifndef NDD_SERVICES_TRANSPORT_URL_H
 #define NDD_SERVICES_TRANSPORT_URL_H
 

@@ -77,7 +77,7 @@ uint64_t filter_slot_generation(filter_slot_t *s);
  * the filter current at that moment; use acquire/eval/release to map it to a name. */
 filter_action_t filter_slot_eval(filter_slot_t *s, const codec_msg_t *m, int *rule);
 
-/* ---- For operator implementations (services/filter_op_*.c) only ---- */
+/* ---- For operator implementations (services/filter/filter_op_*.c) only ---- */
 
 /* Operators by name, e.g. "equals"; NULL when unknown. */
 const filter_op_t *filter_op_find(const char *name);

@@ -44,7 +44,8 @@ typedef struct filter filter_t;
  * evaluating threads (filter.h: filter_slot_*). */
 typedef struct filter_slot filter_slot_t;
 
-/* ---- Operator interface (implemented once per operator in services/filter_op_<name>.c) ---- */
+/* ---- Operator interface (implemented once per operator in services/filter/filter_op_<name>.c)
+ * ---- */
 
 /* Where a predicate finds its field, resolved once at compile time. */
 typedef enum filter_field_kind {

@@ -1,4 +1,4 @@
-/* Types of a feed's configuration (services/feed_config.h parses it; docs/adapter.md has the
+/* Types of a feed's configuration (services/copy/feed_config.h parses it; docs/adapter.md has the
  * format). */
 #ifndef NDD_SERVICES_FEED_CONFIG_T_H
 #define NDD_SERVICES_FEED_CONFIG_T_H

@@ -1,6 +1,6 @@
 /* What the string operators (equals, not-equals, prefix, suffix, contains) share: their
  * operand is one string, kept lowercased with "icase" so a match lowers only the field side.
- * For services/filter_op_*.c only. */
+ * For services/filter/filter_op_*.c only. */
 #ifndef NDD_FILTER_OP_STR_H
 #define NDD_FILTER_OP_STR_H
 
