@@ -175,7 +175,11 @@ endpoint_t *endpoint_set_add(endpoint_set_t *s, const transport_config_t *cfg, u
     snprintf(ep->name, sizeof ep->name, "%s", cfg->endpoint);
     ep->reconnect = evtimer_new(s->base, ep_reconnect_cb, ep);
     const transport_ops_t *ops = transport_ops_for(cfg->kind);
-    ep->t = ep->reconnect ? ops->create(s->base, cfg, &EP_TRANSPORT_EVENTS, ep, err, errlen) : NULL;
+    if (!ops)
+        snprintf(err, errlen, "transport \"%s\" has no implementation in this build",
+                 cfg->kind ? cfg->kind->name : "?");
+    ep->t = ep->reconnect && ops ? ops->create(s->base, cfg, &EP_TRANSPORT_EVENTS, ep, err, errlen)
+                                 : NULL;
     if (!ep->t) {
         if (ep->reconnect)
             event_free(ep->reconnect);

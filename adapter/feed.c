@@ -232,7 +232,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
                            .key_password_file =
                                cfg->key_password_file[0] ? cfg->key_password_file : NULL,
                            .insecure_no_verify = !cfg->verify,
-                           .alpn = cfg->transport == TRANSPORT_HTTP2 ? "h2" : NULL};
+                           .alpn = cfg->transport->alpn};
         f->ssl = tls_client_ctx_new(&tc, e2, sizeof e2);
         if (!f->ssl) {
             snprintf(err, errlen, "feed %s: TLS: %s", cfg->name, e2);
@@ -401,7 +401,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     f->thread_started = true;
     log_info("feed %s: started (group %s, topic %s, %zu endpoint(s), %s over %s, DLQ %s)",
              cfg->name, cfg->group_id, cfg->source_topic, cfg->n_endpoints, cfg->encoding->name,
-             transport_kind_name(cfg->transport), cfg->dlq_topic);
+             cfg->transport->name, cfg->dlq_topic);
     return f;
 fail:
     feed_free(f);

@@ -1,3 +1,5 @@
+/* What every transport shares: the binding of the transport table's rows to their
+ * implementations, HTTP status and Retry-After rules, and opening a stream connection. */
 #include "transport.h"
 #include "conn.h"
 
@@ -6,15 +8,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-const transport_ops_t *transport_ops_for(transport_kind_t kind)
+/* Each row of the transport table (services/copy/transport_desc.c) bound to the code that
+ * implements it: a new transport is its file (adapter/transport_<name>.c) and one line here. */
+typedef struct transport_binding {
+    const transport_desc_t *desc;
+    const transport_ops_t *ops;
+} transport_binding_t;
+
+static transport_binding_t transport_bindings[TRANSPORT_MAX] = {
+    {&transport_desc_http2, &transport_h2_ops},
+    {&transport_desc_tcp, &transport_tcp_ops},
+    {&transport_desc_tls, &transport_tcp_ops}, /* tcp with a TLS connection layer */
+};
+static size_t transport_n_bindings = 3;
+
+int transport_bind(const transport_desc_t *d, const transport_ops_t *ops, char *err, size_t errlen)
 {
-    switch (kind) {
-    case TRANSPORT_HTTP2:
-        return &transport_h2_ops;
-    case TRANSPORT_TCP:
-    case TRANSPORT_TLS:
-        return &transport_tcp_ops;
+    if (!d || !ops || !ops->create || !ops->send) {
+        snprintf(err, errlen, "a binding needs a transport row and its operations");
+        return -1;
     }
+    if (transport_ops_for(d)) {
+        snprintf(err, errlen, "transport \"%s\" is already bound", d->name);
+        return -1;
+    }
+    if (transport_n_bindings == TRANSPORT_MAX) {
+        snprintf(err, errlen, "transport bindings full (%d)", TRANSPORT_MAX);
+        return -1;
+    }
+    transport_bindings[transport_n_bindings++] = (transport_binding_t){d, ops};
+    return 0;
+}
+
+const transport_ops_t *transport_ops_for(const transport_desc_t *d)
+{
+    for (size_t i = 0; i < transport_n_bindings; i++)
+        if (transport_bindings[i].desc == d)
+            return transport_bindings[i].ops;
     return NULL;
 }
 

@@ -1,4 +1,6 @@
-/* The one interface every egress transport implements (HTTP/2, TCP frames, TLS frames).
+/* The one interface every egress transport implements (HTTP/2, TCP frames, TLS frames); the
+ * transport table (services/copy/transport_desc.h) describes each, transport.c binds each row
+ * to its implementation.
  *
  * A transport is ONE connection to ONE endpoint, driven by the event_base of the feed thread
  * that owns it (no locks: every call and every callback happens on that thread). It takes an
@@ -20,7 +22,7 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
-#include "transport_url.h" /* transport_kind_t, transport_url_t, transport_url_parse */
+#include "transport_url.h" /* transport_desc_t, transport_url_t, transport_url_parse */
 
 /* ---- types ---- */
 
@@ -31,10 +33,10 @@ typedef struct transport_header {
 
 /* Everything a transport needs. Strings are borrowed: they must outlive the transport. */
 typedef struct transport_config {
-    transport_kind_t kind;
-    const char *feed;     /* for log lines */
-    const char *endpoint; /* the URL as configured, for log lines and reasons */
-    const char *host;     /* connect target; also SNI / certificate name for TLS */
+    const transport_desc_t *kind; /* the row of the transport table (transport_desc.h) */
+    const char *feed;             /* for log lines */
+    const char *endpoint;         /* the URL as configured, for log lines and reasons */
+    const char *host;             /* connect target; also SNI / certificate name for TLS */
     const char *port;
     bool use_tls;     /* https:// or tls:// */
     SSL_CTX *ssl_ctx; /* client context (verify on by default), required when use_tls */
@@ -113,7 +115,11 @@ struct transport {
 extern const transport_ops_t transport_h2_ops;
 extern const transport_ops_t transport_tcp_ops; /* tcp:// and tls:// (a TLS connection layer) */
 
-const transport_ops_t *transport_ops_for(transport_kind_t kind);
+/* The implementation bound to a row of the transport table; NULL when none is. */
+const transport_ops_t *transport_ops_for(const transport_desc_t *d);
+/* Binds a row added with transport_register to its implementation, at start-up (the binding
+ * table is read without a lock). -1 with the reason when the row is bound already. */
+int transport_bind(const transport_desc_t *d, const transport_ops_t *ops, char *err, size_t errlen);
 
 /* Opens the connection a stream transport's configuration names (plain or TLS, conn.h):
  * the one place that turns a transport_config_t into conn_open options. */

@@ -19,6 +19,7 @@
 
 #include "codec.h"
 #include "encoding.h"
+#include "frame.h"
 #include "vectors.h"
 
 #define BENCH_MAX_BODY (1u << 20)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 int buf_init(buf_t *b, size_t initial, size_t max)
 {
     b->data = NULL;
@@ -110,33 +112,33 @@ int buf_printf(buf_t *b, const char *fmt, ...)
     return 0;
 }
 
+/* OpenSSL's encoder (RFC 4648, padded). EVP_EncodeBlock NUL-terminates what it writes, so all
+ * but the last group are encoded in place (each NUL lands where the next group goes) and the
+ * last group through a small buffer: the output needs exactly its own bytes in b, as it did
+ * when this was hand-written, and a batch sized to the byte still fits. Inputs are taken in
+ * chunks because EVP_EncodeBlock counts in int. */
+#define BUF_BASE64_CHUNK ((size_t)3 << 20) /* a multiple of 3: chunks join without padding */
+
 int buf_append_base64(buf_t *b, const void *p, size_t n)
 {
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t out = 4 * ((n + 2) / 3);
     if (out == 0)
         return 0; /* nothing to write; data may still be NULL */
     if (buf_reserve(b, out) != 0)
         return -1;
-    const uint8_t *s = p;
-    char *d = (char *)b->data + b->len;
-    size_t i = 0;
-    for (; i + 2 < n; i += 3) {
-        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
-        *d++ = tbl[(v >> 18) & 63];
-        *d++ = tbl[(v >> 12) & 63];
-        *d++ = tbl[(v >> 6) & 63];
-        *d++ = tbl[v & 63];
+    const unsigned char *s = p;
+    unsigned char *d = b->data + b->len;
+    size_t last = n - ((n - 1) / 3) * 3; /* 1 to 3 bytes */
+    for (size_t head = n - last; head > 0;) {
+        size_t k = head < BUF_BASE64_CHUNK ? head : BUF_BASE64_CHUNK;
+        EVP_EncodeBlock(d, s, (int)k);
+        d += k / 3 * 4;
+        s += k;
+        head -= k;
     }
-    if (i < n) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)s[i + 1] << 8;
-        *d++ = tbl[(v >> 18) & 63];
-        *d++ = tbl[(v >> 12) & 63];
-        *d++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-        *d++ = '=';
-    }
+    unsigned char tail[5];
+    EVP_EncodeBlock(tail, s, (int)last);
+    memcpy(d, tail, 4);
     b->len += out;
     return 0;
 }

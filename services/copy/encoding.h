@@ -1,4 +1,5 @@
-/* Egress encodings: one interface, one file per encoding (docs/encodings.md).
+/* Egress encodings: one interface, one file per encoding, one table (encoding.c) that
+ * feed_config.c looks names up in (docs/encodings.md).
  *
  *   "json"   the JSON envelope; a batch of one is the object itself, a batch of several a
  *            JSON array of objects (application/json either way)
@@ -17,7 +18,6 @@
 
 #include "buf.h"
 #include "codec-t.h"
-#include "frame.h"
 
 typedef enum encoding_result {
     ENCODING_OK = 0,
@@ -26,19 +26,32 @@ typedef enum encoding_result {
     ENCODING_ERROR = -2,   /* misuse (no open batch) */
 } encoding_result_t;
 
-/* State of one batch being built. Owned by the caller (on the stack or in a feed), no heap. */
+/* Room for an encoding's own batch state (encoding_t.state_size at most this). */
+#define ENCODING_STATE_MAX 64
+#define ENCODING_MAX 16 /* rows in the encoding table, built-in and registered */
+
+/* One batch being built. Owned by the caller (on the stack or in a feed), no heap. out, start
+ * and count are the caller's to read; state belongs to the encoding that began the batch
+ * (e.g. the frame builder of "frame") and is opaque to everyone else. */
 typedef struct encoding_batch {
     buf_t *out;
     size_t start;     /* offset of the batch in out */
     size_t count;     /* messages added */
     size_t max_count; /* from begin_batch */
-    frame_builder_t fb;
+    union {
+        max_align_t align;
+        unsigned char bytes[ENCODING_STATE_MAX];
+    } state;
 } encoding_batch_t;
 
+/* One row of the encoding table: a new encoding is one file defining one of these and one
+ * line in encoding.c's table (docs/adapter.md, "Adding a transport or an encoding"). */
 typedef struct encoding {
-    const char *name;         /* "json", "frame" */
+    const char *name;         /* the feed's "encoding" value: "json", "frame" */
     const char *content_type; /* for HTTP: "application/json", "application/vnd.ndd.frame" */
     size_t max_batch;         /* most messages one batch can hold */
+    unsigned default_batch;   /* delivery.batch_max when the feed names none (0: 1) */
+    size_t state_size;        /* bytes of encoding_batch_t.state it uses (<= ENCODING_STATE_MAX) */
     /* Opens a batch at the end of out holding at most max_count messages (0 or more than
      * max_batch: max_batch). Returns ENCODING_OK or ENCODING_TOO_BIG (out full). */
     encoding_result_t (*begin_batch)(encoding_batch_t *b, buf_t *out, size_t max_count);
@@ -51,8 +64,18 @@ typedef struct encoding {
 extern const encoding_t encoding_json;
 extern const encoding_t encoding_frame;
 
-/* By name ("json", "frame"); NULL when unknown. */
+/* By name ("json", "frame", or a registered one); NULL when unknown. */
 const encoding_t *encoding_find(const char *name);
+/* Adds a row at run time (the built-in rows are the table's first entries). Call before any
+ * thread parses a feed: the table is read without a lock. -1 with the reason in err when the
+ * name is taken, a callback is missing, the state does not fit, or the table is full. */
+int encoding_register(const encoding_t *e, char *err, size_t errlen);
+size_t encoding_count(void);
+const encoding_t *encoding_at(size_t i);
+/* "\"json\", \"frame\"": every encoding's name, for error messages. */
+void encoding_names(char *out, size_t outlen);
+/* Common start of every begin_batch: the caller's fields set, the state zeroed. */
+void encoding_batch_open(encoding_batch_t *b, const encoding_t *e, buf_t *out, size_t max_count);
 
 /* The JSON envelope of one message appended to out (no batch wrapping): used by the json
  * encoding and by tools. Returns 0, or -1 when out is full (out unchanged). */

@@ -447,11 +447,7 @@ int encoding_json_envelope(buf_t *out, const codec_msg_t *m)
 
 static encoding_result_t json_begin(encoding_batch_t *b, buf_t *out, size_t max_count)
 {
-    memset(b, 0, sizeof *b);
-    b->out = out;
-    b->start = out->len;
-    b->max_count = (max_count == 0 || max_count > encoding_json.max_batch) ? encoding_json.max_batch
-                                                                           : max_count;
+    encoding_batch_open(b, &encoding_json, out, max_count);
     if (b->max_count > 1 && buf_append_u8(out, '[') != 0)
         return ENCODING_TOO_BIG;
     return ENCODING_OK;
@@ -493,18 +489,11 @@ const encoding_t encoding_json = {
     .name = "json",
     .content_type = "application/json",
     .max_batch = 10000,
+    /* A JSON request with several copies is an array, which an endpoint must be told to
+     * expect: one per request unless the feed asks for more. */
+    .default_batch = 1,
+    .state_size = 0,
     .begin_batch = json_begin,
     .add = json_add,
     .end_batch = json_end,
 };
-
-const encoding_t *encoding_find(const char *name)
-{
-    if (!name)
-        return NULL;
-    if (strcmp(name, "json") == 0)
-        return &encoding_json;
-    if (strcmp(name, "frame") == 0)
-        return &encoding_frame;
-    return NULL;
-}

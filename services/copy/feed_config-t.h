@@ -14,9 +14,8 @@
 #include "transport_url.h"
 
 #define FEED_MAX_ENDPOINTS 32
-#define FEED_FRAME_BATCH_DEFAULT 16 /* delivery.batch_max of "frame" feeds (JSON: 1) */
-#define FEED_NAME_MAX 100           /* it becomes part of topic and consumer group names */
-#define FEED_REF_NAME_MAX 64        /* a filter named by reference (the admin's object names) */
+#define FEED_NAME_MAX 100    /* it becomes part of topic and consumer group names */
+#define FEED_REF_NAME_MAX 64 /* a filter named by reference (the admin's object names) */
 
 typedef struct feed_endpoint_config {
     char url[600];
@@ -30,12 +29,13 @@ typedef struct feed_delivery_config {
     uint32_t retry_max_ms;         /* total retry time per message before the DLQ, default 300000 */
     uint32_t retry_initial_ms;     /* first retry delay, default 100 */
     uint32_t retry_backoff_max_ms; /* retry delay cap, default 5000 */
-    unsigned batch_max;            /* messages per request/frame, default 1 (frame: 16) */
+    unsigned batch_max;            /* messages per request/frame, default the encoding's
+                                      default_batch (json 1, frame 16) */
     uint32_t batch_ms;             /* longest wait to fill a batch, default 0 */
     unsigned max_pending;          /* messages held by the feed (in batches, in flight, retrying),
                                       default 1024; beyond it the feed stops taking more */
     size_t max_request_bytes;      /* encoded request/frame ceiling, default 4 MiB */
-    bool fire_and_forget;          /* tcp/tls only */
+    bool fire_and_forget;          /* transports whose row allows it */
     uint32_t backoff_initial_ms;   /* endpoint reconnect backoff, default 100 */
     uint32_t backoff_max_ms;       /* default 10000 */
     unsigned fail_threshold;       /* consecutive failures that take an endpoint out, default 5 */
@@ -50,8 +50,10 @@ typedef struct feed_config {
     char group_id[200];
     json_t *filter_json;                    /* an inline filter; NULL: allow everything */
     char filter_ref[FEED_REF_NAME_MAX + 1]; /* "filter" named a filter object (opts) */
-    const encoding_t *encoding;
-    transport_kind_t transport;
+    const encoding_t *encoding;             /* a row of the encoding table (encoding.h) */
+    const transport_desc_t *transport;      /* a row of the transport table (transport_desc.h) */
+    json_t *transport_options;              /* the transport's own member (transport_desc_t.options)
+                                               when the feed has one; NULL otherwise */
     size_t n_endpoints;
     feed_endpoint_config_t endpoints[FEED_MAX_ENDPOINTS];
     feed_delivery_config_t delivery;

@@ -108,9 +108,12 @@ static int feed_delivery(feed_config_t *c, const json_t *j, jfield_err_t *err)
                                "must be >= batch_max (%u)", x->batch_max);
         x->batch_max = x->max_pending; /* only the encoding's default was bigger */
     }
-    if (x->fire_and_forget && c->transport == TRANSPORT_HTTP2)
+    if (x->fire_and_forget && !c->transport->fire_and_forget) {
+        char names[128];
+        transport_names(names, sizeof names, true);
         return jfield_fail(err, JFIELD_INVALID, "delivery.fire_and_forget",
-                           "only for transports tcp and tls");
+                           "only for transports %s", names);
+    }
     return 0;
 }
 
@@ -143,13 +146,13 @@ static int feed_endpoints(feed_config_t *c, const json_t *j, jfield_err_t *err)
         char reason[400];
         if (transport_url_parse(ec->url, &ec->u, reason, sizeof reason) < 0)
             return jfield_fail(err, JFIELD_BAD_URL, urlpath, "%s", reason);
-        if (ec->u.kind != c->transport)
+        if (ec->u.kind != c->transport) {
+            char schemes[64];
+            transport_schemes(c->transport, schemes, sizeof schemes);
             return jfield_fail(err, JFIELD_BAD_URL, urlpath,
-                               "scheme does not match transport \"%s\" (%s)",
-                               transport_kind_name(c->transport),
-                               c->transport == TRANSPORT_HTTP2 ? "http, https"
-                               : c->transport == TRANSPORT_TCP ? "tcp"
-                                                               : "tls");
+                               "scheme does not match transport \"%s\" (%s)", c->transport->name,
+                               schemes);
+        }
         if (feed_uint(e, "weight", at, 1, 1000, &weight, err))
             return -1;
         ec->weight = (unsigned)weight;
@@ -341,41 +344,94 @@ static int feed_head(feed_config_t *c, const json_t *j, const feed_config_opts_t
         jfield_string(j, "transport", "", false, 64, &tr, err))
         return -1;
     c->encoding = encoding_find(enc ? enc : "json");
-    if (!c->encoding)
+    if (!c->encoding) {
+        char names[128];
+        encoding_names(names, sizeof names);
+        return jfield_fail(err, JFIELD_INVALID, "encoding", "\"%s\" is not one of %s", enc, names);
+    }
+    if (!(c->transport = transport_find(tr ? tr : "http2"))) {
+        char names[128];
+        transport_names(names, sizeof names, false);
+        return jfield_fail(err, JFIELD_INVALID, "transport", "\"%s\" is not one of %s", tr, names);
+    }
+    if (!transport_takes_encoding(c->transport, c->encoding->name)) {
+        char names[128];
+        transport_encodings(c->transport, names, sizeof names);
         return jfield_fail(err, JFIELD_INVALID, "encoding",
-                           "\"%s\" is not one of \"json\", \"frame\"", enc);
-    if (transport_kind_parse(tr ? tr : "http2", &c->transport) < 0)
-        return jfield_fail(err, JFIELD_INVALID, "transport",
-                           "\"%s\" is not one of \"http2\", \"tcp\", \"tls\"", tr);
-    if (c->transport != TRANSPORT_HTTP2 && strcmp(c->encoding->name, "frame"))
-        return jfield_fail(err, JFIELD_INVALID, "encoding",
-                           "transport %s carries binary frames: use \"frame\"",
-                           transport_kind_name(c->transport));
+                           "transport %s does not carry \"%s\": use %s", c->transport->name,
+                           c->encoding->name, names);
+    }
     if (!c->source_topic[0])
         strcpy(c->source_topic, "MAIN");
     if (!c->dlq_topic[0])
         snprintf(c->dlq_topic, sizeof c->dlq_topic, "ndd.dlq.%s", c->name);
     snprintf(c->group_id, sizeof c->group_id, "ndd-feed-%s", c->name);
-    /* A frame carries any number of records by design (docs/encodings.md), so frames batch
-     * by default: what one poll gave, up to 16 per frame, without waiting (batch_ms 0). A
-     * JSON request with several copies is an array, which an endpoint must be told to
-     * expect: batch_max stays 1 unless the feed asks for more. */
-    if (!strcmp(c->encoding->name, "frame"))
-        c->delivery.batch_max = FEED_FRAME_BATCH_DEFAULT;
+    /* The encoding says how many messages a batch holds when the feed does not: frames batch
+     * (docs/encodings.md), a JSON array must be asked for. */
+    if (c->encoding->default_batch)
+        c->delivery.batch_max = c->encoding->default_batch;
+    return 0;
+}
+
+/* The transport's own member (transport_desc_t.options): an object of its option_keys, kept
+ * for the implementation. */
+static int feed_transport_options(feed_config_t *c, const json_t *j, jfield_err_t *err)
+{
+    const transport_desc_t *d = c->transport;
+    json_t *t;
+    if (!d->options)
+        return 0;
+    if (jfield_object(j, d->options, "", false, &t, err))
+        return -1;
+    if (!t)
+        return 0;
+    static const char *const none[] = {NULL};
+    if (jfield_unknown(t, d->option_keys ? d->option_keys : none, NULL, d->options, err))
+        return -1;
+    c->transport_options = json_incref(t);
+    return 0;
+}
+
+/* Top-level members: the fixed ones, and the options member of every transport. A member
+ * naming another transport's options is refused by feed_transport_check below. */
+static int feed_keys(const json_t *j, const feed_config_opts_t *o, jfield_err_t *err)
+{
+    static const char *const fixed[] = {"name",     "source_topic", "dlq_topic", "filter",
+                                        "encoding", "transport",    "endpoints", "delivery",
+                                        "tls",      "http"};
+    const char *keys[sizeof fixed / sizeof fixed[0] + TRANSPORT_MAX + 1];
+    size_t n = 0;
+    for (; n < sizeof fixed / sizeof fixed[0]; n++)
+        keys[n] = fixed[n];
+    for (size_t i = 0; i < transport_count(); i++)
+        if (transport_at(i)->options)
+            keys[n++] = transport_at(i)->options;
+    keys[n] = NULL;
+    return jfield_unknown(j, keys, o->ignore_keys, "", err);
+}
+
+static int feed_transport_check(const feed_config_t *c, const json_t *j, jfield_err_t *err)
+{
+    for (size_t i = 0; i < transport_count(); i++) {
+        const transport_desc_t *d = transport_at(i);
+        if (d != c->transport && d->options &&
+            (!c->transport->options || strcmp(d->options, c->transport->options)) &&
+            json_object_get(j, d->options))
+            return jfield_fail(err, JFIELD_UNKNOWN, d->options,
+                               "\"%s\" configures transport %s; this feed uses %s", d->options,
+                               d->name, c->transport->name);
+    }
     return 0;
 }
 
 feed_config_t *feed_config_parse(const json_t *j, const feed_config_opts_t *opts, jfield_err_t *err)
 {
-    static const char *const keys[] = {"name",     "source_topic", "dlq_topic", "filter",
-                                       "encoding", "transport",    "endpoints", "delivery",
-                                       "tls",      "http",         NULL};
     const feed_config_opts_t *o = opts ? opts : &feed_config_worker_opts;
     if (!json_is_object(j)) {
         jfield_fail(err, JFIELD_WRONG_TYPE, "", "a feed must be a JSON object");
         return NULL;
     }
-    if (jfield_unknown(j, keys, o->ignore_keys, "", err))
+    if (feed_keys(j, o, err))
         return NULL;
     feed_config_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -396,8 +452,10 @@ feed_config_t *feed_config_parse(const json_t *j, const feed_config_opts_t *opts
                                            .backoff_max_ms = 10000,
                                            .fail_threshold = 5};
     strcpy(c->method, "POST");
-    if (feed_head(c, j, o, err) || feed_filter(c, j, o, err) || feed_endpoints(c, j, err) ||
-        feed_delivery(c, j, err) || feed_tls(c, j, err) || feed_http(c, j, o, err))
+    if (feed_head(c, j, o, err) || feed_transport_check(c, j, err) ||
+        feed_transport_options(c, j, err) || feed_filter(c, j, o, err) ||
+        feed_endpoints(c, j, err) || feed_delivery(c, j, err) || feed_tls(c, j, err) ||
+        feed_http(c, j, o, err))
         goto fail;
     if (!(c->raw = json_deep_copy(j))) {
         jfield_fail(err, JFIELD_NOMEM, "", "out of memory");
@@ -420,6 +478,7 @@ void feed_config_free(feed_config_t *c)
         }
     }
     json_decref(c->filter_json);
+    json_decref(c->transport_options);
     json_decref(c->raw);
     free(c);
 }

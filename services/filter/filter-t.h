@@ -6,7 +6,6 @@
 #ifndef NDD_FILTER_T_H
 #define NDD_FILTER_T_H
 
-#include <regex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -108,12 +107,13 @@ struct filter_pred {
             char *storage;
         } set;
         struct {
-            regex_t re;
-            bool compiled;
+            void *code; /* pcre2_code (filter_op_regex.c) */
+            void *mctx; /* pcre2_match_context: the match, depth and heap limits */
         } rx;
         struct {
-            filter_number_t lo; /* the operand of lt/le/gt/ge; low bound of between */
-            filter_number_t hi; /* high bound of between */
+            filter_number_t lo;   /* the operand of lt/le/gt/ge; low bound of between */
+            filter_number_t hi;   /* high bound of between */
+            uint8_t lo_ok, hi_ok; /* outcomes that match (filter_op_compare.c) */
         } num;
     } u;
 };

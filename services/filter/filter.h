@@ -32,10 +32,14 @@ filter_t *filter_compile_text(const char *text, size_t len, char *err, size_t er
 
 /* Decides for one message: the action of the first matching rule, or the default action.
  * *rule (may be NULL) receives the index of that rule or FILTER_RULE_DEFAULT. f == NULL means
- * "no filter": FILTER_ALLOW, FILTER_RULE_DEFAULT. Allocates nothing (except inside glibc's
- * regexec for the regex operator), takes no lock, and only reads f and m; it also adds one
- * to the hit counter of the deciding rule (relaxed atomic). */
+ * "no filter": FILTER_ALLOW, FILTER_RULE_DEFAULT. Allocates nothing (except a thread's
+ * PCRE2 match data on its first regex evaluation, kept until the thread ends), takes no lock,
+ * and only reads f and m; it also adds one to the hit counter of the deciding rule (relaxed
+ * atomic). */
 filter_action_t filter_eval(const filter_t *f, const codec_msg_t *m, int *rule);
+/* regex evaluations stopped by a PCRE2 limit (match, depth, heap) or another match error
+ * since the process started; each counted as "no match". */
+uint64_t filter_regex_errors(void);
 
 const char *filter_name(const filter_t *f);
 filter_action_t filter_default_action(const filter_t *f);

@@ -1,110 +1,80 @@
-/* Operator "regex": the field is present and a POSIX extended regular expression finds a
- * match in it (anywhere; anchor with ^ and $). Compiled once by regcomp; matched with
- * REG_STARTEND on the slice itself, so the value is neither copied nor NUL-terminated. */
+/* Operator "regex": the field is present and a PCRE2 (Perl-compatible) regular expression
+ * finds a match in it (anywhere; anchor with ^ and $). Compiled once (JIT-compiled when the
+ * library has a JIT); matched on the slice itself, so the value is neither copied nor
+ * NUL-terminated.
+ *
+ * Bounds (docs/filters.md, "Regular expressions"): every match runs under a match context with
+ * a match limit, a depth limit and a heap limit, so a pattern that backtracks exponentially
+ * ((a+)+$ on a long value) stops with an error, counted by filter_regex_errors() and treated
+ * as "no match", instead of taking the worker thread. What those limits cannot bound is
+ * refused when the filter is compiled: patterns longer than FILTER_MAX_REGEX, more than 32
+ * nested groups, UTF/UCP mode (every match would first validate the whole value) and \C, and
+ * a compiled form above FILTER_REGEX_MAX_CODE (compile-time memory: the compile context's
+ * allocator refuses any larger block, whatever PCRE2's link size). */
+#define PCRE2_CODE_UNIT_WIDTH 8
+
+#include <pcre2.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "filter.h"
 
-/* glibc's regcomp expands repetitions by copying the repeated subtree, so stacked or nested
- * counted repetitions ("a++++++", "((a{99}){99}){99}") make it allocate without bound, and
- * back-references make regexec exponential. Both are refused before regcomp sees the pattern:
- * this walk estimates the expanded size (an atom is 1, x{m,n} costs max(m,n) copies, x+ two)
- * and rejects stacked quantifiers and back-references. */
-#define FILTER_REGEX_MAX_EXPANSION 20000
-#define FILTER_REGEX_MAX_GROUPS 32
+#define FILTER_REGEX_MATCH_LIMIT 100000 /* backtracking steps of one evaluation */
+#define FILTER_REGEX_DEPTH_LIMIT 5000   /* nested backtracking points */
+#define FILTER_REGEX_HEAP_LIMIT 1024    /* KiB of backtracking frames */
+#define FILTER_REGEX_NEST_LIMIT 32      /* nested parentheses */
+#define FILTER_REGEX_MAX_CODE (256 * 1024)
 
-static const char *filter_regex_check(const char *pat, size_t len)
+static _Atomic uint64_t filter_regex_error_count;
+
+uint64_t filter_regex_errors(void)
 {
-    double size[FILTER_REGEX_MAX_GROUPS + 1] = {0}; /* per open group: expanded size so far */
-    double last[FILTER_REGEX_MAX_GROUPS + 1] = {0}; /* size of the atom a quantifier repeats */
-    int depth = 0;
-    bool quantified = false; /* previous token was a quantifier */
-    for (size_t i = 0; i < len; i++) {
-        char ch = pat[i];
-        double atom = 0, mult = 0;
-        if (ch == '\\') {
-            if (i + 1 < len && pat[i + 1] >= '1' && pat[i + 1] <= '9')
-                return "back-references are not supported";
-            i++;
-            atom = 1;
-        } else if (ch == '[') {
-            size_t j = i + 1;
-            if (j < len && pat[j] == '^')
-                j++;
-            if (j < len && pat[j] == ']')
-                j++;
-            while (j < len && pat[j] != ']') {
-                if (pat[j] == '[' && j + 1 < len &&
-                    (pat[j + 1] == ':' || pat[j + 1] == '.' || pat[j + 1] == '=')) {
-                    char close = pat[j + 1];
-                    j += 2;
-                    while (j + 1 < len && !(pat[j] == close && pat[j + 1] == ']'))
-                        j++;
-                    j += 2;
-                    continue;
-                }
-                j++;
-            }
-            i = j; /* an unterminated bracket is left to regcomp to report */
-            atom = 1;
-        } else if (ch == '(') {
-            if (depth == FILTER_REGEX_MAX_GROUPS)
-                return "more than 32 nested groups";
-            depth++;
-            size[depth] = 0;
-            last[depth] = 0;
-            quantified = false;
-            continue;
-        } else if (ch == ')' && depth > 0) {
-            atom = size[depth];
-            depth--;
-        } else if (ch == '|') {
-            last[depth] = 0;
-            quantified = false;
-            continue;
-        } else if (ch == '*' || ch == '?') {
-            mult = 1;
-        } else if (ch == '+') {
-            mult = 2;
-        } else if (ch == '{') {
-            size_t j = i + 1;
-            double m = 0, n = -1;
-            while (j < len && pat[j] >= '0' && pat[j] <= '9')
-                m = m * 10 + (pat[j++] - '0');
-            if (j < len && pat[j] == ',') {
-                j++;
-                if (j < len && pat[j] >= '0' && pat[j] <= '9') {
-                    n = 0;
-                    while (j < len && pat[j] >= '0' && pat[j] <= '9')
-                        n = n * 10 + (pat[j++] - '0');
-                }
-            } else {
-                n = m;
-            }
-            i = j; /* at '}' (or wherever regcomp will complain) */
-            mult = n < 0 ? m + 1 : (n > m ? n : m);
-            if (mult < 1)
-                mult = 1;
-        } else {
-            atom = 1;
-        }
-        if (mult > 0) {
-            if (quantified)
-                return "stacked repetition operators (e.g. \"a++\" or \"a{2}{3}\")";
-            size[depth] += last[depth] * (mult - 1);
-            last[depth] *= mult;
-            quantified = true;
-        } else {
-            size[depth] += atom;
-            last[depth] = atom;
-            quantified = false;
-        }
-        if (size[depth] > FILTER_REGEX_MAX_EXPANSION || last[depth] > FILTER_REGEX_MAX_EXPANSION)
-            return "repetitions expand beyond 20000 elements";
+    return atomic_load_explicit(&filter_regex_error_count, memory_order_relaxed);
+}
+
+/* The compile context's allocator: one ceiling on every block, so compile-time memory is
+ * bounded by this file and not by how PCRE2 was built. */
+static void *filter_regex_malloc(PCRE2_SIZE n, void *ud)
+{
+    (void)ud;
+    return n > FILTER_REGEX_MAX_CODE ? NULL : malloc(n);
+}
+
+static void filter_regex_free(void *p, void *ud)
+{
+    (void)ud;
+    free(p);
+}
+
+/* Match data is written by every match, so each evaluating thread has its own (one pair of
+ * offsets: a filter needs only "matched or not"); it is made on the thread's first regex
+ * evaluation and freed when the thread ends. */
+static pthread_key_t filter_regex_key;
+static pthread_once_t filter_regex_once = PTHREAD_ONCE_INIT;
+static pcre2_general_context *filter_regex_gctx;
+
+static void filter_regex_md_free(void *md)
+{
+    pcre2_match_data_free(md);
+}
+
+static void filter_regex_init(void)
+{
+    pthread_key_create(&filter_regex_key, filter_regex_md_free);
+    filter_regex_gctx = pcre2_general_context_create(filter_regex_malloc, filter_regex_free, NULL);
+}
+
+static pcre2_match_data *filter_regex_match_data(void)
+{
+    pcre2_match_data *md = pthread_getspecific(filter_regex_key);
+    if (!md && (md = pcre2_match_data_create(1, NULL)) != NULL &&
+        pthread_setspecific(filter_regex_key, md) != 0) {
+        pcre2_match_data_free(md);
+        md = NULL;
     }
-    return NULL;
+    return md;
 }
 
 static int filter_regex_compile(filter_pred_t *p, const json_t *v, char *err, size_t errlen)
@@ -115,25 +85,49 @@ static int filter_regex_compile(filter_pred_t *p, const json_t *v, char *err, si
         snprintf(err, errlen, "regular expression longer than %d bytes", FILTER_MAX_REGEX);
         return -1;
     }
+    /* PCRE2 would take a NUL, but the definition, the admin's database and every log line
+     * carry patterns as C strings: one would silently cut them. */
     if (strlen(pat) != len) {
         snprintf(err, errlen, "regular expression contains a NUL character");
         return -1;
     }
-    const char *why_not = filter_regex_check(pat, len);
-    if (why_not) {
-        snprintf(err, errlen, "bad regular expression \"%.64s\": %s", pat, why_not);
+    pthread_once(&filter_regex_once, filter_regex_init);
+    pcre2_compile_context *cc = pcre2_compile_context_create(filter_regex_gctx);
+    pcre2_match_context *mc = pcre2_match_context_create(NULL);
+    if (!filter_regex_gctx || !cc || !mc) {
+        pcre2_compile_context_free(cc);
+        pcre2_match_context_free(mc);
+        snprintf(err, errlen, "out of memory compiling a regular expression");
         return -1;
     }
-    int flags = REG_EXTENDED | REG_NOSUB | (p->icase ? REG_ICASE : 0);
-    int rc = regcomp(&p->u.rx.re, pat, flags);
-    if (rc != 0) {
-        char why[160];
-        regerror(rc, &p->u.rx.re, why, sizeof why);
-        regfree(&p->u.rx.re);
-        snprintf(err, errlen, "bad regular expression \"%.64s\": %s", pat, why);
+    pcre2_set_max_pattern_length(cc, FILTER_MAX_REGEX);
+    pcre2_set_parens_nest_limit(cc, FILTER_REGEX_NEST_LIMIT);
+    uint32_t opts = PCRE2_NEVER_UTF | PCRE2_NEVER_UCP | PCRE2_NEVER_BACKSLASH_C |
+                    (p->icase ? PCRE2_CASELESS : 0);
+    int code;
+    PCRE2_SIZE at;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, len, opts, &code, &at, cc);
+    pcre2_compile_context_free(cc);
+    if (!re) {
+        PCRE2_UCHAR why[160];
+        if (pcre2_get_error_message(code, why, sizeof why) < 0)
+            snprintf((char *)why, sizeof why, "error %d", code);
+        if (code == PCRE2_ERROR_HEAPLIMIT || code == PCRE2_ERROR_NOMEMORY)
+            snprintf((char *)why, sizeof why, "compiled form larger than %d bytes",
+                     FILTER_REGEX_MAX_CODE);
+        pcre2_match_context_free(mc);
+        snprintf(err, errlen, "bad regular expression \"%.64s\": %s at offset %zu", pat,
+                 (const char *)why, (size_t)at);
         return -1;
     }
-    p->u.rx.compiled = true;
+    /* No JIT (not built in, or no executable memory): the interpreter honours the same
+     * limits, only slower. */
+    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    pcre2_set_match_limit(mc, FILTER_REGEX_MATCH_LIMIT);
+    pcre2_set_depth_limit(mc, FILTER_REGEX_DEPTH_LIMIT);
+    pcre2_set_heap_limit(mc, FILTER_REGEX_HEAP_LIMIT);
+    p->u.rx.code = re;
+    p->u.rx.mctx = mc;
     return 0;
 }
 
@@ -141,15 +135,22 @@ static bool filter_regex_match(const filter_pred_t *p, codec_slice_t v)
 {
     if (!v.ptr)
         return false;
-    regmatch_t span = {.rm_so = 0, .rm_eo = (regoff_t)v.len};
-    return regexec(&p->u.rx.re, v.ptr, 1, &span, REG_STARTEND) == 0;
+    pcre2_match_data *md = filter_regex_match_data();
+    int rc = md ? pcre2_match(p->u.rx.code, (PCRE2_SPTR)v.ptr, v.len, 0, 0, md, p->u.rx.mctx)
+                : PCRE2_ERROR_NOMEMORY;
+    if (rc >= 0)
+        return true; /* 0: matched, the one offset pair was too small for the groups */
+    if (rc != PCRE2_ERROR_NOMATCH)
+        atomic_fetch_add_explicit(&filter_regex_error_count, 1, memory_order_relaxed);
+    return false;
 }
 
 static void filter_regex_destroy(filter_pred_t *p)
 {
-    if (p->u.rx.compiled)
-        regfree(&p->u.rx.re);
-    p->u.rx.compiled = false;
+    pcre2_code_free(p->u.rx.code);
+    pcre2_match_context_free(p->u.rx.mctx);
+    p->u.rx.code = NULL;
+    p->u.rx.mctx = NULL;
 }
 
 const filter_op_t filter_op_regex = {

@@ -15,6 +15,7 @@
 
 #include "codec.h"
 #include "encoding.h"
+#include "frame.h"
 #include "vectors.h"
 
 #define GOLDEN_DIR NDD_SOURCE_DIR "/tests/unit/golden/encoding"

@@ -111,7 +111,7 @@ static void test_smooth_wrr_failover_and_reconnect(void **state)
         snprintf(urls[i], sizeof urls[i], "http://127.0.0.1:%d/in", ports[i]);
         char err[200];
         assert_int_equal(transport_url_parse(urls[i], &u[i], err, sizeof err), 0);
-        transport_config_t tc = {.kind = TRANSPORT_HTTP2,
+        transport_config_t tc = {.kind = &transport_desc_http2,
                                  .feed = "t",
                                  .endpoint = urls[i],
                                  .host = u[i].host,

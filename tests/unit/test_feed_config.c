@@ -52,7 +52,7 @@ static void test_minimal_feed_gets_documented_defaults(void **state)
     assert_string_equal(c->dlq_topic, "ndd.dlq.probe-1");
     assert_string_equal(c->group_id, "ndd-feed-probe-1");
     assert_string_equal(c->encoding->name, "json");
-    assert_int_equal(c->transport, TRANSPORT_HTTP2);
+    assert_ptr_equal(c->transport, &transport_desc_http2);
     assert_int_equal(c->delivery.max_in_flight, 64);
     assert_int_equal(c->delivery.batch_max, 1);
     assert_true(c->verify);
@@ -168,7 +168,7 @@ static void test_frame_feeds_batch_by_default_json_feeds_do_not(void **state)
                              "\"endpoints\":[{\"url\":\"tcp://h:1\"}]}",
                              err, sizeof err);
     assert_non_null(c);
-    assert_int_equal(c->delivery.batch_max, FEED_FRAME_BATCH_DEFAULT);
+    assert_int_equal(c->delivery.batch_max, encoding_frame.default_batch);
     assert_int_equal(c->delivery.batch_ms, 0); /* never waits to fill a frame */
     feed_config_free(c);
     c = parse("{\"name\":\"f\",\"transport\":\"tcp\",\"encoding\":\"frame\","

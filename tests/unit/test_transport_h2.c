@@ -346,7 +346,7 @@ static void test_url_parse_accepts_schemes_and_rejects_garbage(void **state)
     transport_url_t u;
     char err[200];
     assert_int_equal(transport_url_parse("https://h.example:8443/a/b?x=1", &u, err, sizeof err), 0);
-    assert_int_equal(u.kind, TRANSPORT_HTTP2);
+    assert_ptr_equal(u.kind, &transport_desc_http2);
     assert_true(u.tls);
     assert_string_equal(u.host, "h.example");
     assert_string_equal(u.port, "8443");
@@ -355,7 +355,7 @@ static void test_url_parse_accepts_schemes_and_rejects_garbage(void **state)
     assert_string_equal(u.host, "::1");
     assert_string_equal(u.port, "80");
     assert_int_equal(transport_url_parse("tls://127.0.0.1:9000", &u, err, sizeof err), 0);
-    assert_int_equal(u.kind, TRANSPORT_TLS);
+    assert_ptr_equal(u.kind, &transport_desc_tls);
     assert_int_equal(transport_url_parse("tcp://127.0.0.1", &u, err, sizeof err), -1);
     assert_non_null(strstr(err, "port"));
     assert_int_equal(transport_url_parse("ftp://x:1", &u, err, sizeof err), -1);

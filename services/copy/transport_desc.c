@@ -1,0 +1,143 @@
+/* The transport table (transport_desc.h): one row per transport. A new transport is one row
+ * here (its description) plus its implementation in the adapter (docs/adapter.md). */
+#include "transport_desc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const transport_desc_t transport_desc_http2 = {
+    .name = "http2",
+    .schemes = {{"http", false, "80"}, {"https", true, "443"}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_OPTIONAL,
+    .alpn = "h2", /* https://; http:// is h2c with prior knowledge */
+    .encodings = {"json", "frame"},
+};
+
+const transport_desc_t transport_desc_tcp = {
+    .name = "tcp",
+    .schemes = {{"tcp", false, NULL}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_NONE,
+    .fire_and_forget = true,
+    .encodings = {"frame"},
+};
+
+const transport_desc_t transport_desc_tls = {
+    .name = "tls",
+    .schemes = {{"tls", true, NULL}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_NONE,
+    .fire_and_forget = true,
+    .encodings = {"frame"},
+};
+
+static const transport_desc_t *transport_table[TRANSPORT_MAX] = {
+    &transport_desc_http2,
+    &transport_desc_tcp,
+    &transport_desc_tls,
+};
+static size_t transport_n = 3;
+
+int transport_register(const transport_desc_t *d, char *err, size_t errlen)
+{
+    if (!d || !d->name || !d->schemes[0].name) {
+        snprintf(err, errlen, "a transport needs a name and at least one URL scheme");
+        return -1;
+    }
+    if (transport_find(d->name)) {
+        snprintf(err, errlen, "transport \"%s\" is already registered", d->name);
+        return -1;
+    }
+    for (size_t i = 0; i < TRANSPORT_MAX_SCHEMES && d->schemes[i].name; i++)
+        if (transport_find_scheme(d->schemes[i].name, strlen(d->schemes[i].name), NULL)) {
+            snprintf(err, errlen, "transport \"%s\": scheme \"%s\" belongs to another transport",
+                     d->name, d->schemes[i].name);
+            return -1;
+        }
+    if (transport_n == TRANSPORT_MAX) {
+        snprintf(err, errlen, "transport table full (%d rows)", TRANSPORT_MAX);
+        return -1;
+    }
+    transport_table[transport_n++] = d;
+    return 0;
+}
+
+const transport_desc_t *transport_find(const char *name)
+{
+    for (size_t i = 0; name && i < transport_n; i++)
+        if (!strcmp(transport_table[i]->name, name))
+            return transport_table[i];
+    return NULL;
+}
+
+const transport_desc_t *transport_find_scheme(const char *s, size_t len,
+                                              const transport_scheme_t **scheme)
+{
+    for (size_t i = 0; i < transport_n; i++)
+        for (const transport_scheme_t *sc = transport_table[i]->schemes;
+             sc < transport_table[i]->schemes + TRANSPORT_MAX_SCHEMES && sc->name; sc++)
+            if (strlen(sc->name) == len && !strncmp(sc->name, s, len)) {
+                if (scheme)
+                    *scheme = sc;
+                return transport_table[i];
+            }
+    return NULL;
+}
+
+size_t transport_count(void)
+{
+    return transport_n;
+}
+
+const transport_desc_t *transport_at(size_t i)
+{
+    return i < transport_n ? transport_table[i] : NULL;
+}
+
+bool transport_takes_encoding(const transport_desc_t *d, const char *encoding)
+{
+    for (size_t i = 0; encoding && i < TRANSPORT_MAX_ENCODINGS && d->encodings[i]; i++)
+        if (!strcmp(d->encodings[i], encoding))
+            return true;
+    return false;
+}
+
+/* Appends item to out[0..outlen) after a ", " when out is not empty; truncates quietly. */
+static void transport_list_add(char *out, size_t outlen, const char *fmt, const char *item)
+{
+    size_t n = strlen(out);
+    if (n + 1 >= outlen)
+        return;
+    if (n)
+        n += (size_t)snprintf(out + n, outlen - n, ", ");
+    if (n < outlen)
+        snprintf(out + n, outlen - n, fmt, item);
+}
+
+void transport_names(char *out, size_t outlen, bool only_fire_and_forget)
+{
+    out[0] = 0;
+    for (size_t i = 0; i < transport_n; i++)
+        if (!only_fire_and_forget || transport_table[i]->fire_and_forget)
+            transport_list_add(out, outlen, "\"%s\"", transport_table[i]->name);
+}
+
+void transport_schemes(const transport_desc_t *d, char *out, size_t outlen)
+{
+    out[0] = 0;
+    for (size_t i = 0; i < transport_n; i++) {
+        const transport_desc_t *t = transport_table[i];
+        if (d && t != d)
+            continue;
+        for (size_t k = 0; k < TRANSPORT_MAX_SCHEMES && t->schemes[k].name; k++)
+            transport_list_add(out, outlen, "%s", t->schemes[k].name);
+    }
+}
+
+void transport_encodings(const transport_desc_t *d, char *out, size_t outlen)
+{
+    out[0] = 0;
+    for (size_t i = 0; i < TRANSPORT_MAX_ENCODINGS && d->encodings[i]; i++)
+        transport_list_add(out, outlen, "\"%s\"", d->encodings[i]);
+}

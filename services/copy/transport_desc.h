@@ -1,0 +1,85 @@
+/* The transport table: what each egress transport IS, as feed configurations see it (its
+ * name, URL schemes, default ports, ALPN, which encodings it carries, whether fire-and-forget
+ * applies, what its acknowledgement means, its own settings). feed_config.c validates feeds
+ * from it and transport_url.c parses endpoint URLs from it, in the adapter and in the admin
+ * alike; the adapter binds each row to its implementation (adapter/transport.c,
+ * transport_ops_for). Here, not in the adapter, because the admin refuses bad feeds without
+ * linking any transport code. Adding a transport: docs/adapter.md, "Adding a transport or an
+ * encoding". */
+#ifndef NDD_SERVICES_TRANSPORT_DESC_H
+#define NDD_SERVICES_TRANSPORT_DESC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- types ---- */
+
+#define TRANSPORT_MAX_SCHEMES 4
+#define TRANSPORT_MAX_ENCODINGS 8
+#define TRANSPORT_MAX 16 /* rows in the table, built-in and registered */
+
+typedef struct transport_scheme {
+    const char *name;         /* "https"; NULL ends the list */
+    bool tls;                 /* the connection is TLS */
+    const char *default_port; /* when the URL names none; NULL: the URL must name one */
+} transport_scheme_t;
+
+/* What an endpoint URL of the transport looks like. */
+typedef enum transport_url_form {
+    TRANSPORT_URL_NETWORK = 0, /* scheme://host[:port][/path]: host a DNS name or IP literal */
+    TRANSPORT_URL_LOCAL,       /* scheme:///absolute/path, no host (e.g. file:///var/ndd) */
+} transport_url_form_t;
+
+typedef enum transport_url_path {
+    TRANSPORT_PATH_NONE = 0, /* none, or just "/" (tcp://h:p) */
+    TRANSPORT_PATH_OPTIONAL, /* "/" when absent (the HTTP request path, query included) */
+    TRANSPORT_PATH_REQUIRED, /* the path is the address (file:///dir) */
+} transport_url_path_t;
+
+/* What an ack from the transport promises (docs/adapter.md, "Delivery guarantee"). */
+typedef enum transport_ack {
+    TRANSPORT_ACK_PEER = 0, /* the endpoint answered (HTTP 2xx, an ACK frame) */
+    TRANSPORT_ACK_DURABLE,  /* the copy is durably written (fsync'ed file, acks=all produce) */
+} transport_ack_t;
+
+typedef struct transport_desc {
+    const char *name; /* the feed's "transport" value, e.g. "http2" */
+    transport_scheme_t schemes[TRANSPORT_MAX_SCHEMES];
+    transport_url_form_t url_form;
+    transport_url_path_t url_path;
+    const char *alpn;     /* ALPN protocol offered on TLS connections; NULL: none */
+    bool fire_and_forget; /* delivery.fire_and_forget applies */
+    transport_ack_t ack;
+    /* Encodings it carries, by name; NULL ends the list. */
+    const char *encodings[TRANSPORT_MAX_ENCODINGS];
+    /* The transport's own settings: a member of the feed object named options (e.g. "file"),
+     * an object whose keys are option_keys (NULL-terminated). NULL: the transport has none.
+     * feed_config checks the keys and keeps the object (feed_config_t.transport_options) for
+     * the implementation to read. */
+    const char *options;
+    const char *const *option_keys;
+} transport_desc_t;
+
+/* ---- functions ---- */
+
+extern const transport_desc_t transport_desc_http2, transport_desc_tcp, transport_desc_tls;
+
+/* Adds a row at run time (the built-in rows are the table's first entries). Call before any
+ * thread parses a feed: the table is read without a lock. -1 with the reason in err when the
+ * name or a scheme is taken, the row lacks a name or scheme, or the table is full. */
+int transport_register(const transport_desc_t *d, char *err, size_t errlen);
+/* By "transport" name; NULL when unknown. */
+const transport_desc_t *transport_find(const char *name);
+/* The row owning URL scheme s[0..len), and that scheme's entry; NULL when unknown. */
+const transport_desc_t *transport_find_scheme(const char *s, size_t len,
+                                              const transport_scheme_t **scheme);
+size_t transport_count(void);
+const transport_desc_t *transport_at(size_t i);
+bool transport_takes_encoding(const transport_desc_t *d, const char *encoding);
+/* Lists for error messages: names of every transport ("\"http2\", \"tcp\"") or of those with
+ * fire-and-forget; schemes of one row or of all ("http, https"); encodings of one row. */
+void transport_names(char *out, size_t outlen, bool only_fire_and_forget);
+void transport_schemes(const transport_desc_t *d, char *out, size_t outlen);
+void transport_encodings(const transport_desc_t *d, char *out, size_t outlen);
+
+#endif
