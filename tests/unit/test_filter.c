@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -566,13 +567,13 @@ static void test_compile_rejects_empty_lists(void **state)
                         "rules[0].match.any: empty list (rule \"r1\")");
 }
 
-static void test_compile_rejects_bad_regex_with_regerror_text(void **state)
+static void test_compile_rejects_bad_regex_with_pcre2_error_text(void **state)
 {
     const char *err =
         compile_error(RULE1("{\"field\":\":path\",\"op\":\"regex\",\"value\":\"([a-z\"}"));
     assert_non_null(strstr(err, "rules[0].match.value: bad regular expression \"([a-z\": "));
-    /* glibc's regerror text for this pattern */
-    assert_true(strstr(err, "Unmatched [") != NULL || strstr(err, "Unmatched ( or") != NULL);
+    /* PCRE2's message for this pattern, and where it stopped */
+    assert_non_null(strstr(err, "missing terminating ] for character class at offset 5"));
 }
 
 static void test_compile_rejects_operator_misuse(void **state)
@@ -669,22 +670,36 @@ static void test_doc_examples_compile(void **state)
     assert_true(blocks >= 5);
 }
 
-/* Patterns that would make glibc's regcomp allocate without bound or regexec backtrack
- * exponentially are refused before regcomp. */
+/* What PCRE2's match limits cannot bound is refused when the filter is compiled: stacked
+ * quantifiers, repetitions whose compiled form is too large, nesting deeper than 32 groups,
+ * UTF mode and \\C. Ordinary patterns still compile. */
 static void test_compile_rejects_explosive_regex(void **state)
 {
     assert_non_null(strstr(
         compile_error(RULE1("{\"field\":\":path\",\"op\":\"regex\",\"value\":\"ro+++++l\"}")),
-        "stacked repetition operators"));
+        "quantifier does not follow a repeatable item"));
     assert_non_null(
         strstr(compile_error(RULE1("{\"field\":\":path\",\"op\":\"regex\",\"value\":\"a{2}{3}\"}")),
-               "stacked repetition operators"));
-    assert_non_null(strstr(compile_error(RULE1("{\"field\":\":path\",\"op\":\"regex\",\"value\":"
-                                               "\"((a{99}){99}){99}\"}")),
-                           "repetitions expand beyond 20000 elements"));
-    assert_non_null(strstr(compile_error(RULE1("{\"field\":\":path\",\"op\":\"regex\","
-                                               "\"value\":\"(a*)*b\\\\1\"}")),
-                           "back-references are not supported"));
+               "quantifier does not follow a repeatable item"));
+    const char *big = compile_error(
+        RULE1("{\"field\":\":path\",\"op\":\"regex\",\"value\":\"((a{99}){99}){99}\"}"));
+    assert_true(strstr(big, "too large") || strstr(big, "compiled form larger than"));
+    char deep[200] = "{\"field\":\":path\",\"op\":\"regex\",\"value\":\"";
+    for (int i = 0; i < 40; i++)
+        strcat(deep, "(");
+    strcat(deep, "a");
+    for (int i = 0; i < 40; i++)
+        strcat(deep, ")");
+    strcat(deep, "\"}");
+    char rule[400];
+    snprintf(rule, sizeof rule, RULE1("%s"), deep);
+    assert_non_null(strstr(compile_error(rule), "parentheses are too deeply nested"));
+    assert_non_null(
+        strstr(compile_error(RULE1("{\"field\":\":path\",\"op\":\"regex\",\"value\":\"(*UTF)a\"}")),
+               "bad regular expression"));
+    assert_non_null(
+        strstr(compile_error(RULE1("{\"field\":\":path\",\"op\":\"regex\",\"value\":\"a\\\\Cb\"}")),
+               "bad regular expression"));
     codec_msg_t m;
     msg_request(&m);
     /* Ordinary patterns with brackets, classes, escapes and bounded counts still compile. */
@@ -693,6 +708,41 @@ static void test_compile_rejects_explosive_regex(void **state)
                         &m));
     assert_true(matches(
         "{\"field\":\"user-agent\",\"op\":\"regex\",\"value\":\"\\\\.operator\\\\.com$\"}", &m));
+}
+
+/* A pattern that backtracks exponentially, against a long value that almost matches, stops at
+ * PCRE2's match limit: the predicate is false, the error is counted, and the evaluation takes
+ * milliseconds, not the age of the universe. Back-references are allowed: the same limits
+ * bound them. */
+static void test_catastrophic_regex_stops_at_match_limit(void **state)
+{
+    static char value[20002];
+    memset(value, 'a', sizeof value - 2);
+    value[sizeof value - 2] = '!';
+    codec_msg_t m;
+    memset(&m, 0, sizeof m);
+    msg_http(&m, "x-long", value);
+    const char *pats[] = {"^(a+)+$", "^(a|aa)+$", "(.*a){12}$", "^(\\\\w+\\\\s?)*$"};
+    for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
+        char expr[200];
+        snprintf(expr, sizeof expr, "{\"field\":\"x-long\",\"op\":\"regex\",\"value\":\"%s\"}",
+                 pats[i]);
+        uint64_t before = filter_regex_errors();
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_false(matches(expr, &m));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        assert_true(ms < 2000);
+        assert_true(filter_regex_errors() > before);
+    }
+    /* A back-reference is allowed (the same limits bound it); here PCRE2 sees the value
+     * lacks the required "b" and answers at once. */
+    assert_false(
+        matches("{\"field\":\"x-long\",\"op\":\"regex\",\"value\":\"^(a*)*b\\\\1$\"}", &m));
+    /* The same patterns still answer on values they can decide within the limits. */
+    msg_http(&m, "x-short", "aaaa");
+    assert_true(matches("{\"field\":\"x-short\",\"op\":\"regex\",\"value\":\"^(a+)+$\"}", &m));
 }
 
 /* The engine's pre-resolved lookup finds the same value as codec_msg_field for every kind of
@@ -765,13 +815,14 @@ int main(void)
         cmocka_unit_test(test_compile_rejects_wrong_types),
         cmocka_unit_test(test_compile_rejects_missing_parts),
         cmocka_unit_test(test_compile_rejects_empty_lists),
-        cmocka_unit_test(test_compile_rejects_bad_regex_with_regerror_text),
+        cmocka_unit_test(test_compile_rejects_bad_regex_with_pcre2_error_text),
         cmocka_unit_test(test_compile_rejects_operator_misuse),
         cmocka_unit_test(test_compile_rejects_duplicate_rule_names),
         cmocka_unit_test(test_compile_rejects_bad_json_text),
         cmocka_unit_test(test_compile_rejects_too_many_rules_and_nodes),
         cmocka_unit_test(test_doc_examples_compile),
         cmocka_unit_test(test_compile_rejects_explosive_regex),
+        cmocka_unit_test(test_catastrophic_regex_stops_at_match_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
