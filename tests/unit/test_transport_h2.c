@@ -363,6 +363,60 @@ static void test_url_parse_accepts_schemes_and_rejects_garbage(void **state)
     assert_int_equal(transport_url_parse("tcp://x:1/path", &u, err, sizeof err), -1);
 }
 
+/* The reason of a refused URL, which must name `want`. */
+static void url_refused(const char *url, const char *want)
+{
+    transport_url_t u;
+    char err[300];
+    if (transport_url_parse(url, &u, err, sizeof err) == 0)
+        fail_msg("accepted but should be refused: %s", url);
+    if (!strstr(err, want))
+        fail_msg("%s: reason \"%s\" lacks \"%s\"", url, err, want);
+}
+
+/* IPv6 literals (libevent checks their syntax, NDD refuses IPvFuture and zone ids), and every
+ * policy check with its reason on top of evhttp_uri_parse's RFC 3986 syntax. */
+static void test_url_parse_ipv6_literals_and_bad_syntax(void **state)
+{
+    transport_url_t u;
+    char err[300];
+    assert_int_equal(transport_url_parse("https://[2001:db8::7]:8443/in?x=1", &u, err, sizeof err),
+                     0);
+    assert_string_equal(u.host, "2001:db8::7");
+    assert_string_equal(u.port, "8443");
+    assert_string_equal(u.path, "/in?x=1");
+    assert_int_equal(transport_url_parse("tcp://[::ffff:10.0.0.1]:9000", &u, err, sizeof err), 0);
+    assert_string_equal(u.host, "::ffff:10.0.0.1");
+    assert_int_equal(transport_url_parse("tls://[::1]:1/", &u, err, sizeof err), 0);
+    assert_string_equal(u.path, "");
+    assert_int_equal(transport_url_parse("http://h:000080", &u, err, sizeof err), 0);
+    assert_string_equal(u.port, "80");
+    assert_string_equal(u.path, "/");
+
+    url_refused("http://[::1/", "unterminated or empty IPv6 literal");
+    url_refused("http://[]/", "unterminated or empty IPv6 literal");
+    url_refused("http://[v1.fe]/", "bad IPv6 literal");
+    url_refused("http://[fe80::1%25eth0]/", "bad IPv6 literal");
+    url_refused("http://[::1]x/", "unexpected character 'x' after host");
+    url_refused("http://[:::1::]/", "bad IPv6 literal");
+    url_refused("http://ex!ample/", "unexpected character '!' after host");
+    url_refused("http://h%41/", "unexpected character '%' after host");
+    url_refused("http://u:p@h/", "user info in URLs is refused");
+    url_refused("http://h/a b", "space or control character");
+    url_refused("http:/h", "is not a URL");
+    url_refused("http://:80/", "missing host");
+    url_refused("http://h:/x", "port must be 1..65535");
+    url_refused("http://h:0/", "port must be 1..65535");
+    url_refused("tcp://h:65536", "port must be 1..65535");
+    url_refused("tcp://h:12ab", "port must be 1..65535");
+    url_refused("tls://h", "a port is required for tls");
+    url_refused("tcp://h:1/x", "a tcp endpoint has no path");
+    url_refused("tcp://h:1?x", "a tcp endpoint has no path");
+    url_refused("http://h/x#frag", "fragment");
+    url_refused("gopher://h/", "unknown scheme \"gopher\" (http, https, tcp, tls)");
+    url_refused("http://h/%zz", "not a valid URL");
+}
+
 static void test_retry_after_and_retryable_statuses(void **state)
 {
     assert_int_equal(transport_parse_retry_after("2", 1), 2000);
@@ -379,6 +433,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_parse_accepts_schemes_and_rejects_garbage),
+        cmocka_unit_test(test_url_parse_ipv6_literals_and_bad_syntax),
         cmocka_unit_test(test_retry_after_and_retryable_statuses),
         cmocka_unit_test(test_h2c_delivers_every_request_with_concurrent_streams),
         cmocka_unit_test(test_h2_connection_stays_up_without_spurious_reconnects),
