@@ -151,7 +151,7 @@ int transport_url_parse(const char *url, transport_url_t *out, char *err, size_t
             return -1;
         }
     const char *auth = sep + 3;
-    if (memchr(auth, '@', strcspn(auth, "/"))) {
+    if (memchr(auth, '@', strcspn(auth, "/?#"))) {
         snprintf(err, errlen, "user info in URLs is refused; put credentials in files");
         return -1;
     }
@@ -160,9 +160,7 @@ int transport_url_parse(const char *url, transport_url_t *out, char *err, size_t
         return transport_url_syntax(url, auth, err, errlen);
     int rc = -1;
     const char *host = evhttp_uri_get_host(u);
-    if (evhttp_uri_get_userinfo(u)) {
-        snprintf(err, errlen, "user info in URLs is refused; put credentials in files");
-    } else if (d->url_form == TRANSPORT_URL_LOCAL) {
+    if (d->url_form == TRANSPORT_URL_LOCAL) {
         if (host && *host)
             snprintf(err, errlen, "\"%s\": a %s endpoint has no host (%s:///path)", url, d->name,
                      sc->name);

@@ -1,5 +1,6 @@
 /* Loader of the message-copy test vectors (format: docs/message-format.md, "Test vectors"). */
 #include "vectors.h"
+#include "buf.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -27,43 +28,6 @@ static int verr(char *err, size_t errlen, const char *path, const char *fmt, ...
     return -1;
 }
 
-static int b64_val(int c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Standard base64 with optional padding; returns the decoded length or -1. */
-static long b64_decode(const char *s, size_t n, uint8_t *out)
-{
-    uint32_t acc = 0;
-    int bits = 0;
-    long len = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '=')
-            break;
-        int v = b64_val((unsigned char)s[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[len++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return len;
-}
-
 static int load_value(json_t *root, vectors_record_t *v, const char *path, char *err, size_t errlen)
 {
     json_t *text = json_object_get(root, "value");
@@ -87,7 +51,7 @@ static int load_value(json_t *root, vectors_record_t *v, const char *path, char 
         v->value = malloc(n / 4 * 3 + 4);
         if (!v->value)
             return verr(err, errlen, path, "out of memory");
-        long len = b64_decode(json_string_value(b64), n, v->value);
+        long len = buf_base64_decode(json_string_value(b64), n, v->value, n / 4 * 3 + 4);
         if (len < 0)
             return verr(err, errlen, path, "\"value_base64\" is not base64");
         v->value_len = (size_t)len;

@@ -20,47 +20,6 @@
 
 #define GOLDEN_DIR NDD_SOURCE_DIR "/tests/unit/golden/encoding"
 
-static int base64_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Decodes standard padded base64 into out (cap bytes); returns length or -1. */
-static long base64_decode(const char *s, uint8_t *out, size_t cap)
-{
-    size_t n = strlen(s), o = 0;
-    if (n % 4)
-        return -1;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        for (int j = 0; j < 4; j++)
-            v[j] = s[i + j] == '=' ? 0 : base64_value(s[i + j]);
-        if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0)
-            return -1;
-        uint32_t w = ((uint32_t)v[0] << 18) | ((uint32_t)v[1] << 12) | ((uint32_t)v[2] << 6) |
-                     (uint32_t)v[3];
-        size_t k = s[i + 2] == '=' ? 1 : s[i + 3] == '=' ? 2 : 3;
-        if (o + k > cap)
-            return -1;
-        out[o++] = (uint8_t)(w >> 16);
-        if (k > 1)
-            out[o++] = (uint8_t)(w >> 8);
-        if (k > 2)
-            out[o++] = (uint8_t)w;
-    }
-    return (long)o;
-}
-
 static int slice_eq_str(codec_slice_t s, const char *str)
 {
     size_t n = strlen(str);
@@ -131,7 +90,8 @@ static void check_envelope(json_t *env, const codec_msg_t *m, const char *vname)
     } else if (benc) {
         assert_string_equal(json_string_value(benc), "base64");
         uint8_t *raw = malloc(m->body.len + 4);
-        long n = base64_decode(json_string_value(body), raw, m->body.len + 4);
+        long n = buf_base64_decode(json_string_value(body), json_string_length(body), raw,
+                                   m->body.len + 4);
         assert_int_equal(n, (long)m->body.len);
         assert_memory_equal(raw, m->body.ptr, m->body.len);
         free(raw);
