@@ -103,13 +103,13 @@ static void admin_metrics_setup(admin_server_t *srv)
     metrics_gauge_t *g = up ? metrics_gauge_labels(up) : NULL;
     if (g)
         metrics_child_set_callback(g, admin_metric_db_up, srv);
-    metrics_family_t *pf = metrics_counter_new(r, "ndd_admin_publish_failed_total",
+    metrics_family_t *pf = metrics_counter_new(r, "ndd_admin_publish_errors_total",
                                                "ndd.config records whose delivery failed", NULL);
     metrics_counter_t *c = pf ? metrics_counter_labels(pf) : NULL;
     if (c)
         metrics_child_set_callback(c, admin_metric_publish_failed, srv);
     metrics_family_t *du =
-        metrics_counter_new(r, "ndd_admin_db_unavailable_total",
+        metrics_counter_new(r, "ndd_admin_database_unavailable_total",
                             "Writes refused with 503: PostgreSQL unreachable", NULL);
     c = du ? metrics_counter_labels(du) : NULL;
     if (c)

@@ -107,6 +107,10 @@ void metrics_counter_add(metrics_counter_t *c, uint64_t n);
 /* Fractional amounts, e.g. seconds of CPU; negative values are ignored. */
 void metrics_counter_add_double(metrics_counter_t *c, double v);
 double metrics_counter_value(const metrics_counter_t *c);
+/* The whole-number count of a counter child (what metrics_counter_inc/_add added; fractions
+ * and callbacks are not included), exact to 2^64: how heartbeats and stats read the
+ * registry instead of keeping counts of their own. 0 for NULL. Lock-free. */
+uint64_t metrics_counter_get(const metrics_counter_t *c);
 
 void metrics_gauge_set(metrics_gauge_t *g, double v);
 void metrics_gauge_add(metrics_gauge_t *g, double v);

@@ -225,9 +225,9 @@ if [ -n "${PID[ndd-aggregation]:-}" ]; then
         done
         echo "note: $1 has no sample matching '$2' yet; checking its metrics as they are"
     }
-    wait_sample ndd-aggregation '^ndd_aggregation_egress_messages_total\{[^}]*\} [1-9]' 15
+    wait_sample ndd-aggregation '^ndd_aggregation_messages_produced_total\{[^}]*\} [1-9]' 15
     [ -n "${PID[ndd-sink]:-}" ] && [ -n "${PID[ndd-adapter]:-}" ] &&
-        wait_sample ndd-adapter '^ndd_adapter_acked_messages_total(\{[^}]*\})? [1-9]' 10
+        wait_sample ndd-adapter '^ndd_adapter_messages_acked_total(\{[^}]*\})? [1-9]' 10
 fi
 if [ -n "${PID[ndd-admin]:-}" ]; then
     # An unauthenticated API call (401) and a probe: the request counter gets labelled samples.
