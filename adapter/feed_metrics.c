@@ -3,8 +3,11 @@
  * what is removed is always what was created. */
 #include "feed-int.h"
 
+#include <stdio.h>
 #include <stddef.h>
 #include <string.h>
+
+#include "transport_url.h"
 
 typedef struct feed_metric_def {
     const char *name, *help;
@@ -55,8 +58,8 @@ static const feed_metric_def_t feed_metric_defs[] = {
                    false, retried),
     FEED_EP_METRIC("ndd_adapter_messages_failed_total", "Messages whose attempt failed", false,
                    failed),
-    FEED_EP_METRIC("ndd_adapter_messages_sent_bytes_total", "Encoded bytes handed to an endpoint", false,
-                   bytes),
+    FEED_EP_METRIC("ndd_adapter_messages_sent_bytes_total", "Encoded bytes handed to an endpoint",
+                   false, bytes),
     FEED_EP_METRIC("ndd_adapter_requests_in_flight", "Requests or frames awaiting acknowledgement",
                    true, in_flight),
     FEED_EP_METRIC("ndd_adapter_endpoint_up", "1 while the endpoint is connected", true, up),
@@ -94,6 +97,19 @@ static void feed_metric_bind(const feed_metric_def_t *d, metrics_family_t *fam, 
     memcpy((char *)base + d->field, &series, sizeof series);
 }
 
+/* The endpoint label: host:port of the URL ([v6]:port), so that a label value names the
+ * peer and not a path (docs/observability.md); the URL itself when it does not parse
+ * (feed_config refused those already, this is belt and braces). */
+static void feed_metric_endpoint(const char *url, char *out, size_t len)
+{
+    transport_url_t u;
+    char err[256];
+    if (transport_url_parse(url, &u, err, sizeof err) != 0)
+        snprintf(out, len, "%s", url);
+    else
+        snprintf(out, len, strchr(u.host, ':') ? "[%s]:%s" : "%s:%s", u.host, u.port);
+}
+
 void feed_metrics_init(feed_t *f)
 {
     metrics_registry_t *r = f->rt.metrics;
@@ -112,8 +128,11 @@ void feed_metrics_init(feed_t *f)
         if (!d->per_endpoint)
             continue;
         metrics_family_t *fam = feed_metric_family(r, d);
-        for (size_t e = 0; e < f->cfg->n_endpoints; e++)
-            feed_metric_bind(d, fam, &f->epm[e], n, f->cfg->endpoints[e].url);
+        for (size_t e = 0; e < f->cfg->n_endpoints; e++) {
+            char ep[300];
+            feed_metric_endpoint(f->cfg->endpoints[e].url, ep, sizeof ep);
+            feed_metric_bind(d, fam, &f->epm[e], n, ep);
+        }
     }
     for (size_t e = 0; e < f->cfg->n_endpoints; e++) {
         f->epm[e].url = f->cfg->endpoints[e].url;
