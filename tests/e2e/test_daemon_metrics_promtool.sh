@@ -19,7 +19,7 @@ BROKER=${NDD_TEST_KAFKA:-}
 PG=${NDD_TEST_PG:-}
 [ -n "$BROKER" ] || { echo "FAIL: NDD_TEST_KAFKA is not set (run deploy/local/stack.sh start)"; exit 1; }
 [ -n "$PG" ] || { echo "FAIL: NDD_TEST_PG is not set (run deploy/local/stack.sh start)"; exit 1; }
-for tool in curl promtool kcat psql; do
+for tool in curl promtool kcat psql python3; do
     command -v $tool >/dev/null ||
         { echo "FAIL: $tool missing (Debian: curl prometheus kcat postgresql-client)"; exit 1; }
 done
@@ -236,18 +236,27 @@ fi
 
 # ---- the check ---------------------------------------------------------------------------
 urls=()
+bodies=()
 for n in "${ORDER[@]}"; do
     urls+=("${URL[$n]}/metrics")
-    body=$(curl -sS --max-time 5 "${URL[$n]}/metrics") || { echo "FAIL: $n: GET /metrics"; FAILED=1; continue; }
-    if ! grep -q "^${FAMILY[$n]}" <<<"$body"; then
-        echo "FAIL: $n: /metrics has no ${FAMILY[$n]}* series (first lines: $(head -3 <<<"$body"))"
+    curl -sS --max-time 5 -o "$T/$n.metrics" "${URL[$n]}/metrics" || { echo "FAIL: $n: GET /metrics"; FAILED=1; continue; }
+    bodies+=("$n=$T/$n.metrics")
+    if ! grep -q "^${FAMILY[$n]}" "$T/$n.metrics"; then
+        echo "FAIL: $n: /metrics has no ${FAMILY[$n]}* series (first lines: $(head -3 "$T/$n.metrics"))"
         FAILED=1
     fi
 done
 "$CHECK" "${urls[@]}" || { echo "FAIL: promtool check metrics rejected a daemon's /metrics (above)"; FAILED=1; }
+# The naming rules and the catalog of docs/observability.md (issue 10: one vocabulary, every
+# family documented with its type and labels).
+if ((${#bodies[@]} > 0)); then
+    python3 "$SRC/tests/common/check_metric_names.py" "$SRC/docs/observability.md" "${bodies[@]}" ||
+        { echo "FAIL: a family breaks the naming rules or is not in docs/observability.md (above)"; FAILED=1; }
+fi
+[ -z "${METRICS_KEEP_DIR:-}" ] || cp "$T"/*.metrics "$METRICS_KEEP_DIR"/ 2>/dev/null
 
 for n in "${ORDER[@]}"; do
     kill -0 "${PID[$n]}" 2>/dev/null || { echo "FAIL: $n died during the check"; FAILED=1; }
 done
 ((FAILED == 0)) || fail "see above"
-echo "PASS: /metrics of ${ORDER[*]} accepted by promtool check metrics (${SECONDS}s)"
+echo "PASS: /metrics of ${ORDER[*]} accepted by promtool check metrics, named by the rules and documented (${SECONDS}s)"
