@@ -68,9 +68,10 @@ size_t correlate_slot_bytes(const correlate_config_t *cfg);
  * ndd_correlation_messages_missing_total{nf_type,trigger_point}
  * ndd_correlation_transactions_open{nf_type}           gauge (correlate_metrics_update)
  * ndd_correlation_xdrs_unacknowledged{nf_type}         gauge (correlate_metrics_update)
- * ndd_correlation_messages_duplicated_total{nf_type}, ndd_correlation_transactions_handed_over_total{nf_type}
- * Label sets are bounded by the registry (overflow child) and cached here, so observing an
- * xDR costs no lock once its label set was seen. */
+ * ndd_correlation_messages_duplicated_total{nf_type},
+ * ndd_correlation_transactions_handed_over_total{nf_type} Label sets are bounded by the registry
+ * (overflow child) and cached here, so observing an xDR costs no lock once its label set was seen.
+ */
 typedef struct correlate_metrics correlate_metrics_t;
 
 correlate_metrics_t *correlate_metrics_new(metrics_registry_t *r, const char *nf_label);

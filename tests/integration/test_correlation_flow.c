@@ -375,7 +375,8 @@ static void test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason(
 
     uint16_t port = corr_http_port(&e, 5000);
     assert_true(port > 0);
-    assert_true(metric_is(port, "ndd_correlation_messages_dead_lettered_total{reason=\"missing-field\"", 1));
+    assert_true(metric_is(
+        port, "ndd_correlation_messages_dead_lettered_total{reason=\"missing-field\"", 1));
     /* Both records are done: the dead-letter one too is below the committed offset. */
     assert_true(corr_stop_clean(&e));
     assert_int_equal(agg_committed_sum(e.group, e.main, 1), 3);
