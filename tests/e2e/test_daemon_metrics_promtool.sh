@@ -7,10 +7,13 @@
 #   ndd-admin (PostgreSQL schema of its own, private config/events topics)
 # waits for each one's /readyz (the sink: /healthz), then runs deploy/prometheus/check-metrics.sh
 # on every /metrics and checks that each body holds the daemon's own metric family, so an empty
-# or foreign answer cannot pass. Everything started is stopped by PID on exit.
+# or foreign answer cannot pass. Then tests/common/check_metric_names.py holds every family of
+# every body to the naming rules and the catalog of docs/observability.md (issue 10: one
+# vocabulary, every family documented). Everything started is stopped by PID on exit.
 # A daemon whose binary is missing fails the test when its directory has a CMakeLists.txt (it is
 # part of the build); otherwise it is reported as not part of this tree.
-# Needs NDD_BUILD_DIR, NDD_TEST_KAFKA, NDD_TEST_PG; tools curl, promtool, kcat, psql.
+# Needs NDD_BUILD_DIR, NDD_TEST_KAFKA, NDD_TEST_PG; tools curl, promtool, kcat, psql, python3.
+# METRICS_KEEP_DIR (optional): where to copy the scraped bodies (NAME.metrics) for a look.
 set -uo pipefail
 
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
