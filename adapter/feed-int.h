@@ -108,7 +108,7 @@ struct feed {
     struct event_base *base;
     int wake[2]; /* [0] read end watched by the loop; kafka io events + stop requests */
     struct event *wake_ev, *tick_ev, *poll_ev, *drain_ev, *lag_ev, *kick_ev;
-    uint64_t kick_consumed; /* s_consumed when the kick was armed */
+    uint64_t kick_consumed; /* m_consumed when the kick was armed */
     uint32_t kick_ms;       /* next kick delay: doubles while kicks bring nothing */
     /* Bytes and records taken since the prefetch queue was last found empty, and librdkafka's
      * bounds of that queue (the memory plan's): a run of about a queue's worth means the
@@ -158,9 +158,9 @@ struct feed {
     metrics_counter_t *m_consumed, *m_filtered, *m_dead, *m_rewound, *m_fetch_restarts;
     metrics_gauge_t *m_lag, *m_pending, *m_assigned;
     metrics_histogram_t *m_latency;
-    /* stats for feed_get_stats (other threads read them) */
-    atomic_uint_fast64_t s_consumed, s_filtered, s_sent, s_acked, s_retried, s_dead, s_pending;
-    atomic_uint_fast64_t s_rewound; /* records given back to librdkafka (seek) */
+    /* Levels for feed_get_stats (other threads read them); the counts of events are the
+     * counters above and in epm[], the only ones (feed_get_stats reads them). */
+    atomic_uint_fast64_t s_pending;
     atomic_uint s_up;
     atomic_bool s_paused;
 };
@@ -178,8 +178,6 @@ static inline int64_t now_wall_us(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
-
-#define STAT_ADD(f, field, n) atomic_fetch_add_explicit(&(f)->field, (n), memory_order_relaxed)
 
 /* ---- functions ---- */
 

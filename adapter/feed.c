@@ -432,13 +432,22 @@ const feed_config_t *feed_get_config(const feed_t *f)
 void feed_get_stats(const feed_t *f, feed_stats_t *o)
 {
     feed_t *m = (feed_t *)f;
-    o->consumed = atomic_load_explicit(&m->s_consumed, memory_order_relaxed);
-    o->filtered = atomic_load_explicit(&m->s_filtered, memory_order_relaxed);
-    o->sent = atomic_load_explicit(&m->s_sent, memory_order_relaxed);
-    o->acked = atomic_load_explicit(&m->s_acked, memory_order_relaxed);
-    o->retried = atomic_load_explicit(&m->s_retried, memory_order_relaxed);
-    o->dead_lettered = atomic_load_explicit(&m->s_dead, memory_order_relaxed);
-    o->rewound = atomic_load_explicit(&m->s_rewound, memory_order_relaxed);
+    o->consumed = metrics_counter_get(m->m_consumed);
+    o->filtered = metrics_counter_get(m->m_filtered);
+    o->dead_lettered = metrics_counter_get(m->m_dead);
+    o->rewound = metrics_counter_get(m->m_rewound);
+    o->sent = o->acked = o->retried = 0;
+    for (size_t e = 0; e < f->cfg->n_endpoints; e++) {
+        /* Two endpoints on one host:port share their series: count each series once. */
+        size_t k = 0;
+        while (k < e && m->epm[k].sent != m->epm[e].sent)
+            k++;
+        if (k < e)
+            continue;
+        o->sent += metrics_counter_get(m->epm[e].sent);
+        o->acked += metrics_counter_get(m->epm[e].acked);
+        o->retried += metrics_counter_get(m->epm[e].retried);
+    }
     o->pending = atomic_load_explicit(&m->s_pending, memory_order_relaxed);
     o->endpoints_up = atomic_load_explicit(&m->s_up, memory_order_relaxed);
     o->paused = atomic_load_explicit(&m->s_paused, memory_order_relaxed);

@@ -149,7 +149,6 @@ static void feed_rewind(feed_t *f, feed_part_t *fp, rd_kafka_message_t *rkm)
         fp->rewound = -1; /* no seek: dropping what follows would stall the partition */
     } else {
         fp->rewound = rkm->offset;
-        STAT_ADD(f, s_rewound, 1);
         metrics_counter_inc(f->m_rewound);
     }
     rd_kafka_topic_partition_list_destroy(l);
@@ -180,7 +179,6 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         rd_kafka_message_destroy(rkm);
         return;
     }
-    STAT_ADD(f, s_consumed, 1);
     metrics_counter_inc(f->m_consumed);
     codec_msg_t m;
     codec_error_t cerr;
@@ -191,7 +189,6 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
             offset_tracker_skip(&fp->tr, rkm->offset);
             feed_store(f, rkm->partition, fp);
             metrics_counter_inc(f->m_filtered);
-            STAT_ADD(f, s_filtered, 1);
             rd_kafka_message_destroy(rkm);
             return;
         }
@@ -290,7 +287,7 @@ void feed_kick_cb(evutil_socket_t fd, short what, void *arg)
 {
     feed_t *f = arg;
     if (f->stopping || f->closing || f->paused || f->full_since ||
-        atomic_load_explicit(&f->s_consumed, memory_order_relaxed) != f->kick_consumed)
+        metrics_counter_get(f->m_consumed) != f->kick_consumed)
         return;
     rd_kafka_t *rk = kafka_consumer_handle(f->kc);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
@@ -331,7 +328,7 @@ static void feed_arm_kick(feed_t *f)
 {
     if (f->paused || f->full_since || f->n_assigned == 0 || evtimer_pending(f->kick_ev, NULL))
         return;
-    f->kick_consumed = atomic_load_explicit(&f->s_consumed, memory_order_relaxed);
+    f->kick_consumed = metrics_counter_get(f->m_consumed);
     /* After a queue's worth the fetcher has most likely stopped at the bound: restart it at
      * once (each millisecond waited is a millisecond of the feed's throughput lost). */
     uint32_t ms = f->kick_any ? 0 : f->kick_ms;

@@ -102,7 +102,6 @@ static bool feed_try_send(feed_t *f, feed_delivery_t *d)
     metrics_counter_add(em->sent, d->n);
     metrics_counter_add(em->bytes, len);
     metrics_gauge_set(em->in_flight, endpoint_in_flight(ep));
-    STAT_ADD(f, s_sent, d->n);
     return true;
 }
 
@@ -147,7 +146,6 @@ static void feed_on_ack(void *owner, endpoint_t *ep, void *cookie, int status)
     feed_ep_metrics_t *em = endpoint_user(ep);
     metrics_counter_add(em->acked, d->n);
     metrics_gauge_set(em->in_flight, endpoint_in_flight(ep));
-    STAT_ADD(f, s_acked, d->n);
     int64_t now = now_wall_us();
     for (unsigned i = 0; i < d->n; i++)
         if (d->msgs[i].ts_us > 0 && now >= d->msgs[i].ts_us)
@@ -178,7 +176,6 @@ static void feed_on_fail(void *owner, endpoint_t *ep, void *cookie, const transp
         return;
     }
     metrics_counter_add(em->retried, d->n);
-    STAT_ADD(f, s_retried, d->n);
     uint32_t delay = fl->retry_after_ms;
     if (!delay)
         delay = endpoint_backoff_ms(f->cfg->delivery.retry_initial_ms,

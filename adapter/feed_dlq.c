@@ -100,7 +100,6 @@ void feed_on_dlq_delivery(void *owner, void *opaque, const rd_kafka_message_t *r
     } else {
         m->dlq_done = true;
         metrics_counter_inc(f->m_dead);
-        STAT_ADD(f, s_dead, 1);
     }
     if (d->dlq_outstanding > 0 || d->dlq_next < d->n)
         return;

@@ -3,8 +3,11 @@
  * what is removed is always what was created. */
 #include "feed-int.h"
 
+#include <stdio.h>
 #include <stddef.h>
 #include <string.h>
+
+#include "transport_url.h"
 
 typedef struct feed_metric_def {
     const char *name, *help;
@@ -25,13 +28,13 @@ typedef struct feed_metric_def {
 /* In the order of registration (the order of /metrics); the latency histogram comes between
  * the per-feed and the per-endpoint families. */
 static const feed_metric_def_t feed_metric_defs[] = {
-    FEED_METRIC("ndd_adapter_consumed_messages_total", "Copies read from the feed's source topic",
+    FEED_METRIC("ndd_adapter_messages_consumed_total", "Copies read from the feed's source topic",
                 false, m_consumed),
-    FEED_METRIC("ndd_adapter_filtered_messages_total", "Copies dropped by the feed's egress filter",
+    FEED_METRIC("ndd_adapter_messages_filtered_total", "Copies dropped by the feed's egress filter",
                 false, m_filtered),
-    FEED_METRIC("ndd_adapter_dead_lettered_messages_total",
+    FEED_METRIC("ndd_adapter_messages_dead_lettered_total",
                 "Copies written to the feed's dead-letter topic", false, m_dead),
-    FEED_METRIC("ndd_adapter_rewound_messages_total",
+    FEED_METRIC("ndd_adapter_messages_rewound_total",
                 "Copies given back because the feed was full (sought again, consumed again)", false,
                 m_rewound),
     FEED_METRIC("ndd_adapter_fetch_restarts_total",
@@ -41,23 +44,23 @@ static const feed_metric_def_t feed_metric_defs[] = {
     FEED_METRIC("ndd_adapter_consumer_lag_messages",
                 "Messages of the source topic not yet delivered by the feed (fetch lag + pending)",
                 true, m_lag),
-    FEED_METRIC("ndd_adapter_pending_messages",
+    FEED_METRIC("ndd_adapter_messages_pending",
                 "Messages held by the feed (batching, in flight, retrying, dead-lettering)", true,
                 m_pending),
-    FEED_METRIC("ndd_adapter_assigned_partitions",
+    FEED_METRIC("ndd_adapter_partitions_assigned",
                 "Partitions of the source topic this process consumes for the feed now", true,
                 m_assigned),
-    FEED_EP_METRIC("ndd_adapter_sent_messages_total",
+    FEED_EP_METRIC("ndd_adapter_messages_sent_total",
                    "Messages handed to an endpoint (each attempt)", false, sent),
-    FEED_EP_METRIC("ndd_adapter_acked_messages_total", "Messages acknowledged by an endpoint",
+    FEED_EP_METRIC("ndd_adapter_messages_acked_total", "Messages acknowledged by an endpoint",
                    false, acked),
-    FEED_EP_METRIC("ndd_adapter_retried_messages_total", "Messages scheduled for another attempt",
+    FEED_EP_METRIC("ndd_adapter_messages_retried_total", "Messages scheduled for another attempt",
                    false, retried),
-    FEED_EP_METRIC("ndd_adapter_failed_messages_total", "Messages whose attempt failed", false,
+    FEED_EP_METRIC("ndd_adapter_messages_failed_total", "Messages whose attempt failed", false,
                    failed),
-    FEED_EP_METRIC("ndd_adapter_sent_bytes_total", "Encoded bytes handed to an endpoint", false,
-                   bytes),
-    FEED_EP_METRIC("ndd_adapter_in_flight_requests", "Requests or frames awaiting acknowledgement",
+    FEED_EP_METRIC("ndd_adapter_messages_sent_bytes_total", "Encoded bytes handed to an endpoint",
+                   false, bytes),
+    FEED_EP_METRIC("ndd_adapter_requests_in_flight", "Requests or frames awaiting acknowledgement",
                    true, in_flight),
     FEED_EP_METRIC("ndd_adapter_endpoint_up", "1 while the endpoint is connected", true, up),
 };
@@ -94,6 +97,19 @@ static void feed_metric_bind(const feed_metric_def_t *d, metrics_family_t *fam, 
     memcpy((char *)base + d->field, &series, sizeof series);
 }
 
+/* The endpoint label: host:port of the URL ([v6]:port), so that a label value names the
+ * peer and not a path (docs/observability.md); the URL itself when it does not parse
+ * (feed_config refused those already, this is belt and braces). */
+static void feed_metric_endpoint(const char *url, char *out, size_t len)
+{
+    transport_url_t u;
+    char err[256];
+    if (transport_url_parse(url, &u, err, sizeof err) != 0)
+        snprintf(out, len, "%s", url);
+    else
+        snprintf(out, len, strchr(u.host, ':') ? "[%s]:%s" : "%s:%s", u.host, u.port);
+}
+
 void feed_metrics_init(feed_t *f)
 {
     metrics_registry_t *r = f->rt.metrics;
@@ -112,8 +128,11 @@ void feed_metrics_init(feed_t *f)
         if (!d->per_endpoint)
             continue;
         metrics_family_t *fam = feed_metric_family(r, d);
-        for (size_t e = 0; e < f->cfg->n_endpoints; e++)
-            feed_metric_bind(d, fam, &f->epm[e], n, f->cfg->endpoints[e].url);
+        for (size_t e = 0; e < f->cfg->n_endpoints; e++) {
+            char ep[300];
+            feed_metric_endpoint(f->cfg->endpoints[e].url, ep, sizeof ep);
+            feed_metric_bind(d, fam, &f->epm[e], n, ep);
+        }
     }
     for (size_t e = 0; e < f->cfg->n_endpoints; e++) {
         f->epm[e].url = f->cfg->endpoints[e].url;

@@ -107,8 +107,9 @@ typedef struct admin_ctx {
     admin_events_t *events; /* NULL: no ndd.events consumer */
     admin_tokens_t *tokens; /* NULL: every request is anonymous (401) */
     admin_cache_t cache[ADMIN_KIND_COUNT];
-    size_t max_body;               /* bytes; larger bodies get 413 */
-    uint64_t db_unavailable_total; /* writes refused with 503 */
+    size_t max_body; /* bytes; larger bodies get 413 */
+    /* Writes refused with 503 (ndd_admin_database_unavailable_total; NULL: not counted). */
+    struct metrics_child *db_unavailable;
 } admin_ctx_t;
 
 typedef void (*admin_handler_fn)(admin_ctx_t *ctx, const admin_req_t *req, const char *id,

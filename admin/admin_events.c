@@ -12,6 +12,7 @@
 
 #include "admin.h"
 #include "log.h"
+#include "metrics.h"
 
 #define ADMIN_MAX_WORKERS 4096
 #define ADMIN_DEFAULT_INTERVAL_MS 10000
@@ -42,7 +43,11 @@ struct admin_events {
     json_t *endpoints_down; /* "feed/url" -> true while reported down (bounded) */
     json_t *pending_alarms; /* alarm changes waiting for PostgreSQL (bounded) */
     uint64_t alarms_dropped;
-    uint64_t applied, rejected;
+    /* Events applied / rejected: counted once, in ndd_admin_events_total{result}; /status
+     * reads the counters, less what they held when this consumer was made (tests make
+     * several in one process, on the one registry). */
+    metrics_counter_t *m_applied, *m_rejected;
+    uint64_t base_applied, base_rejected;
 };
 
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
@@ -59,11 +64,20 @@ admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const
     ev->workers = calloc(ADMIN_MAX_WORKERS, sizeof(*ev->workers));
     ev->endpoints_down = json_object();
     ev->pending_alarms = json_array();
-    if (!ev->workers || !ev->topic) {
+    metrics_family_t *fe = metrics_counter_new(
+        metrics_default_registry(), "ndd_admin_events_total",
+        "ndd.events records (heartbeats, alarms) applied or rejected", "result");
+    if (fe) {
+        ev->m_applied = metrics_counter_labels(fe, "applied");
+        ev->m_rejected = metrics_counter_labels(fe, "rejected");
+    }
+    if (!ev->workers || !ev->topic || !ev->m_applied || !ev->m_rejected) {
         admin_events_free(ev);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    ev->base_applied = metrics_counter_get(ev->m_applied);
+    ev->base_rejected = metrics_counter_get(ev->m_rejected);
     if (!bootstrap) /* apply-only (tests) */
         return ev;
     /* Not fatal: the subscription picks the topic up once it exists. */
@@ -315,10 +329,7 @@ int admin_events_apply(admin_events_t *ev, const char *text, size_t len, int64_t
     else if (type && strcmp(type, "alarm") == 0)
         rc = admin_apply_alarm(ev, j);
     json_decref(j);
-    if (rc == 0)
-        ev->applied++;
-    else
-        ev->rejected++;
+    metrics_counter_inc(rc == 0 ? ev->m_applied : ev->m_rejected);
     return rc;
 }
 
@@ -436,8 +447,9 @@ json_t *admin_events_status(admin_events_t *ev, int64_t now_ms)
         json_array_append(feed_list, v);
     }
     json_decref(feeds);
-    return json_pack("{s:o,s:o,s:I,s:I,s:I}", "workers", workers, "feeds", feed_list,
-                     "events_applied", (json_int_t)ev->applied, "events_rejected",
-                     (json_int_t)ev->rejected, "alarm_changes_pending",
-                     (json_int_t)json_array_size(ev->pending_alarms));
+    return json_pack(
+        "{s:o,s:o,s:I,s:I,s:I}", "workers", workers, "feeds", feed_list, "events_applied",
+        (json_int_t)(metrics_counter_get(ev->m_applied) - ev->base_applied), "events_rejected",
+        (json_int_t)(metrics_counter_get(ev->m_rejected) - ev->base_rejected),
+        "alarm_changes_pending", (json_int_t)json_array_size(ev->pending_alarms));
 }

@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "log.h"
+#include "metrics.h"
 
 #define ADMIN_LIST_DEFAULT 100
 #define ADMIN_LIST_MAX 1000
@@ -226,7 +227,7 @@ static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     json_decref(body);
     if (rc != 0) {
         if (err.status == 503)
-            ctx->db_unavailable_total++;
+            metrics_counter_inc(ctx->db_unavailable);
         admin_resp_error(resp, &err);
         return;
     }

@@ -74,11 +74,6 @@ static double admin_metric_publish_failed(void *arg)
     return (double)admin_publisher_failed(((admin_server_t *)arg)->ctx.pub);
 }
 
-static double admin_metric_db_unavailable(void *arg)
-{
-    return (double)((admin_server_t *)arg)->ctx.db_unavailable_total;
-}
-
 static void admin_metrics_setup(admin_server_t *srv)
 {
     metrics_registry_t *r = metrics_default_registry();
@@ -103,17 +98,15 @@ static void admin_metrics_setup(admin_server_t *srv)
     metrics_gauge_t *g = up ? metrics_gauge_labels(up) : NULL;
     if (g)
         metrics_child_set_callback(g, admin_metric_db_up, srv);
-    metrics_family_t *pf = metrics_counter_new(r, "ndd_admin_publish_failed_total",
+    metrics_family_t *pf = metrics_counter_new(r, "ndd_admin_publish_errors_total",
                                                "ndd.config records whose delivery failed", NULL);
     metrics_counter_t *c = pf ? metrics_counter_labels(pf) : NULL;
     if (c)
         metrics_child_set_callback(c, admin_metric_publish_failed, srv);
     metrics_family_t *du =
-        metrics_counter_new(r, "ndd_admin_db_unavailable_total",
+        metrics_counter_new(r, "ndd_admin_database_unavailable_total",
                             "Writes refused with 503: PostgreSQL unreachable", NULL);
-    c = du ? metrics_counter_labels(du) : NULL;
-    if (c)
-        metrics_child_set_callback(c, admin_metric_db_unavailable, srv);
+    srv->ctx.db_unavailable = du ? metrics_counter_labels(du) : NULL;
     httpd_set_metrics(srv->httpd, r);
 }
 

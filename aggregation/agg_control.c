@@ -32,7 +32,10 @@ struct agg_control {
     uint64_t last_failures;
     int64_t last_failure_ms;
 
-    agg_control_stats_t st;
+    /* Filters from ndd.config swapped in / refused: the only count (agg_control_stats and the
+     * heartbeat read them); loaded is a state. */
+    metrics_counter_t *m_applied, *m_rejected;
+    bool loaded;
 };
 
 /* ---- ndd.config: which filter ---- */
@@ -136,7 +139,7 @@ static void agg_control_resolve(void *owner)
         filter_slot_swap(c->slot, NULL);
         free(c->applied);
         c->applied = NULL;
-        c->st.filter_applied++;
+        metrics_counter_inc(c->m_applied);
         agg_reject_clear(c);
         log_warn("aggregation %s: no ingress filter in the configuration any more (filter \"%s\" "
                  "or a source's ingress_filter): allowing everything",
@@ -150,7 +153,7 @@ static void agg_control_resolve(void *owner)
     char why[512];
     filter_t *nf = filter_compile(def, why, sizeof(why));
     if (!nf) {
-        c->st.filter_rejected++;
+        metrics_counter_inc(c->m_rejected);
         free(c->rejected);
         c->rejected = text;
         log_error("aggregation %s: ingress %s refused, the running filter stays: %s", c->nf, origin,
@@ -168,7 +171,7 @@ static void agg_control_resolve(void *owner)
     c->applied = text;
     free(c->rejected);
     c->rejected = NULL;
-    c->st.filter_applied++;
+    metrics_counter_inc(c->m_applied);
     agg_reject_clear(c);
     log_info("aggregation %s: ingress %s applied from the configuration topic (%zu rules, "
              "generation %" PRIu64 ")",
@@ -179,7 +182,7 @@ static void agg_on_loaded(void *owner, size_t keys)
 {
     agg_control_t *c = owner;
     c->wc.dirty = true;
-    c->st.loaded = true;
+    c->loaded = true;
     log_info("aggregation %s: configuration loaded (%zu filter/source records)", c->nf, keys);
 }
 
@@ -200,8 +203,8 @@ static void agg_collect(void *owner, json_t *counters, json_t *feeds)
     AGG_SET("filtered_total", s.filtered);
     AGG_SET("dead_lettered_total", s.dead_lettered); /* the admin's dead-letter-surge input */
     AGG_SET("produce_failures_total", s.produce_failures);
-    AGG_SET("filter_reloads_total", s.filter_reloads + c->st.filter_applied);
-    AGG_SET("filter_rejected_total", s.filter_reload_errors + c->st.filter_rejected);
+    AGG_SET("filter_reloads_total", s.filter_reloads + metrics_counter_get(c->m_applied));
+    AGG_SET("filter_rejected_total", s.filter_reload_errors + metrics_counter_get(c->m_rejected));
     AGG_SET("inflight", s.inflight);
     AGG_SET("filter_generation", filter_slot_generation(c->slot));
 #undef AGG_SET
@@ -292,7 +295,18 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
                                 .collect = agg_collect,
                                 .resolve = agg_control_resolve,
                                 .check = agg_alarm_check};
-    c->st.loaded = !(o->config_topic && *o->config_topic);
+    c->loaded = !(o->config_topic && *o->config_topic);
+    metrics_family_t *fu = metrics_counter_new(
+        o->metrics ? o->metrics : metrics_default_registry(),
+        "ndd_aggregation_filter_updates_total",
+        "Ingress filters from the configuration topic swapped in (ok) or refused (error)",
+        "nf_type,result");
+    if (!fu || !(c->m_applied = metrics_counter_labels(fu, c->nf, "ok")) ||
+        !(c->m_rejected = metrics_counter_labels(fu, c->nf, "error"))) {
+        snprintf(err, errlen, "control path: cannot register its metrics");
+        free(c);
+        return NULL;
+    }
     if (worker_control_open(&c->wc, &wo, err, errlen)) {
         free(c);
         return NULL;
@@ -329,7 +343,9 @@ void agg_control_report_fatal(agg_control_t *c, const char *text, int timeout_ms
 
 agg_control_stats_t agg_control_stats(const agg_control_t *c)
 {
-    agg_control_stats_t s = c->st;
+    agg_control_stats_t s = {.filter_applied = metrics_counter_get(c->m_applied),
+                             .filter_rejected = metrics_counter_get(c->m_rejected),
+                             .loaded = c->loaded};
     if (c->wc.ft)
         s.loaded = config_topic_loaded(c->wc.ft);
     return s;

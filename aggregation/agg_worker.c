@@ -93,8 +93,8 @@ struct agg_worker {
     int64_t dry_since_ms; /* since when polls return nothing after a backlog */
     uint64_t kicks;
     bool fatal;
-    agg_stats_t st;
-    agg_metrics_t m;
+    agg_metrics_t m;  /* the only count of each event: agg_worker_stats reads these */
+    agg_stats_t base; /* what the counters held when this worker was made (same registry) */
 };
 
 /* ---- small helpers ---- */
@@ -204,30 +204,32 @@ static int agg_metrics_init(agg_worker_t *w)
             !(m->field = metrics_gauge_labels(f, nf)))                                             \
             return -1;                                                                             \
     } while (0)
-    AGG_COUNTER(in_msgs, "ndd_aggregation_ingress_messages_total",
+    AGG_COUNTER(in_msgs, "ndd_aggregation_messages_consumed_total",
                 "Copies consumed from the NF topic");
-    AGG_COUNTER(in_bytes, "ndd_aggregation_ingress_bytes_total",
+    AGG_COUNTER(in_bytes, "ndd_aggregation_messages_consumed_bytes_total",
                 "Value bytes of the copies consumed from the NF topic");
-    AGG_COUNTER(out_msgs, "ndd_aggregation_egress_messages_total",
+    AGG_COUNTER(out_msgs, "ndd_aggregation_messages_produced_total",
                 "Copies written to MAIN and acknowledged");
-    AGG_COUNTER(out_bytes, "ndd_aggregation_egress_bytes_total",
+    AGG_COUNTER(out_bytes, "ndd_aggregation_messages_produced_bytes_total",
                 "Value bytes of the copies written to MAIN and acknowledged");
-    AGG_COUNTER(filtered, "ndd_aggregation_filtered_total", "Copies dropped by the ingress filter");
-    AGG_COUNTER(unmatched, "ndd_aggregation_filter_unmatched_total",
+    AGG_COUNTER(filtered, "ndd_aggregation_messages_filtered_total",
+                "Copies dropped by the ingress filter");
+    AGG_COUNTER(unmatched, "ndd_aggregation_messages_unmatched_total",
                 "Copies no filter rule matched (decided by the default action)");
     AGG_COUNTER(produce_errors, "ndd_aggregation_produce_errors_total",
                 "Produces refused or failed (the record is retried or dead-lettered)");
-    AGG_COUNTER(pauses, "ndd_aggregation_pauses_total",
+    AGG_COUNTER(pauses, "ndd_aggregation_consumer_pauses_total",
                 "Times consumption was paused for backpressure");
-    AGG_GAUGE(inflight, "ndd_aggregation_inflight_messages",
+    AGG_GAUGE(inflight, "ndd_aggregation_messages_in_flight",
               "Copies consumed whose produce is not acknowledged yet");
     AGG_GAUGE(lag, "ndd_aggregation_consumer_lag_messages",
               "Records behind the end of the assigned NF partitions (librdkafka statistics)");
-    AGG_GAUGE(paused, "ndd_aggregation_paused", "1 while consumption is paused (backpressure)");
-    AGG_GAUGE(assigned, "ndd_aggregation_assigned_partitions",
+    AGG_GAUGE(paused, "ndd_aggregation_consumer_paused",
+              "1 while consumption is paused (backpressure)");
+    AGG_GAUGE(assigned, "ndd_aggregation_partitions_assigned",
               "NF topic partitions assigned to this worker");
 
-    if (!(f = metrics_counter_new(r, "ndd_aggregation_dead_letter_total",
+    if (!(f = metrics_counter_new(r, "ndd_aggregation_messages_dead_lettered_total",
                                   "Copies written to the dead-letter topic, by reason",
                                   "nf_type,reason")))
         return -1;
@@ -250,6 +252,27 @@ static int agg_metrics_init(agg_worker_t *w)
     return 0;
 #undef AGG_COUNTER
 #undef AGG_GAUGE
+}
+
+/* The counters as they are now. Another worker of the same NF type on the same registry (a
+ * test making workers one after another) shares the series, so what it counted before this
+ * worker was made is taken off. */
+static agg_stats_t agg_counters(const agg_worker_t *w)
+{
+    const agg_metrics_t *m = &w->m;
+    agg_stats_t s = {
+        .consumed = metrics_counter_get(m->in_msgs),
+        .produced = metrics_counter_get(m->out_msgs),
+        .filtered = metrics_counter_get(m->filtered),
+        .unmatched = metrics_counter_get(m->unmatched),
+        .produce_failures = metrics_counter_get(m->produce_errors),
+        .filter_reloads = metrics_counter_get(m->reload_ok),
+        .filter_reload_errors = metrics_counter_get(m->reload_err),
+        .pauses = metrics_counter_get(m->pauses),
+    };
+    for (int i = 1; i <= CODEC_REASON__COUNT; i++)
+        s.dead_lettered += metrics_counter_get(m->dlq[i]);
+    return s;
 }
 
 /* Consumer statistics: the consumer lag summed over our topic's partitions. */
@@ -324,14 +347,12 @@ static void agg_filter_maybe_reload(agg_worker_t *w, volatile sig_atomic_t *relo
         *reload = 0;
     char err[768];
     if (agg_filter_load(w, err, sizeof(err)) == 0) {
-        w->st.filter_reloads++;
         metrics_counter_inc(w->m.reload_ok);
     } else {
         /* Keep the filter in force; remember the mtime so a broken file is reported once. */
         struct stat sb;
         if (stat(w->cfg.filter_file, &sb) == 0)
             w->filter_mtime = sb.st_mtim;
-        w->st.filter_reload_errors++;
         metrics_counter_inc(w->m.reload_err);
         log_error("aggregation %s: filter reload refused, previous filter stays: %s",
                   w->cfg.nf_type, err);
@@ -389,13 +410,11 @@ static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messag
         return;
     if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (s->dest == AGG_DEST_MAIN) {
-            w->st.produced++;
             metrics_counter_inc(w->m.out_msgs);
             metrics_counter_add(w->m.out_bytes, rkm->len);
             metrics_histogram_observe(
                 w->m.latency, (double)(agg_now_ns(CLOCK_MONOTONIC) - s->t_produce_ns) / 1e9);
         } else {
-            w->st.dead_lettered++;
             metrics_counter_inc(w->m.dlq[s->reason < 0 ? CODEC_REASON__COUNT : s->reason]);
         }
         agg_slot_done(w, s);
@@ -408,7 +427,6 @@ static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messag
         agg_slot_put(w, s);
         return;
     }
-    w->st.produce_failures++;
     metrics_counter_inc(w->m.produce_errors);
     /* message.timeout.ms is infinite, so this is a permanent refusal (too large, topic gone,
      * not authorised). A MAIN record goes to the DLQ with the reason; a DLQ record is retried
@@ -476,7 +494,6 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int6
         int rule;
         filter_action_t a = filter_eval(flt, &cm, &rule);
         if (rule == FILTER_RULE_DEFAULT && flt) {
-            w->st.unmatched++;
             metrics_counter_inc(w->m.unmatched);
         }
         if (a == FILTER_DROP) {
@@ -485,7 +502,6 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int6
                 return AGG_WAIT;
             if (rc == OFFSET_TRACKER_OK)
                 p->dirty = true;
-            w->st.filtered++;
             metrics_counter_inc(w->m.filtered);
             return AGG_FINISHED;
         }
@@ -559,7 +575,6 @@ static int agg_produce(agg_worker_t *w, agg_slot_t *s)
             return AGG_WAIT;
         /* Refused before queueing (larger than message.max.bytes, ...): a MAIN record goes to
          * the DLQ with the reason; a DLQ record is retried once without its value. */
-        w->st.produce_failures++;
         metrics_counter_inc(w->m.produce_errors);
         if (s->dest == AGG_DEST_MAIN) {
             codec_error_t ce = {.reason = CODEC_ERR_BAD_VALUE};
@@ -705,11 +720,10 @@ static uint32_t agg_backpressure(agg_worker_t *w)
     metrics_gauge_set(w->m.inflight, inflight);
     if (worker_control_backpressure(&w->gate, w->consumer, room > 0, AGG_PAUSE_AFTER_MS,
                                     w->m.paused, w->m.pauses) == KAFKA_GATE_PAUSED) {
-        w->st.pauses = w->gate.pauses;
         if (w->gate.log_due)
             log_info("aggregation %s: paused (%u in flight, %u waiting to be produced; %" PRIu64
                      " pauses so far)",
-                     w->cfg.nf_type, inflight - w->fifo_len, w->fifo_len, w->st.pauses);
+                     w->cfg.nf_type, inflight - w->fifo_len, w->fifo_len, w->gate.pauses);
     }
     return room;
 }
@@ -765,6 +779,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "aggregation: metrics registration failed");
         goto fail;
     }
+    w->base = agg_counters(w);
     /* The slot pool is the in-flight bound: max_inflight records plus one batch of room. */
     w->n_slots = w->cfg.max_inflight + w->cfg.batch;
     w->slots = calloc(w->n_slots, sizeof(*w->slots));
@@ -854,7 +869,6 @@ static void agg_kick_if_starved(agg_worker_t *w, size_t got, uint32_t room)
 static void agg_on_message(void *owner, rd_kafka_message_t *m)
 {
     agg_worker_t *w = owner;
-    w->st.consumed++;
     metrics_counter_inc(w->m.in_msgs);
     metrics_counter_add(w->m.in_bytes, m->len);
     agg_part_t *p = agg_part(w, m->partition, false);
@@ -919,15 +933,26 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
                  w->cfg.nf_type, left, w->cfg.shutdown_timeout_ms);
     agg_store_offsets(w);
     kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
+    agg_stats_t st = agg_worker_stats(w);
     log_info("aggregation %s: stopped: consumed %" PRIu64 ", produced %" PRIu64
              ", filtered %" PRIu64 ", dead-lettered %" PRIu64,
-             w->cfg.nf_type, w->st.consumed, w->st.produced, w->st.filtered, w->st.dead_lettered);
+             w->cfg.nf_type, st.consumed, st.produced, st.filtered, st.dead_lettered);
     return rc;
 }
 
 agg_stats_t agg_worker_stats(const agg_worker_t *w)
 {
-    agg_stats_t s = w->st;
+    agg_stats_t s = agg_counters(w);
+    const agg_stats_t *b = &w->base;
+    s.consumed -= b->consumed;
+    s.produced -= b->produced;
+    s.filtered -= b->filtered;
+    s.unmatched -= b->unmatched;
+    s.dead_lettered -= b->dead_lettered;
+    s.produce_failures -= b->produce_failures;
+    s.filter_reloads -= b->filter_reloads;
+    s.filter_reload_errors -= b->filter_reload_errors;
+    s.pauses -= b->pauses;
     s.inflight = agg_inflight(w);
     return s;
 }

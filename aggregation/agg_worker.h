@@ -41,7 +41,8 @@ typedef struct agg_config {
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
 } agg_config_t;
 
-/* Totals since start (also exported as metrics). */
+/* Totals since the worker was made, read from its metrics (the registry holds the only
+ * count of each event, docs/observability.md); inflight is the slots in use now. */
 typedef struct agg_stats {
     uint64_t consumed, produced, filtered, unmatched, dead_lettered, produce_failures;
     uint64_t filter_reloads, filter_reload_errors, pauses;

@@ -215,10 +215,10 @@ wait_ready() { # name url seconds
     done
     die "$1 not ready at $2 after $3 s"
 }
-# assigned_partitions METRICS FEED: ndd_adapter_assigned_partitions{feed="FEED"} from a
+# assigned_partitions METRICS FEED: ndd_adapter_partitions_assigned{feed="FEED"} from a
 # /metrics scrape (docs/adapter.md), 0 when absent.
 assigned_partitions() {
-    awk -v want="ndd_adapter_assigned_partitions{feed=\"$2\"}" \
+    awk -v want="ndd_adapter_partitions_assigned{feed=\"$2\"}" \
         '$1 == want {v = $2 + 0} END {printf "%d\n", v}' <<<"$1"
 }
 fmt() { LC_ALL=C printf "%'.${2:-0}f" "$1"; }
@@ -388,7 +388,7 @@ run_once() { # tag rate duration
     while ((SECONDS < wait_until)); do
         have=0
         for i in "${!agg_ports[@]}"; do
-            m=$( (http_get "http://127.0.0.1:${agg_ports[$i]}/metrics" || true) | awk '/^ndd_aggregation_assigned_partitions/{s+=$NF} END{print s+0}')
+            m=$( (http_get "http://127.0.0.1:${agg_ports[$i]}/metrics" || true) | awk '/^ndd_aggregation_partitions_assigned/{s+=$NF} END{print s+0}')
             ((m > 0)) && have=$((have + 1))
         done
         # The adapter's gauge, not its log: one scrape for all feeds, exact label match.
@@ -398,7 +398,7 @@ run_once() { # tag rate duration
             ((m > 0)) && have=$((have + 1))
         done
         if [[ -n $corr_port ]]; then
-            m=$( (http_get "http://127.0.0.1:$corr_port/metrics" || true) | awk '/^ndd_correlation_assigned_partitions/{s+=$NF} END{print s+0}')
+            m=$( (http_get "http://127.0.0.1:$corr_port/metrics" || true) | awk '/^ndd_correlation_partitions_assigned/{s+=$NF} END{print s+0}')
             ((m > 0)) && have=$((have + 1))
         fi
         ((have == want)) && break
@@ -470,14 +470,14 @@ run_once() { # tag rate duration
         local cm cdl=$((SECONDS + 20))
         while :; do
             cm=$(http_get "http://127.0.0.1:$corr_port/metrics" || true)
-            awk -v want="$produced" '/^ndd_correlation_consumed_messages_total/{c+=$NF} /^ndd_correlation_open_transactions/{o+=$NF}
-                /^ndd_correlation_unacked_records/{u+=$NF} END{exit !(c >= want && o == 0 && u == 0)}' <<<"$cm" && break
+            awk -v want="$produced" '/^ndd_correlation_messages_consumed_total/{c+=$NF} /^ndd_correlation_transactions_open/{o+=$NF}
+                /^ndd_correlation_messages_in_flight/{u+=$NF} END{exit !(c >= want && o == 0 && u == 0)}' <<<"$cm" && break
             ((SECONDS >= cdl)) && { say "correlation: transactions still open after 20 s"; break; }
             sleep 0.5
         done
-        xdr_json=$(awk '/^ndd_correlation_xdr_records_total/{x+=$NF} /^ndd_correlation_consumed_messages_total/{c+=$NF}
-            /^ndd_correlation_dead_letter_total/{d+=$NF} /^ndd_correlation_open_transactions/{o+=$NF}
-            /^ndd_xdr_transactions_total\{/{if (match($1, /completion="[a-z]*"/)) n[substr($1, RSTART + 12, RLENGTH - 13)] += $NF}
+        xdr_json=$(awk '/^ndd_correlation_xdrs_produced_total/{x+=$NF} /^ndd_correlation_messages_consumed_total/{c+=$NF}
+            /^ndd_correlation_messages_dead_lettered_total/{d+=$NF} /^ndd_correlation_transactions_open/{o+=$NF}
+            /^ndd_correlation_transactions_total\{/{if (match($1, /completion="[a-z]*"/)) n[substr($1, RSTART + 12, RLENGTH - 13)] += $NF}
             END{printf "{\"records\":%d,\"consumed\":%d,\"dead_lettered\":%d,\"open\":%d,\"completion\":{", x, c, d, o
                 for (k in n) printf "%s\"%s\":%d", (i++ ? "," : ""), k, n[k]; printf "}}"}' <<<"$cm")
     fi

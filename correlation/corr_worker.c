@@ -62,6 +62,7 @@ typedef struct corr_ckpt {
 
 typedef struct corr_metrics {
     metrics_counter_t *in_msgs, *in_bytes, *xdr_msgs, *xdr_bytes, *produce_errors, *pauses;
+    metrics_counter_t *correlated, *xdrs_emitted, *checkpoints, *stores;
     metrics_counter_t *dlq[CODEC_REASON__COUNT + 1]; /* last: correlation-refused */
     metrics_gauge_t *unacked, *uncommitted, *paused, *assigned, *lag, *memory;
 } corr_metrics_t;
@@ -98,8 +99,9 @@ struct corr_worker {
     bool fatal;
     bool closing; /* the stop path sealed and drained: rebalances must not seal again */
     uint64_t dlq_logged;
-    corr_stats_t st;
-    corr_metrics_t m;
+    uint64_t unacked;  /* xDR and dead-letter records produced, acknowledgement to come */
+    corr_metrics_t m;  /* the only count of each event: corr_worker_stats reads these */
+    corr_stats_t base; /* what the counters held when this worker was made (same registry) */
 };
 
 /* ---- small helpers ---- */
@@ -154,28 +156,37 @@ static int corr_metrics_init(corr_worker_t *w)
             !(m->field = metrics_gauge_labels(f)))                                                 \
             return -1;                                                                             \
     } while (0)
-    CORR_COUNTER(in_msgs, "ndd_correlation_consumed_messages_total", "Copies consumed from MAIN");
-    CORR_COUNTER(in_bytes, "ndd_correlation_consumed_bytes_total",
+    CORR_COUNTER(in_msgs, "ndd_correlation_messages_consumed_total", "Copies consumed from MAIN");
+    CORR_COUNTER(in_bytes, "ndd_correlation_messages_consumed_bytes_total",
                  "Value bytes of the copies consumed from MAIN");
-    CORR_COUNTER(xdr_msgs, "ndd_correlation_xdr_records_total",
+    CORR_COUNTER(xdr_msgs, "ndd_correlation_xdrs_produced_total",
                  "xDRs written to the XDR topic and acknowledged");
-    CORR_COUNTER(xdr_bytes, "ndd_correlation_xdr_bytes_total",
+    CORR_COUNTER(xdr_bytes, "ndd_correlation_xdrs_produced_bytes_total",
                  "Value bytes of the xDRs written to the XDR topic and acknowledged");
     CORR_COUNTER(produce_errors, "ndd_correlation_produce_errors_total",
                  "xDR or dead-letter records the broker refused (the worker stops)");
-    CORR_COUNTER(pauses, "ndd_correlation_pauses_total",
+    CORR_COUNTER(correlated, "ndd_correlation_messages_correlated_total",
+                 "Copies the correlation engine accepted (the others are dead-lettered)");
+    CORR_COUNTER(xdrs_emitted, "ndd_correlation_xdrs_emitted_total",
+                 "xDRs handed to the producer (acknowledged ones: xdrs_produced)");
+    CORR_COUNTER(checkpoints, "ndd_correlation_checkpoints_total",
+                 "Checkpoints whose offsets were applied (all their records acknowledged)");
+    CORR_COUNTER(stores, "ndd_correlation_offsets_stored_total",
+                 "Times a partition's stored offset advanced");
+    CORR_COUNTER(pauses, "ndd_correlation_consumer_pauses_total",
                  "Times consumption was paused because too many records awaited acknowledgement");
-    CORR_GAUGE(unacked, "ndd_correlation_unacked_records",
+    CORR_GAUGE(unacked, "ndd_correlation_messages_in_flight",
                "xDR and dead-letter records produced whose acknowledgement is still to come");
-    CORR_GAUGE(uncommitted, "ndd_correlation_uncommitted_records",
+    CORR_GAUGE(uncommitted, "ndd_correlation_messages_uncommitted",
                "Copies processed above the stored offsets: what a crash would re-read");
-    CORR_GAUGE(paused, "ndd_correlation_paused", "1 while consumption is paused (backpressure)");
-    CORR_GAUGE(assigned, "ndd_correlation_assigned_partitions", "MAIN partitions assigned");
+    CORR_GAUGE(paused, "ndd_correlation_consumer_paused",
+               "1 while consumption is paused (backpressure)");
+    CORR_GAUGE(assigned, "ndd_correlation_partitions_assigned", "MAIN partitions assigned");
     CORR_GAUGE(lag, "ndd_correlation_consumer_lag_messages",
                "Records behind the end of the assigned MAIN partitions (librdkafka statistics)");
-    CORR_GAUGE(memory, "ndd_correlation_table_bytes",
+    CORR_GAUGE(memory, "ndd_correlation_transaction_table_bytes",
                "Bytes allocated for the open-transaction tables");
-    if (!(f = metrics_counter_new(r, "ndd_correlation_dead_letter_total",
+    if (!(f = metrics_counter_new(r, "ndd_correlation_messages_dead_lettered_total",
                                   "Copies sent to the dead-letter topic, by reason", "reason")))
         return -1;
     for (int i = 1; i < CODEC_REASON__COUNT; i++)
@@ -186,6 +197,27 @@ static int corr_metrics_init(corr_worker_t *w)
     return 0;
 #undef CORR_COUNTER
 #undef CORR_GAUGE
+}
+
+/* The counters as they are now. Another worker on the same registry (a test making workers
+ * one after another) shares the series, so what it counted before this worker was made is
+ * taken off (corr_worker_stats). */
+static corr_stats_t corr_counters(const corr_worker_t *w)
+{
+    const corr_metrics_t *m = &w->m;
+    corr_stats_t s = {
+        .consumed = metrics_counter_get(m->in_msgs),
+        .correlated = metrics_counter_get(m->correlated),
+        .xdrs = metrics_counter_get(m->xdrs_emitted),
+        .xdrs_acked = metrics_counter_get(m->xdr_msgs),
+        .produce_failures = metrics_counter_get(m->produce_errors),
+        .pauses = metrics_counter_get(m->pauses),
+        .checkpoints = metrics_counter_get(m->checkpoints),
+        .stores = metrics_counter_get(m->stores),
+    };
+    for (int i = 1; i <= CODEC_REASON__COUNT; i++)
+        s.dead_lettered += metrics_counter_get(m->dlq[i]);
+    return s;
 }
 
 /* Gauges and engine KPIs that are not updated per record. */
@@ -203,10 +235,9 @@ static void corr_metrics_refresh(corr_worker_t *w)
         if (p->next >= 0 && from >= 0 && p->next > from)
             uncommitted += (uint64_t)(p->next - from);
     }
-    w->st.uncommitted = uncommitted;
     metrics_gauge_set(w->m.uncommitted, (double)uncommitted);
     metrics_gauge_set(w->m.assigned, assigned);
-    metrics_gauge_set(w->m.unacked, (double)w->st.unacked);
+    metrics_gauge_set(w->m.unacked, (double)w->unacked);
     metrics_gauge_set(w->m.memory, (double)correlate_stats(w->engine).memory_bytes);
 }
 
@@ -275,12 +306,12 @@ static void corr_advance(corr_worker_t *w)
                 continue;
             if (kafka_consumer_store(w->consumer, w->main_topic, mk->partition, mk->offset) == 0) {
                 p->stored = mk->offset;
-                w->st.stores++;
+                metrics_counter_inc(w->m.stores);
             }
         }
         ck->sealed = false;
         ck->n_marks = 0;
-        w->st.checkpoints++;
+        metrics_counter_inc(w->m.checkpoints);
         w->ck_head++;
     }
 }
@@ -302,14 +333,11 @@ static void corr_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messa
     unsigned kind = (unsigned)(v & 1u);
     corr_ckpt_t *ck = &w->ring[(v >> 1) % CORR_RING];
     ck->unacked--;
-    w->st.unacked--;
+    w->unacked--;
     if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (kind == CORR_KIND_XDR) {
-            w->st.xdrs_acked++;
             metrics_counter_inc(w->m.xdr_msgs);
             metrics_counter_add(w->m.xdr_bytes, rkm->len);
-        } else {
-            w->st.dead_lettered++;
         }
         return;
     }
@@ -319,7 +347,6 @@ static void corr_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messa
     /* message.timeout.ms is infinite, so this is a permanent refusal (too large, topic gone,
      * not authorised). Its period is never applied and no later offset is stored: a restart
      * re-reads the copies and emits the record again. */
-    w->st.produce_failures++;
     metrics_counter_inc(w->m.produce_errors);
     log_error("correlation: %s record (key %.*s) refused by %s: %s; stopping without storing "
               "further offsets",
@@ -346,7 +373,7 @@ static int corr_produce(corr_worker_t *w, const char *topic, const void *key, si
                           hdrs, KAFKA_VALUE_COPY, corr_opaque(gen, kind), err);
         if (r == KAFKA_PRODUCE_OK) {
             w->ring[gen % CORR_RING].unacked++;
-            w->st.unacked++;
+            w->unacked++;
             w->changed = true;
             return 0;
         }
@@ -358,7 +385,7 @@ static int corr_produce(corr_worker_t *w, const char *topic, const void *key, si
         if (!warned && now - waited_since >= 5000) {
             log_warn("correlation: producer queue full for 5 s (%" PRIu64
                      " records unacknowledged): is the broker reachable?",
-                     w->st.unacked);
+                     w->unacked);
             warned = true;
         }
         if (w->cfg.on_tick)
@@ -392,10 +419,9 @@ static void corr_on_xdr(void *opaque, const xdr_t *x)
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (rc == 0 && corr_produce(w, w->xdr_topic, id->ptr, id->len, w->out.data, w->out.len, NULL,
                                 CORR_KIND_XDR, &e) == 0) {
-        w->st.xdrs++;
+        metrics_counter_inc(w->m.xdrs_emitted);
         return;
     }
-    w->st.produce_failures++;
     metrics_counter_inc(w->m.produce_errors);
     log_error("correlation: xDR %.*s (%s [%d], first copy at offset %" PRId64
               ") could not be written to %s: %s; stopping without storing further offsets",
@@ -448,7 +474,6 @@ static void corr_dead_letter(corr_worker_t *w, const rd_kafka_message_t *m,
                          &e) == 0)
             return;
         rd_kafka_headers_destroy(h);
-        w->st.produce_failures++;
         metrics_counter_inc(w->m.produce_errors);
         if (e == RD_KAFKA_RESP_ERR__TIMED_OUT)
             break;
@@ -471,7 +496,6 @@ static void corr_dead_letter(corr_worker_t *w, const rd_kafka_message_t *m,
 static void corr_on_message(void *owner, rd_kafka_message_t *m)
 {
     corr_worker_t *w = owner;
-    w->st.consumed++;
     metrics_counter_inc(w->m.in_msgs);
     metrics_counter_add(w->m.in_bytes, m->len);
     corr_part_t *p = corr_part(w, m->partition, false);
@@ -497,7 +521,7 @@ static void corr_on_message(void *owner, rd_kafka_message_t *m)
                  (int)m->partition);
         corr_dead_letter(w, m, &cerr, CORR_REASON_REFUSED);
     } else {
-        w->st.correlated++;
+        metrics_counter_inc(w->m.correlated);
     }
     if (p->base < 0)
         p->base = m->offset;
@@ -523,7 +547,7 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                 if (strcmp(parts->elems[i].topic, w->main_topic) == 0)
                     correlate_drain_partition(w->engine, parts->elems[i].partition,
                                               CORRELATE_DRAIN_EMIT);
-        int left = w->st.unacked ? kafka_producer_flush(w->producer, w->cfg.revoke_flush_ms) : 0;
+        int left = w->unacked ? kafka_producer_flush(w->producer, w->cfg.revoke_flush_ms) : 0;
         if (left)
             log_warn("correlation: revoke: %d records still unacknowledged after %d ms; the next "
                      "owner re-reads from the last safe offset (duplicates possible)",
@@ -606,6 +630,7 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         snprintf(err, errlen, "correlation: metrics registration failed");
         goto fail;
     }
+    w->base = corr_counters(w);
     if (buf_init(&w->out, 4096, CORR_OUT_MAX)) {
         snprintf(err, errlen, "correlation: out of memory");
         goto fail;
@@ -659,14 +684,13 @@ fail:
  * consumer can still be polled for rebalances. */
 static bool corr_room(corr_worker_t *w)
 {
-    bool room = w->st.unacked < w->cfg.max_unacked;
+    bool room = w->unacked < w->cfg.max_unacked;
     if (worker_control_backpressure(&w->gate, w->consumer, room, CORR_PAUSE_AFTER_MS, w->m.paused,
                                     w->m.pauses) == KAFKA_GATE_PAUSED) {
-        w->st.pauses = w->gate.pauses;
         if (w->gate.log_due)
             log_info("correlation: paused (%" PRIu64 " records unacknowledged; %" PRIu64
                      " pauses so far)",
-                     w->st.unacked, w->st.pauses);
+                     w->unacked, w->gate.pauses);
     }
     return room;
 }
@@ -697,7 +721,7 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
         }
         if (corr_room(w)) {
             /* With records in flight, come back soon for their acknowledgements. */
-            kafka_consumer_poll_each(w->consumer, w->cfg.batch, w->st.unacked ? 5 : 100,
+            kafka_consumer_poll_each(w->consumer, w->cfg.batch, w->unacked ? 5 : 100,
                                      corr_on_message, w);
             continue;
         }
@@ -710,7 +734,7 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
     correlate_stats_t es = correlate_stats(w->engine);
     log_info("correlation: stopping (%" PRIu64 " open transactions, %" PRIu64
              " records unacknowledged)",
-             es.open, w->st.unacked);
+             es.open, w->unacked);
     kafka_consumer_pause_all(w->consumer);
     if (!w->fatal) {
         corr_advance(w);
@@ -734,18 +758,32 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
     corr_metrics_refresh(w);
     kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
     es = correlate_stats(w->engine);
+    corr_stats_t st = corr_worker_stats(w);
     log_info("correlation: stopped: consumed %" PRIu64 ", correlated %" PRIu64 ", xDRs %" PRIu64
              " (complete %" PRIu64 ", timeout %" PRIu64 ", evicted %" PRIu64 ", revoked %" PRIu64
              "), acknowledged %" PRIu64 ", dead-lettered %" PRIu64 ", handed over %" PRIu64,
-             w->st.consumed, w->st.correlated, w->st.xdrs, es.emitted[XDR_COMPLETE],
-             es.emitted[XDR_TIMEOUT], es.emitted[XDR_EVICTED], es.emitted[XDR_REVOKED],
-             w->st.xdrs_acked, w->st.dead_lettered, es.handed_over);
+             st.consumed, st.correlated, st.xdrs, es.emitted[XDR_COMPLETE], es.emitted[XDR_TIMEOUT],
+             es.emitted[XDR_EVICTED], es.emitted[XDR_REVOKED], st.xdrs_acked, st.dead_lettered,
+             es.handed_over);
     return rc;
 }
 
 corr_stats_t corr_worker_stats(const corr_worker_t *w)
 {
-    return w->st;
+    corr_stats_t s = corr_counters(w);
+    const corr_stats_t *b = &w->base;
+    s.consumed -= b->consumed;
+    s.correlated -= b->correlated;
+    s.dead_lettered -= b->dead_lettered;
+    s.xdrs -= b->xdrs;
+    s.xdrs_acked -= b->xdrs_acked;
+    s.produce_failures -= b->produce_failures;
+    s.pauses -= b->pauses;
+    s.checkpoints -= b->checkpoints;
+    s.stores -= b->stores;
+    s.unacked = w->unacked;
+    s.uncommitted = (uint64_t)metrics_gauge_value(w->m.uncommitted);
+    return s;
 }
 
 correlate_stats_t corr_worker_engine_stats(const corr_worker_t *w)

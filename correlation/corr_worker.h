@@ -64,7 +64,8 @@ typedef struct corr_config {
  * (docs/correlation.md, "Control path"). */
 #define CORR_TIMEOUT_CEILING_US (600LL * 1000 * 1000)
 
-/* Totals since start (also exported as metrics). */
+/* Totals since the worker was made, read from its metrics (the registry holds the only
+ * count of each event, docs/observability.md); unacked and uncommitted are levels now. */
 typedef struct corr_stats {
     uint64_t consumed;      /* copies taken from MAIN */
     uint64_t correlated;    /* copies accepted by the engine */

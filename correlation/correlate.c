@@ -761,27 +761,27 @@ correlate_metrics_t *correlate_metrics_new(metrics_registry_t *r, const char *nf
     correlate_metrics_t *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->txn = metrics_counter_new(r, "ndd_xdr_transactions_total",
+    m->txn = metrics_counter_new(r, "ndd_correlation_transactions_total",
                                  "Correlated transactions (xDRs) by service, status and completion",
                                  "nf_type,service,status_code,completion");
     m->lat = metrics_histogram_new(
-        r, "ndd_xdr_latency_seconds",
+        r, "ndd_correlation_transaction_latency_seconds",
         "Request-to-response latency per service at each side of the NF (rx: rx-request to "
         "tx-response, tx: tx-request to rx-response)",
         "nf_type,service,side", metrics_latency_buckets_seconds, metrics_latency_buckets_seconds_n);
-    m->missing = metrics_counter_new(r, "ndd_xdr_missing_copies_total",
+    m->missing = metrics_counter_new(r, "ndd_correlation_messages_missing_total",
                                      "Expected copies that never arrived, by trigger point",
                                      "nf_type,trigger_point");
-    metrics_family_t *open = metrics_gauge_new(r, "ndd_correlation_open_transactions",
+    metrics_family_t *open = metrics_gauge_new(r, "ndd_correlation_transactions_open",
                                                "Transactions waiting for copies", "nf_type");
     metrics_family_t *held = metrics_gauge_new(
-        r, "ndd_correlation_unacknowledged_xdrs",
+        r, "ndd_correlation_xdrs_unacknowledged",
         "Emitted xDRs whose produce is not acknowledged yet (hold_until_ack)", "nf_type");
     metrics_family_t *dups =
-        metrics_counter_new(r, "ndd_correlation_duplicate_copies_total",
+        metrics_counter_new(r, "ndd_correlation_messages_duplicated_total",
                             "Copies of a trigger point seen twice (replays)", "nf_type");
     metrics_family_t *handed = metrics_counter_new(
-        r, "ndd_correlation_handed_over_total",
+        r, "ndd_correlation_transactions_handed_over_total",
         "Open transactions left to the next partition owner on rebalance", "nf_type");
     if (!m->txn || !m->lat || !m->missing || !open || !dups || !handed || !held ||
         !(m->open = metrics_gauge_labels(open, nf_label)) ||

@@ -63,14 +63,15 @@ correlate_stats_t correlate_stats(const correlate_t *c);
 size_t correlate_slot_bytes(const correlate_config_t *cfg);
 
 /* ---- KPIs (Prometheus, services/base/metrics.h) ----
- * ndd_xdr_transactions_total{nf_type,service,status_code,completion}
- * ndd_xdr_latency_seconds{nf_type,service,side}        histogram (side rx|tx)
- * ndd_xdr_missing_copies_total{nf_type,trigger_point}
- * ndd_correlation_open_transactions{nf_type}           gauge (correlate_metrics_update)
- * ndd_correlation_unacknowledged_xdrs{nf_type}         gauge (correlate_metrics_update)
- * ndd_correlation_duplicate_copies_total{nf_type}, ndd_correlation_handed_over_total{nf_type}
- * Label sets are bounded by the registry (overflow child) and cached here, so observing an
- * xDR costs no lock once its label set was seen. */
+ * ndd_correlation_transactions_total{nf_type,service,status_code,completion}
+ * ndd_correlation_transaction_latency_seconds{nf_type,service,side}        histogram (side rx|tx)
+ * ndd_correlation_messages_missing_total{nf_type,trigger_point}
+ * ndd_correlation_transactions_open{nf_type}           gauge (correlate_metrics_update)
+ * ndd_correlation_xdrs_unacknowledged{nf_type}         gauge (correlate_metrics_update)
+ * ndd_correlation_messages_duplicated_total{nf_type},
+ * ndd_correlation_transactions_handed_over_total{nf_type} Label sets are bounded by the registry
+ * (overflow child) and cached here, so observing an xDR costs no lock once its label set was seen.
+ */
 typedef struct correlate_metrics correlate_metrics_t;
 
 correlate_metrics_t *correlate_metrics_new(metrics_registry_t *r, const char *nf_label);

@@ -65,7 +65,7 @@ cpu_s() { # utime+stime of a pid, seconds
 hwm_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
 acked() {
-    curl -s "127.0.0.1:$AM/metrics" | awk '/^ndd_adapter_acked_messages_total/ {s+=$2} END {print s+0}'
+    curl -s "127.0.0.1:$AM/metrics" | awk '/^ndd_adapter_messages_acked_total/ {s+=$2} END {print s+0}'
 }
 
 RESULTS=()

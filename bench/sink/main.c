@@ -283,12 +283,12 @@ static void gauge_cb(metrics_family_t *f, const char *label, metrics_value_fn fn
 static void setup_metrics(sink_t *s)
 {
     metrics_registry_t *r = s->reg;
-    metrics_family_t *rec = metrics_counter_new(r, "ndd_sink_records_total",
+    metrics_family_t *rec = metrics_counter_new(r, "ndd_sink_messages_received_total",
                                                 "Records accepted (acknowledged)", "transport");
     metrics_family_t *req = metrics_counter_new(
         r, "ndd_sink_requests_total", "HTTP/2 requests or DATA frames received", "transport");
     metrics_family_t *rej =
-        metrics_counter_new(r, "ndd_sink_rejected_total",
+        metrics_counter_new(r, "ndd_sink_requests_rejected_total",
                             "Requests or frames answered with a fault status", "transport");
     metrics_family_t *byt = metrics_counter_new(r, "ndd_sink_received_bytes_total",
                                                 "Body or frame payload bytes", "transport");
@@ -309,10 +309,10 @@ static void setup_metrics(sink_t *s)
     counter_cb(
         metrics_counter_new(r, "ndd_sink_unique_total", "Distinct sequence numbers received", NULL),
         NULL, read_u64, &s->stats.seq.unique);
-    counter_cb(metrics_counter_new(r, "ndd_sink_duplicates_total",
+    counter_cb(metrics_counter_new(r, "ndd_sink_messages_duplicated_total",
                                    "Records whose sequence number was already received", NULL),
                NULL, read_u64, &s->stats.seq.duplicates);
-    counter_cb(metrics_counter_new(r, "ndd_sink_unsequenced_total",
+    counter_cb(metrics_counter_new(r, "ndd_sink_messages_unsequenced_total",
                                    "Records without a sequence number", NULL),
                NULL, read_u64, &s->stats.unsequenced);
     counter_cb(metrics_counter_new(r, "ndd_sink_out_of_window_total",

@@ -202,10 +202,10 @@ done
 wait_http ndd-adapter "http://127.0.0.1:$P_ADA/readyz" 30 "$QS/adapter.log"
 wait_http ndd-correlation "http://127.0.0.1:$P_CORR/readyz" 30 "$QS/correlation.log"
 # Traffic starts once the demo feed holds MAIN's partitions (a group join is not latency):
-# the adapter's ndd_adapter_assigned_partitions{feed="demo"} gauge (docs/adapter.md).
+# the adapter's ndd_adapter_partitions_assigned{feed="demo"} gauge (docs/adapter.md).
 for ((i = 0; i < 120; i++)); do
     v=$( (curl -fsS --max-time 1 "http://127.0.0.1:$P_ADA/metrics" 2>/dev/null || true) |
-        awk '$1 == "ndd_adapter_assigned_partitions{feed=\"demo\"}" {v = $2 + 0} END {printf "%d\n", v}')
+        awk '$1 == "ndd_adapter_partitions_assigned{feed=\"demo\"}" {v = $2 + 0} END {printf "%d\n", v}')
     ((v > 0)) && break
     sleep 0.5
 done
@@ -225,7 +225,7 @@ ingress_total() {
     local nf t=0 v
     for nf in "${NF_TYPES[@]}"; do
         v=$( (curl -fsS --max-time 1 "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/metrics" 2>/dev/null || true) |
-            awk '/^ndd_aggregation_ingress_messages_total/{s+=$NF} END{printf "%d", s}')
+            awk '/^ndd_aggregation_messages_consumed_total/{s+=$NF} END{printf "%d", s}')
         t=$((t + ${v:-0}))
     done
     echo "$t"
@@ -249,7 +249,7 @@ live() {
     prod=$(produced_so_far)
     printf '%s  ingress %6d/s  egress %6d/s  p99 %7.1f ms  delivered %8d of %8d  backlog %6d  duplicates %d  xDRs %d\n' \
         "$(date +%T)" $(((in - LAST_IN) * 1000 / dt)) $(((out - LAST_OUT) * 1000 / dt)) "$p99" "$out" "${prod:-0}" \
-        $((${prod:-0} > out ? ${prod:-0} - out : 0)) "$dup" "$(corr_metric ndd_correlation_xdr_records_total)"
+        $((${prod:-0} > out ? ${prod:-0} - out : 0)) "$dup" "$(corr_metric ndd_correlation_xdrs_produced_total)"
     LAST_IN=$in
     LAST_OUT=$out
     LAST_T=$now
@@ -281,14 +281,14 @@ done
 # The last transactions close when their copies are all in, or at the correlation timeout (5 s):
 # wait until every copy of this run was read from MAIN and no transaction is open or unacknowledged.
 for ((i = 0; i < 30; i++)); do
-    (($(corr_metric ndd_correlation_consumed_messages_total) >= PRODUCED)) &&
-        (($(corr_metric ndd_correlation_open_transactions) == 0)) &&
-        (($(corr_metric ndd_correlation_unacked_records) == 0)) && break
+    (($(corr_metric ndd_correlation_messages_consumed_total) >= PRODUCED)) &&
+        (($(corr_metric ndd_correlation_transactions_open) == 0)) &&
+        (($(corr_metric ndd_correlation_messages_in_flight) == 0)) && break
     sleep 1
 done
-XDRS=$(corr_metric ndd_correlation_xdr_records_total)
+XDRS=$(corr_metric ndd_correlation_xdrs_produced_total)
 XDR_BY=$( (curl -fsS --max-time 2 "http://127.0.0.1:$P_CORR/metrics" 2>/dev/null || true) |
-    awk '/^ndd_xdr_transactions_total\{/ {if (match($1, /completion="[a-z]*"/)) {c = substr($1, RSTART + 12, RLENGTH - 13); n[c] += $NF}}
+    awk '/^ndd_correlation_transactions_total\{/ {if (match($1, /completion="[a-z]*"/)) {c = substr($1, RSTART + 12, RLENGTH - 13); n[c] += $NF}}
          END {for (c in n) printf "%s%s %d", (k++ ? ", " : ""), c, n[c]}')
 S=$(summary)
 DELIVERED=$(jq -r '.unique // 0' <<<"$S")
@@ -303,7 +303,7 @@ NDD quickstart summary
   delivered to ndd-sink       $DELIVERED (distinct @seq), duplicates $(jq -r '.duplicates // 0' <<<"$S")
   dead-lettered               $DEAD (topics ndd.dlq.aggregation, ndd.dlq.demo; their records say why)
   lost                        $LOST   (produced - delivered - dead-lettered, by sequence number)
-  xDRs written to XDR         $XDRS (ndd-correlation, this run: ${XDR_BY:-none}), open now $(corr_metric ndd_correlation_open_transactions), dead-lettered $(corr_metric ndd_correlation_dead_letter_total)
+  xDRs written to XDR         $XDRS (ndd-correlation, this run: ${XDR_BY:-none}), open now $(corr_metric ndd_correlation_transactions_open), dead-lettered $(corr_metric ndd_correlation_messages_dead_lettered_total)
   end-to-end latency          avg $(jq -r '.latency_ms.avg // 0' <<<"$S") ms, p99 $(jq -r '.latency_ms.p99 // 0' <<<"$S") ms (NF timestamp -> sink)
 
 Where to look
@@ -314,7 +314,7 @@ Where to look
   metrics  ndd-admin          http://127.0.0.1:$P_ADMIN/metrics
            ndd-aggregation    http://127.0.0.1:$P_AGG/metrics (SCP), ports $((BASE + 11))-$((BASE + 14)) (NRF, SEPP, BSF, PCF)
            ndd-adapter        http://127.0.0.1:$P_ADA/metrics
-           ndd-correlation    http://127.0.0.1:$P_CORR/metrics (ndd_xdr_*, ndd_correlation_*)
+           ndd-correlation    http://127.0.0.1:$P_CORR/metrics (ndd_correlation_*)
            ndd-sink           http://127.0.0.1:$P_SINKM/metrics, http://127.0.0.1:$P_SINKM/summary
   logs                        $QS/*.log
   more traffic                $SIM --bootstrap $NDD_KAFKA --rate 500 --duration 30 --seq-start $((SEQ0 + 5000000))

@@ -1,14 +1,8 @@
-/* Metrics registry and Prometheus text exposition (format 0.0.4).
- *
- * Concurrency: the registry mutex guards the family list; each family's mutex guards its
- * child table (lookup, insert, remove, render). Values live in C11 atomics updated with
- * relaxed ordering: a scrape may see one update and not another made at the same moment,
- * which Prometheus tolerates; it never sees a torn value. Doubles are stored as their bit
- * patterns in _Atomic uint64_t and added with a compare-exchange loop. */
-#include "metrics.h"
-
+/* Metrics registry: families (counter, gauge, histogram), their children (one per label
+ * value set), the lock-free updates and the reads of a child's value. The text exposition
+ * is in metrics_render.c, the process_* families in metrics_process.c; the layout all three
+ * share, and the locking rules, are in metrics-int.h. */
 #include <ctype.h>
-#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,51 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "log.h"
-
-#define METRICS_HASH_SIZE 1024u
-
-struct metrics_child {
-    struct metrics_family *fam;
-    struct metrics_child *hnext;
-    uint32_t hash;
-    bool overflow;
-    char **values;          /* nlabels strings, one allocation with the child */
-    _Atomic uint64_t u;     /* counter: integer part */
-    _Atomic uint64_t dbits; /* gauge value / counter fraction / histogram sum (as bits) */
-    _Atomic(metrics_value_fn) cb;
-    void *_Atomic cb_arg;
-    _Atomic uint64_t buckets[]; /* histogram: nbounds + 1 (last = +Inf), not cumulative */
-};
-
-struct metrics_family {
-    struct metrics_registry *reg;
-    char *name;
-    char *help;
-    metrics_type_t type;
-    size_t nlabels;
-    char *labelnames[METRICS_MAX_LABELS];
-    double *bounds;
-    size_t nbounds;
-    size_t max_children;
-    pthread_mutex_t mu;
-    struct metrics_child *table[METRICS_HASH_SIZE];
-    size_t nchildren;                       /* excluding the overflow child */
-    struct metrics_child *overflow;         /* created on first fold */
-    struct metrics_child *overflow_counter; /* ndd_metrics_overflow_total{family=name} */
-};
-
-struct metrics_registry {
-    pthread_mutex_t mu;
-    struct metrics_family **fams;
-    size_t nfams, capfams;
-    size_t max_children;
-    struct metrics_family *overflow_fam;
-};
+#include "metrics-int.h"
 
 const double metrics_latency_buckets_seconds[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                                   0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
@@ -74,24 +26,11 @@ const size_t metrics_size_buckets_bytes_n =
 
 /* ---- atomic doubles ---- */
 
-static inline uint64_t dbl_bits(double v)
-{
-    uint64_t b;
-    memcpy(&b, &v, sizeof b);
-    return b;
-}
-
-static inline double bits_dbl(uint64_t b)
-{
-    double v;
-    memcpy(&v, &b, sizeof v);
-    return v;
-}
-
 static void atomic_dbl_add(_Atomic uint64_t *p, double v)
 {
     uint64_t old = atomic_load_explicit(p, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(p, &old, dbl_bits(bits_dbl(old) + v),
+    while (!atomic_compare_exchange_weak_explicit(p, &old,
+                                                  metrics_dbl_bits(metrics_bits_dbl(old) + v),
                                                   memory_order_relaxed, memory_order_relaxed))
         ;
 }
@@ -272,7 +211,7 @@ static struct metrics_child *child_alloc(struct metrics_family *f, const char *c
         s += len + 1;
     }
     atomic_init(&c->u, 0);
-    atomic_init(&c->dbits, dbl_bits(0.0));
+    atomic_init(&c->dbits, metrics_dbl_bits(0.0));
     atomic_init(&c->cb, NULL);
     atomic_init(&c->cb_arg, NULL);
     for (size_t i = 0; i < nb; i++)
@@ -476,14 +415,14 @@ void metrics_counter_add_double(metrics_counter_t *c, double v)
         atomic_dbl_add(&c->dbits, v);
 }
 
-static double child_value(const struct metrics_child *c)
+double metrics_child_read(const struct metrics_child *c)
 {
     metrics_value_fn fn =
         atomic_load_explicit(&((struct metrics_child *)c)->cb, memory_order_acquire);
     if (fn)
         return fn(atomic_load_explicit(&((struct metrics_child *)c)->cb_arg, memory_order_acquire));
-    double d =
-        bits_dbl(atomic_load_explicit(&((struct metrics_child *)c)->dbits, memory_order_relaxed));
+    double d = metrics_bits_dbl(
+        atomic_load_explicit(&((struct metrics_child *)c)->dbits, memory_order_relaxed));
     if (c->fam->type == METRICS_COUNTER)
         return (double)atomic_load_explicit(&((struct metrics_child *)c)->u, memory_order_relaxed) +
                d;
@@ -492,13 +431,18 @@ static double child_value(const struct metrics_child *c)
 
 double metrics_counter_value(const metrics_counter_t *c)
 {
-    return c ? child_value(c) : 0.0;
+    return c ? metrics_child_read(c) : 0.0;
+}
+
+uint64_t metrics_counter_get(const metrics_counter_t *c)
+{
+    return c ? atomic_load_explicit(&((struct metrics_child *)c)->u, memory_order_relaxed) : 0;
 }
 
 void metrics_gauge_set(metrics_gauge_t *g, double v)
 {
     if (g)
-        atomic_store_explicit(&g->dbits, dbl_bits(v), memory_order_relaxed);
+        atomic_store_explicit(&g->dbits, metrics_dbl_bits(v), memory_order_relaxed);
 }
 
 void metrics_gauge_add(metrics_gauge_t *g, double v)
@@ -519,7 +463,7 @@ void metrics_gauge_dec(metrics_gauge_t *g)
 
 double metrics_gauge_value(const metrics_gauge_t *g)
 {
-    return g ? child_value(g) : 0.0;
+    return g ? metrics_child_read(g) : 0.0;
 }
 
 void metrics_child_set_callback(struct metrics_child *c, metrics_value_fn fn, void *arg)
@@ -561,7 +505,7 @@ uint64_t metrics_histogram_count(const metrics_histogram_t *h)
 
 double metrics_histogram_sum(const metrics_histogram_t *h)
 {
-    return h ? bits_dbl(
+    return h ? metrics_bits_dbl(
                    atomic_load_explicit(&((struct metrics_child *)h)->dbits, memory_order_relaxed))
              : 0.0;
 }
@@ -795,129 +739,6 @@ static struct metrics_child *overflow_counter_for(struct metrics_family *f)
     return metrics_child_labelv(of, v);
 }
 
-/* ---- process metrics (from /proc/self) ---- */
-
-struct proc_stat {
-    double utime_s, stime_s, start_ticks;
-    double vsize, rss_pages;
-};
-
-static int read_proc_stat(struct proc_stat *ps)
-{
-    char buf[1024];
-    FILE *fp = fopen("/proc/self/stat", "r");
-    if (!fp)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    fclose(fp);
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and parentheses: parse after the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return -1;
-    p += 2;
-    /* fields from 3 on: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-     * utime(14) stime(15) cutime cstime priority nice threads itreal starttime(22) vsize(23)
-     * rss(24) */
-    unsigned long long f[22] = {0};
-    char state;
-    int got =
-        sscanf(p,
-               "%c %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-               "%llu %llu %llu %llu %llu %llu %llu",
-               &state, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
-               &f[11], &f[12], &f[13], &f[14], &f[15], &f[16], &f[17], &f[18], &f[19], &f[20]);
-    if (got < 22)
-        return -1;
-    double tck = (double)sysconf(_SC_CLK_TCK);
-    /* f[k] is field k+4 */
-    ps->utime_s = (double)f[10] / tck;
-    ps->stime_s = (double)f[11] / tck;
-    ps->start_ticks = (double)f[18];
-    ps->vsize = (double)f[19];
-    ps->rss_pages = (double)f[20];
-    return 0;
-}
-
-static double proc_cpu_seconds(void *arg)
-{
-    struct proc_stat ps;
-    return read_proc_stat(&ps) == 0 ? ps.utime_s + ps.stime_s : 0.0;
-}
-
-static double proc_rss_bytes(void *arg)
-{
-    struct proc_stat ps;
-    return read_proc_stat(&ps) == 0 ? ps.rss_pages * (double)sysconf(_SC_PAGESIZE) : 0.0;
-}
-
-static double proc_vsize_bytes(void *arg)
-{
-    struct proc_stat ps;
-    return read_proc_stat(&ps) == 0 ? ps.vsize : 0.0;
-}
-
-static double proc_start_time(void *arg)
-{
-    static _Atomic uint64_t cached; /* bits of the value, 0 = not computed */
-    uint64_t b = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (b)
-        return bits_dbl(b);
-    struct proc_stat ps;
-    if (read_proc_stat(&ps) != 0)
-        return 0.0;
-    double btime = 0;
-    FILE *fp = fopen("/proc/stat", "r");
-    if (fp) {
-        char line[256];
-        while (fgets(line, sizeof line, fp))
-            if (strncmp(line, "btime ", 6) == 0) {
-                btime = strtod(line + 6, NULL);
-                break;
-            }
-        fclose(fp);
-    }
-    if (btime <= 0)
-        return 0.0;
-    double v = btime + ps.start_ticks / (double)sysconf(_SC_CLK_TCK);
-    atomic_store_explicit(&cached, dbl_bits(v), memory_order_relaxed);
-    return v;
-}
-
-static double proc_open_fds(void *arg)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return 0.0;
-    double n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the directory stream's own descriptor */
-}
-
-static double proc_max_fds(void *arg)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return 0.0;
-    return (double)rl.rlim_cur;
-}
-
-static int add_callback(metrics_registry_t *r, metrics_type_t type, const char *name,
-                        const char *help, metrics_value_fn fn)
-{
-    metrics_family_t *f = type == METRICS_COUNTER ? metrics_counter_new(r, name, help, NULL)
-                                                  : metrics_gauge_new(r, name, help, NULL);
-    struct metrics_child *c = metrics_child_labelv(f, NULL);
-    if (!c)
-        return -1;
-    metrics_child_set_callback(c, fn, NULL);
-    return 0;
-}
-
 /* ---- registry ---- */
 
 metrics_registry_t *metrics_registry_new(void)
@@ -932,19 +753,7 @@ metrics_registry_t *metrics_registry_new(void)
                             "Label sets folded into the _overflow child because a family was "
                             "at its child limit",
                             "family");
-    if (!r->overflow_fam ||
-        add_callback(r, METRICS_COUNTER, "process_cpu_seconds_total",
-                     "Total user and system CPU time spent in seconds.", proc_cpu_seconds) ||
-        add_callback(r, METRICS_GAUGE, "process_resident_memory_bytes",
-                     "Resident memory size in bytes.", proc_rss_bytes) ||
-        add_callback(r, METRICS_GAUGE, "process_virtual_memory_bytes",
-                     "Virtual memory size in bytes.", proc_vsize_bytes) ||
-        add_callback(r, METRICS_GAUGE, "process_start_time_seconds",
-                     "Start time of the process since unix epoch in seconds.", proc_start_time) ||
-        add_callback(r, METRICS_GAUGE, "process_open_fds", "Number of open file descriptors.",
-                     proc_open_fds) ||
-        add_callback(r, METRICS_GAUGE, "process_max_fds",
-                     "Maximum number of open file descriptors.", proc_max_fds)) {
+    if (!r->overflow_fam || metrics_process_register(r)) {
         metrics_registry_free(r);
         return NULL;
     }
@@ -983,172 +792,4 @@ void metrics_registry_set_max_children(metrics_registry_t *r, size_t max)
     pthread_mutex_lock(&r->mu);
     r->max_children = max;
     pthread_mutex_unlock(&r->mu);
-}
-
-/* ---- rendering ---- */
-
-/* Shortest text that reads back as the same double; integers without exponent or point. */
-static void fmt_double(double v, char *out, size_t len)
-{
-    if (isnan(v)) {
-        snprintf(out, len, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(out, len, v > 0 ? "+Inf" : "-Inf");
-        return;
-    }
-    if (v == floor(v) && fabs(v) < 1e15) {
-        snprintf(out, len, "%.0f", v);
-        return;
-    }
-    for (int prec = 6; prec <= 17; prec++) {
-        snprintf(out, len, "%.*g", prec, v);
-        if (strtod(out, NULL) == v)
-            return;
-    }
-}
-
-static int put_escaped(buf_t *out, const char *s, bool quote)
-{
-    const char *run = s;
-    for (; *s; s++) {
-        const char *rep = NULL;
-        if (*s == '\\')
-            rep = "\\\\";
-        else if (*s == '\n')
-            rep = "\\n";
-        else if (quote && *s == '"')
-            rep = "\\\"";
-        if (!rep)
-            continue;
-        if (buf_append(out, run, (size_t)(s - run)) || buf_append_str(out, rep))
-            return -1;
-        run = s + 1;
-    }
-    return buf_append(out, run, (size_t)(s - run));
-}
-
-/* name{l1="v1",...[,le="x"]} value\n */
-static int put_sample(buf_t *out, const struct metrics_family *f, const char *suffix,
-                      const struct metrics_child *c, const char *le, double v)
-{
-    char num[40];
-    if (buf_append_str(out, f->name) || buf_append_str(out, suffix))
-        return -1;
-    if (f->nlabels || le) {
-        if (buf_append_u8(out, '{'))
-            return -1;
-        for (size_t i = 0; i < f->nlabels; i++) {
-            if ((i && buf_append_u8(out, ',')) || buf_append_str(out, f->labelnames[i]) ||
-                buf_append_str(out, "=\"") || put_escaped(out, c->values[i], true) ||
-                buf_append_u8(out, '"'))
-                return -1;
-        }
-        if (le && ((f->nlabels && buf_append_u8(out, ',')) || buf_append_str(out, "le=\"") ||
-                   buf_append_str(out, le) || buf_append_u8(out, '"')))
-            return -1;
-        if (buf_append_u8(out, '}'))
-            return -1;
-    }
-    fmt_double(v, num, sizeof num);
-    return buf_printf(out, " %s\n", num) < 0 ? -1 : 0;
-}
-
-static int render_child(buf_t *out, const struct metrics_family *f, const struct metrics_child *c)
-{
-    if (f->type != METRICS_HISTOGRAM)
-        return put_sample(out, f, "", c, NULL, child_value(c));
-    /* Cumulative counts; _count is the +Inf bucket so the two always agree even while
-     * observations land during the scrape. */
-    uint64_t cum = 0;
-    char le[40];
-    for (size_t i = 0; i <= f->nbounds; i++) {
-        cum += atomic_load_explicit(&((struct metrics_child *)c)->buckets[i], memory_order_relaxed);
-        if (i < f->nbounds)
-            fmt_double(f->bounds[i], le, sizeof le);
-        else
-            snprintf(le, sizeof le, "+Inf");
-        if (put_sample(out, f, "_bucket", c, le, (double)cum))
-            return -1;
-    }
-    if (put_sample(out, f, "_sum", c, NULL, metrics_histogram_sum(c)) ||
-        put_sample(out, f, "_count", c, NULL, (double)cum))
-        return -1;
-    return 0;
-}
-
-static int cmp_child(const void *a, const void *b, void *arg)
-{
-    const struct metrics_child *x = *(struct metrics_child *const *)a;
-    const struct metrics_child *y = *(struct metrics_child *const *)b;
-    size_t nlabels = *(const size_t *)arg;
-    for (size_t i = 0; i < nlabels; i++) {
-        int r = strcmp(x->values[i], y->values[i]);
-        if (r)
-            return r;
-    }
-    return 0;
-}
-
-static int cmp_family(const void *a, const void *b)
-{
-    const struct metrics_family *x = *(struct metrics_family *const *)a;
-    const struct metrics_family *y = *(struct metrics_family *const *)b;
-    return strcmp(x->name, y->name);
-}
-
-static int render_family(buf_t *out, struct metrics_family *f)
-{
-    static const char *const type_names[] = {"counter", "gauge", "histogram"};
-    int rc = 0;
-    pthread_mutex_lock(&f->mu);
-    size_t n = f->nchildren + (f->overflow ? 1 : 0);
-    if (n == 0)
-        goto done; /* a family without samples is left out, as client_golang does */
-    struct metrics_child **v = malloc(n * sizeof *v);
-    if (!v) {
-        rc = -1;
-        goto done;
-    }
-    size_t k = 0;
-    for (size_t b = 0; b < METRICS_HASH_SIZE; b++)
-        for (struct metrics_child *c = f->table[b]; c; c = c->hnext)
-            v[k++] = c;
-    qsort_r(v, k, sizeof *v, cmp_child, &f->nlabels);
-    if (f->overflow)
-        v[k++] = f->overflow;
-    if (buf_append_str(out, "# HELP ") || buf_append_str(out, f->name) || buf_append_u8(out, ' ') ||
-        put_escaped(out, f->help, false) ||
-        buf_printf(out, "\n# TYPE %s %s\n", f->name, type_names[f->type]) < 0)
-        rc = -1;
-    for (size_t i = 0; rc == 0 && i < k; i++)
-        rc = render_child(out, f, v[i]);
-    free(v);
-done:
-    pthread_mutex_unlock(&f->mu);
-    return rc;
-}
-
-int metrics_render(metrics_registry_t *r, buf_t *out)
-{
-    if (!r || !out)
-        return -1;
-    pthread_mutex_lock(&r->mu);
-    size_t n = r->nfams;
-    struct metrics_family **v = malloc((n ? n : 1) * sizeof *v);
-    if (!v) {
-        pthread_mutex_unlock(&r->mu);
-        return -1;
-    }
-    memcpy(v, r->fams, n * sizeof *v);
-    pthread_mutex_unlock(&r->mu);
-    /* Families are never removed while the registry lives, so the copied pointers stay
-     * valid without the registry lock. */
-    qsort(v, n, sizeof *v, cmp_family);
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = render_family(out, v[i]);
-    free(v);
-    return rc;
 }

@@ -5,7 +5,7 @@
  * the hot path), then update the child from any thread: updates are lock-free relaxed C11
  * atomics. Rendering (the HTTP thread) may run concurrently with updates.
  *
- *   metrics_family_t *f = metrics_counter_new(reg, "ndd_ingress_messages_total",
+ *   metrics_family_t *f = metrics_counter_new(reg, "ndd_aggregation_messages_consumed_total",
  *                                             "Copies read from the NF topics", "nf_type");
  *   metrics_counter_t *scp = metrics_counter_labels(f, "SCP");
  *   metrics_counter_inc(scp);          // hot path
@@ -14,8 +14,9 @@
  * label sets fold into one child whose label values are all "_overflow", and
  * ndd_metrics_overflow_total{family="<name>"} increments for each folded lookup.
  *
- * Naming convention (docs/observability.md): ndd_<component>_<what>_<unit>, counters end in
- * _total, durations are in seconds, sizes in bytes. */
+ * Naming rules (docs/observability.md, held by tests/common/check_metric_names.py):
+ * ndd_<component>_<object>_<event or state>[_<unit>][_total], counters and only counters end
+ * in _total, durations in seconds, sizes in bytes, one word for one idea in every daemon. */
 #ifndef NDD_METRICS_H
 #define NDD_METRICS_H
 
@@ -107,6 +108,10 @@ void metrics_counter_add(metrics_counter_t *c, uint64_t n);
 /* Fractional amounts, e.g. seconds of CPU; negative values are ignored. */
 void metrics_counter_add_double(metrics_counter_t *c, double v);
 double metrics_counter_value(const metrics_counter_t *c);
+/* The whole-number count of a counter child (what metrics_counter_inc/_add added; fractions
+ * and callbacks are not included), exact to 2^64: how heartbeats and stats read the
+ * registry instead of keeping counts of their own. 0 for NULL. Lock-free. */
+uint64_t metrics_counter_get(const metrics_counter_t *c);
 
 void metrics_gauge_set(metrics_gauge_t *g, double v);
 void metrics_gauge_add(metrics_gauge_t *g, double v);

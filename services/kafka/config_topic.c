@@ -669,7 +669,7 @@ config_topic_t *config_topic_new(const config_topic_opts_t *o, char *err, size_t
 
     metrics_registry_t *reg = o->metrics ? o->metrics : metrics_default_registry();
     metrics_family_t *fr = metrics_counter_new(
-        reg, "ndd_config_records_total",
+        reg, "ndd_config_messages_read_total",
         "Records of the configuration topic read by this worker, by what they did", "topic,result");
     metrics_family_t *fk = metrics_gauge_new(reg, "ndd_config_keys",
                                              "Configuration keys held from the topic", "topic");

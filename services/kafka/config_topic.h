@@ -25,7 +25,7 @@
  * blocking Kafka call ever runs on the owner's thread.
  *
  * Bounded: at most max_keys keys and max_record_bytes per value; a record beyond either is
- * logged with its key, partition and offset, counted (ndd_config_records_total{result=
+ * logged with its key, partition and offset, counted (ndd_config_messages_read_total{result=
  * "max_keys"|"too_large"}) and skipped: the key keeps its previous version (or stays absent).
  * Invalid records (bad key, JSON, kind/id not matching the key, no "spec" object) likewise
  * (result="invalid"). librdkafka's prefetch is capped at 4 MiB.

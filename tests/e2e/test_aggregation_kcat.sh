@@ -90,14 +90,14 @@ metric() { # metric NAME_WITH_LABELS -> value
 ok=0
 for _ in $(seq 100); do
     curl -s "$M/metrics" >"$T/metrics"
-    [ "$(metric 'ndd_aggregation_filtered_total{nf_type="SCP"}')" = 1 ] && ok=1 && break
+    [ "$(metric 'ndd_aggregation_messages_filtered_total{nf_type="SCP"}')" = 1 ] && ok=1 && break
     sleep 0.1
 done
 ((ok)) || fail "filtered counter did not reach 1: $(grep ndd_aggregation "$T/metrics")"
 promtool check metrics <"$T/metrics" || fail "promtool rejects /metrics"
-[ "$(metric 'ndd_aggregation_ingress_messages_total{nf_type="SCP"}')" = 5 ] || fail "ingress count"
-[ "$(metric 'ndd_aggregation_egress_messages_total{nf_type="SCP"}')" = 3 ] || fail "egress count"
-[ "$(metric 'ndd_aggregation_dead_letter_total{nf_type="SCP",reason="missing-field"}')" = 1 ] ||
+[ "$(metric 'ndd_aggregation_messages_consumed_total{nf_type="SCP"}')" = 5 ] || fail "ingress count"
+[ "$(metric 'ndd_aggregation_messages_produced_total{nf_type="SCP"}')" = 3 ] || fail "egress count"
+[ "$(metric 'ndd_aggregation_messages_dead_lettered_total{nf_type="SCP",reason="missing-field"}')" = 1 ] ||
     fail "dead-letter count"
 [ "$(metric 'ndd_aggregation_filter_reloads_total{nf_type="SCP",result="ok"}')" = 1 ] || fail "reload count"
 grep -q '^ndd_aggregation_produce_latency_seconds_count{nf_type="SCP"} 3$' "$T/metrics" ||

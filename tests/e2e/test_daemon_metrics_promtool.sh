@@ -7,10 +7,13 @@
 #   ndd-admin (PostgreSQL schema of its own, private config/events topics)
 # waits for each one's /readyz (the sink: /healthz), then runs deploy/prometheus/check-metrics.sh
 # on every /metrics and checks that each body holds the daemon's own metric family, so an empty
-# or foreign answer cannot pass. Everything started is stopped by PID on exit.
+# or foreign answer cannot pass. Then tests/common/check_metric_names.py holds every family of
+# every body to the naming rules and the catalog of docs/observability.md (issue 10: one
+# vocabulary, every family documented). Everything started is stopped by PID on exit.
 # A daemon whose binary is missing fails the test when its directory has a CMakeLists.txt (it is
 # part of the build); otherwise it is reported as not part of this tree.
-# Needs NDD_BUILD_DIR, NDD_TEST_KAFKA, NDD_TEST_PG; tools curl, promtool, kcat, psql.
+# Needs NDD_BUILD_DIR, NDD_TEST_KAFKA, NDD_TEST_PG; tools curl, promtool, kcat, psql, python3.
+# METRICS_KEEP_DIR (optional): where to copy the scraped bodies (NAME.metrics) for a look.
 set -uo pipefail
 
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
@@ -19,7 +22,7 @@ BROKER=${NDD_TEST_KAFKA:-}
 PG=${NDD_TEST_PG:-}
 [ -n "$BROKER" ] || { echo "FAIL: NDD_TEST_KAFKA is not set (run deploy/local/stack.sh start)"; exit 1; }
 [ -n "$PG" ] || { echo "FAIL: NDD_TEST_PG is not set (run deploy/local/stack.sh start)"; exit 1; }
-for tool in curl promtool kcat psql; do
+for tool in curl promtool kcat psql python3; do
     command -v $tool >/dev/null ||
         { echo "FAIL: $tool missing (Debian: curl prometheus kcat postgresql-client)"; exit 1; }
 done
@@ -225,9 +228,9 @@ if [ -n "${PID[ndd-aggregation]:-}" ]; then
         done
         echo "note: $1 has no sample matching '$2' yet; checking its metrics as they are"
     }
-    wait_sample ndd-aggregation '^ndd_aggregation_egress_messages_total\{[^}]*\} [1-9]' 15
+    wait_sample ndd-aggregation '^ndd_aggregation_messages_produced_total\{[^}]*\} [1-9]' 15
     [ -n "${PID[ndd-sink]:-}" ] && [ -n "${PID[ndd-adapter]:-}" ] &&
-        wait_sample ndd-adapter '^ndd_adapter_acked_messages_total(\{[^}]*\})? [1-9]' 10
+        wait_sample ndd-adapter '^ndd_adapter_messages_acked_total(\{[^}]*\})? [1-9]' 10
 fi
 if [ -n "${PID[ndd-admin]:-}" ]; then
     # An unauthenticated API call (401) and a probe: the request counter gets labelled samples.
@@ -236,18 +239,27 @@ fi
 
 # ---- the check ---------------------------------------------------------------------------
 urls=()
+bodies=()
 for n in "${ORDER[@]}"; do
     urls+=("${URL[$n]}/metrics")
-    body=$(curl -sS --max-time 5 "${URL[$n]}/metrics") || { echo "FAIL: $n: GET /metrics"; FAILED=1; continue; }
-    if ! grep -q "^${FAMILY[$n]}" <<<"$body"; then
-        echo "FAIL: $n: /metrics has no ${FAMILY[$n]}* series (first lines: $(head -3 <<<"$body"))"
+    curl -sS --max-time 5 -o "$T/$n.metrics" "${URL[$n]}/metrics" || { echo "FAIL: $n: GET /metrics"; FAILED=1; continue; }
+    bodies+=("$n=$T/$n.metrics")
+    if ! grep -q "^${FAMILY[$n]}" "$T/$n.metrics"; then
+        echo "FAIL: $n: /metrics has no ${FAMILY[$n]}* series (first lines: $(head -3 "$T/$n.metrics"))"
         FAILED=1
     fi
 done
 "$CHECK" "${urls[@]}" || { echo "FAIL: promtool check metrics rejected a daemon's /metrics (above)"; FAILED=1; }
+# The naming rules and the catalog of docs/observability.md (issue 10: one vocabulary, every
+# family documented with its type and labels).
+if ((${#bodies[@]} > 0)); then
+    python3 "$SRC/tests/common/check_metric_names.py" "$SRC/docs/observability.md" "${bodies[@]}" ||
+        { echo "FAIL: a family breaks the naming rules or is not in docs/observability.md (above)"; FAILED=1; }
+fi
+[ -z "${METRICS_KEEP_DIR:-}" ] || cp "$T"/*.metrics "$METRICS_KEEP_DIR"/ 2>/dev/null
 
 for n in "${ORDER[@]}"; do
     kill -0 "${PID[$n]}" 2>/dev/null || { echo "FAIL: $n died during the check"; FAILED=1; }
 done
 ((FAILED == 0)) || fail "see above"
-echo "PASS: /metrics of ${ORDER[*]} accepted by promtool check metrics (${SECONDS}s)"
+echo "PASS: /metrics of ${ORDER[*]} accepted by promtool check metrics, named by the rules and documented (${SECONDS}s)"

@@ -156,8 +156,8 @@ after=$(summary '.requests')
 
 # /metrics in the Prometheus text format (promtool when available).
 curl -sf "$M/metrics" > "$T/metrics" || fail "/metrics"
-grep -q '^ndd_sink_records_total{transport="h2"} ' "$T/metrics" || fail "no ndd_sink_records_total"
-grep -q '^ndd_sink_duplicates_total 1' "$T/metrics" || fail "duplicates metric"
+grep -q '^ndd_sink_messages_received_total{transport="h2"} ' "$T/metrics" || fail "no ndd_sink_messages_received_total"
+grep -q '^ndd_sink_messages_duplicated_total 1' "$T/metrics" || fail "duplicates metric"
 if command -v promtool >/dev/null; then
     promtool check metrics < "$T/metrics" || fail "promtool check metrics"
 fi

@@ -47,7 +47,7 @@ static double adapter_metric(int aport, const char *name, const char *feed)
 }
 
 /* min_rewound > 0: the case is meant to fill the feed so that copies are given back
- * (ndd_adapter_rewound_messages_total) and fails when that path was not taken. */
+ * (ndd_adapter_messages_rewound_total) and fails when that path was not taken. */
 static void sink_case_rw(const char *transport, const char *encoding, const char *scheme,
                          const char *delivery, size_t n, double min_rewound, const char *sink_delay,
                          const char *const *adapter_extra, bool late_sink)
@@ -102,12 +102,12 @@ static void sink_case_rw(const char *transport, const char *encoding, const char
          * middle of a poll, with later copies of the same partitions in it, and it must give
          * copies back until the sink comes up. Then everything must drain. */
         uint64_t ta = atu_now_ms();
-        while (adapter_metric(am, "ndd_adapter_assigned_partitions", feed) != 3 &&
+        while (adapter_metric(am, "ndd_adapter_partitions_assigned", feed) != 3 &&
                atu_now_ms() - ta < 20000)
             usleep(100000);
         assert_int_equal(atu_produce_copies(topic, 0, n, 3400), 0);
         uint64_t tr = atu_now_ms();
-        while (adapter_metric(am, "ndd_adapter_rewound_messages_total", feed) < min_rewound &&
+        while (adapter_metric(am, "ndd_adapter_messages_rewound_total", feed) < min_rewound &&
                atu_now_ms() - tr < 10000)
             usleep(100000);
         sink = atu_spawn(argv, slog);
@@ -136,10 +136,10 @@ static void sink_case_rw(const char *transport, const char *encoding, const char
     assert_int_equal(json_integer_value(json_object_get(sum, "unique")), (json_int_t)n);
     assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
     /* The feed holds the topic's three partitions (one process in the group). */
-    double parts = adapter_metric(am, "ndd_adapter_assigned_partitions", feed);
+    double parts = adapter_metric(am, "ndd_adapter_partitions_assigned", feed);
     if (parts != 3)
-        fail_msg("ndd_adapter_assigned_partitions{feed=\"%s\"} = %g, want 3", feed, parts);
-    double rewound = adapter_metric(am, "ndd_adapter_rewound_messages_total", feed);
+        fail_msg("ndd_adapter_partitions_assigned{feed=\"%s\"} = %g, want 3", feed, parts);
+    double rewound = adapter_metric(am, "ndd_adapter_messages_rewound_total", feed);
     fprintf(stderr, "%s/%s %s: %zu distinct, %lld duplicates, %lld requests, %g rewound\n",
             transport, encoding, delivery, n,
             (long long)json_integer_value(json_object_get(sum, "duplicates")),

@@ -72,9 +72,9 @@ static int64_t kill_slow_life(corr_env_t *e, int64_t before, int64_t until, cons
      * acknowledgements save them. */
     uint16_t port = corr_http_port(e, 5000);
     assert_true(port > 0);
-    while (corr_metric(port, "ndd_correlation_unacked_records") > 0 && ktu_now_ms() < deadline)
+    while (corr_metric(port, "ndd_correlation_messages_in_flight") > 0 && ktu_now_ms() < deadline)
         ktu_sleep_ms(10);
-    while (corr_metric(port, "ndd_correlation_unacked_records") < 1 && ktu_now_ms() < deadline)
+    while (corr_metric(port, "ndd_correlation_messages_in_flight") < 1 && ktu_now_ms() < deadline)
         ktu_sleep_ms(10);
     assert_true(ktu_now_ms() < deadline);
     ktu_sleep_ms(300);
@@ -196,11 +196,11 @@ static void test_rebalance_hands_open_transactions_over_to_the_new_owner(void **
     uint16_t port_a = corr_http_port(&e, 10000);
     assert_true(port_a > 0);
     int64_t deadline = ktu_now_ms() + 30000;
-    while ((corr_metric(port_a, "ndd_correlation_consumed_messages_total") < 2 * N ||
-            corr_metric(port_a, "ndd_correlation_open_transactions") < N) &&
+    while ((corr_metric(port_a, "ndd_correlation_messages_consumed_total") < 2 * N ||
+            corr_metric(port_a, "ndd_correlation_transactions_open") < N) &&
            ktu_now_ms() < deadline)
         ktu_sleep_ms(50);
-    assert_true(corr_metric(port_a, "ndd_correlation_open_transactions") == N);
+    assert_true(corr_metric(port_a, "ndd_correlation_transactions_open") == N);
 
     /* The second replica joins the group: some partitions move to it. */
     corr_test_extra_pid = a; /* e.pid becomes the second replica's */
@@ -211,21 +211,21 @@ static void test_rebalance_hands_open_transactions_over_to_the_new_owner(void **
     deadline = ktu_now_ms() + 40000;
     double moved = 0;
     while (ktu_now_ms() < deadline) {
-        moved = corr_metric(port_a, "ndd_correlation_handed_over_total");
-        if (moved > 0 && corr_metric(port_b, "ndd_correlation_assigned_partitions") > 0 &&
-            corr_metric(port_a, "ndd_correlation_assigned_partitions") +
-                    corr_metric(port_b, "ndd_correlation_assigned_partitions") ==
+        moved = corr_metric(port_a, "ndd_correlation_transactions_handed_over_total");
+        if (moved > 0 && corr_metric(port_b, "ndd_correlation_partitions_assigned") > 0 &&
+            corr_metric(port_a, "ndd_correlation_partitions_assigned") +
+                    corr_metric(port_b, "ndd_correlation_partitions_assigned") ==
                 NPARTS &&
-            corr_metric(port_a, "ndd_correlation_open_transactions") +
-                    corr_metric(port_b, "ndd_correlation_open_transactions") ==
+            corr_metric(port_a, "ndd_correlation_transactions_open") +
+                    corr_metric(port_b, "ndd_correlation_transactions_open") ==
                 N)
             break;
         ktu_sleep_ms(100);
     }
     print_message("%g open transactions handed over to the new replica\n", moved);
     assert_true(moved > 0 && moved < N);
-    assert_true(corr_metric(port_a, "ndd_correlation_open_transactions") +
-                    corr_metric(port_b, "ndd_correlation_open_transactions") ==
+    assert_true(corr_metric(port_a, "ndd_correlation_transactions_open") +
+                    corr_metric(port_b, "ndd_correlation_transactions_open") ==
                 N);
     assert_int_equal(ktu_topic_record_count(e.xdr, 5000), 0);
 

@@ -126,16 +126,16 @@ static void test_complete_transactions_give_one_complete_xdr_each_with_latencies
     /* The KPIs say the same. */
     uint16_t port = corr_http_port(&e, 5000);
     assert_true(port > 0);
-    assert_true(metric_is(port, "ndd_correlation_xdr_records_total", N_SCP + N_NRF));
+    assert_true(metric_is(port, "ndd_correlation_xdrs_produced_total", N_SCP + N_NRF));
     assert_true(metric_is(port,
-                          "ndd_xdr_transactions_total{nf_type=\"SCP\",service=\"nudm-sdm\","
+                          "ndd_correlation_transactions_total{nf_type=\"SCP\",service=\"nudm-sdm\","
                           "status_code=\"200\",completion=\"complete\"",
                           N_SCP));
     assert_true(metric_is(port,
-                          "ndd_xdr_latency_seconds_count{nf_type=\"NRF\","
+                          "ndd_correlation_transaction_latency_seconds_count{nf_type=\"NRF\","
                           "service=\"nudm-sdm\",side=\"rx\"",
                           N_NRF));
-    assert_true(metric_is(port, "ndd_correlation_consumed_messages_total", N_SCP * 4 + N_NRF * 2));
+    assert_true(metric_is(port, "ndd_correlation_messages_consumed_total", N_SCP * 4 + N_NRF * 2));
 
     /* A clean stop commits everything: nothing is open. */
     assert_true(corr_stop_clean(&e));
@@ -266,11 +266,11 @@ static void test_missing_copies_give_incomplete_xdrs_after_the_timeout(void **st
     uint16_t port = corr_http_port(&e, 5000);
     assert_true(port > 0);
     assert_true(metric_is(port,
-                          "ndd_xdr_missing_copies_total{nf_type=\"SCP\","
+                          "ndd_correlation_messages_missing_total{nf_type=\"SCP\","
                           "trigger_point=\"tx-response\"",
                           N_NO_TXRESP));
     assert_true(metric_is(port,
-                          "ndd_xdr_transactions_total{nf_type=\"NRF\",service=\"nudm-sdm\","
+                          "ndd_correlation_transactions_total{nf_type=\"NRF\",service=\"nudm-sdm\","
                           "status_code=\"none\",completion=\"timeout\"",
                           N_NRF_HALF));
     corr_xdrs_free(&xs);
@@ -303,10 +303,10 @@ static void test_open_transaction_limit_emits_the_oldest_as_evicted(void **state
     uint16_t port = corr_http_port(&e, 5000);
     assert_true(port > 0);
     /* Everything consumed, exactly the oldest N - LIMIT emitted, the newest LIMIT open. */
-    assert_true(metric_is(port, "ndd_correlation_consumed_messages_total", N));
-    assert_true(metric_is(port, "ndd_correlation_open_transactions", LIMIT));
+    assert_true(metric_is(port, "ndd_correlation_messages_consumed_total", N));
+    assert_true(metric_is(port, "ndd_correlation_transactions_open", LIMIT));
     assert_true(metric_is(port,
-                          "ndd_xdr_transactions_total{nf_type=\"SCP\",service=\"nudm-sdm\","
+                          "ndd_correlation_transactions_total{nf_type=\"SCP\",service=\"nudm-sdm\","
                           "status_code=\"none\",completion=\"evicted\"",
                           N - LIMIT));
     assert_int_equal(ktu_topic_record_count(e.xdr, 5000), N - LIMIT);
@@ -375,7 +375,8 @@ static void test_undecodable_copy_goes_to_the_dead_letter_topic_with_its_reason(
 
     uint16_t port = corr_http_port(&e, 5000);
     assert_true(port > 0);
-    assert_true(metric_is(port, "ndd_correlation_dead_letter_total{reason=\"missing-field\"", 1));
+    assert_true(metric_is(
+        port, "ndd_correlation_messages_dead_lettered_total{reason=\"missing-field\"", 1));
     /* Both records are done: the dead-letter one too is below the committed offset. */
     assert_true(corr_stop_clean(&e));
     assert_int_equal(agg_committed_sum(e.group, e.main, 1), 3);

@@ -311,10 +311,10 @@ static void test_oversized_or_invalid_record_keeps_the_previous_version(void **s
     assert_int_equal(metrics_render(f->reg, &out), 0);
     assert_int_equal(buf_append_u8(&out, 0), 0);
     const char *text = (const char *)out.data;
-    assert_non_null(
-        strstr(text, "ndd_config_records_total{topic=\"ndd.config.unit\",result=\"too_large\"} 1"));
-    assert_non_null(
-        strstr(text, "ndd_config_records_total{topic=\"ndd.config.unit\",result=\"invalid\"} 2"));
+    assert_non_null(strstr(
+        text, "ndd_config_messages_read_total{topic=\"ndd.config.unit\",result=\"too_large\"} 1"));
+    assert_non_null(strstr(
+        text, "ndd_config_messages_read_total{topic=\"ndd.config.unit\",result=\"invalid\"} 2"));
     assert_non_null(strstr(text, "ndd_config_keys{topic=\"ndd.config.unit\"} 1"));
     assert_non_null(strstr(text, "ndd_config_loaded{topic=\"ndd.config.unit\"} 1"));
     buf_free(&out);

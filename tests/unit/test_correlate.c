@@ -445,15 +445,15 @@ static void test_metrics_count_by_service_status_and_completion(void **state)
     assert_int_equal(metrics_render(r, &b), 0);
     assert_int_equal(buf_append_u8(&b, 0), 0);
     const char *txt = (const char *)b.data;
-    if (!strstr(txt, "ndd_xdr_transactions_total{nf_type=\"SCP\",service=\"nudm-sdm\","
+    if (!strstr(txt, "ndd_correlation_transactions_total{nf_type=\"SCP\",service=\"nudm-sdm\","
                      "status_code=\"200\",completion=\"complete\"} 3"))
         fail_msg("no complete count in:\n%s", txt);
     assert_non_null(strstr(txt, "status_code=\"none\",completion=\"timeout\"} 1"));
-    assert_non_null(strstr(txt, "ndd_xdr_missing_copies_total{nf_type=\"SCP\","
+    assert_non_null(strstr(txt, "ndd_correlation_messages_missing_total{nf_type=\"SCP\","
                                 "trigger_point=\"tx-response\"} 1"));
-    assert_non_null(strstr(txt, "ndd_xdr_latency_seconds_count{nf_type=\"SCP\","
+    assert_non_null(strstr(txt, "ndd_correlation_transaction_latency_seconds_count{nf_type=\"SCP\","
                                 "service=\"nudm-sdm\",side=\"rx\"} 3"));
-    assert_non_null(strstr(txt, "ndd_correlation_open_transactions{nf_type=\"SCP\"} 0"));
+    assert_non_null(strstr(txt, "ndd_correlation_transactions_open{nf_type=\"SCP\"} 0"));
     buf_free(&b);
     correlate_free(c);
     correlate_metrics_free(m);

@@ -252,6 +252,26 @@ static void test_callback_values_are_read_at_scrape_time(void **state)
     metrics_registry_free(r);
 }
 
+/* What heartbeats and worker stats read instead of counting twice: the exact whole count of
+ * the child (also past 2^53, where a double would round), the same for the same label
+ * values, and nothing for a missing handle. */
+static void test_counter_get_reads_the_exact_count_of_a_child(void **state)
+{
+    metrics_registry_t *r = metrics_registry_new();
+    metrics_family_t *f = metrics_counter_new(r, "a_events_total", "events", "feed");
+    metrics_counter_t *c = metrics_counter_labels(f, "f1");
+    assert_int_equal(metrics_counter_get(c), 0);
+    metrics_counter_inc(c);
+    metrics_counter_add(c, 41);
+    assert_int_equal(metrics_counter_get(c), 42);
+    assert_int_equal(metrics_counter_get(metrics_counter_labels(f, "f1")), 42);
+    assert_int_equal(metrics_counter_get(metrics_counter_labels(f, "f2")), 0);
+    metrics_counter_add(c, (UINT64_C(1) << 53) + 1 - 42);
+    assert_true(metrics_counter_get(c) == (UINT64_C(1) << 53) + 1);
+    assert_int_equal(metrics_counter_get(NULL), 0);
+    metrics_registry_free(r);
+}
+
 static double sample_of(const char *doc, const char *name)
 {
     char pat[128];
@@ -405,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_invalid_names_labels_and_buckets_are_rejected),
         cmocka_unit_test(test_empty_help_falls_back_to_the_name),
         cmocka_unit_test(test_callback_values_are_read_at_scrape_time),
+        cmocka_unit_test(test_counter_get_reads_the_exact_count_of_a_child),
         cmocka_unit_test(test_process_metrics_reflect_this_process),
         cmocka_unit_test(test_concurrent_updates_from_two_threads_while_rendering),
         cmocka_unit_test(test_render_reports_full_buffer),
