@@ -951,3 +951,8 @@ void agg_worker_free(agg_worker_t *w)
         filter_slot_free(w->filter);
     free(w);
 }
+
+int agg_worker_assigned(void *w)
+{
+    return kafka_consumer_assignment_size(((agg_worker_t *)w)->consumer);
+}

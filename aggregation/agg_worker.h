@@ -63,6 +63,9 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen);
 int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_atomic_t *reload);
 
 agg_stats_t agg_worker_stats(const agg_worker_t *w);
+/* Partitions assigned to this member now (an agg_worker_t *; any thread; a round trip to
+ * librdkafka's thread), -1 on error. For the readiness rule. */
+int agg_worker_assigned(void *w);
 /* Releases everything (after agg_worker_run returned, or instead of it). */
 void agg_worker_free(agg_worker_t *w);
 

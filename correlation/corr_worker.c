@@ -786,3 +786,8 @@ void corr_worker_free(corr_worker_t *w)
     buf_free(&w->out);
     free(w);
 }
+
+int corr_worker_assigned(void *w)
+{
+    return kafka_consumer_assignment_size(((corr_worker_t *)w)->consumer);
+}

@@ -93,6 +93,9 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
 int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop);
 
 corr_stats_t corr_worker_stats(const corr_worker_t *w);
+/* Partitions assigned to this member now (a corr_worker_t *; any thread; a round trip to
+ * librdkafka's thread), -1 on error. For the readiness rule. */
+int corr_worker_assigned(void *w);
 correlate_stats_t corr_worker_engine_stats(const corr_worker_t *w);
 
 /* Live settings (worker thread only, e.g. from on_tick). The timeout applies to every open
