@@ -45,6 +45,8 @@ int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv)
         return 2;
     }
     if (config_help_requested(d->cfg)) {
+        if (def->usage)
+            printf("%s\n", def->usage);
         config_print_help(def->specs, def->n_specs, d->name, stdout);
         return 0;
     }

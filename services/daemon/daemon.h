@@ -78,7 +78,8 @@ typedef struct daemon daemon_t;
 
 /* What a daemon gives the skeleton: one static description. */
 typedef struct daemon_def {
-    const char *name; /* program name, prefix of every stderr line, daemon label */
+    const char *name;  /* program name, prefix of every stderr line, daemon label */
+    const char *usage; /* printed before the settings table by --help; may be NULL */
     const config_spec_t *specs;
     size_t n_specs;
     void *settings; /* the daemon's settings struct (first member: daemon_settings_t common) */
