@@ -166,7 +166,8 @@ int adapter_control_check(daemon_t *d, FILE *out, char *err, size_t errlen)
     bool use_topic = s->config_topic && s->config_topic[0];
     if (!s->feeds_file == !use_topic) {
         /* Two sources would fight: a file reload removes feeds the topic added. */
-        snprintf(err, errlen, "feeds-file, config-topic: give exactly one of them");
+        snprintf(err, errlen,
+                 "feeds-file, config-topic: give exactly one of --feeds-file and --config-topic");
         return -1;
     }
     char e1[900];

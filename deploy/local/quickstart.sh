@@ -165,7 +165,7 @@ start_daemon sink "$QS/sink.log" "$SINK" --h2-port "$P_SINK" --metrics-port "$P_
 wait_http ndd-sink "http://127.0.0.1:$P_SINKM/healthz" 10 "$QS/sink.log"
 
 # ndd-admin: the REST API over PostgreSQL; a token for this demo, kept in a 0600 file.
-start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --port "$P_ADMIN"
+start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --http.port "$P_ADMIN"
 wait_http ndd-admin "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/admin.log"
 if [[ ! -s $QS/admin.token ]]; then
     "$ADMIN" token revoke --pg "$NDD_PG" --name quickstart >/dev/null 2>&1 || true
@@ -177,15 +177,15 @@ i=0
 for nf in "${NF_TYPES[@]}"; do
     [[ $nf == SCP ]] && port=$P_AGG || port=$((BASE + 10 + i))
     start_daemon "aggregation-$nf" "$QS/aggregation-$nf.log" "$AGG" --nf-type "$nf" \
-        --bootstrap "$NDD_KAFKA" --main-partitions 3 --http-port "$port" --log-level warn \
+        --bootstrap "$NDD_KAFKA" --main-partitions 3 --http.port "$port" --log.level warn \
         --filter-check-interval 1s
     echo "$port" >"$QS/aggregation-$nf.port"
     i=$((i + 1))
 done
 
 # ndd-correlation: its own consumer group on MAIN, one xDR per transaction to XDR (docs/correlation.md).
-start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http-port "$P_CORR" \
-    --log-level warn
+start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http.port "$P_CORR" \
+    --log.level warn
 
 cat >"$QS/feeds.json" <<EOF
 {"feeds": [

@@ -34,7 +34,7 @@ fail() {
 
 echo '{"name": "allow-all", "default": "allow", "rules": []}' >"$T/filter.json"
 "$AGG" --nf-type SCP --bootstrap "$BROKER" --topic "$IN" --main-topic "$MAIN" --dlq-topic "$DLQ" \
-    --group "ndd-$TAG" --main-partitions 2 --http-port 0 --http-port-file "$T/port" \
+    --group "ndd-$TAG" --main-partitions 2 --http.port 0 --http.port-file "$T/port" \
     --filter-file "$T/filter.json" --filter-check-interval 1h --config-topic= --events-topic= \
     --kafka.consumer.session.timeout.ms 6000 >"$T/agg.log" 2>&1 &
 AGG_PID=$!

@@ -131,7 +131,7 @@ fi
 if want ndd-aggregation aggregation; then
     "$BUILD/aggregation/ndd-aggregation" --nf-type SCP --bootstrap "$BROKER" --topic "$IN" \
         --main-topic "$MAIN" --dlq-topic "ndd-$TAG-dlq-agg" --group "ndd-$TAG-agg" \
-        --main-partitions 2 --http-port 0 --http-port-file "$T/agg.port" \
+        --main-partitions 2 --http.port 0 --http.port-file "$T/agg.port" \
         --kafka.consumer.session.timeout.ms 6000 >"$T/ndd-aggregation.log" 2>&1 &
     PID[ndd-aggregation]=$!
     FAMILY[ndd-aggregation]=ndd_aggregation_
@@ -140,7 +140,7 @@ fi
 if want ndd-correlation correlation; then
     "$BUILD/correlation/ndd-correlation" --bootstrap "$BROKER" --main-topic "$MAIN" \
         --xdr-topic "$XDR" --dlq-topic "ndd-$TAG-dlq-corr" --group "ndd-$TAG-corr" \
-        --main-partitions 2 --timeout 1s --http-port 0 --http-port-file "$T/corr.port" \
+        --main-partitions 2 --timeout 1s --http.port 0 --http.port-file "$T/corr.port" \
         --kafka.consumer.session.timeout.ms 6000 >"$T/ndd-correlation.log" 2>&1 &
     PID[ndd-correlation]=$!
     FAMILY[ndd-correlation]=ndd_correlation_
@@ -162,7 +162,7 @@ if want ndd-admin admin; then
     ADMIN_STARTED=1
     "$BUILD/admin/ndd-admin" --pg "$PG" --db-schema "$SCHEMA" --bootstrap "$BROKER" \
         --config-topic "ndd-$TAG-config" --events-topic "ndd-$TAG-events" \
-        --events-group "ndd-$TAG-admin" --port 0 --port-file "$T/admin.port" \
+        --events-group "ndd-$TAG-admin" --http.port 0 --http.port-file "$T/admin.port" \
         --db-wait 20s >"$T/ndd-admin.log" 2>&1 &
     PID[ndd-admin]=$!
     FAMILY[ndd-admin]=ndd_admin_
