@@ -46,7 +46,12 @@ done
 [ -s "$T/port" ] || fail "no HTTP port file"
 M=http://127.0.0.1:$(cat "$T/port")
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$M/healthz")" = 200 ] || fail "/healthz"
-[ "$(curl -s -o /dev/null -w '%{http_code}' "$M/readyz")" = 200 ] || fail "/readyz"
+# Ready once Kafka answered, the configuration is loaded and the group assigned partitions.
+for _ in $(seq 1 60); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$M/readyz")" = 200 ] && break
+    sleep 0.5
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$M/readyz")" = 200 ] || fail "/readyz: $(curl -s "$M/readyz")"
 
 copy() { # copy N [extra kcat -H args...]: one valid request copy with key c-N
     local n=$1; shift
