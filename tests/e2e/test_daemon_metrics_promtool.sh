@@ -153,7 +153,8 @@ if want ndd-adapter adapter; then
     printf '{"feeds":[{"name":"%s","source_topic":"%s","dlq_topic":"ndd-%s-dlq-feed","encoding":"json","transport":"http2","endpoints":[{"url":"http://127.0.0.1:%s/ingest","weight":1}]}]}\n' \
         "m-$TAG" "$MAIN" "$TAG" "$ep" >"$T/feeds.json"
     "$BUILD/adapter/ndd-adapter" --bootstrap "$BROKER" --feeds-file "$T/feeds.json" \
-        --http.port 0 --kafka.auto.offset.reset earliest >"$T/ndd-adapter.log" 2>&1 &
+        --http.port 0 --http.port-file "$T/adapter.port" --kafka.auto.offset.reset earliest \
+        >"$T/ndd-adapter.log" 2>&1 &
     PID[ndd-adapter]=$!
     FAMILY[ndd-adapter]=ndd_adapter_
 fi
@@ -180,8 +181,8 @@ if [ -n "${PID[ndd-correlation]:-}" ]; then
     URL[ndd-correlation]=http://127.0.0.1:$(cat "$T/corr.port")
 fi
 if [ -n "${PID[ndd-adapter]:-}" ]; then
-    from_log ndd-adapter 's#.*metrics on (http://[^/]+)/metrics.*#\1#p'
-    URL[ndd-adapter]=$LOGGED
+    wait_file "$T/adapter.port" ndd-adapter
+    URL[ndd-adapter]=http://127.0.0.1:$(cat "$T/adapter.port")
 fi
 if [ -n "${PID[ndd-admin]:-}" ]; then
     wait_file "$T/admin.port" ndd-admin
