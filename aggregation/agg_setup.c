@@ -123,7 +123,7 @@ agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter
         .batch = (uint32_t)s->batch,
         .cooperative = s->cooperative,
         .shutdown_timeout_ms = (int)s->shutdown_timeout_ms,
-        .revoke_flush_ms = s->revoke_flush_ms > 0 ? (int)s->revoke_flush_ms : -1,
+        .revoke_flush_ms = (int)s->revoke_flush_ms,
         .filter_file = s->filter_file,
         .filter_check_ms = (int)s->filter_check_ms,
         .metrics = d->metrics,

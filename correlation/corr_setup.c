@@ -141,7 +141,7 @@ void corr_setup_worker(const daemon_t *d, const corr_settings_map_t *s, const co
     cc->checkpoint_ms = (int)s->checkpoint_ms;
     cc->cooperative = s->cooperative;
     cc->shutdown_timeout_ms = (int)s->shutdown_timeout_ms;
-    cc->revoke_flush_ms = s->revoke_flush_ms > 0 ? (int)s->revoke_flush_ms : -1;
+    cc->revoke_flush_ms = (int)s->revoke_flush_ms;
     cc->metrics = d->metrics;
     cc->on_tick = corr_setup_tick;
 }

@@ -1,7 +1,4 @@
 /* ndd-correlation: pairs the copies on MAIN into xDRs on the XDR topic (docs/correlation.md).
- *
- *   ndd-correlation [--bootstrap HOST:PORT] [--main-topic MAIN] [--xdr-topic XDR] ...
- *
  * The spec table, then: the skeleton loads and checks the settings, the control path loads
  * the ndd.config record, the topics are created when asked, and the worker runs until
  * SIGTERM/SIGINT. */
