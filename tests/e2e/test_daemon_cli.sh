@@ -75,7 +75,7 @@ for d in aggregation correlation adapter admin; do
     for key in bootstrap http.listen http.port http.port-file log.level log.json; do
         grep -q -- "^  --$key=<" "$T/help" || fail "$d --help does not list --$key"
     done
-    for old in http-port http-listen http-port-file log-level log-json http.bind port listen port-file; do
+    for old in http-{port,listen,port-file} log-{level,json} http.bind port listen port-file; do
         ! grep -q -- "^  --$old=<" "$T/help" || fail "$d --help still lists the old --$old"
     done
     grep -q -- "--version" "$T/help" && grep -q -- "--check-config" "$T/help" ||

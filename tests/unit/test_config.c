@@ -15,7 +15,7 @@
 
 static const config_spec_t specs[] = {
     {"http.port", CONFIG_INT, "9100", "metrics/API port", 0, 0, 0, 0},
-    {"http.bind", CONFIG_STRING, "127.0.0.1", "listen address", 0, 0, 0, 0},
+    {"http.listen", CONFIG_STRING, "127.0.0.1", "listen address", 0, 0, 0, 0},
     {"tls.enabled", CONFIG_BOOL, "false", "serve TLS", 0, 0, 0, 0},
     {"ratio", CONFIG_DOUBLE, "0.5", "a ratio", 0, 0, 0, 0},
     {"feed.retry-backoff", CONFIG_DURATION_MS, "250ms", "retry backoff", 0, 0, 0, 0},
@@ -73,7 +73,7 @@ static void test_defaults_apply_when_no_source_sets_a_key(void **state)
     config_t *c = load(1, argv, no_env, err);
     assert_non_null(c);
     assert_int_equal(config_get_int(c, "http.port"), 9100);
-    assert_string_equal(config_get_str(c, "http.bind"), "127.0.0.1");
+    assert_string_equal(config_get_str(c, "http.listen"), "127.0.0.1");
     assert_false(config_get_bool(c, "tls.enabled"));
     assert_true(config_get_double(c, "ratio") == 0.5);
     assert_int_equal(config_get_duration_ms(c, "feed.retry-backoff"), 250);
@@ -96,15 +96,15 @@ static void test_flag_beats_env_beats_file_beats_default(void **state)
                                                "\"ratio\":0.75,\"name\":\"from-file\"}");
     char cfgflag[600];
     snprintf(cfgflag, sizeof cfgflag, "--config=%s", path);
-    char *env[] = {"NDD_HTTP_PORT=9002", "NDD_HTTP_BIND=10.0.0.1", NULL};
+    char *env[] = {"NDD_HTTP_PORT=9002", "NDD_HTTP_LISTEN=10.0.0.1", NULL};
     char *argv[] = {"ndd-test", cfgflag, "--http.port", "9003", NULL};
     char err[512];
     config_t *c = load(4, argv, env, err);
     assert_non_null(c);
     assert_int_equal(config_get_int(c, "http.port"), 9003);
     assert_string_equal(config_origin(c, "http.port"), "flag --http.port");
-    assert_string_equal(config_get_str(c, "http.bind"), "10.0.0.1");
-    assert_string_equal(config_origin(c, "http.bind"), "env NDD_HTTP_BIND");
+    assert_string_equal(config_get_str(c, "http.listen"), "10.0.0.1");
+    assert_string_equal(config_origin(c, "http.listen"), "env NDD_HTTP_LISTEN");
     assert_true(config_get_double(c, "ratio") == 0.75);
     char want[600];
     snprintf(want, sizeof want, "file %s", path);
