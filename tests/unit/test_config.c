@@ -92,7 +92,7 @@ static void test_defaults_apply_when_no_source_sets_a_key(void **state)
 
 static void test_flag_beats_env_beats_file_beats_default(void **state)
 {
-    const char *path = write_file("prec.json", "{\"http\":{\"port\":9001,\"bind\":\"0.0.0.0\"},"
+    const char *path = write_file("prec.json", "{\"http\":{\"port\":9001,\"listen\":\"0.0.0.0\"},"
                                                "\"ratio\":0.75,\"name\":\"from-file\"}");
     char cfgflag[600];
     snprintf(cfgflag, sizeof cfgflag, "--config=%s", path);
