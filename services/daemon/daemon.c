@@ -1,4 +1,5 @@
 /* The daemon skeleton's start-up and shutdown: see daemon.h. */
+#include "daemon-int.h"
 #include "daemon.h"
 
 #include <malloc.h>

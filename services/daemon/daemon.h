@@ -154,14 +154,6 @@ int daemon_wait(daemon_t *d, daemon_wait_fn fn, void *arg, const char *what);
 const char *daemon_version(void);
 const char *daemon_revision(void);
 
-/* Internal to the skeleton's files. */
-int daemon_kafka_setup(daemon_t *d, char *err, size_t errlen);
-int daemon_run_check(daemon_t *d, bool print);
-void daemon_print_version(const daemon_t *d, FILE *out);
-void daemon_build_info(daemon_t *d);
-void daemon_probe_start(daemon_t *d);
-void daemon_probe_stop(daemon_t *d);
-
 /* Stops the HTTP thread and the probe, frees the settings and properties. */
 void daemon_free(daemon_t *d);
 

@@ -9,6 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "daemon-int.h"
 #include "daemon.h"
 #include "log.h"
 

@@ -14,6 +14,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "daemon-int.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -103,36 +104,49 @@ static void *daemon_probe_main(void *arg)
     return NULL;
 }
 
+/* The probe's client: a producer (it never produces) with the producer-side properties. */
+static rd_kafka_t *daemon_probe_client(const daemon_t *d, char *err, size_t errlen)
+{
+    kafka_prop_t *mine = calloc(d->n_props + 1, sizeof(*mine));
+    if (!mine) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    size_t n = kafka_props_split(d->props, d->n_props, KAFKA_CLIENT_PRODUCER, mine);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    bool ok =
+        rd_kafka_conf_set(conf, "bootstrap.servers", d->brokers, err, errlen) == RD_KAFKA_CONF_OK &&
+        rd_kafka_conf_set(conf, "log_level", "3", err, errlen) == RD_KAFKA_CONF_OK;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = rd_kafka_conf_set(conf, mine[i].key, mine[i].value, err, errlen) == RD_KAFKA_CONF_OK;
+    free(mine);
+    rd_kafka_t *rk = ok ? rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errlen) : NULL;
+    if (!rk) /* rd_kafka_new owns conf only when it succeeds */
+        rd_kafka_conf_destroy(conf);
+    return rk;
+}
+
 void daemon_probe_start(daemon_t *d)
 {
     if (!d->brokers || !(daemon_needs(d) & DAEMON_NEEDS(DAEMON_COND_KAFKA)))
         return;
     char err[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    kafka_prop_t *mine = calloc(d->n_props + 1, sizeof(*mine));
-    size_t n = mine ? kafka_props_split(d->props, d->n_props, KAFKA_CLIENT_PRODUCER, mine) : 0;
-    bool ok = mine && rd_kafka_conf_set(conf, "bootstrap.servers", d->brokers, err, sizeof(err)) ==
-                          RD_KAFKA_CONF_OK;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = rd_kafka_conf_set(conf, mine[i].key, mine[i].value, err, sizeof(err)) ==
-             RD_KAFKA_CONF_OK;
-    free(mine);
-    ok = ok && rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err)) == RD_KAFKA_CONF_OK;
-    struct daemon_probe *p = ok ? calloc(1, sizeof(*p)) : NULL;
-    if (p)
-        p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-    if (!p || !p->rk) {
-        if (!p || !p->rk)
-            rd_kafka_conf_destroy(conf);
+    struct daemon_probe *p = calloc(1, sizeof(*p));
+    if (p && !(p->rk = daemon_probe_client(d, err, sizeof(err)))) {
         free(p);
-        log_error("%s: Kafka probe: %s (readiness waits for the worker instead)", d->name, err);
+        p = NULL;
+        log_error("%s: Kafka probe: %s (not ready until a partition is assigned)", d->name, err);
         return;
     }
+    if (!p)
+        return;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     d->probe = p;
     if (pthread_create(&p->thread, NULL, daemon_probe_main, d) != 0) {
         rd_kafka_destroy(p->rk);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
         free(p);
         d->probe = NULL;
     }

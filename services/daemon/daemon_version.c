@@ -7,6 +7,7 @@
 #include <librdkafka/rdkafka.h>
 #include <openssl/crypto.h>
 
+#include "daemon-int.h"
 #include "daemon.h"
 #include "ndd_version.h"
 
