@@ -461,3 +461,8 @@ bool feed_endpoint_state(const feed_t *f, size_t i, const char **url, bool *up)
     *up = atomic_load_explicit(&f->epm[i].is_up, memory_order_relaxed);
     return true;
 }
+
+int feed_assigned(const feed_t *f)
+{
+    return kafka_consumer_assignment_size(f->kc);
+}

@@ -66,6 +66,9 @@ void feed_stop(feed_t *f, uint32_t drain_ms);
 const feed_config_t *feed_get_config(const feed_t *f);
 /* Thread-safe snapshot (relaxed counters). */
 void feed_get_stats(const feed_t *f, feed_stats_t *out);
+/* Partitions of the source topic assigned to this feed's consumer now (any thread; a round
+ * trip to librdkafka's thread), -1 on error. For the readiness rule. */
+int feed_assigned(const feed_t *f);
 /* Endpoint i of the feed (0..n_endpoints-1): its URL and whether it is connected now.
  * Thread-safe. false when i is out of range. */
 bool feed_endpoint_state(const feed_t *f, size_t i, const char **url, bool *up);

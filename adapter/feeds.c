@@ -104,7 +104,10 @@ int feed_manager_apply(feed_manager_t *m, const char *name, const json_t *feed_j
     return rc;
 }
 
-int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err, size_t errlen)
+/* Parses and validates every feed of a document ({"feeds":[...]} or [...]) into *out (n of
+ * them; free each and the array): 0, or -1 with err naming the feed and field. */
+static int feeds_parse_document(const json_t *doc, feed_config_t ***out, size_t *nout, char *err,
+                                size_t errlen)
 {
     const json_t *arr = json_is_object(doc) ? json_object_get(doc, "feeds") : doc;
     if (!json_is_array(arr)) {
@@ -147,6 +150,54 @@ int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err,
         free(cfgs);
         return -1;
     }
+    *out = cfgs;
+    *nout = n;
+    return 0;
+}
+
+static json_t *feeds_load_file(const char *path, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!doc)
+        snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    return doc;
+}
+
+int feed_manager_check_file(const char *path, FILE *out, char *err, size_t errlen)
+{
+    char e1[512];
+    json_t *doc = feeds_load_file(path, e1, sizeof e1);
+    feed_config_t **cfgs = NULL;
+    size_t n = 0;
+    if (!doc || feeds_parse_document(doc, &cfgs, &n, e1, sizeof e1)) {
+        if (doc)
+            snprintf(err, errlen, "%s: %s", path, e1);
+        else
+            snprintf(err, errlen, "%s", e1);
+        json_decref(doc);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const feed_config_t *c = cfgs[i];
+        if (out)
+            fprintf(out, "feed %s: topic %s -> %zu endpoint(s) (%s ...), %s encoding\n", c->name,
+                    c->source_topic, c->n_endpoints, c->n_endpoints ? c->endpoints[0].url : "",
+                    c->encoding ? c->encoding->name : "?");
+        feed_config_free(cfgs[i]);
+    }
+    free(cfgs);
+    json_decref(doc);
+    return 0;
+}
+
+int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err, size_t errlen)
+{
+    feed_config_t **cfgs = NULL;
+    size_t n = 0;
+    if (feeds_parse_document(doc, &cfgs, &n, err, errlen))
+        return -1;
+    int rc = 0;
     pthread_mutex_lock(&m->mu);
     /* Removals first: they free resources the new set may need. */
     for (size_t i = m->n; i-- > 0;) {
@@ -175,12 +226,9 @@ int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err,
 
 int feed_manager_apply_file(feed_manager_t *m, const char *path, char *err, size_t errlen)
 {
-    json_error_t je;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) {
-        snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    json_t *doc = feeds_load_file(path, err, errlen);
+    if (!doc)
         return -1;
-    }
     char e1[512];
     int rc = feed_manager_apply_document(m, doc, e1, sizeof e1);
     if (rc)
@@ -195,6 +243,17 @@ size_t feed_manager_count(feed_manager_t *m)
     size_t n = m->n;
     pthread_mutex_unlock(&m->mu);
     return n;
+}
+
+int feed_manager_assigned(void *arg)
+{
+    feed_manager_t *m = arg;
+    pthread_mutex_lock(&m->mu);
+    int any = m->n == 0;
+    for (size_t i = 0; i < m->n && !any; i++)
+        any = feed_assigned(m->feeds[i]) > 0;
+    pthread_mutex_unlock(&m->mu);
+    return any;
 }
 
 void feed_manager_foreach(feed_manager_t *m, void (*fn)(const feed_t *f, void *arg), void *arg)

@@ -10,6 +10,7 @@
 #define NDD_ADAPTER_FEEDS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -33,7 +34,14 @@ int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err,
 /* Reads and applies a feeds file. */
 int feed_manager_apply_file(feed_manager_t *m, const char *path, char *err, size_t errlen);
 
+/* Validates a feeds file as feed_manager_apply_file would (every feed through
+ * feed_config_parse) without starting anything; with out, one summary line per feed. 0, or
+ * -1 with err naming the file, feed and field. */
+int feed_manager_check_file(const char *path, FILE *out, char *err, size_t errlen);
 size_t feed_manager_count(feed_manager_t *m);
+/* For the readiness rule (a feed_manager_t *): 1 when no feed runs or one of them has been
+ * given partitions by its consumer group, else 0. */
+int feed_manager_assigned(void *m);
 /* Calls fn for every running feed (under the manager's lock: fn must not apply). */
 void feed_manager_foreach(feed_manager_t *m, void (*fn)(const feed_t *f, void *arg), void *arg);
 /* Stats of a running feed by name; -1 when absent. */

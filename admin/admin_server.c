@@ -158,7 +158,7 @@ int admin_serve(const admin_settings_t *s)
     char err[512];
     SSL_CTX *ssl = NULL;
     struct event *sigint = NULL, *sigterm = NULL;
-    if (admin_ctx_init(&srv.ctx, s->max_objects, s->max_body) != 0) {
+    if (admin_ctx_init(&srv.ctx, (size_t)s->max_objects, (size_t)s->max_body) != 0) {
         log_error("admin: out of memory");
         return 1;
     }
@@ -220,11 +220,11 @@ int admin_serve(const admin_settings_t *s)
         event_config_free(ecfg);
     if (!srv.base)
         srv.base = event_base_new();
-    httpd_options_t ho = {.bind_addr = s->listen,
-                          .port = s->port,
+    httpd_options_t ho = {.bind_addr = s->common.http_listen,
+                          .port = (uint16_t)s->common.http_port,
                           .ssl_ctx = ssl,
                           .max_connections = 1024,
-                          .max_body_bytes = s->max_body};
+                          .max_body_bytes = (size_t)s->max_body};
     srv.httpd = srv.base ? httpd_new_ex(srv.base, &ho, err, sizeof(err)) : NULL;
     if (!srv.httpd) {
         log_error("admin: HTTP server: %s", err);
@@ -245,15 +245,15 @@ int admin_serve(const admin_settings_t *s)
     signal(SIGPIPE, SIG_IGN);
     httpd_set_ready(srv.httpd, true);
     log_info("admin: serving %s on %s:%u",
-             ssl ? (s->tls_client_auth ? "HTTPS (mTLS)" : "HTTPS") : "HTTP", s->listen,
+             ssl ? (s->tls_client_auth ? "HTTPS (mTLS)" : "HTTPS") : "HTTP", s->common.http_listen,
              (unsigned)httpd_port(srv.httpd));
-    if (s->port_file) {
-        FILE *f = fopen(s->port_file, "w");
+    if (s->common.http_port_file) {
+        FILE *f = fopen(s->common.http_port_file, "w");
         if (f) {
             fprintf(f, "%u\n", (unsigned)httpd_port(srv.httpd));
             fclose(f);
         } else {
-            log_error("admin: cannot write port file %s", s->port_file);
+            log_error("admin: http.port-file: cannot write %s", s->common.http_port_file);
         }
     }
     event_base_dispatch(srv.base);

@@ -8,24 +8,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon.h"
+
 typedef struct admin_settings {
+    /* The skeleton's common settings: http.listen, http.port and http.port-file are the one
+     * server of the REST API and /metrics /healthz /readyz; log.level, log.json, bootstrap. */
+    daemon_settings_t common;
     const char *db;           /* libpq conninfo */
     const char *db_schema;    /* default "ndd" */
-    const char *brokers;      /* NULL: no Kafka (no publishing, no events) */
+    const char *brokers;      /* NULL: no Kafka (no publishing, no events); the skeleton's */
     const char *config_topic; /* ndd.config */
     const char *events_topic; /* ndd.events */
     const char *events_group;
-    int config_replication; /* -1: broker default */
-    const char *listen;
-    uint16_t port;
-    size_t max_body;
-    size_t max_objects;
+    int64_t config_replication; /* -1: broker default */
+    uint64_t max_body;
+    int64_t max_objects;
     const char *tls_cert, *tls_key, *tls_ca;
     bool tls_client_auth;
     int64_t down_after_ms;
     int64_t token_ttl_ms;
-    int64_t db_wait_ms;    /* how long start-up waits for PostgreSQL */
-    const char *port_file; /* write the bound port here once serving (tests, port 0) */
+    int64_t db_wait_ms;      /* how long start-up waits for PostgreSQL */
+    const char *role, *name; /* the token subcommands' */
 } admin_settings_t;
 
 /* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */

@@ -742,18 +742,19 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         return NULL;
     }
     w->cfg = *cfg;
-    if (!w->cfg.max_inflight)
-        w->cfg.max_inflight = 2500;
-    if (!w->cfg.batch)
-        w->cfg.batch = 250;
+    /* The values come filled from the settings (aggregation/main.c's spec table holds the
+     * defaults, once): a zero here is a caller's mistake, not a request for a default. */
+    if (!cfg->max_inflight || !cfg->batch || cfg->shutdown_timeout_ms <= 0 ||
+        cfg->filter_check_ms <= 0 || cfg->revoke_flush_ms < 0 || !cfg->main_topic ||
+        !cfg->dlq_topic) {
+        snprintf(err, errlen,
+                 "aggregation: max_inflight, batch, shutdown_timeout_ms, "
+                 "filter_check_ms, main_topic and dlq_topic must be set");
+        free(w);
+        return NULL;
+    }
     if (w->cfg.batch > w->cfg.max_inflight)
         w->cfg.batch = w->cfg.max_inflight;
-    if (!w->cfg.shutdown_timeout_ms)
-        w->cfg.shutdown_timeout_ms = 10000;
-    if (!w->cfg.filter_check_ms)
-        w->cfg.filter_check_ms = 1000;
-    if (w->cfg.revoke_flush_ms <= 0)
-        w->cfg.revoke_flush_ms = w->cfg.revoke_flush_ms < 0 ? 0 : 2000;
     if (!w->cfg.metrics)
         w->cfg.metrics = metrics_default_registry();
     snprintf(w->in_topic, sizeof(w->in_topic), "%s", cfg->in_topic ? cfg->in_topic : cfg->nf_type);
@@ -761,10 +762,8 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         snprintf(w->group, sizeof(w->group), "%s", cfg->group);
     else
         snprintf(w->group, sizeof(w->group), "ndd-agg-%s", cfg->nf_type);
-    snprintf(w->main_topic, sizeof(w->main_topic), "%s",
-             cfg->main_topic ? cfg->main_topic : "MAIN");
-    snprintf(w->dlq_topic, sizeof(w->dlq_topic), "%s",
-             cfg->dlq_topic ? cfg->dlq_topic : "ndd.dlq.aggregation");
+    snprintf(w->main_topic, sizeof(w->main_topic), "%s", cfg->main_topic);
+    snprintf(w->dlq_topic, sizeof(w->dlq_topic), "%s", cfg->dlq_topic);
     if (cfg->client_id)
         snprintf(w->client_id, sizeof(w->client_id), "%s", cfg->client_id);
     else
@@ -975,4 +974,9 @@ void agg_worker_free(agg_worker_t *w)
     if (w->filter != w->cfg.filter_slot)
         filter_slot_free(w->filter);
     free(w);
+}
+
+int agg_worker_assigned(void *w)
+{
+    return kafka_consumer_assignment_size(((agg_worker_t *)w)->consumer);
 }

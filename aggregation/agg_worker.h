@@ -14,23 +14,25 @@
 #include "kafka.h"
 #include "metrics.h"
 
+/* Filled from ndd-aggregation's settings (agg_setup_worker): the defaults are the spec
+ * table's, written once; agg_worker_new refuses a zero where a value is needed. */
 typedef struct agg_config {
     const char *brokers;
-    const char *nf_type;       /* label of metrics, default topic and group */
-    const char *in_topic;      /* NULL: nf_type */
-    const char *group;         /* NULL: "ndd-agg-<nf_type>" */
-    const char *main_topic;    /* NULL: "MAIN" */
-    const char *dlq_topic;     /* NULL: "ndd.dlq.aggregation" */
+    const char *nf_type;  /* label of metrics, default topic and group */
+    const char *in_topic; /* NULL: nf_type */
+    const char *group;    /* NULL: "ndd-agg-<nf_type>" */
+    const char *main_topic;
+    const char *dlq_topic;
     const char *client_id;     /* NULL: "ndd-aggregation-<nf_type>" */
     const kafka_prop_t *props; /* kafka.* pass-through, applied to consumer and producer */
     size_t n_props;
-    uint32_t max_inflight;   /* records consumed but not yet acknowledged; 0: 2500 */
-    uint32_t batch;          /* records taken per consumer poll; 0: 250 */
+    uint32_t max_inflight;   /* records consumed but not yet acknowledged */
+    uint32_t batch;          /* records taken per consumer poll (at most max_inflight) */
     bool cooperative;        /* cooperative-sticky instead of eager rebalancing */
-    int shutdown_timeout_ms; /* flush budget at stop; 0: 10000 */
-    int revoke_flush_ms;     /* wait for acks before giving partitions up; 0: 2000, <0: none */
+    int shutdown_timeout_ms; /* flush budget at stop */
+    int revoke_flush_ms;     /* wait for acks before giving partitions up; 0: not at all */
     const char *filter_file; /* NULL: allow everything (or what filter_slot is given) */
-    int filter_check_ms;     /* how often the file's mtime is checked; 0: 1000 */
+    int filter_check_ms;     /* how often the file's mtime is checked */
     /* The ingress filter slot, owned by the caller (the control path swaps filters into it
      * from ndd.config); NULL: the worker makes its own. A filter_file is loaded into it. */
     filter_slot_t *filter_slot;
@@ -64,6 +66,9 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen);
 int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_atomic_t *reload);
 
 agg_stats_t agg_worker_stats(const agg_worker_t *w);
+/* Partitions assigned to this member now (an agg_worker_t *; any thread; a round trip to
+ * librdkafka's thread), -1 on error. For the readiness rule. */
+int agg_worker_assigned(void *w);
 /* Releases everything (after agg_worker_run returned, or instead of it). */
 void agg_worker_free(agg_worker_t *w);
 

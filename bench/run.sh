@@ -308,7 +308,7 @@ run_once() { # tag rate duration
         local lport=$PORT
         take_port
         local mport=$PORT
-        local -a sargs=(--metrics-port "$mport" --log-level warn)
+        local -a sargs=(--metrics-port "$mport" --log.level warn)
         local url enc=json tls_json=""
         case $kind in
         http2) sargs+=(--h2-port "$lport"); url="http://127.0.0.1:$lport/ndd/$name" ;;
@@ -351,7 +351,7 @@ run_once() { # tag rate duration
         "$BIN_AGG" --nf-type "$name" --bootstrap "$BOOTSTRAP" --topic "$pfx$name" \
             --main-topic "${pfx}MAIN" --dlq-topic "${pfx}dlq-aggregation" \
             --group "ndd-agg-$pfx$name" --main-partitions "$PARTITIONS" \
-            --http-port "$PORT" --log-level warn ${AGG_ARGS:-} >"$d/agg-$name.log" 2>&1 &
+            --http.port "$PORT" --log.level warn ${AGG_ARGS:-} >"$d/agg-$name.log" 2>&1 &
         PIDS+=("$!")
         run_pids+=("$!")
         COMP_PIDS[aggregation]+="$! "
@@ -372,7 +372,7 @@ run_once() { # tag rate duration
         # its own consumer group on this run's MAIN, xDRs to this run's XDR
         "$BIN_CORR" --bootstrap "$BOOTSTRAP" --main-topic "${pfx}MAIN" --xdr-topic "${pfx}XDR" \
             --dlq-topic "${pfx}dlq-correlation" --group "ndd-corr-$pfx" --main-partitions "$PARTITIONS" \
-            --http-port "$corr_port" --log-level warn >"$d/correlation.log" 2>&1 &
+            --http.port "$corr_port" --log.level warn >"$d/correlation.log" 2>&1 &
         PIDS+=("$!")
         run_pids+=("$!")
         COMP_PIDS[correlation]+="$! "
@@ -631,7 +631,7 @@ run_baselines() {
                 scheme=https host=localhost
                 lsn=(--h2tls-port "$lp" --cert "$WORK/tls/server.pem" --key "$WORK/tls/server.key")
             fi
-            "$BIN_SINK" "${lsn[@]}" --metrics-port "$mp" --log-level warn >"$WORK/h2load-sink.out" 2>&1 &
+            "$BIN_SINK" "${lsn[@]}" --metrics-port "$mp" --log.level warn >"$WORK/h2load-sink.out" 2>&1 &
             local spid=$!
             PIDS+=("$spid")
             wait_ready "h2load sink" "http://127.0.0.1:$mp/healthz" 10

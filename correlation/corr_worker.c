@@ -601,24 +601,25 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         return NULL;
     }
     w->cfg = *cfg;
-    if (!w->cfg.batch)
-        w->cfg.batch = 1000;
-    if (!w->cfg.max_unacked)
-        w->cfg.max_unacked = 50000;
-    if (w->cfg.checkpoint_ms <= 0)
-        w->cfg.checkpoint_ms = 100;
-    if (!w->cfg.shutdown_timeout_ms)
-        w->cfg.shutdown_timeout_ms = 10000;
-    if (w->cfg.revoke_flush_ms <= 0)
-        w->cfg.revoke_flush_ms = w->cfg.revoke_flush_ms < 0 ? 0 : 2000;
+    /* The values come filled from the settings (correlation/main.c's spec table holds the
+     * defaults, once): a zero here is a caller's mistake, not a request for a default. */
+    if (!cfg->batch || !cfg->max_unacked || cfg->checkpoint_ms <= 0 ||
+        cfg->shutdown_timeout_ms <= 0 || cfg->revoke_flush_ms < 0 || !cfg->main_topic ||
+        !cfg->xdr_topic || !cfg->dlq_topic || !cfg->group || !cfg->client_id) {
+        snprintf(err, errlen,
+                 "correlation: batch, max_unacked, checkpoint_ms, "
+                 "shutdown_timeout_ms, the topics, group and client id must be set");
+        free(w);
+        return NULL;
+    }
     if (!w->cfg.metrics)
         w->cfg.metrics = metrics_default_registry();
-#define CORR_NAME(field, value, def) snprintf(w->field, sizeof(w->field), "%s", value ? value : def)
-    CORR_NAME(main_topic, cfg->main_topic, "MAIN");
-    CORR_NAME(xdr_topic, cfg->xdr_topic, "XDR");
-    CORR_NAME(dlq_topic, cfg->dlq_topic, "ndd.dlq.correlation");
-    CORR_NAME(group, cfg->group, "ndd-correlation");
-    CORR_NAME(client_id, cfg->client_id, "ndd-correlation");
+#define CORR_NAME(field) snprintf(w->field, sizeof(w->field), "%s", cfg->field)
+    CORR_NAME(main_topic);
+    CORR_NAME(xdr_topic);
+    CORR_NAME(dlq_topic);
+    CORR_NAME(group);
+    CORR_NAME(client_id);
 #undef CORR_NAME
     w->cfg.main_topic = w->main_topic;
     w->cfg.xdr_topic = w->xdr_topic;
@@ -823,4 +824,9 @@ void corr_worker_free(corr_worker_t *w)
     free(w->parts);
     buf_free(&w->out);
     free(w);
+}
+
+int corr_worker_assigned(void *w)
+{
+    return kafka_consumer_assignment_size(((corr_worker_t *)w)->consumer);
 }

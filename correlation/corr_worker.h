@@ -23,13 +23,15 @@ typedef enum corr_format {
     CORR_FORMAT_BINARY,
 } corr_format_t;
 
+/* Filled from ndd-correlation's settings (corr_setup_worker): the defaults are the spec
+ * table's, written once; corr_worker_new refuses a zero where a value is needed. */
 typedef struct corr_config {
     const char *brokers;
-    const char *main_topic;    /* NULL: "MAIN" */
-    const char *xdr_topic;     /* NULL: "XDR" */
-    const char *dlq_topic;     /* NULL: "ndd.dlq.correlation" */
-    const char *group;         /* NULL: "ndd-correlation" */
-    const char *client_id;     /* NULL: "ndd-correlation" */
+    const char *main_topic;
+    const char *xdr_topic;
+    const char *dlq_topic;
+    const char *group;
+    const char *client_id;
     const kafka_prop_t *props; /* kafka.* pass-through: "consumer.X" / "producer.X" go to one
                                   client only (as X), anything else to both */
     size_t n_props;
@@ -43,14 +45,14 @@ typedef struct corr_config {
      * incomplete xDRs ("revoked") before the partition goes. */
     correlate_drain_t revoke_mode;
     correlate_drain_t shutdown_mode;
-    uint32_t batch;              /* copies taken per consumer poll; 0: 1000 */
+    uint32_t batch;              /* copies taken per consumer poll */
     uint32_t max_unacked;        /* xDR + DLQ records not yet acknowledged before consumption
-                                    pauses; 0: 50000 */
-    int checkpoint_ms;           /* how often an offset checkpoint is taken; 0: 100 */
+                                    pauses */
+    int checkpoint_ms;           /* how often an offset checkpoint is taken */
     bool cooperative;            /* cooperative-sticky rebalancing (only moved partitions are
                                     revoked) instead of eager */
-    int shutdown_timeout_ms;     /* flush budget at stop; 0: 10000 */
-    int revoke_flush_ms;         /* wait for acks before giving partitions up; 0: 2000, <0: none */
+    int shutdown_timeout_ms;     /* flush budget at stop */
+    int revoke_flush_ms;         /* wait for acks before giving partitions up; 0: not at all */
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
     /* Called from the worker's thread on every loop turn and while it waits for room in the
      * producer queue (the control path: ndd.config changes, heartbeats, alarms). May call
@@ -94,6 +96,9 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
 int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop);
 
 corr_stats_t corr_worker_stats(const corr_worker_t *w);
+/* Partitions assigned to this member now (a corr_worker_t *; any thread; a round trip to
+ * librdkafka's thread), -1 on error. For the readiness rule. */
+int corr_worker_assigned(void *w);
 correlate_stats_t corr_worker_engine_stats(const corr_worker_t *w);
 
 /* Live settings (worker thread only, e.g. from on_tick). The timeout applies to every open

@@ -3,7 +3,7 @@
 # HTTP/1.1 keep-alive, authenticated with a viewer token (every request is authorised).
 #
 #   NDD_PG=<conninfo> bench/admin/run.sh [--build DIR] [--requests N] [--clients "1 4 16"]
-#                                         [--tool h2load|wrk] [--port P]
+#                                         [--tool h2load|wrk] [--api-port P]
 #
 # Uses its own schema (dropped at the end) and no Kafka (reads never touch it). Prints one
 # line per client count and a Markdown table for docs/benchmarks.md. Needs Debian packages
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     --requests) REQUESTS=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --tool) TOOL=$2; shift 2 ;;
-    --port) PORT=$2; shift 2 ;;
+    --api-port) PORT=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +45,7 @@ trap cleanup EXIT
 
 ADMIN_TOKEN=$("$ADMIN" token create --role admin --name bench-admin --db-schema "$SCHEMA" 2>/dev/null)
 VIEW_TOKEN=$("$ADMIN" token create --role viewer --name bench-viewer --db-schema "$SCHEMA" 2>/dev/null)
-env -u NDD_KAFKA "$ADMIN" --db-schema "$SCHEMA" --port "$PORT" --log-level warn >"$WORK/admin.log" 2>&1 &
+env -u NDD_KAFKA "$ADMIN" --db-schema "$SCHEMA" --http.port "$PORT" --log.level warn >"$WORK/admin.log" 2>&1 &
 ADMIN_PID=$!
 URL=http://127.0.0.1:$PORT
 for _ in $(seq 1 100); do curl -sf "$URL/healthz" >/dev/null && break; sleep 0.1; done

@@ -362,10 +362,10 @@ int main(int argc, char **argv)
                                      a_filter,
                                      "--nf-type=SCP",
                                      "--create-topics=false",
-                                     "--http-port=-1",
+                                     "--http.port=-1",
                                      "--config-topic=",
                                      "--events-topic=",
-                                     "--log-level=info",
+                                     "--log.level=info",
                                      NULL};
     for (int i = 0, n = 0; i < b_nprops; i++) {
         while (dargv[n])

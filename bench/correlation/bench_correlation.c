@@ -190,7 +190,7 @@ int main(int argc, char **argv)
     snprintf(fx, sizeof(fx), "--xdr-topic=%s", xdr);
     snprintf(fd, sizeof(fd), "--dlq-topic=%s", dlq);
     snprintf(fg, sizeof(fg), "--group=%s", group);
-    char *dargv[64] = {dbin, fb, fm, fx, fd, fg, "--http-port=-1", NULL};
+    char *dargv[64] = {dbin, fb, fm, fx, fd, fg, "--http.port=-1", NULL};
     int n = 7;
     for (int i = daemon_args; i < argc && n < 63; i++)
         dargv[n++] = argv[i];

@@ -413,7 +413,7 @@ static void usage(FILE *f)
                "faults at start (same as POST /control):\n"
                "  --fault-status N [--fault-count K | --fault-duration-ms D] [--retry-after S]\n"
                "  --delay-ms D\n"
-               "  --log-level debug|info|warn|error\n");
+               "  --log.level debug|info|warn|error\n");
 }
 
 static int parse_num(const char *opt, const char *v, long long lo, long long hi, long long *out)
@@ -496,7 +496,7 @@ int main(int argc, char **argv)
         {"fault-duration-ms", required_argument, 0, O_FDUR},
         {"retry-after", required_argument, 0, O_RA},
         {"delay-ms", required_argument, 0, O_DELAY},
-        {"log-level", required_argument, 0, O_LOG},
+        {"log.level", required_argument, 0, O_LOG},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
@@ -589,7 +589,7 @@ int main(int argc, char **argv)
             break;
         case O_LOG:
             if (log_level_parse(optarg, &level) != 0) {
-                fprintf(stderr, "ndd-sink: --log-level: unknown level \"%s\"\n", optarg);
+                fprintf(stderr, "ndd-sink: --log.level: unknown level \"%s\"\n", optarg);
                 return 2;
             }
             break;

@@ -6,7 +6,9 @@
 #   deploy/local/quickstart.sh --stop [--dir DIR]
 #
 # 1. installs missing Debian packages and the Kafka jars (deploy/local/install-deps.sh),
-# 2. builds NDD (Release) in DIR (default <repo>/build-release),
+# 2. builds NDD (Release) in DIR (default <repo>/build-release) and installs it with
+#    `cmake --install DIR --prefix <stack dir>/quickstart/prefix`: the daemons below run from
+#    PREFIX/bin, the installed commands,
 # 3. starts the local stack (Kafka + PostgreSQL, stack.sh; default dir <repo>/.stack),
 # 4. starts ndd-admin (REST API), ndd-aggregation for SCP, NRF, SEPP, BSF and PCF, ndd-sink (a
 #    stand-in third-party tool), ndd-correlation (MAIN -> xDRs on XDR) and ndd-adapter with one
@@ -109,18 +111,24 @@ if ((DO_BUILD)); then
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNDD_WERROR=OFF >"$QS/cmake.log" 2>&1 ||
         { tail -20 "$QS/cmake.log" >&2; die "cmake configure failed ($QS/cmake.log)"; }
     cmake --build "$BUILD" -j"$(nproc)" --target ndd-admin ndd-aggregation ndd-adapter ndd-sink \
-        ndd-correlation ndd-nf-sim ndd-offsets >"$QS/build.log" 2>&1 ||
+        ndd-correlation ndd-nf-sim ndd-offsets ndd-travel >"$QS/build.log" 2>&1 ||
         { grep -m5 -E 'error|FAILED' "$QS/build.log" >&2; die "build failed ($QS/build.log)"; }
 fi
-ADMIN=$BUILD/admin/ndd-admin
-AGG=$BUILD/aggregation/ndd-aggregation
-ADA=$BUILD/adapter/ndd-adapter
-CORR=$BUILD/correlation/ndd-correlation
-SINK=$BUILD/bench/sink/ndd-sink
-SIM=$BUILD/bench/nfsim/ndd-nf-sim
-OFF=$BUILD/bench/probes/ndd-offsets
+# What a user runs is what `cmake --install` puts on PATH, not the build tree.
+PREFIX=$QS/prefix
+say "installing into $PREFIX (cmake --install)"
+cmake --install "$BUILD" --prefix "$PREFIX" >"$QS/install.log" 2>&1 ||
+    { tail -5 "$QS/install.log" >&2; die "cmake --install failed ($QS/install.log; build first, or drop --no-build)"; }
+export PATH=$PREFIX/bin:$PATH
+ADMIN=$PREFIX/bin/ndd-admin
+AGG=$PREFIX/bin/ndd-aggregation
+ADA=$PREFIX/bin/ndd-adapter
+CORR=$PREFIX/bin/ndd-correlation
+SINK=$PREFIX/bin/ndd-sink
+SIM=$PREFIX/bin/ndd-nf-sim
+OFF=$PREFIX/bin/ndd-offsets
 for b in "$ADMIN" "$AGG" "$ADA" "$CORR" "$SINK" "$SIM" "$OFF"; do
-    [[ -x $b ]] || die "$b missing (build first, or drop --no-build)"
+    [[ -x $b ]] || die "$b missing after cmake --install (build first, or drop --no-build)"
 done
 
 # ---- 3. the stack ----
@@ -165,7 +173,7 @@ start_daemon sink "$QS/sink.log" "$SINK" --h2-port "$P_SINK" --metrics-port "$P_
 wait_http ndd-sink "http://127.0.0.1:$P_SINKM/healthz" 10 "$QS/sink.log"
 
 # ndd-admin: the REST API over PostgreSQL; a token for this demo, kept in a 0600 file.
-start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --port "$P_ADMIN"
+start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --http.port "$P_ADMIN"
 wait_http ndd-admin "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/admin.log"
 if [[ ! -s $QS/admin.token ]]; then
     "$ADMIN" token revoke --pg "$NDD_PG" --name quickstart >/dev/null 2>&1 || true
@@ -177,15 +185,15 @@ i=0
 for nf in "${NF_TYPES[@]}"; do
     [[ $nf == SCP ]] && port=$P_AGG || port=$((BASE + 10 + i))
     start_daemon "aggregation-$nf" "$QS/aggregation-$nf.log" "$AGG" --nf-type "$nf" \
-        --bootstrap "$NDD_KAFKA" --main-partitions 3 --http-port "$port" --log-level warn \
+        --bootstrap "$NDD_KAFKA" --main-partitions 3 --http.port "$port" --log.level warn \
         --filter-check-interval 1s
     echo "$port" >"$QS/aggregation-$nf.port"
     i=$((i + 1))
 done
 
 # ndd-correlation: its own consumer group on MAIN, one xDR per transaction to XDR (docs/correlation.md).
-start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http-port "$P_CORR" \
-    --log-level warn
+start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http.port "$P_CORR" \
+    --log.level warn
 
 cat >"$QS/feeds.json" <<EOF
 {"feeds": [

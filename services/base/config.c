@@ -18,11 +18,11 @@
 
 #include <jansson.h>
 
+#include "config-int.h"
 #include "log.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024) /* a config file larger than this is refused */
 #define CONFIG_SECRET_FILE_MAX (64 * 1024)
-#define CONFIG_KEY_MAX 256
 
 extern char **environ;
 
@@ -50,25 +50,13 @@ struct config {
     const config_spec_t *specs;
     size_t nspecs;
     cfg_val_t *vals;
-    bool help;
+    bool help, version, check;
     cfg_prop_t *props;
     size_t nprops, capprops;
     config_kafka_prop_t *props_view;
 };
 
 /* ---- small helpers ---- */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool key_char_eq(char a, char b)
 {
@@ -117,144 +105,6 @@ static const char *type_expect(config_type_t t)
     }
 }
 
-/* ---- value parsers ---- */
-
-int config_parse_bool(const char *s, bool *out)
-{
-    static const char *const yes[] = {"true", "1", "yes", "on"};
-    static const char *const no[] = {"false", "0", "no", "off"};
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *out = true;
-            return 0;
-        }
-        if (strcasecmp(s, no[i]) == 0) {
-            *out = false;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static int parse_int(const char *s, int64_t *out)
-{
-    if (!s || !*s || isspace((unsigned char)*s))
-        return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 0);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    if (!s || !*s || isspace((unsigned char)*s))
-        return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Leading non-negative decimal number (digits with an optional fraction) and its unit. */
-static int split_number_unit(const char *s, double *num, const char **unit)
-{
-    if (!s || !isdigit((unsigned char)*s))
-        return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || !isfinite(v) || v < 0)
-        return -1;
-    /* strtod also takes hex and exponents; only plain decimals are meant here */
-    for (const char *p = s; p < end; p++)
-        if (!isdigit((unsigned char)*p) && *p != '.')
-            return -1;
-    *num = v;
-    *unit = end;
-    return 0;
-}
-
-/* A unit suffix and what one of it is worth. */
-typedef struct config_unit {
-    const char *u;
-    double mul;
-} config_unit_t;
-
-/* The value of s ("1.5", "250ms", "4MiB") in the base unit: the number times its unit's
- * worth, the unit looked up in units (n entries; "" for a bare number). */
-static int scaled_number(const char *s, const config_unit_t *units, size_t n, double *out)
-{
-    double v;
-    const char *unit;
-    if (split_number_unit(s, &v, &unit))
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(unit, units[i].u) == 0) {
-            *out = v * units[i].mul;
-            return 0;
-        }
-    return -1;
-}
-
-int config_parse_duration_ms(const char *s, int64_t *out)
-{
-    static const config_unit_t units[] = {{"", 1},      {"ms", 1},      {"s", 1000},
-                                          {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
-    double ms;
-    if (scaled_number(s, units, sizeof units / sizeof units[0], &ms) || ms > 9.2e18)
-        return -1;
-    *out = (int64_t)llround(ms);
-    return 0;
-}
-
-int config_parse_bytes(const char *s, uint64_t *out)
-{
-    static const config_unit_t units[] = {{"", 1},
-                                          {"B", 1},
-                                          {"k", 1024.0},
-                                          {"K", 1024.0},
-                                          {"KiB", 1024.0},
-                                          {"KB", 1e3},
-                                          {"m", 1048576.0},
-                                          {"M", 1048576.0},
-                                          {"MiB", 1048576.0},
-                                          {"MB", 1e6},
-                                          {"g", 1073741824.0},
-                                          {"G", 1073741824.0},
-                                          {"GiB", 1073741824.0},
-                                          {"GB", 1e9},
-                                          {"TiB", 1099511627776.0},
-                                          {"TB", 1e12}};
-    double b;
-    if (scaled_number(s, units, sizeof units / sizeof units[0], &b) || b >= 1.8e19 || b != floor(b))
-        return -1;
-    *out = (uint64_t)b;
-    return 0;
-}
-
-int config_env_name(const char *key, char *out, size_t outlen)
-{
-    size_t n = strlen(key);
-    if (n + 5 > outlen)
-        return -1;
-    memcpy(out, "NDD_", 4);
-    for (size_t i = 0; i < n; i++) {
-        char c = key[i];
-        out[4 + i] = (c == '.' || c == '-') ? '_' : (char)toupper((unsigned char)c);
-    }
-    out[4 + n] = '\0';
-    return 0;
-}
-
 /* ---- value storage ---- */
 
 static void val_clear(cfg_val_t *v)
@@ -267,41 +117,6 @@ static void val_clear(cfg_val_t *v)
     memset(v, 0, sizeof *v);
 }
 
-static int split_list(const char *s, char ***items, size_t *n)
-{
-    *items = NULL;
-    *n = 0;
-    size_t cap = 0;
-    const char *p = s;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        const char *a = p;
-        while (len && isspace((unsigned char)*a)) {
-            a++;
-            len--;
-        }
-        while (len && isspace((unsigned char)a[len - 1]))
-            len--;
-        if (len) {
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 4;
-                char **ni = realloc(*items, cap * sizeof *ni);
-                if (!ni)
-                    return -1;
-                *items = ni;
-            }
-            if (!((*items)[*n] = strndup(a, len)))
-                return -1;
-            (*n)++;
-        }
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-    return 0;
-}
-
 /* Validates text for spec s and stores it. */
 static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, config_source_t src,
                    const char *origin, char *err, size_t errlen)
@@ -311,13 +126,13 @@ static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, confi
     int bad = 0;
     switch (s->type) {
     case CONFIG_INT:
-        bad = parse_int(text, &nv.v.i);
+        bad = config_parse_int(text, &nv.v.i);
         break;
     case CONFIG_BOOL:
         bad = config_parse_bool(text, &nv.v.b);
         break;
     case CONFIG_DOUBLE:
-        bad = parse_double(text, &nv.v.d);
+        bad = config_parse_double(text, &nv.v.d);
         break;
     case CONFIG_DURATION_MS:
         bad = config_parse_duration_ms(text, &nv.v.i);
@@ -326,22 +141,35 @@ static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, confi
         bad = config_parse_bytes(text, &nv.v.u);
         break;
     case CONFIG_LIST:
-        if (split_list(text, &nv.items, &nv.nitems)) {
+        if (config_split_list(text, &nv.items, &nv.nitems)) {
             val_clear(&nv);
-            set_err(err, errlen, "%s (from %s): out of memory", s->key, origin);
+            config_err(err, errlen, "%s (from %s): out of memory", s->key, origin);
             return -1;
         }
         break;
     case CONFIG_STRING:
         break;
     }
+    if (!bad && s->min < s->max) {
+        bool out = s->type == CONFIG_BYTES
+                       ? (nv.v.u < (uint64_t)s->min || nv.v.u > (uint64_t)s->max)
+                       : (nv.v.i < s->min || nv.v.i > s->max);
+        if (out &&
+            (s->type == CONFIG_INT || s->type == CONFIG_DURATION_MS || s->type == CONFIG_BYTES)) {
+            config_err(err, errlen,
+                       "invalid value \"%s\" for %s (from %s): must be %" PRId64 "..%" PRId64 "%s",
+                       text, s->key, origin, s->min, s->max,
+                       s->type == CONFIG_INT ? "" : (s->type == CONFIG_BYTES ? " bytes" : " ms"));
+            return -1;
+        }
+    }
     if (bad) {
         if (s->flags & CONFIG_F_SECRET)
-            set_err(err, errlen, "invalid value for %s (from %s): expected %s", s->key, origin,
-                    type_expect(s->type));
+            config_err(err, errlen, "invalid value for %s (from %s): expected %s", s->key, origin,
+                       type_expect(s->type));
         else
-            set_err(err, errlen, "invalid value \"%s\" for %s (from %s): expected %s", text, s->key,
-                    origin, type_expect(s->type));
+            config_err(err, errlen, "invalid value \"%s\" for %s (from %s): expected %s", text,
+                       s->key, origin, type_expect(s->type));
         return -1;
     }
     nv.text = strdup(text);
@@ -349,7 +177,7 @@ static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, confi
     nv.src = src;
     if (!nv.text || !nv.origin) {
         val_clear(&nv);
-        set_err(err, errlen, "%s (from %s): out of memory", s->key, origin);
+        config_err(err, errlen, "%s (from %s): out of memory", s->key, origin);
         return -1;
     }
     val_clear(v);
@@ -395,7 +223,7 @@ static int prop_set(config_t *cfg, const char *name, const char *value, const ch
     cfg->nprops++;
     return 0;
 oom:
-    set_err(err, errlen, "kafka.%s (from %s): out of memory", name, origin);
+    config_err(err, errlen, "kafka.%s (from %s): out of memory", name, origin);
     return -1;
 }
 
@@ -405,8 +233,8 @@ static char *read_secret_file(const char *key, const char *path, const char *ori
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "%s (from %s): cannot open file %s: %s", key, origin, path,
-                strerror(errno));
+        config_err(err, errlen, "%s (from %s): cannot open file %s: %s", key, origin, path,
+                   strerror(errno));
         return NULL;
     }
     char *buf = malloc(CONFIG_SECRET_FILE_MAX + 1);
@@ -415,19 +243,19 @@ static char *read_secret_file(const char *key, const char *path, const char *ori
     fclose(f);
     if (!buf || rerr) {
         free(buf);
-        set_err(err, errlen, "%s (from %s): cannot read file %s", key, origin, path);
+        config_err(err, errlen, "%s (from %s): cannot read file %s", key, origin, path);
         return NULL;
     }
     if (n > CONFIG_SECRET_FILE_MAX) {
         free(buf);
-        set_err(err, errlen, "%s (from %s): file %s is larger than %d bytes", key, origin, path,
-                CONFIG_SECRET_FILE_MAX);
+        config_err(err, errlen, "%s (from %s): file %s is larger than %d bytes", key, origin, path,
+                   CONFIG_SECRET_FILE_MAX);
         return NULL;
     }
     buf[n] = '\0';
     if (strlen(buf) != n) {
         free(buf);
-        set_err(err, errlen, "%s (from %s): file %s contains a NUL byte", key, origin, path);
+        config_err(err, errlen, "%s (from %s): file %s contains a NUL byte", key, origin, path);
         return NULL;
     }
     if (n && buf[n - 1] == '\n') {
@@ -467,10 +295,10 @@ static int apply(config_t *cfg, const char *key, const char *value, config_sourc
     bool is_file = ends_with_file(key, len);
     if (is_file && (s = find_spec(cfg, key, len - 5, &idx)) != NULL) {
         if (!(s->flags & CONFIG_F_SECRET)) {
-            set_err(err, errlen,
-                    "unknown setting \"%s\" (from %s): only secret settings can be "
-                    "read from a file, and %s is not one",
-                    key, origin, s->key);
+            config_err(err, errlen,
+                       "unknown setting \"%s\" (from %s): only secret settings can be "
+                       "read from a file, and %s is not one",
+                       key, origin, s->key);
             return -1;
         }
         char *content = read_secret_file(s->key, value, origin, err, errlen);
@@ -485,7 +313,7 @@ static int apply(config_t *cfg, const char *key, const char *value, config_sourc
         char name[CONFIG_KEY_MAX];
         size_t nlen = len - 6 - (is_file ? 5 : 0);
         if (nlen == 0 || nlen >= sizeof name) {
-            set_err(err, errlen, "invalid librdkafka property \"%s\" (from %s)", key, origin);
+            config_err(err, errlen, "invalid librdkafka property \"%s\" (from %s)", key, origin);
             return -1;
         }
         memcpy(name, key + 6, nlen);
@@ -500,149 +328,8 @@ static int apply(config_t *cfg, const char *key, const char *value, config_sourc
         free(content);
         return rc;
     }
-    set_err(err, errlen, "unknown setting \"%s\" (from %s)", key, origin);
+    config_err(err, errlen, "unknown setting \"%s\" (from %s)", key, origin);
     return -1;
-}
-
-/* ---- JSON file ---- */
-
-static int json_leaf_text(const json_t *j, char *tmp, size_t tmplen, const char **out)
-{
-    switch (json_typeof(j)) {
-    case JSON_STRING:
-        *out = json_string_value(j);
-        return 0;
-    case JSON_INTEGER:
-        snprintf(tmp, tmplen, "%" JSON_INTEGER_FORMAT, json_integer_value(j));
-        *out = tmp;
-        return 0;
-    case JSON_REAL:
-        snprintf(tmp, tmplen, "%.17g", json_real_value(j));
-        *out = tmp;
-        return 0;
-    case JSON_TRUE:
-        *out = "true";
-        return 0;
-    case JSON_FALSE:
-        *out = "false";
-        return 0;
-    default:
-        *out = NULL; /* always set: callers and -O2 flow analysis need a defined value */
-        return -1;
-    }
-}
-
-struct json_walk {
-    const char *origin;
-    config_json_leaf_fn fn;
-    void *arg;
-    char *err;
-    size_t errlen;
-};
-
-static int walk(struct json_walk *w, const char *prefix, json_t *obj)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach(obj, k, v)
-    {
-        char key[CONFIG_KEY_MAX];
-        int kn = snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
-        if (kn < 0 || (size_t)kn >= sizeof key || !*k) {
-            set_err(w->err, w->errlen, "%s: key \"%.64s...\" is empty or too long", w->origin, key);
-            return -1;
-        }
-        size_t kl = strlen(k);
-        bool bad = k[0] == '.' || k[kl - 1] == '.' || strstr(k, "..") != NULL;
-        for (size_t i = 0; i < kl && !bad; i++)
-            bad = (unsigned char)k[i] < 0x20 || k[i] == '=' || isspace((unsigned char)k[i]);
-        if (bad) {
-            set_err(w->err, w->errlen, "%s: key \"%s\" is not a setting name", w->origin, key);
-            return -1;
-        }
-        if (json_is_object(v)) {
-            if (walk(w, key, v))
-                return -1;
-            continue;
-        }
-        char tmp[64];
-        const char *text;
-        if (json_is_array(v)) {
-            /* A list: items joined with ','. An item holding ',' could not be told apart. */
-            size_t total = 1;
-            size_t i;
-            json_t *it;
-            json_array_foreach(v, i, it)
-            {
-                if (json_leaf_text(it, tmp, sizeof tmp, &text) != 0 || strchr(text, ',')) {
-                    set_err(w->err, w->errlen,
-                            "%s: %s[%zu]: list items must be strings or numbers without ','",
-                            w->origin, key, i);
-                    return -1;
-                }
-                total += strlen(text) + 1;
-            }
-            char *joined = malloc(total);
-            if (!joined) {
-                set_err(w->err, w->errlen, "%s: %s: out of memory", w->origin, key);
-                return -1;
-            }
-            joined[0] = '\0';
-            size_t o = 0;
-            json_array_foreach(v, i, it)
-            {
-                if (json_leaf_text(it, tmp, sizeof tmp, &text) != 0) {
-                    /* Unreachable: the first pass accepted every item of this array. */
-                    free(joined);
-                    set_err(w->err, w->errlen, "%s: %s[%zu]: list item changed type", w->origin,
-                            key, i);
-                    return -1;
-                }
-                size_t tl = strlen(text);
-                if (i)
-                    joined[o++] = ',';
-                memcpy(joined + o, text, tl + 1);
-                o += tl;
-            }
-            int rc = w->fn(key, joined, w->arg);
-            free(joined);
-            if (rc)
-                return -1;
-            continue;
-        }
-        if (json_leaf_text(v, tmp, sizeof tmp, &text) != 0) {
-            set_err(w->err, w->errlen, "%s: %s: null is not a value (leave the key out instead)",
-                    w->origin, key);
-            return -1;
-        }
-        if (json_is_string(v) && strlen(text) != json_string_length(v)) {
-            set_err(w->err, w->errlen, "%s: %s: string contains a NUL character", w->origin, key);
-            return -1;
-        }
-        if (w->fn(key, text, w->arg))
-            return -1;
-    }
-    return 0;
-}
-
-int config_parse_json(const char *text, size_t len, const char *origin, config_json_leaf_fn fn,
-                      void *arg, char *err, size_t errlen)
-{
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        set_err(err, errlen, "%s: line %d column %d: %s", origin, je.line, je.column, je.text);
-        return -1;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        set_err(err, errlen, "%s: the top level must be a JSON object", origin);
-        return -1;
-    }
-    struct json_walk w = {origin, fn, arg, err, errlen};
-    int rc = walk(&w, "", root);
-    json_decref(root);
-    return rc;
 }
 
 struct file_apply {
@@ -664,7 +351,7 @@ static int load_file(config_t *cfg, const char *path, char *err, size_t errlen)
     snprintf(origin, sizeof origin, "file %s", path);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "config file %s: cannot open: %s", path, strerror(errno));
+        config_err(err, errlen, "config file %s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     char *buf = malloc(CONFIG_FILE_MAX + 1);
@@ -673,12 +360,12 @@ static int load_file(config_t *cfg, const char *path, char *err, size_t errlen)
     fclose(f);
     if (!buf || rerr) {
         free(buf);
-        set_err(err, errlen, "config file %s: cannot read", path);
+        config_err(err, errlen, "config file %s: cannot read", path);
         return -1;
     }
     if (n > CONFIG_FILE_MAX) {
         free(buf);
-        set_err(err, errlen, "config file %s: larger than %d bytes", path, CONFIG_FILE_MAX);
+        config_err(err, errlen, "config file %s: larger than %d bytes", path, CONFIG_FILE_MAX);
         return -1;
     }
     struct file_apply fa = {cfg, origin, err, errlen};
@@ -716,8 +403,8 @@ static int load_env(config_t *cfg, char *const *envp, char *err, size_t errlen)
             const char *path = env_find(envp, name);
             if (path) {
                 if (v) {
-                    set_err(err, errlen, "%s: both env %.*s and env %s are set; use one", s->key,
-                            (int)(strlen(name) - 5), name, name);
+                    config_err(err, errlen, "%s: both env %.*s and env %s are set; use one", s->key,
+                               (int)(strlen(name) - 5), name, name);
                     return -1;
                 }
                 snprintf(origin, sizeof origin, "env %s", name);
@@ -785,14 +472,14 @@ static int find_config_path(int argc, char **argv, char *const *envp, const char
             *path = argv[i] + 9;
         } else if (strcmp(argv[i], "--config") == 0) {
             if (i + 1 >= argc) {
-                set_err(err, errlen, "flag --config needs a file name");
+                config_err(err, errlen, "flag --config needs a file name");
                 return -1;
             }
             *path = argv[++i];
         }
     }
     if (*path && !**path) {
-        set_err(err, errlen, "--config (or NDD_CONFIG) names an empty file name");
+        config_err(err, errlen, "--config (or NDD_CONFIG) names an empty file name");
         return -1;
     }
     return 0;
@@ -807,14 +494,18 @@ static int load_flags(config_t *cfg, int argc, char **argv, char *err, size_t er
             cfg->help = true;
             continue;
         }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "--check-config") == 0) {
+            *(a[2] == 'v' ? &cfg->version : &cfg->check) = true;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            set_err(err, errlen, "unexpected argument \"%s\" (settings are --key=value)", a);
+            config_err(err, errlen, "unexpected argument \"%s\" (settings are --key=value)", a);
             return -1;
         }
         const char *eq = strchr(a + 2, '=');
         size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
         if (klen == 0 || klen >= sizeof key) {
-            set_err(err, errlen, "malformed flag \"%s\"", a);
+            config_err(err, errlen, "malformed flag \"%s\"", a);
             return -1;
         }
         memcpy(key, a + 2, klen);
@@ -838,7 +529,7 @@ static int load_flags(config_t *cfg, int argc, char **argv, char *err, size_t er
             } else if (i + 1 < argc) {
                 value = argv[++i];
             } else {
-                set_err(err, errlen, "flag --%s needs a value", key);
+                config_err(err, errlen, "flag --%s needs a value", key);
                 return -1;
             }
         }
@@ -859,23 +550,23 @@ config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char 
 config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
                           char *const *envp, char *err, size_t errlen)
 {
-    set_err(err, errlen, "%s", "");
+    config_err(err, errlen, "%s", "");
     config_t *cfg = calloc(1, sizeof *cfg);
     if (!cfg || !(cfg->vals = calloc(nspecs ? nspecs : 1, sizeof *cfg->vals))) {
         free(cfg);
-        set_err(err, errlen, "config: out of memory");
+        config_err(err, errlen, "config: out of memory");
         return NULL;
     }
     cfg->specs = specs;
     cfg->nspecs = nspecs;
     for (size_t i = 0; i < nspecs; i++) {
         if (!specs[i].key || !*specs[i].key || strlen(specs[i].key) >= CONFIG_KEY_MAX - 8) {
-            set_err(err, errlen, "config: spec %zu has no key or too long a key", i);
+            config_err(err, errlen, "config: spec %zu has no key or too long a key", i);
             goto fail;
         }
         for (size_t j = 0; j < i; j++)
             if (key_eq(specs[i].key, specs[j].key)) {
-                set_err(err, errlen, "config: key %s declared twice", specs[i].key);
+                config_err(err, errlen, "config: key %s declared twice", specs[i].key);
                 goto fail;
             }
         if (specs[i].def && val_set(&cfg->vals[i], &specs[i], specs[i].def, CONFIG_SRC_DEFAULT,
@@ -889,16 +580,16 @@ config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, c
         goto fail;
     if (load_env(cfg, envp, err, errlen) || load_flags(cfg, argc, argv, err, errlen))
         goto fail;
-    if (cfg->help)
-        return cfg; /* --help: required settings may be missing */
+    if (cfg->help || cfg->version)
+        return cfg; /* --help, --version: required settings may be missing */
     for (size_t i = 0; i < nspecs; i++) {
         if ((specs[i].flags & CONFIG_F_REQUIRED) && !cfg->vals[i].text) {
             char env[CONFIG_KEY_MAX + 8];
             config_env_name(specs[i].key, env, sizeof env);
-            set_err(err, errlen,
-                    "missing required setting %s (give --%s, env %s or \"%s\" in "
-                    "the config file)",
-                    specs[i].key, specs[i].key, env, specs[i].key);
+            config_err(err, errlen,
+                       "missing required setting %s (give --%s, env %s or \"%s\" in "
+                       "the config file)",
+                       specs[i].key, specs[i].key, env, specs[i].key);
             goto fail;
         }
     }
@@ -932,6 +623,52 @@ void config_free(config_t *cfg)
 bool config_help_requested(const config_t *cfg)
 {
     return cfg && cfg->help;
+}
+
+bool config_version_requested(const config_t *cfg)
+{
+    return cfg && cfg->version;
+}
+
+bool config_check_requested(const config_t *cfg)
+{
+    return cfg && cfg->check;
+}
+
+int config_map_apply(const config_t *cfg, void *dst)
+{
+    for (size_t i = 0; i < cfg->nspecs; i++) {
+        const config_spec_t *s = &cfg->specs[i];
+        const cfg_val_t *v = &cfg->vals[i];
+        if (!s->at)
+            continue;
+        char *at = (char *)dst + s->at - 1;
+        switch (s->type) {
+        case CONFIG_STRING:
+            *(const char **)at = v->text;
+            break;
+        case CONFIG_INT:
+        case CONFIG_DURATION_MS:
+            *(int64_t *)at = v->text ? v->v.i : 0;
+            break;
+        case CONFIG_BOOL:
+            *(bool *)at = v->text ? v->v.b : false;
+            break;
+        case CONFIG_DOUBLE:
+            *(double *)at = v->text ? v->v.d : 0.0;
+            break;
+        case CONFIG_BYTES:
+            *(uint64_t *)at = v->text ? v->v.u : 0;
+            break;
+        case CONFIG_LIST:
+            *(config_list_t *)at =
+                (config_list_t){.items = (const char *const *)v->items, .n = v->nitems};
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* ---- getters ---- */
@@ -1066,7 +803,11 @@ void config_print_help(const config_spec_t *specs, size_t nspecs, const char *pr
             "Usage: %s [--config FILE] [--key=value | --key value]...\n\n"
             "Each setting comes from (highest first) a flag, the environment variable shown,\n"
             "the JSON config file (nested objects join keys with '.'), or its default.\n"
-            "Any kafka.<property> setting is passed to librdkafka as <property>.\n\n",
+            "Any kafka.<property> setting is passed to librdkafka as <property>.\n"
+            "  --help            this table\n"
+            "  --version         NDD's version, git revision and library versions\n"
+            "  --check-config    validate every setting and what it names, print what would\n"
+            "                    run, connect to nothing; exit 0 (valid) or 2\n\n",
             base);
     for (size_t i = 0; i < nspecs; i++) {
         const config_spec_t *s = &specs[i];

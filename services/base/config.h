@@ -16,8 +16,13 @@
  * file (one trailing newline trimmed). kafka.<prop>_file works the same for librdkafka
  * secrets such as kafka.sasl.password_file.
  *
- * Errors (unknown key, bad value, unreadable file) fail config_load() with a message naming
- * the key, the source ("flag --x", "env NDD_X", "file /path") and the reason. */
+ * The typed config map: a spec row also says where its value lands in the daemon's settings
+ * struct (CONFIG_AT) and, for numbers, the range it must be in; config_map_apply fills the
+ * struct, so defaults are written once (in the row) and a daemon reads its settings from
+ * its struct. config_get_* by key keeps working.
+ *
+ * Errors (unknown key, bad value, value out of range, unreadable file) fail config_load() with a
+ * message naming the key, the source ("flag --x", "env NDD_X", "file /path") and the reason. */
 #ifndef NDD_CONFIG_H
 #define NDD_CONFIG_H
 
@@ -48,7 +53,24 @@ typedef struct config_spec {
     const char *def;  /* default as text (parsed like any other source); NULL = unset */
     const char *help; /* one line for --help */
     unsigned flags;   /* CONFIG_F_* */
+    /* Where config_map_apply stores the value in the daemon's settings struct: CONFIG_AT(type,
+     * field), 0 for nowhere. The field's C type follows the spec's: STRING const char *,
+     * INT and DURATION_MS int64_t, BOOL bool, DOUBLE double, BYTES uint64_t, LIST
+     * config_list_t. */
+    size_t at;
+    /* INT, DURATION_MS (ms) and BYTES: the accepted range, when min < max; a value outside is
+     * refused by config_load with the key and its source named. */
+    int64_t min, max;
 } config_spec_t;
+
+/* The offset of field in type, plus one so that 0 can mean "nowhere". */
+#define CONFIG_AT(type, field) (offsetof(type, field) + 1)
+
+/* A CONFIG_LIST's items in the settings struct (they live as long as the config_t). */
+typedef struct config_list {
+    const char *const *items;
+    size_t n;
+} config_list_t;
 
 typedef enum config_source {
     CONFIG_SRC_UNSET = 0, /* no default and no source gave it */
@@ -79,6 +101,14 @@ config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, c
 void config_free(config_t *cfg);
 
 bool config_help_requested(const config_t *cfg);
+/* --version and --check-config were given (flags only, like --help). With --version the
+ * required settings may be missing. */
+bool config_version_requested(const config_t *cfg);
+bool config_check_requested(const config_t *cfg);
+/* Stores every spec's value (default when no source gave one, 0/NULL when unset) at its
+ * CONFIG_AT offset in dst, the daemon's settings struct. Strings and lists point into cfg:
+ * dst is valid while cfg lives. 0, or -1 on a spec of unknown type. */
+int config_map_apply(const config_t *cfg, void *dst);
 /* The table of settings: key, type, default, environment name, help. */
 void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program, FILE *out);
 

@@ -1,4 +1,5 @@
-/* Shared daemon bootstrap: see daemon.h. */
+/* The daemon skeleton's start-up and shutdown: see daemon.h. */
+#include "daemon-int.h"
 #include "daemon.h"
 
 #include <malloc.h>
@@ -29,106 +30,100 @@ void daemon_heap_setup(bool one_arena)
         mallopt(M_ARENA_MAX, 1);
 }
 
-static int daemon_kafka_props(daemon_t *d)
-{
-    size_t n = 0;
-    const config_kafka_prop_t *kp = config_kafka_props(d->cfg, &n);
-    d->props = calloc(n + 1, sizeof(*d->props));
-    if (!d->props) {
-        fprintf(stderr, "%s: out of memory\n", d->name);
-        return -1;
-    }
-    d->brokers = config_get_str(d->cfg, "bootstrap");
-    if (!d->brokers)
-        d->brokers = getenv("NDD_KAFKA");
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(kp[i].name, "bootstrap.servers") == 0 && !d->brokers)
-            d->brokers = kp[i].value;
-        d->props[d->n_props++] = (kafka_prop_t){.key = kp[i].name, .value = kp[i].value};
-    }
-    if (!d->brokers) {
-        fprintf(stderr, "%s: no Kafka: set --bootstrap, NDD_KAFKA or --kafka.bootstrap.servers\n",
-                d->name);
-        return -1;
-    }
-    return 0;
-}
-
-int daemon_init(daemon_t *d, const char *name, const config_spec_t *specs, size_t n_specs, int argc,
-                char **argv)
+int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv)
 {
     memset(d, 0, sizeof(*d));
-    d->name = name;
+    d->name = def->name;
+    d->def = def;
+    d->common = def->settings;
     d->stop = &daemon_stop_flag;
     d->reload = &daemon_reload_flag;
     d->metrics = metrics_default_registry();
     char err[1024];
-    d->cfg = config_load(specs, n_specs, argc, argv, err, sizeof(err));
+    d->cfg = config_load(def->specs, def->n_specs, argc, argv, err, sizeof(err));
     if (!d->cfg) {
-        fprintf(stderr, "%s: %s\n", name, err);
+        fprintf(stderr, "%s: %s\n", d->name, err);
         return 2;
     }
     if (config_help_requested(d->cfg)) {
-        config_print_help(specs, n_specs, name, stdout);
+        if (def->usage)
+            printf("%s\n", def->usage);
+        config_print_help(def->specs, def->n_specs, d->name, stdout);
         return 0;
     }
-    const char *lv = config_get_str(d->cfg, "log-level");
+    if (config_version_requested(d->cfg)) {
+        daemon_print_version(d, stdout);
+        return 0;
+    }
+    config_map_apply(d->cfg, def->settings);
     log_level_t level = LOG_LEVEL_INFO;
-    if (log_level_parse(lv, &level) != 0) {
-        fprintf(stderr, "%s: --log-level: \"%s\" is not debug, info, warn or error\n", name, lv);
+    if (log_level_parse(d->common->log_level, &level) != 0) {
+        fprintf(stderr, "%s: log.level: \"%s\" is not debug, info, warn or error\n", d->name,
+                d->common->log_level);
         return 2;
     }
-    log_setup(name, level, config_get_bool(d->cfg, "log-json"));
-    int64_t port = config_get_int(d->cfg, "http-port");
-    if (port < -1 || port > 65535) {
-        fprintf(stderr, "%s: --http-port must be -1..65535\n", name);
+    log_setup(d->name, level, d->common->log_json);
+    if (daemon_kafka_setup(d, err, sizeof(err))) {
+        fprintf(stderr, "%s: %s\n", d->name, err);
         return 2;
     }
-    return daemon_kafka_props(d) ? 2 : DAEMON_CONTINUE;
+    bool check = config_check_requested(d->cfg);
+    if (daemon_run_check(d, check))
+        return 2;
+    if (check)
+        return 0;
+    daemon_build_info(d);
+    return DAEMON_CONTINUE;
 }
 
 static int daemon_http_setup(httpd_t *h, void *arg)
 {
     daemon_t *d = arg;
     httpd_set_metrics(h, d->metrics);
-    httpd_set_ready_reason(h, d->ready_reason);
+    httpd_set_ready_reason(h, daemon_ready_reason(d));
     return 0;
 }
 
-static int daemon_http_start(daemon_t *d, const char *ready_reason)
+int daemon_write_port_file(const daemon_t *d, unsigned port)
 {
-    int64_t port = config_get_int(d->cfg, "http-port");
-    if (port < 0)
+    const char *pf = d->common->http_port_file;
+    if (!pf)
+        return 0;
+    FILE *f = fopen(pf, "w");
+    bool ok = f && fprintf(f, "%u\n", port) >= 0;
+    if (f && fclose(f))
+        ok = false;
+    if (!ok) {
+        fprintf(stderr, "%s: http.port-file: cannot write the HTTP port to %s\n", d->name, pf);
+        return -1;
+    }
+    return 0;
+}
+
+static int daemon_http_start(daemon_t *d)
+{
+    if (d->common->http_port < 0)
         return 0;
     char err[512];
-    httpd_options_t ho = {.bind_addr = config_get_str(d->cfg, "http-listen"),
-                          .port = (uint16_t)port};
-    d->ready_reason = ready_reason;
+    httpd_options_t ho = {.bind_addr = d->common->http_listen,
+                          .port = (uint16_t)d->common->http_port};
     d->http = httpd_thread_start(&ho, daemon_http_setup, d, err, sizeof(err));
     if (!d->http) {
-        fprintf(stderr, "%s: HTTP server: %s\n", d->name, err);
+        fprintf(stderr, "%s: HTTP server on %s:%lld: %s\n", d->name, ho.bind_addr,
+                (long long)d->common->http_port, err);
         return -1;
     }
     uint16_t bound = httpd_port(httpd_thread_server(d->http));
     log_info("%s: /metrics on %s:%u", d->name, ho.bind_addr, bound);
-    const char *pf = config_get_str(d->cfg, "http-port-file");
-    if (pf) {
-        FILE *f = fopen(pf, "w");
-        bool ok = f && fprintf(f, "%u\n", bound) >= 0;
-        if (f && fclose(f))
-            ok = false;
-        if (!ok) {
-            fprintf(stderr, "%s: cannot write the HTTP port to %s\n", d->name, pf);
-            return -1;
-        }
-    }
-    return 0;
+    return daemon_write_port_file(d, bound);
 }
 
-int daemon_start(daemon_t *d, const char *ready_reason, bool hup)
+int daemon_start(daemon_t *d, bool hup)
 {
-    if (daemon_http_start(d, ready_reason))
+    if (daemon_http_start(d))
         return -1;
+    daemon_hold(d, DAEMON_COND__COUNT, false); /* publish the first reason */
+    daemon_probe_start(d);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = daemon_on_signal;
@@ -139,16 +134,6 @@ int daemon_start(daemon_t *d, const char *ready_reason, bool hup)
         sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     return 0;
-}
-
-void daemon_set_ready(daemon_t *d, bool ready, const char *reason)
-{
-    if (!d->http)
-        return;
-    httpd_t *h = httpd_thread_server(d->http);
-    if (!ready && reason)
-        httpd_set_ready_reason(h, reason);
-    httpd_set_ready(h, ready);
 }
 
 int daemon_wait(daemon_t *d, daemon_wait_fn fn, void *arg, const char *what)
@@ -164,6 +149,7 @@ int daemon_wait(daemon_t *d, daemon_wait_fn fn, void *arg, const char *what)
 
 void daemon_free(daemon_t *d)
 {
+    daemon_probe_stop(d);
     if (d->http)
         httpd_thread_stop(d->http);
     d->http = NULL;

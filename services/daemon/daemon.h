@@ -1,78 +1,160 @@
-/* The start-up and shutdown every NDD Kafka daemon (ndd-aggregation, ndd-correlation) shares:
- * settings from the command line/environment, logging, the kafka.* pass-through properties and
- * the broker list, the /metrics /healthz /readyz server on its own thread, signal handling and
- * readiness. The daemon's own settings and its worker stay in its main.c.
+/* The daemon skeleton: the start-up and shutdown every NDD daemon shares (ndd-aggregation,
+ * ndd-correlation, ndd-adapter, ndd-admin, and the ones to come). It loads the settings
+ * through the typed config map into the daemon's settings struct, answers --help, --version
+ * and --check-config, sets up logging, validates the kafka.* pass-through properties and
+ * resolves the broker list, registers ndd_build_info, runs the /metrics /healthz /readyz
+ * server on its own thread with the one readiness rule, and handles the signals. The daemon's
+ * own settings, its check and its worker stay in its main.c and *_control.c.
  *
- * The spec table given to daemon_init must contain these keys (the daemons' common options):
- *   bootstrap (string), log-level (string), log-json (bool), http-listen (string),
- *   http-port (int, -1: no server, 0: ephemeral), http-port-file (string); all but bootstrap
- *   come with DAEMON_SPECS_COMMON. */
+ * Files: daemon.c (init, start, wait, free), daemon_check.c (kafka.* validation and
+ * --check-config), daemon_version.c (--version and ndd_build_info), daemon_ready.c (the
+ * readiness rule and the Kafka probe).
+ *
+ * The common settings, with the same names in every daemon (docs/configuration.md):
+ *   http.listen, http.port (-1: no server, 0: ephemeral), http.port-file, log.level,
+ *   log.json, bootstrap (else env NDD_KAFKA, else kafka.bootstrap.servers).
+ * A daemon's settings struct starts with a daemon_settings_t named `common`, and its spec
+ * table ends with DAEMON_SPECS_COMMON(its struct type, its default port). */
 #ifndef NDD_DAEMON_H
 #define NDD_DAEMON_H
 
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "httpd.h"
 #include "kafka.h"
 #include "metrics.h"
 
-/* The common options of daemon_init's spec table, to end a daemon's table with; port is the
- * daemon's default HTTP port as a string ("9102"). */
+/* The common settings: the first member, `common`, of every daemon's settings struct. */
+typedef struct daemon_settings {
+    const char *bootstrap;
+    const char *http_listen;
+    int64_t http_port;
+    const char *http_port_file;
+    const char *log_level;
+    bool log_json;
+} daemon_settings_t;
+
+/* The common rows, to end a daemon's spec table with; port is its default HTTP port as text. */
 /* clang-format off */
-#define DAEMON_SPECS_COMMON(port)                                                              \
-    {"http-listen", CONFIG_STRING, "127.0.0.1", "address of /metrics, /healthz, /readyz", 0},  \
-    {"http-port", CONFIG_INT, port, "port of /metrics (0: ephemeral, -1: no HTTP server)", 0}, \
-    {"http-port-file", CONFIG_STRING, NULL, "write the bound HTTP port to this file", 0},      \
-    {"log-level", CONFIG_STRING, "info", "debug, info, warn, error", 0},                       \
-    {"log-json", CONFIG_BOOL, "false", "log JSON lines", 0}
+#define DAEMON_SPECS_COMMON(type, port)                                                         \
+    {"bootstrap", CONFIG_STRING, NULL,                                                          \
+     "Kafka bootstrap servers (else env NDD_KAFKA, else kafka.bootstrap.servers)", 0,           \
+     CONFIG_AT(type, common.bootstrap), 0, 0},                                                  \
+    {"http.listen", CONFIG_STRING, "127.0.0.1", "address of the HTTP server", 0,                \
+     CONFIG_AT(type, common.http_listen), 0, 0},                                                \
+    {"http.port", CONFIG_INT, port,                                                             \
+     "port of /metrics /healthz /readyz (0: ephemeral, -1: no HTTP server)", 0,                 \
+     CONFIG_AT(type, common.http_port), -1, 65535},                                             \
+    {"http.port-file", CONFIG_STRING, NULL, "write the bound HTTP port to this file", 0,        \
+     CONFIG_AT(type, common.http_port_file), 0, 0},                                             \
+    {"log.level", CONFIG_STRING, "info", "debug, info, warn, error", 0,                         \
+     CONFIG_AT(type, common.log_level), 0, 0},                                                  \
+    {"log.json", CONFIG_BOOL, "false", "log JSON lines instead of text", 0,                     \
+     CONFIG_AT(type, common.log_json), 0, 0}
 /* clang-format on */
 
 /* daemon_init's "go on" result; any other value is the process exit code. */
 #define DAEMON_CONTINUE (-1)
 
-typedef struct daemon {
-    const char *name; /* program name, prefix of every stderr line */
+/* What /readyz waits for; the first one that does not hold is the /readyz body. */
+typedef enum daemon_cond {
+    DAEMON_COND_KAFKA = 0,  /* a broker answered (the skeleton's probe sets it) */
+    DAEMON_COND_CONFIG,     /* the configuration (file or topic) is loaded and applied */
+    DAEMON_COND_PARTITIONS, /* the consumer group gave this member its partitions */
+    DAEMON_COND__COUNT,
+} daemon_cond_t;
+
+#define DAEMON_NEEDS(c) (1u << (c))
+#define DAEMON_NEEDS_ALL                                                                           \
+    (DAEMON_NEEDS(DAEMON_COND_KAFKA) | DAEMON_NEEDS(DAEMON_COND_CONFIG) |                          \
+     DAEMON_NEEDS(DAEMON_COND_PARTITIONS))
+
+typedef struct daemon daemon_t;
+
+/* What a daemon gives the skeleton: one static description. */
+typedef struct daemon_def {
+    const char *name;  /* program name, prefix of every stderr line, daemon label */
+    const char *usage; /* printed before the settings table by --help; may be NULL */
+    const config_spec_t *specs;
+    size_t n_specs;
+    void *settings; /* the daemon's settings struct (first member: daemon_settings_t common) */
+    /* Validates what the settings name (files, filters, NF type, ranges across settings)
+     * without connecting to anything; with out != NULL (--check-config) it also prints one
+     * line per feed/filter/etc. of what would run. 0, or -1 with err naming the key/field. */
+    int (*check)(daemon_t *d, FILE *out, char *err, size_t errlen);
+    /* --version lines of libraries only this daemon links (nghttp2); may be NULL. */
+    void (*version)(FILE *out);
+    bool kafka_optional;  /* starts without a broker list (the admin) */
+    unsigned ready_needs; /* DAEMON_NEEDS(...) of /readyz; 0: DAEMON_NEEDS_ALL */
+} daemon_def_t;
+
+struct daemon {
+    const char *name;
+    const daemon_def_t *def;
     config_t *cfg;
-    const char *brokers; /* --bootstrap, else env NDD_KAFKA, else kafka.bootstrap.servers */
-    kafka_prop_t *props; /* every kafka.* pass-through property (prefix removed) */
+    const daemon_settings_t *common; /* the settings struct's common part */
+    const char *brokers;             /* resolved: bootstrap, NDD_KAFKA, kafka.bootstrap.servers */
+    kafka_prop_t *props;             /* every kafka.* pass-through property (prefix removed) */
     size_t n_props;
     metrics_registry_t *metrics; /* metrics_default_registry() */
-    httpd_thread_t *http;        /* NULL with --http-port -1 */
+    httpd_thread_t *http;        /* NULL with http.port -1 */
     /* Set by SIGTERM/SIGINT and (with daemon_start's hup) SIGHUP; the daemon clears reload. */
     volatile sig_atomic_t *stop, *reload;
-    const char *ready_reason; /* /readyz text until daemon_set_ready (daemon_start's) */
-} daemon_t;
-
-/* Called between two waits of daemon_wait: 0 when what is awaited is there. */
-typedef int (*daemon_wait_fn)(void *arg, int timeout_ms);
+    /* readiness (daemon_ready.c) */
+    volatile bool holds[DAEMON_COND__COUNT];
+    const char *volatile override; /* not ready for this reason regardless ("stopping") */
+    struct daemon_probe *probe;
+    int64_t partitions_next_ms;
+};
 
 /* Keeps librdkafka's large short-lived fetch and produce buffers in the heap (reused) instead
  * of fresh mmap'd zeroed pages each time; one_arena also stops every librdkafka thread from
  * keeping its own arena's free memory. Call first in main. */
 void daemon_heap_setup(bool one_arena);
 
-/* Loads the settings (printing the help with --help), sets up logging and collects the Kafka
- * properties and brokers. Returns DAEMON_CONTINUE, or the exit code (0 after --help, 2 on a
- * bad setting, explained on stderr). daemon_free releases d in every case. */
-int daemon_init(daemon_t *d, const char *name, const config_spec_t *specs, size_t n_specs, int argc,
-                char **argv);
+/* Loads the settings into def->settings, answers --help and --version (exit 0), sets up
+ * logging, validates the kafka.* properties and the broker list, runs def->check, and with
+ * --check-config prints the effective settings (secrets masked) and what would run. Returns
+ * DAEMON_CONTINUE, or the exit code (0 after --help/--version/a valid --check-config, 2 on
+ * a bad setting, explained on stderr with the key named). daemon_free releases d always. */
+int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv);
 
-/* Starts the HTTP thread (not ready, with ready_reason on /readyz), writes http-port-file,
- * and installs the signal handlers (SIGHUP too when hup; SIGPIPE ignored). 0, or -1 with the
- * reason on stderr. */
-int daemon_start(daemon_t *d, const char *ready_reason, bool hup);
+/* Starts the HTTP thread (not ready until the conditions hold), writes http.port-file,
+ * starts the Kafka probe, installs the signal handlers (SIGHUP too when hup; SIGPIPE
+ * ignored). 0, or -1 with the reason on stderr. */
+int daemon_start(daemon_t *d, bool hup);
 
-/* /readyz: ready, or not ready with reason (may be NULL). No-op without an HTTP server. */
-void daemon_set_ready(daemon_t *d, bool ready, const char *reason);
+/* The daemon says whether cond holds now; /readyz follows (any thread). */
+void daemon_hold(daemon_t *d, daemon_cond_t cond, bool holds);
+/* For a worker's tick: at most once a second asks count(arg) how many partitions this member
+ * has and holds DAEMON_COND_PARTITIONS while it is more than 0. */
+void daemon_poll_partitions(daemon_t *d, int (*count)(void *arg), void *arg);
+/* Not ready for reason whatever holds ("stopping", "disabled by configuration"); NULL
+ * lifts it. */
+void daemon_not_ready(daemon_t *d, const char *reason);
+/* The /readyz reason now, NULL when ready (tests, logs). */
+const char *daemon_ready_reason(const daemon_t *d);
 
+/* Writes port (one line) to the http.port-file if set: 0, or -1 on stderr. For daemons that
+ * run their own server (the admin's REST API). */
+int daemon_write_port_file(const daemon_t *d, unsigned port);
+
+/* Called between two waits of daemon_wait: 0 when what is awaited is there. */
+typedef int (*daemon_wait_fn)(void *arg, int timeout_ms);
 /* Calls fn(arg, 1000) until it returns 0 or a stop is asked, logging every 10 s that what
  * is still awaited. 0 when fn succeeded, -1 when stopped first. */
 int daemon_wait(daemon_t *d, daemon_wait_fn fn, void *arg, const char *what);
 
-/* Stops the HTTP thread and frees the settings and properties. */
+/* NDD's version and git revision (ndd_version.h), for heartbeats. */
+const char *daemon_version(void);
+const char *daemon_revision(void);
+
+/* Stops the HTTP thread and the probe, frees the settings and properties. */
 void daemon_free(daemon_t *d);
 
 #endif

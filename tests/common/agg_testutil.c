@@ -64,7 +64,7 @@ pid_t agg_start(agg_env_t *e, int slot, const char *const *extra)
     argv[n++] = mainf;
     argv[n++] = dlq;
     argv[n++] = "--create-topics=false";
-    argv[n++] = "--http-port=-1";
+    argv[n++] = "--http.port=-1";
     /* A replica killed with -9 leaves the group after the session timeout: keep it short so
      * tests do not wait the 45 s default. */
     argv[n++] = "--kafka.consumer.session.timeout.ms=6000";

@@ -88,7 +88,7 @@ pid_t corr_start(corr_env_t *e, const char *const *extra)
     snprintf(xdr, sizeof(xdr), "--xdr-topic=%s", e->xdr);
     snprintf(dlq, sizeof(dlq), "--dlq-topic=%s", e->dlq);
     snprintf(group, sizeof(group), "--group=%s", e->group);
-    snprintf(pf, sizeof(pf), "--http-port-file=%s", e->port_file);
+    snprintf(pf, sizeof(pf), "--http.port-file=%s", e->port_file);
     unlink(e->port_file);
     size_t n = 0;
     argv[n++] = bin;
@@ -98,7 +98,7 @@ pid_t corr_start(corr_env_t *e, const char *const *extra)
     argv[n++] = dlq;
     argv[n++] = group;
     argv[n++] = "--create-topics=false";
-    argv[n++] = "--http-port=0";
+    argv[n++] = "--http.port=0";
     argv[n++] = pf;
     snprintf(cfgt, sizeof(cfgt), "--config-topic=%s", e->config);
     snprintf(evt, sizeof(evt), "--events-topic=%s", e->events);

@@ -25,7 +25,7 @@ bool dtu_log_wait(const char *path, const char *needle, int timeout_ms);
  * when it exited by itself with status 0, false (said on stderr) otherwise. */
 bool dtu_stop_clean(pid_t *pid, int timeout_ms);
 
-/* The port a daemon wrote to its --http-port-file (waits up to timeout_ms); 0 when none. */
+/* The port a daemon wrote to its --http.port-file (waits up to timeout_ms); 0 when none. */
 uint16_t dtu_port_file_wait(const char *path, int timeout_ms);
 
 #endif

@@ -34,7 +34,7 @@ fail() {
 
 echo '{"name": "allow-all", "default": "allow", "rules": []}' >"$T/filter.json"
 "$AGG" --nf-type SCP --bootstrap "$BROKER" --topic "$IN" --main-topic "$MAIN" --dlq-topic "$DLQ" \
-    --group "ndd-$TAG" --main-partitions 2 --http-port 0 --http-port-file "$T/port" \
+    --group "ndd-$TAG" --main-partitions 2 --http.port 0 --http.port-file "$T/port" \
     --filter-file "$T/filter.json" --filter-check-interval 1h --config-topic= --events-topic= \
     --kafka.consumer.session.timeout.ms 6000 >"$T/agg.log" 2>&1 &
 AGG_PID=$!
@@ -46,7 +46,12 @@ done
 [ -s "$T/port" ] || fail "no HTTP port file"
 M=http://127.0.0.1:$(cat "$T/port")
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$M/healthz")" = 200 ] || fail "/healthz"
-[ "$(curl -s -o /dev/null -w '%{http_code}' "$M/readyz")" = 200 ] || fail "/readyz"
+# Ready once Kafka answered, the configuration is loaded and the group assigned partitions.
+for _ in $(seq 1 60); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$M/readyz")" = 200 ] && break
+    sleep 0.5
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$M/readyz")" = 200 ] || fail "/readyz: $(curl -s "$M/readyz")"
 
 copy() { # copy N [extra kcat -H args...]: one valid request copy with key c-N
     local n=$1; shift

@@ -134,7 +134,7 @@ fi
 if want ndd-aggregation aggregation; then
     "$BUILD/aggregation/ndd-aggregation" --nf-type SCP --bootstrap "$BROKER" --topic "$IN" \
         --main-topic "$MAIN" --dlq-topic "ndd-$TAG-dlq-agg" --group "ndd-$TAG-agg" \
-        --main-partitions 2 --http-port 0 --http-port-file "$T/agg.port" \
+        --main-partitions 2 --http.port 0 --http.port-file "$T/agg.port" \
         --kafka.consumer.session.timeout.ms 6000 >"$T/ndd-aggregation.log" 2>&1 &
     PID[ndd-aggregation]=$!
     FAMILY[ndd-aggregation]=ndd_aggregation_
@@ -143,7 +143,7 @@ fi
 if want ndd-correlation correlation; then
     "$BUILD/correlation/ndd-correlation" --bootstrap "$BROKER" --main-topic "$MAIN" \
         --xdr-topic "$XDR" --dlq-topic "ndd-$TAG-dlq-corr" --group "ndd-$TAG-corr" \
-        --main-partitions 2 --timeout 1s --http-port 0 --http-port-file "$T/corr.port" \
+        --main-partitions 2 --timeout 1s --http.port 0 --http.port-file "$T/corr.port" \
         --kafka.consumer.session.timeout.ms 6000 >"$T/ndd-correlation.log" 2>&1 &
     PID[ndd-correlation]=$!
     FAMILY[ndd-correlation]=ndd_correlation_
@@ -156,7 +156,8 @@ if want ndd-adapter adapter; then
     printf '{"feeds":[{"name":"%s","source_topic":"%s","dlq_topic":"ndd-%s-dlq-feed","encoding":"json","transport":"http2","endpoints":[{"url":"http://127.0.0.1:%s/ingest","weight":1}]}]}\n' \
         "m-$TAG" "$MAIN" "$TAG" "$ep" >"$T/feeds.json"
     "$BUILD/adapter/ndd-adapter" --bootstrap "$BROKER" --feeds-file "$T/feeds.json" \
-        --http.port 0 --kafka.auto.offset.reset earliest >"$T/ndd-adapter.log" 2>&1 &
+        --http.port 0 --http.port-file "$T/adapter.port" --kafka.auto.offset.reset earliest \
+        >"$T/ndd-adapter.log" 2>&1 &
     PID[ndd-adapter]=$!
     FAMILY[ndd-adapter]=ndd_adapter_
 fi
@@ -165,7 +166,7 @@ if want ndd-admin admin; then
     ADMIN_STARTED=1
     "$BUILD/admin/ndd-admin" --pg "$PG" --db-schema "$SCHEMA" --bootstrap "$BROKER" \
         --config-topic "ndd-$TAG-config" --events-topic "ndd-$TAG-events" \
-        --events-group "ndd-$TAG-admin" --port 0 --port-file "$T/admin.port" \
+        --events-group "ndd-$TAG-admin" --http.port 0 --http.port-file "$T/admin.port" \
         --db-wait 20s >"$T/ndd-admin.log" 2>&1 &
     PID[ndd-admin]=$!
     FAMILY[ndd-admin]=ndd_admin_
@@ -183,8 +184,8 @@ if [ -n "${PID[ndd-correlation]:-}" ]; then
     URL[ndd-correlation]=http://127.0.0.1:$(cat "$T/corr.port")
 fi
 if [ -n "${PID[ndd-adapter]:-}" ]; then
-    from_log ndd-adapter 's#.*metrics on (http://[^/]+)/metrics.*#\1#p'
-    URL[ndd-adapter]=$LOGGED
+    wait_file "$T/adapter.port" ndd-adapter
+    URL[ndd-adapter]=http://127.0.0.1:$(cat "$T/adapter.port")
 fi
 if [ -n "${PID[ndd-admin]:-}" ]; then
     wait_file "$T/admin.port" ndd-admin

@@ -71,9 +71,9 @@ static void start_admin(void)
 {
     unlink(fx.port_file);
     char *argv[] = {NDD_ADMIN_BIN,
-                    "--port",
+                    "--http.port",
                     "0",
-                    "--port-file",
+                    "--http.port-file",
                     fx.port_file,
                     "--db-schema",
                     fx.schema,

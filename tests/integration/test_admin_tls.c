@@ -70,9 +70,9 @@ static int setup(void **state)
     snprintf(fx.token, sizeof(fx.token), "-H 'Authorization: Bearer %s'", tok);
 
     char *argv[] = {NDD_ADMIN_BIN,
-                    "--port",
+                    "--http.port",
                     "0",
-                    "--port-file",
+                    "--http.port-file",
                     fx.port_file,
                     "--db-schema",
                     fx.schema,

@@ -14,15 +14,15 @@
 #include "log.h"
 
 static const config_spec_t specs[] = {
-    {"http.port", CONFIG_INT, "9100", "metrics/API port", 0},
-    {"http.bind", CONFIG_STRING, "127.0.0.1", "listen address", 0},
-    {"tls.enabled", CONFIG_BOOL, "false", "serve TLS", 0},
-    {"ratio", CONFIG_DOUBLE, "0.5", "a ratio", 0},
-    {"feed.retry-backoff", CONFIG_DURATION_MS, "250ms", "retry backoff", 0},
-    {"feed.max-buffer", CONFIG_BYTES, "1MiB", "buffer limit", 0},
-    {"topics", CONFIG_LIST, "SCP,NRF", "NF topics", 0},
-    {"db.password", CONFIG_STRING, NULL, "database password", CONFIG_F_SECRET},
-    {"name", CONFIG_STRING, NULL, "instance name", 0},
+    {"http.port", CONFIG_INT, "9100", "metrics/API port", 0, 0, 0, 0},
+    {"http.listen", CONFIG_STRING, "127.0.0.1", "listen address", 0, 0, 0, 0},
+    {"tls.enabled", CONFIG_BOOL, "false", "serve TLS", 0, 0, 0, 0},
+    {"ratio", CONFIG_DOUBLE, "0.5", "a ratio", 0, 0, 0, 0},
+    {"feed.retry-backoff", CONFIG_DURATION_MS, "250ms", "retry backoff", 0, 0, 0, 0},
+    {"feed.max-buffer", CONFIG_BYTES, "1MiB", "buffer limit", 0, 0, 0, 0},
+    {"topics", CONFIG_LIST, "SCP,NRF", "NF topics", 0, 0, 0, 0},
+    {"db.password", CONFIG_STRING, NULL, "database password", CONFIG_F_SECRET, 0, 0, 0},
+    {"name", CONFIG_STRING, NULL, "instance name", 0, 0, 0, 0},
 };
 #define NSPECS (sizeof specs / sizeof specs[0])
 
@@ -73,7 +73,7 @@ static void test_defaults_apply_when_no_source_sets_a_key(void **state)
     config_t *c = load(1, argv, no_env, err);
     assert_non_null(c);
     assert_int_equal(config_get_int(c, "http.port"), 9100);
-    assert_string_equal(config_get_str(c, "http.bind"), "127.0.0.1");
+    assert_string_equal(config_get_str(c, "http.listen"), "127.0.0.1");
     assert_false(config_get_bool(c, "tls.enabled"));
     assert_true(config_get_double(c, "ratio") == 0.5);
     assert_int_equal(config_get_duration_ms(c, "feed.retry-backoff"), 250);
@@ -92,19 +92,19 @@ static void test_defaults_apply_when_no_source_sets_a_key(void **state)
 
 static void test_flag_beats_env_beats_file_beats_default(void **state)
 {
-    const char *path = write_file("prec.json", "{\"http\":{\"port\":9001,\"bind\":\"0.0.0.0\"},"
+    const char *path = write_file("prec.json", "{\"http\":{\"port\":9001,\"listen\":\"0.0.0.0\"},"
                                                "\"ratio\":0.75,\"name\":\"from-file\"}");
     char cfgflag[600];
     snprintf(cfgflag, sizeof cfgflag, "--config=%s", path);
-    char *env[] = {"NDD_HTTP_PORT=9002", "NDD_HTTP_BIND=10.0.0.1", NULL};
+    char *env[] = {"NDD_HTTP_PORT=9002", "NDD_HTTP_LISTEN=10.0.0.1", NULL};
     char *argv[] = {"ndd-test", cfgflag, "--http.port", "9003", NULL};
     char err[512];
     config_t *c = load(4, argv, env, err);
     assert_non_null(c);
     assert_int_equal(config_get_int(c, "http.port"), 9003);
     assert_string_equal(config_origin(c, "http.port"), "flag --http.port");
-    assert_string_equal(config_get_str(c, "http.bind"), "10.0.0.1");
-    assert_string_equal(config_origin(c, "http.bind"), "env NDD_HTTP_BIND");
+    assert_string_equal(config_get_str(c, "http.listen"), "10.0.0.1");
+    assert_string_equal(config_origin(c, "http.listen"), "env NDD_HTTP_LISTEN");
     assert_true(config_get_double(c, "ratio") == 0.75);
     char want[600];
     snprintf(want, sizeof want, "file %s", path);
@@ -238,7 +238,7 @@ static void test_bad_config_files_fail_with_path_and_position(void **state)
 static void test_required_setting_missing_fails_naming_all_sources(void **state)
 {
     static const config_spec_t req[] = {
-        {"kafka-group", CONFIG_STRING, NULL, "group", CONFIG_F_REQUIRED}};
+        {"kafka-group", CONFIG_STRING, NULL, "group", CONFIG_F_REQUIRED, 0, 0, 0}};
     char err[512];
     char *argv[] = {"ndd-test", NULL};
     assert_null(config_load_env(req, 1, 1, argv, no_env, err, sizeof err));
@@ -328,7 +328,7 @@ static void test_kafka_properties_pass_through_from_every_source(void **state)
  * that setting and not also become a librdkafka property "group". */
 static void test_declared_kafka_prefixed_setting_is_not_a_property(void **state)
 {
-    static const config_spec_t ks[] = {{"kafka-group", CONFIG_STRING, NULL, "group", 0}};
+    static const config_spec_t ks[] = {{"kafka-group", CONFIG_STRING, NULL, "group", 0, 0, 0, 0}};
     char *env[] = {"NDD_KAFKA_GROUP=g1", "NDD_KAFKA_CLIENT_ID=c1", NULL};
     char *argv[] = {"ndd-test", NULL};
     char err[512];
@@ -345,8 +345,8 @@ static void test_declared_kafka_prefixed_setting_is_not_a_property(void **state)
 static void test_help_flag_is_reported_and_help_lists_every_key(void **state)
 {
     static const config_spec_t req[] = {
-        {"must", CONFIG_STRING, NULL, "needed", CONFIG_F_REQUIRED},
-        {"token", CONFIG_STRING, "dflt-secret", "api token", CONFIG_F_SECRET}};
+        {"must", CONFIG_STRING, NULL, "needed", CONFIG_F_REQUIRED, 0, 0, 0},
+        {"token", CONFIG_STRING, "dflt-secret", "api token", CONFIG_F_SECRET, 0, 0, 0}};
     char err[512];
     char *argv[] = {"ndd-test", "--help", NULL};
     config_t *c = config_load_env(req, 2, 2, argv, no_env, err, sizeof err);
@@ -402,9 +402,9 @@ static void test_value_parsers_accept_units_and_reject_garbage(void **state)
 
 static void test_duplicate_spec_keys_and_bad_defaults_are_rejected(void **state)
 {
-    static const config_spec_t dup[] = {{"a-b", CONFIG_INT, "1", "", 0},
-                                        {"a_b", CONFIG_INT, "1", "", 0}};
-    static const config_spec_t baddef[] = {{"n", CONFIG_INT, "ten", "", 0}};
+    static const config_spec_t dup[] = {{"a-b", CONFIG_INT, "1", "", 0, 0, 0, 0},
+                                        {"a_b", CONFIG_INT, "1", "", 0, 0, 0, 0}};
+    static const config_spec_t baddef[] = {{"n", CONFIG_INT, "ten", "", 0, 0, 0, 0}};
     char err[512];
     char *argv[] = {"ndd-test", NULL};
     assert_null(config_load_env(dup, 2, 1, argv, no_env, err, sizeof err));

@@ -1,0 +1,134 @@
+/* ndd-aggregation's settings: see agg_setup.h. */
+#include "agg_setup.h"
+
+#include <string.h>
+
+#include "codec.h"
+#include "filter.h"
+#include "kafka.h"
+
+/* The filter file through the filter compiler, as the worker will load it. */
+static int agg_check_filter(const char *path, FILE *out, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!j) {
+        snprintf(err, errlen, "filter-file: %s:%d:%d: %s", path, je.line, je.column, je.text);
+        return -1;
+    }
+    char why[512];
+    filter_t *f = filter_compile(j, why, sizeof(why));
+    json_decref(j);
+    if (!f) {
+        snprintf(err, errlen, "filter-file: %s: %s", path, why);
+        return -1;
+    }
+    if (out)
+        fprintf(out, "filter %s: default %s, %zu rule(s)\n", path,
+                filter_default_action(f) == FILTER_ALLOW ? "allow" : "deny", filter_rule_count(f));
+    filter_release(f);
+    return 0;
+}
+
+int agg_setup_check(daemon_t *d, FILE *out, char *err, size_t errlen)
+{
+    const agg_settings_t *s = d->def->settings;
+    if (codec_nf_parse(s->nf_type, strlen(s->nf_type)) == CODEC_NF_UNKNOWN) {
+        snprintf(err, errlen, "nf-type: \"%s\" is not one of SCP NRF SEPP BSF PCF NON_NF",
+                 s->nf_type);
+        return -1;
+    }
+    codec_limits_t limits = {.max_body = (size_t)s->max_body};
+    if (codec_limits_set(&limits)) {
+        snprintf(err, errlen, "max-body: %llu is above the codec's ceiling",
+                 (unsigned long long)s->max_body);
+        return -1;
+    }
+    if (s->filter_file && agg_check_filter(s->filter_file, out, err, errlen))
+        return -1;
+    if (out)
+        fprintf(out, "worker: NF %s, topic %s -> %s (dead letters: %s), group %s\n", s->nf_type,
+                agg_setup_in_topic(s), s->main_topic, s->dlq_topic,
+                s->group ? s->group : "ndd-agg-<nf-type>");
+    return 0;
+}
+
+const char *agg_setup_in_topic(const agg_settings_t *s)
+{
+    return s->topic ? s->topic : s->nf_type;
+}
+
+int agg_setup_create_topics(const daemon_t *d, const agg_settings_t *s)
+{
+    const char *in_topic = agg_setup_in_topic(s);
+    int main_parts = (int)s->main_partitions;
+    int n = kafka_admin_topic_partitions(d->brokers, in_topic, 5000);
+    if (main_parts <= 0)
+        main_parts = n > 0 ? n : 6;
+    /* A missing NF topic is created too (a local stack without auto-creation); an existing
+     * one is left as it is. */
+    if (n < 1 && kafka_admin_create_topic(d->brokers, in_topic, main_parts, 1, NULL, 0, 15000))
+        return -1;
+    if (kafka_admin_create_topic(d->brokers, s->main_topic, main_parts, 1, NULL, 0, 15000) ||
+        kafka_admin_create_topic(d->brokers, s->dlq_topic, (int)s->dlq_partitions, 1, NULL, 0,
+                                 15000))
+        return -1;
+    return 0;
+}
+
+agg_control_opts_t agg_setup_control(const daemon_t *d, const agg_settings_t *s,
+                                     filter_slot_t *slot)
+{
+    return (agg_control_opts_t){
+        .brokers = d->brokers,
+        .nf_type = s->nf_type,
+        .in_topic = agg_setup_in_topic(s),
+        .main_topic = s->main_topic,
+        .config_topic = s->config_topic,
+        .events_topic = s->events_topic,
+        .instance = s->instance,
+        .version = daemon_version(),
+        .filter_name = s->ingress_filter,
+        .filter_file_set = s->filter_file != NULL,
+        .heartbeat_ms = s->heartbeat_ms,
+        .produce_alarm_ms = s->produce_alarm_ms,
+        .props = d->props,
+        .n_props = d->n_props,
+        .slot = slot,
+        .metrics = d->metrics,
+    };
+}
+
+void agg_setup_tick(void *arg)
+{
+    agg_run_t *run = arg;
+    agg_control_tick(run->ctl);
+    if (run->w)
+        daemon_poll_partitions(run->d, agg_worker_assigned, run->w);
+}
+
+agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter_slot_t *slot,
+                              agg_run_t *run)
+{
+    return (agg_config_t){
+        .brokers = d->brokers,
+        .nf_type = s->nf_type,
+        .in_topic = agg_setup_in_topic(s),
+        .group = s->group,
+        .main_topic = s->main_topic,
+        .dlq_topic = s->dlq_topic,
+        .props = d->props,
+        .n_props = d->n_props,
+        .max_inflight = (uint32_t)s->max_inflight,
+        .batch = (uint32_t)s->batch,
+        .cooperative = s->cooperative,
+        .shutdown_timeout_ms = (int)s->shutdown_timeout_ms,
+        .revoke_flush_ms = (int)s->revoke_flush_ms,
+        .filter_file = s->filter_file,
+        .filter_check_ms = (int)s->filter_check_ms,
+        .metrics = d->metrics,
+        .filter_slot = slot,
+        .on_tick = agg_setup_tick,
+        .tick_arg = run,
+    };
+}
