@@ -357,16 +357,20 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         goto fail;
     }
     const char *topics[1] = {cfg->source_topic};
-    kafka_consumer_opts_t co = {.brokers = f->brokers,
-                                .group_id = cfg->group_id,
-                                .client_id = "ndd-adapter",
-                                .topics = topics,
-                                .n_topics = 1,
-                                .cooperative = false,
-                                .props = consumer_props,
-                                .n_props = ncp,
-                                .on_rebalance = feed_on_rebalance,
-                                .owner = f};
+    char member[512];
+    kafka_consumer_opts_t co = {
+        .brokers = f->brokers,
+        .group_id = cfg->group_id,
+        .client_id = "ndd-adapter",
+        .topics = topics,
+        .n_topics = 1,
+        .cooperative = false,
+        .instance_id = kafka_group_instance_id(member, sizeof member, f->rt.instance, "ndd-adapter",
+                                               cfg->name, f->rt.http_port),
+        .props = consumer_props,
+        .n_props = ncp,
+        .on_rebalance = feed_on_rebalance,
+        .owner = f};
     f->kc = kafka_consumer_new(&co, e2, sizeof e2);
     if (!f->kc) {
         snprintf(err, errlen, "feed %s: consumer: %s", cfg->name, e2);

@@ -252,7 +252,9 @@ int main(int argc, char **argv)
                          .n_kafka_props = nkp,
                          .metrics = reg,
                          .events = a.ev,
-                         .feed_memory_mb = (unsigned)fmb};
+                         .feed_memory_mb = (unsigned)fmb,
+                         .instance = config_get_str(cfg, "instance"),
+                         .http_port = (int)config_get_int(cfg, "http.port")};
     a.fm = feed_manager_new(&rt, (uint32_t)config_get_duration_ms(cfg, "drain-timeout"));
     a.base = event_base_new();
     struct event *cfg_ev = NULL;

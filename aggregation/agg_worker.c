@@ -69,6 +69,7 @@ typedef struct agg_metrics {
 struct agg_worker {
     agg_config_t cfg;
     char in_topic[256], group[256], main_topic[256], dlq_topic[256], client_id[256];
+    char member_id[512]; /* group.instance.id, when static membership applies */
     kafka_consumer_t *consumer;
     kafka_producer_t *producer;
 
@@ -746,26 +747,31 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"},
                                   {"queued.max.messages.kbytes", "4096"},
                                   {"fetch.max.bytes", "4194304"}};
-    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
-                            .client_id = w->client_id,
-                            .group_id = w->group,
-                            .topic = w->in_topic,
-                            .cooperative = cfg->cooperative,
-                            .props = cfg->props,
-                            .n_props = cfg->n_props,
-                            .producer_defaults = pdefs,
-                            .n_producer_defaults = 1,
-                            .consumer_defaults = cdefs,
-                            .n_consumer_defaults = 3,
-                            .on_delivery = agg_on_delivery,
-                            .on_rebalance = agg_on_rebalance,
-                            .on_consumer_stats = agg_on_stats,
-                            .owner = w};
+    kafka_pair_opts_t ko = {
+        .brokers = cfg->brokers,
+        .client_id = w->client_id,
+        .group_id = w->group,
+        .topic = w->in_topic,
+        .cooperative = cfg->cooperative,
+        .instance_id = kafka_group_instance_id(w->member_id, sizeof(w->member_id), cfg->instance,
+                                               "ndd-aggregation", cfg->nf_type, cfg->http_port),
+        .props = cfg->props,
+        .n_props = cfg->n_props,
+        .producer_defaults = pdefs,
+        .n_producer_defaults = 1,
+        .consumer_defaults = cdefs,
+        .n_consumer_defaults = 3,
+        .on_delivery = agg_on_delivery,
+        .on_rebalance = agg_on_rebalance,
+        .on_consumer_stats = agg_on_stats,
+        .owner = w};
     if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
-    log_info("aggregation %s: consuming %s in group %s, producing to %s (dead letters to %s), "
-             "max in-flight %u, batch %u",
-             cfg->nf_type, w->in_topic, w->group, w->main_topic, w->dlq_topic, w->cfg.max_inflight,
+    log_info("aggregation %s: consuming %s in group %s (%s%s), producing to %s (dead letters to "
+             "%s), max in-flight %u, batch %u",
+             cfg->nf_type, w->in_topic, w->group,
+             ko.instance_id ? "static member " : "dynamic member",
+             ko.instance_id ? ko.instance_id : "", w->main_topic, w->dlq_topic, w->cfg.max_inflight,
              w->cfg.batch);
     return w;
 fail:

@@ -172,6 +172,8 @@ int main(int argc, char **argv)
         .max_inflight = (uint32_t)max_inflight,
         .batch = (uint32_t)batch,
         .cooperative = config_get_bool(cfg, "cooperative"),
+        .instance = config_get_str(cfg, "instance"),
+        .http_port = (int)config_get_int(cfg, "http-port"),
         .shutdown_timeout_ms = (int)config_get_duration_ms(cfg, "shutdown-timeout"),
         .revoke_flush_ms = config_get_duration_ms(cfg, "revoke-flush") > 0
                                ? (int)config_get_duration_ms(cfg, "revoke-flush")
