@@ -463,8 +463,16 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         return NULL;
     }
     rd_kafka_poll_set_consumer(c->rk);
-    if (n_defaults == sizeof(defaults) / sizeof(defaults[0]))
-        log_info("kafka consumer: group %s: static member %s", opts->group_id, opts->instance_id);
+    /* What applies after the kafka.* overrides: the membership a restart depends on. */
+    char member[256];
+    size_t member_len = sizeof(member);
+    if (rd_kafka_conf_get(rd_kafka_conf(c->rk), "group.instance.id", member, &member_len) ==
+            RD_KAFKA_CONF_OK &&
+        member[0])
+        log_info("kafka consumer: group %s: static member %s", opts->group_id, member);
+    else
+        log_info("kafka consumer: group %s: dynamic member (session.timeout.ms bounds a restart)",
+                 opts->group_id);
 
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new((int)opts->n_topics);
     for (size_t i = 0; i < opts->n_topics; i++)
