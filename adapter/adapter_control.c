@@ -215,7 +215,9 @@ adapter_control_t *adapter_control_new(daemon_t *d, const adapter_settings_t *s,
                          .n_kafka_props = ap->nkp,
                          .metrics = d->metrics,
                          .events = ap->ev,
-                         .feed_memory_mb = (unsigned)s->feed_memory_mb};
+                         .feed_memory_mb = (unsigned)s->feed_memory_mb,
+                         .instance = s->instance,
+                         .http_port = (int)s->common.http_port};
     ap->fm = feed_manager_new(&rt, (uint32_t)s->drain_timeout_ms);
     ap->base = event_base_new();
     if (!ap->fm || !ap->base) {

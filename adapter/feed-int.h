@@ -3,11 +3,10 @@
  * field says it is read by other threads.
  *
  *   feed.c           lifecycle: start (clients, endpoints, pool, loop), the thread, stop, drain
- *   feed_consume.c   the Kafka side: partitions and offsets, rebalances, polling, rewinds,
- *                    fetch restarts, flow control (stop polling, pause), consumer lag
- *   feed_delivery.c  the delivery side: the pool of deliveries, batching, dispatch to the
- *                    endpoints, acks, failures and retries
- *   feed_dlq.c       dead-lettering: the DLQ record with its @dlq-* headers, produce, retries
+ *   feed_consume.c   the Kafka side: the partition ledger (partitions.h), rebalances, polling,
+ * rewinds, fetch restarts, flow control (stop polling, pause), consumer lag feed_delivery.c  the
+ * delivery side: the pool of deliveries, batching, dispatch to the endpoints, acks, failures and
+ * retries feed_dlq.c       dead-lettering: the DLQ record with its @dlq-* headers, produce, retries
  *   feed_metrics.c   the feed's Prometheus families: created at start, removed at stop */
 #ifndef NDD_ADAPTER_FEED_INT_H
 #define NDD_ADAPTER_FEED_INT_H
@@ -25,7 +24,7 @@
 #include "encoding.h"
 #include "endpoint.h"
 #include "filter.h"
-#include "offset_tracker.h"
+#include "partitions.h"
 
 /* ---- types ---- */
 
@@ -52,7 +51,7 @@ typedef struct feed_msg {
     rd_kafka_message_t *rkm;
     feed_delivery_t *d;
     int32_t partition;
-    uint32_t gen;
+    uint32_t epoch; /* the partition's ledger epoch when the record was taken */
     uint64_t ticket;
     int64_t ts_us;
     bool dlq_done;
@@ -81,15 +80,15 @@ struct feed_delivery {
     feed_delivery_t *next;
 };
 
+/* What the adapter keeps per partition beyond the ledger's bookkeeping (zeroed by the ledger at
+ * every new epoch of the partition). */
 typedef struct feed_part {
-    bool known, assigned;
-    uint32_t gen;
     /* A rewind of this partition is outstanding: the next record wanted is `rewound`. Later
      * records of the same poll (already past the seek) are dropped, not taken: taking one
-     * would put last_taken above the rewound record, which would then be refused (ORDER) and
-     * rewound forever, or be skipped by a second seek further on. -1: none. */
+     * would put the last taken offset above the rewound record, which would then be refused
+     * (ORDER) and rewound forever, or be skipped by a second seek further on. */
+    bool rewinding;
     int64_t rewound;
-    offset_tracker_t tr;
 } feed_part_t;
 
 typedef struct feed_ep_metrics {
@@ -131,8 +130,7 @@ struct feed {
     char prop_vals[7][24];  /* values of the budget-derived defaults in props */
     transport_header_t headers[TRANSPORT_MAX_HEADERS];
 
-    feed_part_t *parts;
-    size_t n_parts;
+    partitions_t *ledger; /* the source topic's partitions; per-partition user state feed_part_t */
 
     feed_delivery_t *pool;
     size_t n_pool;
@@ -147,7 +145,6 @@ struct feed {
      * bufs_free_max, beyond which a released delivery's buffer is freed. */
     uint64_t held_bytes, held_bytes_max;
     uint64_t buf_inuse, buf_free_bytes, bufs_free_max;
-    unsigned n_assigned; /* partitions of the source topic assigned now */
     bool paused;
     bool repause;
     uint64_t full_since; /* when the feed became full (0: not full) */

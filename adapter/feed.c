@@ -127,10 +127,7 @@ static void feed_free(feed_t *f)
         kafka_consumer_close(f->kc);
     free(f->pool);
     free(f->msg_store);
-    for (size_t p = 0; p < f->n_parts; p++)
-        if (f->parts[p].known)
-            offset_tracker_free(&f->parts[p].tr);
-    free(f->parts);
+    partitions_free(f->ledger);
     filter_release(f->filter);
     if (f->ssl)
         tls_ctx_free(f->ssl);
@@ -249,7 +246,8 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         f->n_pool = f->hard_max + 64;
     f->pool = calloc(f->n_pool, sizeof *f->pool);
     f->msg_store = calloc(f->n_pool * nb, sizeof *f->msg_store);
-    if (!f->pool || !f->msg_store) {
+    f->ledger = partitions_new((uint32_t)f->hard_max, FEED_MAX_PARTITIONS, sizeof(feed_part_t));
+    if (!f->pool || !f->msg_store || !f->ledger) {
         snprintf(err, errlen, "feed %s: out of memory for %zu deliveries", cfg->name, f->n_pool);
         goto fail;
     }
@@ -359,16 +357,20 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         goto fail;
     }
     const char *topics[1] = {cfg->source_topic};
-    kafka_consumer_opts_t co = {.brokers = f->brokers,
-                                .group_id = cfg->group_id,
-                                .client_id = "ndd-adapter",
-                                .topics = topics,
-                                .n_topics = 1,
-                                .cooperative = false,
-                                .props = consumer_props,
-                                .n_props = ncp,
-                                .on_rebalance = feed_on_rebalance,
-                                .owner = f};
+    char member[512];
+    kafka_consumer_opts_t co = {
+        .brokers = f->brokers,
+        .group_id = cfg->group_id,
+        .client_id = "ndd-adapter",
+        .topics = topics,
+        .n_topics = 1,
+        .cooperative = false,
+        .instance_id = kafka_group_instance_id(member, sizeof member, f->rt.instance, "ndd-adapter",
+                                               cfg->name, f->rt.http_port),
+        .props = consumer_props,
+        .n_props = ncp,
+        .on_rebalance = feed_on_rebalance,
+        .owner = f};
     f->kc = kafka_consumer_new(&co, e2, sizeof e2);
     if (!f->kc) {
         snprintf(err, errlen, "feed %s: consumer: %s", cfg->name, e2);

@@ -1,4 +1,4 @@
-/* The Kafka side of a feed: partitions and their offset trackers, rebalances, polling and
+/* The Kafka side of a feed: the partition ledger (partitions.h), rebalances, polling and
  * taking records (egress filter, encoding into the batch being filled), giving records back
  * when the feed is full, restarting idle fetches, flow control and consumer lag. */
 #include "feed-int.h"
@@ -13,49 +13,14 @@
 
 /* ---- partitions and offsets ---- */
 
-static feed_part_t *feed_part(feed_t *f, int32_t p, bool create)
-{
-    if (p < 0 || p >= FEED_MAX_PARTITIONS)
-        return NULL;
-    if ((size_t)p >= f->n_parts) {
-        if (!create)
-            return NULL;
-        size_t nn = (size_t)p + 1;
-        feed_part_t *np = realloc(f->parts, nn * sizeof *np);
-        if (!np)
-            return NULL;
-        memset(np + f->n_parts, 0, (nn - f->n_parts) * sizeof *np);
-        f->parts = np;
-        f->n_parts = nn;
-    }
-    feed_part_t *fp = &f->parts[p];
-    if (!fp->known) {
-        if (!create)
-            return NULL;
-        if (offset_tracker_init(&fp->tr, (uint32_t)f->hard_max) != 0)
-            return NULL;
-        fp->known = true;
-        fp->rewound = -1;
-    }
-    return fp;
-}
-
-static void feed_store(feed_t *f, int32_t partition, feed_part_t *fp)
-{
-    int64_t next;
-    if (offset_tracker_advanced(&fp->tr, &next))
-        kafka_consumer_store(f->kc, f->cfg->source_topic, partition, next);
-}
-
 /* A message is finished (acked, dead-lettered or abandoned at shutdown). */
 void feed_msg_finish(feed_t *f, feed_msg_t *m, bool done)
 {
-    if (done && !f->closing) {
-        feed_part_t *fp = feed_part(f, m->partition, false);
-        if (fp && fp->assigned && fp->gen == m->gen &&
-            offset_tracker_done(&fp->tr, m->ticket) == OFFSET_TRACKER_OK)
-            feed_store(f, m->partition, fp);
-    }
+    /* An ack of a partition revoked or re-assigned since is dropped by the ledger (stale):
+     * the partition's owner reads the record again from the committed offset. */
+    if (done && !f->closing &&
+        partitions_ack(f->ledger, m->partition, m->epoch, m->ticket) == PARTITIONS_OK)
+        partitions_store(f->ledger, f->kc, f->cfg->source_topic);
     if (m->rkm)
         rd_kafka_message_destroy(m->rkm);
     m->rkm = NULL;
@@ -108,21 +73,22 @@ void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         if (strcmp(tp->topic, f->cfg->source_topic))
             continue;
-        feed_part_t *fp = feed_part(f, tp->partition, true);
-        if (!fp) {
-            log_error("feed %s: cannot track partition %s/%" PRId32, f->cfg->name, tp->topic,
-                      tp->partition);
+        if (kind != KAFKA_REBALANCE_ASSIGNED) {
+            partitions_revoke(f->ledger, tp->partition);
             continue;
         }
-        fp->gen++;
-        fp->rewound = -1;
-        offset_tracker_reset(&fp->tr);
-        bool now_assigned = kind == KAFKA_REBALANCE_ASSIGNED;
-        if (now_assigned != fp->assigned)
-            f->n_assigned = now_assigned ? f->n_assigned + 1 : f->n_assigned - 1;
-        fp->assigned = now_assigned;
+        /* A partition already ours keeps its pending records (librdkafka fetches on from
+         * where it is); a new one starts a new epoch with no rewind outstanding. */
+        partitions_rc_t rc = partitions_assign(f->ledger, tp->partition);
+        if (rc == PARTITIONS_KEPT)
+            log_warn("feed %s: %s/%" PRId32 " assigned again while already assigned; kept",
+                     f->cfg->name, tp->topic, tp->partition);
+        else if (rc != PARTITIONS_OK)
+            log_error("feed %s: cannot track partition %s/%" PRId32 ": %s", f->cfg->name, tp->topic,
+                      tp->partition,
+                      rc == PARTITIONS_RANGE ? "partition id above the limit" : "out of memory");
     }
-    metrics_gauge_set(f->m_assigned, (double)f->n_assigned);
+    metrics_gauge_set(f->m_assigned, (double)partitions_n_assigned(f->ledger));
     log_info("feed %s: %d partition(s) of %s %s", f->cfg->name, parts->cnt, f->cfg->source_topic,
              kind == KAFKA_REBALANCE_ASSIGNED  ? "assigned"
              : kind == KAFKA_REBALANCE_REVOKED ? "revoked (pending acks dropped)"
@@ -146,8 +112,9 @@ static void feed_rewind(feed_t *f, feed_part_t *fp, rd_kafka_message_t *rkm)
                   rd_kafka_topic_name(rkm->rkt), rkm->partition, rkm->offset,
                   rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
-        fp->rewound = -1; /* no seek: dropping what follows would stall the partition */
+        fp->rewinding = false; /* no seek: dropping what follows would stall the partition */
     } else {
+        fp->rewinding = true;
         fp->rewound = rkm->offset;
         metrics_counter_inc(f->m_rewound);
     }
@@ -157,20 +124,22 @@ static void feed_rewind(feed_t *f, feed_part_t *fp, rd_kafka_message_t *rkm)
 
 static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
 {
-    feed_part_t *fp = feed_part(f, rkm->partition, false);
-    if (!fp || !fp->assigned) {
+    int32_t part = rkm->partition;
+    feed_part_t *fp =
+        partitions_assigned(f->ledger, part) ? partitions_user(f->ledger, part) : NULL;
+    if (!fp) {
         rd_kafka_message_destroy(rkm);
         return;
     }
-    if (fp->rewound >= 0) {
+    if (fp->rewinding) {
         if (rkm->offset > fp->rewound) {
             /* Behind an outstanding rewind: fetched again after the seek. */
             rd_kafka_message_destroy(rkm);
             return;
         }
-        fp->rewound = -1; /* the rewound record is back (or an earlier position was sought) */
+        fp->rewinding = false; /* the rewound record is back (or an earlier position was sought) */
     }
-    if (rkm->offset <= fp->tr.last_taken) {
+    if (rkm->offset <= partitions_last_taken(f->ledger, part)) {
         /* Already taken (held or done): a refetch after a seek to a position behind it. Taking
          * it again is impossible (the tracker wants increasing offsets) and rewinding to it
          * would loop forever; the held copy is the one delivered. */
@@ -186,8 +155,8 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
     if (cr == CODEC_OK && f->filter) {
         int rule;
         if (filter_eval(f->filter, &m, &rule) == FILTER_DROP) {
-            offset_tracker_skip(&fp->tr, rkm->offset);
-            feed_store(f, rkm->partition, fp);
+            partitions_skip(f->ledger, part, rkm->offset);
+            partitions_store(f->ledger, f->kc, f->cfg->source_topic);
             metrics_counter_inc(f->m_filtered);
             rd_kafka_message_destroy(rkm);
             return;
@@ -199,9 +168,9 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         return;
     }
     uint64_t ticket;
-    offset_tracker_rc_t trc = offset_tracker_take(&fp->tr, rkm->offset, &ticket);
-    if (trc != OFFSET_TRACKER_OK) {
-        log_warn("feed %s: offset tracker refused %s/%" PRId32 "/%" PRId64 " (%d); rewinding",
+    partitions_rc_t trc = partitions_track(f->ledger, part, rkm->offset, &ticket);
+    if (trc != PARTITIONS_OK) {
+        log_warn("feed %s: partition ledger refused %s/%" PRId32 "/%" PRId64 " (%d); rewinding",
                  f->cfg->name, f->cfg->source_topic, rkm->partition, rkm->offset, (int)trc);
         feed_rewind(f, fp, rkm);
         f->repause = true;
@@ -211,7 +180,7 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
     f->held_bytes += rkm->len;
     feed_msg_t fm = {.rkm = rkm,
                      .partition = rkm->partition,
-                     .gen = fp->gen,
+                     .epoch = partitions_epoch(f->ledger, part),
                      .ticket = ticket,
                      .ts_us = cr == CODEC_OK ? m.timestamp_us : 0};
     if (cr != CODEC_OK) {
@@ -291,9 +260,9 @@ void feed_kick_cb(evutil_socket_t fd, short what, void *arg)
         return;
     rd_kafka_t *rk = kafka_consumer_handle(f->kc);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
-    for (size_t p = 0; p < f->n_parts; p++)
-        if (f->parts[p].assigned)
-            rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, (int32_t)p);
+    for (int32_t p = partitions_next_assigned(f->ledger, -1); p >= 0;
+         p = partitions_next_assigned(f->ledger, p))
+        rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, p);
     rd_kafka_topic_partition_list_t *seek = rd_kafka_topic_partition_list_new(8);
     if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         for (int i = 0; i < l->cnt; i++) {
@@ -326,7 +295,8 @@ void feed_kick_cb(evutil_socket_t fd, short what, void *arg)
 
 static void feed_arm_kick(feed_t *f)
 {
-    if (f->paused || f->full_since || f->n_assigned == 0 || evtimer_pending(f->kick_ev, NULL))
+    if (f->paused || f->full_since || partitions_n_assigned(f->ledger) == 0 ||
+        evtimer_pending(f->kick_ev, NULL))
         return;
     f->kick_consumed = metrics_counter_get(f->m_consumed);
     /* After a queue's worth the fetcher has most likely stopped at the bound: restart it at
@@ -396,9 +366,9 @@ static double feed_lag(feed_t *f)
 {
     rd_kafka_t *rk = kafka_consumer_handle(f->kc);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
-    for (size_t p = 0; p < f->n_parts; p++)
-        if (f->parts[p].assigned)
-            rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, (int32_t)p);
+    for (int32_t p = partitions_next_assigned(f->ledger, -1); p >= 0;
+         p = partitions_next_assigned(f->ledger, p))
+        rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, p);
     double lag = 0;
     if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         for (int i = 0; i < l->cnt; i++) {

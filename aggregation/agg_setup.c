@@ -122,6 +122,8 @@ agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter
         .max_inflight = (uint32_t)s->max_inflight,
         .batch = (uint32_t)s->batch,
         .cooperative = s->cooperative,
+        .instance = s->instance,
+        .http_port = (int)s->common.http_port,
         .shutdown_timeout_ms = (int)s->shutdown_timeout_ms,
         .revoke_flush_ms = (int)s->revoke_flush_ms,
         .filter_file = s->filter_file,

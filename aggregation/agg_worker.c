@@ -20,7 +20,7 @@
 #include "codec.h"
 #include "filter.h"
 #include "log.h"
-#include "offset_tracker.h"
+#include "partitions.h"
 #include "worker_control.h"
 
 #define AGG_MAX_PARTITIONS 65536
@@ -42,7 +42,7 @@ typedef struct agg_slot {
     rd_kafka_message_t *src;  /* consumed record; value and key are produced from it */
     rd_kafka_headers_t *hdrs; /* prepared headers (READY), NULL otherwise */
     struct agg_slot *next;    /* free list or FIFO link */
-    uint64_t ticket;          /* offset_tracker ticket */
+    uint64_t ticket;          /* partitions_track ticket */
     int64_t t_produce_ns;
     uint32_t epoch; /* partition epoch at take time; a revoke bumps it */
     int32_t partition;
@@ -52,12 +52,10 @@ typedef struct agg_slot {
     int8_t reason;        /* codec_reason_t of a DLQ record, -1 for produce-refused */
 } agg_slot_t;
 
+/* What aggregation keeps per partition beyond the ledger's bookkeeping (zeroed at every new
+ * epoch of the partition). */
 typedef struct agg_part {
-    bool assigned;
-    bool dirty; /* the low-water mark may have moved since the last store */
-    uint32_t epoch;
     uint64_t seq; /* @agg-seq of the last record produced from this partition */
-    offset_tracker_t tracker;
 } agg_part_t;
 
 typedef struct agg_metrics {
@@ -71,6 +69,7 @@ typedef struct agg_metrics {
 struct agg_worker {
     agg_config_t cfg;
     char in_topic[256], group[256], main_topic[256], dlq_topic[256], client_id[256];
+    char member_id[512]; /* group.instance.id, when static membership applies */
     kafka_consumer_t *consumer;
     kafka_producer_t *producer;
 
@@ -81,8 +80,7 @@ struct agg_worker {
     agg_slot_t *fifo_head, *fifo_tail; /* NEW/READY slots in consumption order */
     uint32_t fifo_len;
 
-    agg_part_t *parts;
-    int32_t n_parts;
+    partitions_t *ledger; /* the in-topic's partitions: epochs, offset trackers, stores */
 
     filter_slot_t *filter;
     struct timespec filter_mtime;
@@ -109,27 +107,6 @@ static int64_t agg_now_ns(clockid_t clk)
 static int64_t agg_now_ms(void)
 {
     return agg_now_ns(CLOCK_MONOTONIC) / 1000000;
-}
-
-static agg_part_t *agg_part(agg_worker_t *w, int32_t partition, bool create)
-{
-    if (partition < 0 || partition >= AGG_MAX_PARTITIONS)
-        return NULL;
-    if (partition >= w->n_parts) {
-        if (!create)
-            return NULL;
-        int32_t n = partition + 1;
-        agg_part_t *p = realloc(w->parts, sizeof(*p) * (size_t)n);
-        if (!p)
-            return NULL;
-        memset(p + w->n_parts, 0, sizeof(*p) * (size_t)(n - w->n_parts));
-        w->parts = p;
-        w->n_parts = n;
-    }
-    agg_part_t *p = &w->parts[partition];
-    if (!p->tracker.offsets && create && offset_tracker_init(&p->tracker, w->cfg.max_inflight))
-        return NULL;
-    return p;
 }
 
 static agg_slot_t *agg_slot_get(agg_worker_t *w)
@@ -363,27 +340,16 @@ static void agg_filter_maybe_reload(agg_worker_t *w, volatile sig_atomic_t *relo
 
 static void agg_store_offsets(agg_worker_t *w)
 {
-    for (int32_t i = 0; i < w->n_parts; i++) {
-        agg_part_t *p = &w->parts[i];
-        if (!p->dirty)
-            continue;
-        p->dirty = false;
-        int64_t next;
-        if (p->assigned && offset_tracker_advanced(&p->tracker, &next))
-            kafka_consumer_store(w->consumer, w->in_topic, i, next);
-    }
+    partitions_store(w->ledger, w->consumer, w->in_topic);
 }
 
 /* ---- producing ---- */
 
 static void agg_slot_done(agg_worker_t *w, agg_slot_t *s)
 {
-    agg_part_t *p = agg_part(w, s->partition, false);
-    /* An acknowledgement for a partition revoked since (epoch moved on) is dropped: its
-     * record will be consumed again by the new owner from the committed offset. */
-    if (p && p->assigned && p->epoch == s->epoch &&
-        offset_tracker_done(&p->tracker, s->ticket) == OFFSET_TRACKER_OK)
-        p->dirty = true;
+    /* An acknowledgement for a partition revoked since (epoch moved on) is dropped by the
+     * ledger: its record will be consumed again by the new owner from the committed offset. */
+    partitions_ack(w->ledger, s->partition, s->epoch, s->ticket);
 }
 
 /* Turns a slot into a dead-letter record: hdrs (owned by the slot) get the @dlq-* headers. */
@@ -400,6 +366,39 @@ static int agg_make_dlq(agg_worker_t *w, agg_slot_t *s, const codec_error_t *cer
     s->dest = AGG_DEST_DLQ;
     s->reason = reason_override ? -1 : (int8_t)cerr->reason;
     return 0;
+}
+
+/* The retry ladder of a record whose produce failed with e, refused before queueing or
+ * reported failed by its delivery report (message.timeout.ms is infinite, so that is a
+ * permanent refusal: too large, topic gone, not authorised). A MAIN record goes to the DLQ
+ * with the reason; a DLQ record is retried once without its value. Returns 0 when the slot
+ * (its hdrs owned by it) is ready for the next attempt, -1 when the record can be written
+ * nowhere: logged, w->fatal set, and its offset is never stored (a restart retries it). */
+static int agg_retry_ladder(agg_worker_t *w, agg_slot_t *s, rd_kafka_resp_err_t e)
+{
+    metrics_counter_inc(w->m.produce_errors);
+    bool ok = s->hdrs != NULL;
+    if (ok && s->dest == AGG_DEST_MAIN) {
+        codec_error_t ce = {.reason = CODEC_ERR_BAD_VALUE};
+        snprintf(ce.field, sizeof(ce.field), "value");
+        snprintf(ce.detail, sizeof(ce.detail), "produce to %.64s refused: %.64s", w->main_topic,
+                 rd_kafka_err2str(e));
+        ok = agg_make_dlq(w, s, &ce, AGG_REASON_PRODUCE) == 0;
+    } else if (ok && !s->body_dropped) {
+        s->body_dropped = 1;
+        const char *why = rd_kafka_err2name(e);
+        ok = codec_headers_set(s->hdrs, "@dlq-body-dropped", why, strlen(why)) == 0;
+    } else {
+        ok = false;
+    }
+    if (ok)
+        return 0;
+    log_error("aggregation %s: record %s [%d] offset %lld could not be written to %s nor %s: "
+              "%s; stopping without storing its offset",
+              w->cfg.nf_type, w->in_topic, (int)s->src->partition, (long long)s->src->offset,
+              w->main_topic, w->dlq_topic, rd_kafka_err2str(e));
+    w->fatal = true;
+    return -1;
 }
 
 static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_message_t *rkm)
@@ -427,35 +426,13 @@ static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messag
         agg_slot_put(w, s);
         return;
     }
-    metrics_counter_inc(w->m.produce_errors);
-    /* message.timeout.ms is infinite, so this is a permanent refusal (too large, topic gone,
-     * not authorised). A MAIN record goes to the DLQ with the reason; a DLQ record is retried
-     * once without its value; after that the worker stops without storing the offset. */
+    /* librdkafka keeps the headers it was given: the next attempt gets a copy. */
     rd_kafka_headers_t *h = NULL;
     if (rd_kafka_message_headers(rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h)
         s->hdrs = rd_kafka_headers_copy(h);
     else
         s->hdrs = rd_kafka_headers_new(8);
-    bool ok = s->hdrs != NULL;
-    if (ok && s->dest == AGG_DEST_MAIN) {
-        codec_error_t ce = {.reason = CODEC_ERR_BAD_VALUE};
-        snprintf(ce.field, sizeof(ce.field), "value");
-        snprintf(ce.detail, sizeof(ce.detail), "produce to %.64s refused: %.64s", w->main_topic,
-                 rd_kafka_err2str(rkm->err));
-        ok = agg_make_dlq(w, s, &ce, AGG_REASON_PRODUCE) == 0;
-    } else if (ok && !s->body_dropped) {
-        s->body_dropped = 1;
-        codec_headers_set(s->hdrs, "@dlq-body-dropped", rd_kafka_err2name(rkm->err),
-                          strlen(rd_kafka_err2name(rkm->err)));
-    } else {
-        ok = false;
-    }
-    if (!ok) {
-        log_error("aggregation %s: record %s [%d] offset %lld could not be written to %s nor "
-                  "%s: %s; stopping without storing its offset",
-                  w->cfg.nf_type, w->in_topic, (int)s->src->partition, (long long)s->src->offset,
-                  w->main_topic, w->dlq_topic, rd_kafka_err2str(rkm->err));
-        w->fatal = true;
+    if (agg_retry_ladder(w, s, rkm->err)) {
         agg_slot_put(w, s);
         return;
     }
@@ -484,8 +461,8 @@ static int agg_header_put(rd_kafka_headers_t *h, const codec_msg_t *cm, codec_me
 static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int64_t now_us)
 {
     rd_kafka_message_t *m = s->src;
-    agg_part_t *p = agg_part(w, m->partition, false);
-    if (!p || !p->assigned || p->epoch != s->epoch)
+    if (!partitions_assigned(w->ledger, m->partition) ||
+        partitions_epoch(w->ledger, m->partition) != s->epoch)
         return AGG_FINISHED; /* consumed before a revoke: the next owner reads it again */
     codec_msg_t cm;
     codec_error_t cerr;
@@ -497,24 +474,21 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int6
             metrics_counter_inc(w->m.unmatched);
         }
         if (a == FILTER_DROP) {
-            offset_tracker_rc_t rc = offset_tracker_skip(&p->tracker, m->offset);
-            if (rc == OFFSET_TRACKER_FULL)
+            if (partitions_skip(w->ledger, m->partition, m->offset) == PARTITIONS_FULL)
                 return AGG_WAIT;
-            if (rc == OFFSET_TRACKER_OK)
-                p->dirty = true;
             metrics_counter_inc(w->m.filtered);
             return AGG_FINISHED;
         }
     }
-    offset_tracker_rc_t rc = offset_tracker_take(&p->tracker, m->offset, &s->ticket);
-    if (rc == OFFSET_TRACKER_FULL)
+    partitions_rc_t rc = partitions_track(w->ledger, m->partition, m->offset, &s->ticket);
+    if (rc == PARTITIONS_FULL)
         return AGG_WAIT;
-    if (rc != OFFSET_TRACKER_OK) {
+    if (rc != PARTITIONS_OK) {
         /* Not above the last taken offset: a redelivery librdkafka should not make. Skip it
          * rather than produce it twice; its offset is covered by the later one. */
         log_warn("aggregation %s: %s [%d] offset %lld out of order (last %lld), skipped",
                  w->cfg.nf_type, w->in_topic, (int)m->partition, (long long)m->offset,
-                 (long long)p->tracker.last_taken);
+                 (long long)partitions_last_taken(w->ledger, m->partition));
         return AGG_FINISHED;
     }
     /* The original headers move to the produced record (no copy of their bytes). */
@@ -534,6 +508,7 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int6
             codec_format_origin(origin, sizeof(origin), w->in_topic, m->partition, m->offset);
         char ts[24], seq[24];
         int tlen = snprintf(ts, sizeof(ts), "%" PRId64, now_us);
+        agg_part_t *p = partitions_user(w->ledger, m->partition);
         int qlen = snprintf(seq, sizeof(seq), "%" PRIu64, p->seq + 1);
         if (agg_header_put(h, &cm, CODEC_META_AGG_TIMESTAMP, ts, (size_t)tlen) ||
             agg_header_put(h, &cm, CODEC_META_AGG_SEQ, seq, (size_t)qlen) ||
@@ -558,7 +533,8 @@ nomem:
 static int agg_produce(agg_worker_t *w, agg_slot_t *s)
 {
     rd_kafka_message_t *m = s->src;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    /* Ends: each refusal moves the record down the ladder, which refuses a third time. */
+    for (;;) {
         const char *topic = s->dest == AGG_DEST_MAIN ? w->main_topic : w->dlq_topic;
         s->t_produce_ns = agg_now_ns(CLOCK_MONOTONIC);
         rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -573,31 +549,10 @@ static int agg_produce(agg_worker_t *w, agg_slot_t *s)
         }
         if (r == KAFKA_PRODUCE_FULL)
             return AGG_WAIT;
-        /* Refused before queueing (larger than message.max.bytes, ...): a MAIN record goes to
-         * the DLQ with the reason; a DLQ record is retried once without its value. */
-        metrics_counter_inc(w->m.produce_errors);
-        if (s->dest == AGG_DEST_MAIN) {
-            codec_error_t ce = {.reason = CODEC_ERR_BAD_VALUE};
-            snprintf(ce.field, sizeof(ce.field), "value");
-            snprintf(ce.detail, sizeof(ce.detail), "produce to %.64s refused: %.64s", w->main_topic,
-                     rd_kafka_err2str(e));
-            if (agg_make_dlq(w, s, &ce, AGG_REASON_PRODUCE))
-                break;
-        } else if (!s->body_dropped) {
-            s->body_dropped = 1;
-            const char *why = rd_kafka_err2name(e);
-            if (codec_headers_set(s->hdrs, "@dlq-body-dropped", why, strlen(why)))
-                break;
-        } else {
-            log_error("aggregation %s: record %s [%d] offset %lld refused by %s and %s: %s; "
-                      "stopping without storing its offset",
-                      w->cfg.nf_type, w->in_topic, (int)m->partition, (long long)m->offset,
-                      w->main_topic, w->dlq_topic, rd_kafka_err2str(e));
-            break;
-        }
+        /* Refused before queueing (larger than message.max.bytes, ...). */
+        if (agg_retry_ladder(w, s, e))
+            return AGG_FINISHED;
     }
-    w->fatal = true;
-    return AGG_FINISHED;
 }
 
 /* Works the FIFO in order until it is empty or something must wait. */
@@ -668,36 +623,28 @@ static void agg_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         if (strcmp(parts->elems[i].topic, w->in_topic) != 0)
             continue;
         int32_t pid = parts->elems[i].partition;
-        agg_part_t *p = agg_part(w, pid, kind == KAFKA_REBALANCE_ASSIGNED);
-        if (!p) {
-            if (kind == KAFKA_REBALANCE_ASSIGNED) {
-                log_error("aggregation %s: no memory for partition %d", w->cfg.nf_type, (int)pid);
-                w->fatal = true;
-            }
+        if (kind != KAFKA_REBALANCE_ASSIGNED) {
+            /* The pending work of the partition is forgotten: acknowledgements still to
+             * come carry the old epoch and are dropped by the ledger. */
+            partitions_revoke(w->ledger, pid);
+            agg_drop_partition_fifo(w, pid);
             continue;
         }
-        if (kind == KAFKA_REBALANCE_ASSIGNED && p->assigned) {
+        partitions_rc_t rc = partitions_assign(w->ledger, pid);
+        if (rc == PARTITIONS_KEPT) {
             /* Already ours (a repeated assignment): librdkafka keeps fetching from where it
              * is, so the pending work stays valid. Resetting here would drop the tracking of
              * records in flight while later offsets get committed past them. */
             log_warn("aggregation %s: %s [%d] assigned again while already assigned; kept",
                      w->cfg.nf_type, w->in_topic, (int)pid);
-            continue;
+        } else if (rc != PARTITIONS_OK) {
+            log_error("aggregation %s: cannot track %s [%d]: %s", w->cfg.nf_type, w->in_topic,
+                      (int)pid,
+                      rc == PARTITIONS_RANGE ? "partition id above the limit" : "out of memory");
+            w->fatal = true;
         }
-        /* Either way the pending work of the partition is forgotten: acknowledgements still
-         * to come carry the old epoch and are ignored. */
-        p->epoch++;
-        offset_tracker_reset(&p->tracker);
-        p->dirty = false;
-        p->seq = 0;
-        p->assigned = kind == KAFKA_REBALANCE_ASSIGNED;
-        if (!p->assigned)
-            agg_drop_partition_fifo(w, pid);
     }
-    int n = 0;
-    for (int32_t i = 0; i < w->n_parts; i++)
-        n += w->parts[i].assigned;
-    metrics_gauge_set(w->m.assigned, n);
+    metrics_gauge_set(w->m.assigned, (double)partitions_n_assigned(w->ledger));
 }
 
 /* ---- backpressure ---- */
@@ -792,6 +739,11 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         w->free_list = &w->slots[i];
     }
     w->n_free = w->n_slots;
+    w->ledger = partitions_new(w->cfg.max_inflight, AGG_MAX_PARTITIONS, sizeof(agg_part_t));
+    if (!w->ledger) {
+        snprintf(err, errlen, "aggregation: out of memory");
+        goto fail;
+    }
     if (w->cfg.filter_file && agg_filter_load(w, err, errlen))
         goto fail;
     w->filter_next_check_ms = agg_now_ms() + w->cfg.filter_check_ms;
@@ -810,26 +762,31 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"},
                                   {"queued.max.messages.kbytes", "4096"},
                                   {"fetch.max.bytes", "4194304"}};
-    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
-                            .client_id = w->client_id,
-                            .group_id = w->group,
-                            .topic = w->in_topic,
-                            .cooperative = cfg->cooperative,
-                            .props = cfg->props,
-                            .n_props = cfg->n_props,
-                            .producer_defaults = pdefs,
-                            .n_producer_defaults = 1,
-                            .consumer_defaults = cdefs,
-                            .n_consumer_defaults = 3,
-                            .on_delivery = agg_on_delivery,
-                            .on_rebalance = agg_on_rebalance,
-                            .on_consumer_stats = agg_on_stats,
-                            .owner = w};
+    kafka_pair_opts_t ko = {
+        .brokers = cfg->brokers,
+        .client_id = w->client_id,
+        .group_id = w->group,
+        .topic = w->in_topic,
+        .cooperative = cfg->cooperative,
+        .instance_id = kafka_group_instance_id(w->member_id, sizeof(w->member_id), cfg->instance,
+                                               "ndd-aggregation", cfg->nf_type, cfg->http_port),
+        .props = cfg->props,
+        .n_props = cfg->n_props,
+        .producer_defaults = pdefs,
+        .n_producer_defaults = 1,
+        .consumer_defaults = cdefs,
+        .n_consumer_defaults = 3,
+        .on_delivery = agg_on_delivery,
+        .on_rebalance = agg_on_rebalance,
+        .on_consumer_stats = agg_on_stats,
+        .owner = w};
     if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
-    log_info("aggregation %s: consuming %s in group %s, producing to %s (dead letters to %s), "
-             "max in-flight %u, batch %u",
-             cfg->nf_type, w->in_topic, w->group, w->main_topic, w->dlq_topic, w->cfg.max_inflight,
+    log_info("aggregation %s: consuming %s in group %s (%s%s), producing to %s (dead letters to "
+             "%s), max in-flight %u, batch %u",
+             cfg->nf_type, w->in_topic, w->group,
+             ko.instance_id ? "static member " : "dynamic member",
+             ko.instance_id ? ko.instance_id : "", w->main_topic, w->dlq_topic, w->cfg.max_inflight,
              w->cfg.batch);
     return w;
 fail:
@@ -870,14 +827,13 @@ static void agg_on_message(void *owner, rd_kafka_message_t *m)
     agg_worker_t *w = owner;
     metrics_counter_inc(w->m.in_msgs);
     metrics_counter_add(w->m.in_bytes, m->len);
-    agg_part_t *p = agg_part(w, m->partition, false);
+    bool ours = partitions_assigned(w->ledger, m->partition);
     agg_slot_t *s = NULL;
-    if (!p || !p->assigned || strcmp(rd_kafka_topic_name(m->rkt), w->in_topic) != 0 ||
-        !(s = agg_slot_get(w))) {
+    if (!ours || strcmp(rd_kafka_topic_name(m->rkt), w->in_topic) != 0 || !(s = agg_slot_get(w))) {
         /* Not ours (any more), or no room (the poll asks for at most the free slots, so only
          * a message librdkafka returns despite a pause lands here): its offset is not stored,
          * it is consumed again after a restart or rebalance. */
-        if (p && p->assigned && !s)
+        if (ours && !s)
             log_warn("aggregation %s: no slot for %s [%d] offset %lld", w->cfg.nf_type, w->in_topic,
                      (int)m->partition, (long long)m->offset);
         rd_kafka_message_destroy(m);
@@ -885,7 +841,7 @@ static void agg_on_message(void *owner, rd_kafka_message_t *m)
     }
     s->src = m;
     s->partition = m->partition;
-    s->epoch = p->epoch;
+    s->epoch = partitions_epoch(w->ledger, m->partition);
     s->state = AGG_SLOT_NEW;
     agg_fifo_push(w, s);
 }
@@ -968,9 +924,7 @@ void agg_worker_free(agg_worker_t *w)
             rd_kafka_headers_destroy(w->slots[i].hdrs);
     }
     free(w->slots);
-    for (int32_t i = 0; i < w->n_parts; i++)
-        offset_tracker_free(&w->parts[i].tracker);
-    free(w->parts);
+    partitions_free(w->ledger);
     if (w->filter != w->cfg.filter_slot)
         filter_slot_free(w->filter);
     free(w);

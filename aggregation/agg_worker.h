@@ -26,9 +26,13 @@ typedef struct agg_config {
     const char *client_id;     /* NULL: "ndd-aggregation-<nf_type>" */
     const kafka_prop_t *props; /* kafka.* pass-through, applied to consumer and producer */
     size_t n_props;
-    uint32_t max_inflight;   /* records consumed but not yet acknowledged */
-    uint32_t batch;          /* records taken per consumer poll (at most max_inflight) */
-    bool cooperative;        /* cooperative-sticky instead of eager rebalancing */
+    uint32_t max_inflight; /* records consumed but not yet acknowledged */
+    uint32_t batch;        /* records taken per consumer poll (at most max_inflight) */
+    bool cooperative;      /* cooperative-sticky instead of eager rebalancing */
+    /* The consumer's static group membership (kafka_group_instance_id): the instance setting
+     * (NULL: none) and the HTTP port (<= 0: none); with neither, dynamic membership. */
+    const char *instance;
+    int http_port;
     int shutdown_timeout_ms; /* flush budget at stop */
     int revoke_flush_ms;     /* wait for acks before giving partitions up; 0: not at all */
     const char *filter_file; /* NULL: allow everything (or what filter_slot is given) */

@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "codec.h"
 #include "log.h"
+#include "partitions.h"
 #include "worker_control.h"
 #include "xdr.h"
 
@@ -37,13 +38,14 @@
 #define CORR_KIND_XDR 0u
 #define CORR_KIND_DLQ 1u
 
-typedef struct corr_part {
-    bool assigned;
-    uint32_t epoch; /* bumped by every assignment change; checkpoints carry it */
-    int64_t next;   /* offset after the last copy processed; -1 before the first */
-    int64_t stored; /* last offset stored; -1 before the first */
-    int64_t base;   /* first offset processed since the assignment; -1 before */
-} corr_part_t;
+/* What correlation keeps per partition beyond the ledger's bookkeeping (assignment, the
+ * epoch checkpoints carry, the stored offset): the range of copies processed in the current
+ * epoch (zeroed by the ledger at every new epoch). */
+typedef struct corr_span {
+    bool seen;    /* a copy was processed in this epoch: base and next are set */
+    int64_t base; /* first offset processed since the assignment */
+    int64_t next; /* offset after the last copy processed */
+} corr_span_t;
 
 /* One partition's safe offset as recorded at a seal. */
 typedef struct corr_mark {
@@ -77,8 +79,7 @@ struct corr_worker {
     codec_msg_t msg; /* decode target (large: kept out of the stack) */
     buf_t out;       /* the xDR being encoded */
 
-    corr_part_t *parts;
-    int32_t n_parts;
+    partitions_t *ledger; /* MAIN's partitions: assignment, epochs, stored offsets */
 
     corr_ckpt_t ring[CORR_RING];
     uint64_t ck_head; /* oldest checkpoint not applied */
@@ -116,25 +117,6 @@ static int64_t corr_now_us(void)
 static int64_t corr_now_ms(void)
 {
     return corr_now_us() / 1000;
-}
-
-static corr_part_t *corr_part(corr_worker_t *w, int32_t partition, bool create)
-{
-    if (partition < 0 || partition >= CORR_MAX_PARTITIONS)
-        return NULL;
-    if (partition >= w->n_parts) {
-        if (!create)
-            return NULL;
-        int32_t n = partition + 1;
-        corr_part_t *p = realloc(w->parts, sizeof(*p) * (size_t)n);
-        if (!p)
-            return NULL;
-        for (int32_t i = w->n_parts; i < n; i++)
-            p[i] = (corr_part_t){.next = -1, .stored = -1, .base = -1};
-        w->parts = p;
-        w->n_parts = n;
-    }
-    return &w->parts[partition];
 }
 
 /* ---- metrics ---- */
@@ -226,13 +208,13 @@ static void corr_metrics_refresh(corr_worker_t *w)
     correlate_metrics_update(w->kpi, w->engine);
     uint64_t uncommitted = 0;
     int assigned = 0;
-    for (int32_t i = 0; i < w->n_parts; i++) {
-        const corr_part_t *p = &w->parts[i];
-        if (!p->assigned)
-            continue;
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); i >= 0;
+         i = partitions_next_assigned(w->ledger, i)) {
+        const corr_span_t *p = partitions_user(w->ledger, i);
         assigned++;
-        int64_t from = p->stored >= 0 ? p->stored : p->base;
-        if (p->next >= 0 && from >= 0 && p->next > from)
+        int64_t stored = partitions_stored(w->ledger, i);
+        int64_t from = stored >= 0 ? stored : p->base;
+        if (p->seen && p->next > from)
             uncommitted += (uint64_t)(p->next - from);
     }
     metrics_gauge_set(w->m.uncommitted, (double)uncommitted);
@@ -260,8 +242,9 @@ static void corr_seal(corr_worker_t *w)
         return;
     corr_ckpt_t *ck = &w->ring[w->ck_cur % CORR_RING];
     size_t n = 0;
-    for (int32_t i = 0; i < w->n_parts; i++)
-        n += w->parts[i].assigned && w->parts[i].next >= 0;
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); i >= 0;
+         i = partitions_next_assigned(w->ledger, i))
+        n += ((const corr_span_t *)partitions_user(w->ledger, i))->seen;
     if (n > ck->cap_marks) {
         corr_mark_t *mk = realloc(ck->marks, n * sizeof(*mk));
         if (!mk)
@@ -270,13 +253,14 @@ static void corr_seal(corr_worker_t *w)
         ck->cap_marks = n;
     }
     ck->n_marks = 0;
-    for (int32_t i = 0; i < w->n_parts; i++) {
-        const corr_part_t *p = &w->parts[i];
-        if (!p->assigned || p->next < 0)
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); i >= 0;
+         i = partitions_next_assigned(w->ledger, i)) {
+        const corr_span_t *p = partitions_user(w->ledger, i);
+        if (!p->seen)
             continue;
         ck->marks[ck->n_marks++] =
             (corr_mark_t){.partition = i,
-                          .epoch = p->epoch,
+                          .epoch = partitions_epoch(w->ledger, i),
                           .offset = correlate_committable(w->engine, i, p->next)};
     }
     ck->sealed = true;
@@ -296,24 +280,18 @@ static void corr_advance(corr_worker_t *w)
     while (w->ck_head < w->ck_cur) {
         corr_ckpt_t *ck = &w->ring[w->ck_head % CORR_RING];
         if (!ck->sealed || ck->unacked > 0 || ck->failed || w->fatal)
-            return;
-        for (size_t i = 0; i < ck->n_marks; i++) {
-            const corr_mark_t *mk = &ck->marks[i];
-            corr_part_t *p = corr_part(w, mk->partition, false);
-            /* A mark from before a revoke/assign of its partition is stale: the new owner
-             * (perhaps us again) starts from the committed offset. */
-            if (!p || !p->assigned || p->epoch != mk->epoch || mk->offset <= p->stored)
-                continue;
-            if (kafka_consumer_store(w->consumer, w->main_topic, mk->partition, mk->offset) == 0) {
-                p->stored = mk->offset;
-                metrics_counter_inc(w->m.stores);
-            }
-        }
+            break;
+        /* A mark from before a revoke/assign of its partition is stale (the ledger drops
+         * it): the new owner (perhaps us again) starts from the committed offset. */
+        for (size_t i = 0; i < ck->n_marks; i++)
+            partitions_mark(w->ledger, ck->marks[i].partition, ck->marks[i].epoch,
+                            ck->marks[i].offset);
         ck->sealed = false;
         ck->n_marks = 0;
         metrics_counter_inc(w->m.checkpoints);
         w->ck_head++;
     }
+    metrics_counter_add(w->m.stores, partitions_store(w->ledger, w->consumer, w->main_topic));
 }
 
 /* ---- producing ---- */
@@ -498,8 +476,10 @@ static void corr_on_message(void *owner, rd_kafka_message_t *m)
     corr_worker_t *w = owner;
     metrics_counter_inc(w->m.in_msgs);
     metrics_counter_add(w->m.in_bytes, m->len);
-    corr_part_t *p = corr_part(w, m->partition, false);
-    if (!p || !p->assigned || w->fatal) {
+    corr_span_t *p = partitions_assigned(w->ledger, m->partition)
+                         ? partitions_user(w->ledger, m->partition)
+                         : NULL;
+    if (!p || w->fatal) {
         /* Not ours (any more), or stopping: not processed, its offset is not stored. */
         rd_kafka_message_destroy(m);
         return;
@@ -523,10 +503,13 @@ static void corr_on_message(void *owner, rd_kafka_message_t *m)
     } else {
         metrics_counter_inc(w->m.correlated);
     }
-    if (p->base < 0)
+    if (!p->seen) {
+        p->seen = true;
         p->base = m->offset;
-    if (m->offset >= p->next)
         p->next = m->offset + 1;
+    } else if (m->offset >= p->next) {
+        p->next = m->offset + 1;
+    }
     w->changed = true;
     rd_kafka_message_destroy(m);
 }
@@ -560,12 +543,20 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         if (strcmp(parts->elems[i].topic, w->main_topic) != 0)
             continue;
         int32_t pid = parts->elems[i].partition;
-        corr_part_t *p = corr_part(w, pid, kind == KAFKA_REBALANCE_ASSIGNED);
-        if (!p) {
-            if (kind == KAFKA_REBALANCE_ASSIGNED) {
-                log_error("correlation: no memory for %s [%d]", w->main_topic, (int)pid);
-                w->fatal = true;
-            }
+        bool assign = kind == KAFKA_REBALANCE_ASSIGNED;
+        partitions_rc_t rc = assign ? partitions_assign(w->ledger, pid) : PARTITIONS_OK;
+        if (rc == PARTITIONS_KEPT) {
+            /* Already ours (a repeated assignment): librdkafka keeps fetching from where it
+             * is, so the open transactions and the processed range stay valid; handing them
+             * over would let the low water pass copies whose xDR was never emitted. */
+            log_warn("correlation: %s [%d] assigned again while already assigned; kept",
+                     w->main_topic, (int)pid);
+            continue;
+        }
+        if (rc != PARTITIONS_OK) {
+            log_error("correlation: cannot track %s [%d]: %s", w->main_topic, (int)pid,
+                      rc == PARTITIONS_RANGE ? "partition id above the limit" : "out of memory");
+            w->fatal = true;
             continue;
         }
         /* Whatever the engine still holds for the partition is handed over: the offset
@@ -574,15 +565,10 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         if (n)
             log_info("correlation: %s [%d] %s: %zu open transactions handed over", w->main_topic,
                      (int)pid,
-                     kind == KAFKA_REBALANCE_ASSIGNED
-                         ? "assigned"
-                         : (kind == KAFKA_REBALANCE_LOST ? "lost" : "revoked"),
-                     n);
-        p->epoch++;
-        p->next = -1;
-        p->stored = -1;
-        p->base = -1;
-        p->assigned = kind == KAFKA_REBALANCE_ASSIGNED;
+                     assign ? "assigned" : (kind == KAFKA_REBALANCE_LOST ? "lost" : "revoked"), n);
+        /* A revoke moves the epoch on: marks sealed before it are dropped as stale. */
+        if (!assign)
+            partitions_revoke(w->ledger, pid);
     }
     corr_metrics_refresh(w);
 }
@@ -632,7 +618,10 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         goto fail;
     }
     w->base = corr_counters(w);
-    if (buf_init(&w->out, 4096, CORR_OUT_MAX)) {
+    /* Correlation tracks no single records (its safe offsets come from the checkpoints,
+     * partitions_mark): the ledger's window is never used. */
+    w->ledger = partitions_new(1, CORR_MAX_PARTITIONS, sizeof(corr_span_t));
+    if (!w->ledger || buf_init(&w->out, 4096, CORR_OUT_MAX)) {
         snprintf(err, errlen, "correlation: out of memory");
         goto fail;
     }
@@ -821,7 +810,7 @@ void corr_worker_free(corr_worker_t *w)
     correlate_metrics_free(w->kpi);
     for (int i = 0; i < CORR_RING; i++)
         free(w->ring[i].marks);
-    free(w->parts);
+    partitions_free(w->ledger);
     buf_free(&w->out);
     free(w);
 }

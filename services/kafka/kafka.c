@@ -1,13 +1,16 @@
-/* librdkafka wrappers: see kafka.h. */
+/* librdkafka wrappers: the producer, the consumer and the helpers the daemons share; topic
+ * administration is in kafka_admin.c. See kafka.h. */
 #include "kafka.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "kafka-int.h"
 #include "log.h"
 
 #define KAFKA_TOPIC_CACHE 16
@@ -33,15 +36,15 @@ struct kafka_consumer {
     bool paused;
 };
 
-static int64_t kafka_now_ms(void)
+int64_t kafka_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *errstr,
-                          size_t errstr_size)
+int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *errstr,
+                   size_t errstr_size)
 {
     if (rd_kafka_conf_set(conf, key, value, errstr, errstr_size) != RD_KAFKA_CONF_OK) {
         /* Names the property; the value may be a secret (sasl.password), so it is not echoed. */
@@ -73,7 +76,6 @@ static int kafka_conf_apply(rd_kafka_conf_t *conf, const kafka_prop_t *defaults,
     return 0;
 }
 
-static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
 
 /* The zeroed state of a client of kind ("producer"), when its options are complete (ok);
@@ -113,7 +115,7 @@ static rd_kafka_t *kafka_client_new(rd_kafka_type_t type, const kafka_prop_t *de
     return rk;
 }
 
-static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
     if (level <= 3)
@@ -436,9 +438,10 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
     c->on_stats = opts->on_stats;
     c->owner = opts->owner;
 
-    const kafka_prop_t defaults[] = {
+    kafka_prop_t defaults[] = {
         {"bootstrap.servers", opts->brokers},
         {"group.id", opts->group_id},
+        {"session.timeout.ms", KAFKA_SESSION_TIMEOUT_MS_DEFAULT},
         {"client.id", opts->client_id ? opts->client_id : "ndd"},
         {"enable.auto.offset.store", "false"},
         {"enable.auto.commit", "true"},
@@ -448,15 +451,28 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         {"queued.max.messages.kbytes", "16384"},
         {"partition.assignment.strategy",
          opts->cooperative ? "cooperative-sticky" : "range,roundrobin"},
+        {"group.instance.id", opts->instance_id}, /* last: left out when there is none */
     };
-    c->rk =
-        kafka_client_new(RD_KAFKA_CONSUMER, defaults, sizeof(defaults) / sizeof(defaults[0]),
-                         opts->props, opts->n_props, c, kafka_consumer_conf, errstr, errstr_size);
+    size_t n_defaults = sizeof(defaults) / sizeof(defaults[0]);
+    if (!opts->instance_id || !*opts->instance_id)
+        n_defaults--;
+    c->rk = kafka_client_new(RD_KAFKA_CONSUMER, defaults, n_defaults, opts->props, opts->n_props, c,
+                             kafka_consumer_conf, errstr, errstr_size);
     if (!c->rk) {
         free(c);
         return NULL;
     }
     rd_kafka_poll_set_consumer(c->rk);
+    /* What applies after the kafka.* overrides: the membership a restart depends on. */
+    char member[256];
+    size_t member_len = sizeof(member);
+    if (rd_kafka_conf_get(rd_kafka_conf(c->rk), "group.instance.id", member, &member_len) ==
+            RD_KAFKA_CONF_OK &&
+        member[0])
+        log_info("kafka consumer: group %s: static member %s", opts->group_id, member);
+    else
+        log_info("kafka consumer: group %s: dynamic member (session.timeout.ms bounds a restart)",
+                 opts->group_id);
 
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new((int)opts->n_topics);
     for (size_t i = 0; i < opts->n_topics; i++)
@@ -471,6 +487,26 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         return NULL;
     }
     return c;
+}
+
+const char *kafka_group_instance_id(char *out, size_t size, const char *instance,
+                                    const char *service, const char *qualifier, int http_port)
+{
+    const char *q = qualifier && *qualifier ? qualifier : NULL;
+    int n;
+    if (instance && *instance) {
+        n = snprintf(out, size, "%s%s%s", instance, q ? "-" : "", q ? q : "");
+    } else if (http_port > 0) {
+        char host[256] = "localhost";
+        if (gethostname(host, sizeof(host) - 1) != 0)
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        n = snprintf(out, size, "%s-%s%s%s-%d", host, service, q ? "-" : "", q ? q : "", http_port);
+    } else {
+        return NULL;
+    }
+    /* Truncated, the id could collide with another replica's: no static membership then. */
+    return n > 0 && (size_t)n < size ? out : NULL;
 }
 
 size_t kafka_consumer_poll_batch(kafka_consumer_t *c, rd_kafka_message_t **out, size_t max,
@@ -651,162 +687,6 @@ rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c)
     return c->rk;
 }
 
-/* ---- admin ---------------------------------------------------------------------------- */
-
-static rd_kafka_t *kafka_admin_client(const char *brokers)
-{
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr))) {
-        log_error("kafka admin: %s", errstr);
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk) {
-        log_error("kafka admin: %s", errstr);
-        rd_kafka_conf_destroy(conf);
-    }
-    return rk;
-}
-
-int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms)
-{
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    if (!rkt)
-        return -1;
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
-    rd_kafka_topic_destroy(rkt);
-    if (e)
-        return -1;
-    int n = -1;
-    if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        n = md->topics[0].partition_cnt;
-        for (int i = 0; i < md->topics[0].partition_cnt; i++)
-            if (md->topics[0].partitions[i].leader < 0 || md->topics[0].partitions[i].err)
-                n = -1; /* not ready yet */
-    }
-    rd_kafka_metadata_destroy(md);
-    return n;
-}
-
-static rd_kafka_resp_err_t kafka_admin_wait_result(rd_kafka_t *rk, rd_kafka_queue_t *q,
-                                                   const char *topic, bool create, int timeout_ms,
-                                                   char *why, size_t why_size)
-{
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
-    if (!ev) {
-        snprintf(why, why_size, "no answer within %d ms", timeout_ms);
-        return RD_KAFKA_RESP_ERR__TIMED_OUT;
-    }
-    rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
-    if (e) {
-        snprintf(why, why_size, "%s", rd_kafka_event_error_string(ev));
-    } else {
-        const rd_kafka_topic_result_t **res;
-        size_t n = 0;
-        if (create)
-            res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-        else
-            res = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(rd_kafka_topic_result_name(res[i]), topic) == 0) {
-                e = rd_kafka_topic_result_error(res[i]);
-                const char *s = rd_kafka_topic_result_error_string(res[i]);
-                snprintf(why, why_size, "%s", s ? s : rd_kafka_err2str(e));
-            }
-    }
-    rd_kafka_event_destroy(ev);
-    (void)rk;
-    return e;
-}
-
-int kafka_admin_create_topic(const char *brokers, const char *topic, int partitions,
-                             int replication, const kafka_prop_t *configs, size_t n_configs,
-                             int timeout_ms)
-{
-    rd_kafka_t *rk = kafka_admin_client(brokers);
-    if (!rk)
-        return -1;
-    int rc = -1;
-    char errstr[512];
-    rd_kafka_NewTopic_t *nt =
-        rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
-    if (!nt) {
-        log_error("kafka admin: topic %s: %s", topic, errstr);
-        rd_kafka_destroy(rk);
-        return -1;
-    }
-    for (size_t i = 0; i < n_configs; i++) {
-        rd_kafka_resp_err_t e = rd_kafka_NewTopic_set_config(nt, configs[i].key, configs[i].value);
-        if (e) {
-            log_error("kafka admin: topic %s config %s: %s", topic, configs[i].key,
-                      rd_kafka_err2str(e));
-            rd_kafka_NewTopic_destroy(nt);
-            rd_kafka_destroy(rk);
-            return -1;
-        }
-    }
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
-    char why[512] = "";
-    rd_kafka_resp_err_t e =
-        kafka_admin_wait_result(rk, q, topic, true, timeout_ms, why, sizeof(why));
-    rd_kafka_AdminOptions_destroy(ao);
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
-
-    if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        log_error("kafka admin: create topic %s (%d partitions): %s", topic, partitions, why);
-    } else {
-        /* Creation is acknowledged by the controller before every broker has the metadata;
-         * wait until the leaders are known so the first produce/subscribe does not race. */
-        int64_t deadline = kafka_now_ms() + timeout_ms;
-        int n;
-        while ((n = kafka_admin_partition_count(rk, topic, 1000)) < 1 &&
-               kafka_now_ms() < deadline) {
-            struct timespec ts = {0, 50 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        if (n >= 1)
-            rc = 0;
-        else
-            log_error("kafka admin: topic %s not visible within %d ms", topic, timeout_ms);
-    }
-    rd_kafka_destroy(rk);
-    return rc;
-}
-
-int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms)
-{
-    rd_kafka_t *rk = kafka_admin_client(brokers);
-    if (!rk)
-        return -1;
-    rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
-    char errstr[256];
-    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_DeleteTopics(rk, &dt, 1, ao, q);
-    char why[512] = "";
-    rd_kafka_resp_err_t e =
-        kafka_admin_wait_result(rk, q, topic, false, timeout_ms, why, sizeof(why));
-    rd_kafka_AdminOptions_destroy(ao);
-    rd_kafka_DeleteTopic_destroy(dt);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_destroy(rk);
-    if (e && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
-        log_error("kafka admin: delete topic %s: %s", topic, why);
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- helpers shared by the daemons ---------------------------------------------------- */
 
 /* Which kind of client an unprefixed librdkafka property belongs to, by name (librdkafka's
@@ -922,6 +802,7 @@ int kafka_pair_new(const kafka_pair_opts_t *o, kafka_producer_t **producer,
                                 .topics = topics,
                                 .n_topics = 1,
                                 .cooperative = o->cooperative,
+                                .instance_id = o->instance_id,
                                 .props = cprops,
                                 .n_props = nc,
                                 .on_rebalance = o->on_rebalance,
@@ -996,18 +877,4 @@ kafka_gate_event_t kafka_gate_update(kafka_gate_t *g, kafka_consumer_t *c, bool 
         g->logged_ms = now;
     }
     return KAFKA_GATE_PAUSED;
-}
-
-int kafka_admin_topic_partitions(const char *brokers, const char *topic, int timeout_ms)
-{
-    char err[256];
-    kafka_producer_opts_t po = {.brokers = brokers};
-    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
-    if (!p) {
-        log_warn("kafka: partitions of %s: %s", topic, err);
-        return -1;
-    }
-    int n = kafka_admin_partition_count(kafka_producer_handle(p), topic, timeout_ms);
-    kafka_producer_close(p, 0);
-    return n;
 }

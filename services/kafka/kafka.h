@@ -81,6 +81,10 @@ typedef struct kafka_consumer_opts {
     /* true: "cooperative-sticky" (incremental: unaffected partitions keep flowing during a
      * rebalance); false: "range,roundrobin" (eager: everything is revoked, then reassigned). */
     bool cooperative;
+    /* group.instance.id (static membership, KIP-345), from kafka_group_instance_id(); NULL
+     * or "": dynamic membership. A restarted member with the same id gets its partitions
+     * back at once instead of waiting for the dead one's session timeout. */
+    const char *instance_id;
     const kafka_prop_t *props;
     size_t n_props;
     kafka_rebalance_cb_t on_rebalance; /* may be NULL */
@@ -119,6 +123,7 @@ typedef struct kafka_pair_opts {
     const char *group_id;
     const char *topic; /* the consumer's subscription */
     bool cooperative;
+    const char *instance_id;   /* the consumer's group.instance.id (kafka_consumer_opts_t) */
     const kafka_prop_t *props; /* the daemon's kafka.* pass-through, routed by kafka_props_split */
     size_t n_props;
     /* The worker's own settings, applied before props (so props override them). */
@@ -168,10 +173,24 @@ rd_kafka_t *kafka_producer_handle(kafka_producer_t *p);
 
 /* ---- consumer ------------------------------------------------------------------------- */
 
+#define KAFKA_SESSION_TIMEOUT_MS_DEFAULT "10000"
+
+/* The group.instance.id of a daemon's consumer, into out: "<instance>-<qualifier>" when the
+ * operator named the instance (it must then be unique per replica), else
+ * "<host name>-<service>-<qualifier>-<http port>" when the daemon listens on a fixed port (two
+ * replicas on one host cannot share one, and a restart keeps it). Two consumers with the same
+ * id in one group would fence each other, so with neither (no instance, port 0 or off) there
+ * is no stable id unique per replica: NULL, dynamic membership. qualifier may be NULL. */
+const char *kafka_group_instance_id(char *out, size_t size, const char *instance,
+                                    const char *service, const char *qualifier, int http_port);
+
 /* Defaults: enable.auto.offset.store=false (only kafka_consumer_store() marks progress),
  * enable.auto.commit=true with auto.commit.interval.ms=1000 (so only *stored* offsets are
  * ever committed), auto.offset.reset=earliest, enable.partition.eof=false,
- * queued.max.messages.kbytes=16384 (bounds what librdkafka prefetches). Subscribes at once. */
+ * queued.max.messages.kbytes=16384 (bounds what librdkafka prefetches),
+ * session.timeout.ms=10000 (librdkafka's 45 s is how long the partitions of a member killed
+ * without a static id, or of a static member stopped for good, stay unread), and
+ * group.instance.id when opts->instance_id is set. Subscribes at once. */
 kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *errstr,
                                      size_t errstr_size);
 

@@ -1,10 +1,12 @@
 /* The helpers the daemons share: pass-through property routing, consumer lag from the
- * statistics JSON, and the produce-stall watch of the control path. */
+ * statistics JSON, the produce-stall watch of the control path, and the static group member id. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "kafka.h"
@@ -96,6 +98,43 @@ static void test_stall_counts_from_the_last_acknowledgement_while_records_wait(v
     assert_int_equal(worker_control_stall_ms(&s, 9000, 2, 0), 0);
 }
 
+static void test_group_instance_id_is_the_named_instance_with_its_qualifier(void **state)
+{
+    (void)state;
+    char id[128];
+    assert_string_equal(
+        kafka_group_instance_id(id, sizeof id, "agg-1", "ndd-aggregation", "SCP", 9100),
+        "agg-1-SCP");
+    assert_string_equal(kafka_group_instance_id(id, sizeof id, "ada-0", "ndd-adapter", NULL, 0),
+                        "ada-0");
+}
+
+static void test_group_instance_id_without_instance_names_host_service_and_fixed_port(void **state)
+{
+    (void)state;
+    char id[512], want[512], host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    snprintf(want, sizeof want, "%s-ndd-adapter-feed-a-9102", host);
+    assert_string_equal(kafka_group_instance_id(id, sizeof id, NULL, "ndd-adapter", "feed-a", 9102),
+                        want);
+    /* Another replica on the same host has another port: another id. */
+    snprintf(want, sizeof want, "%s-ndd-adapter-feed-a-9103", host);
+    assert_string_equal(kafka_group_instance_id(id, sizeof id, "", "ndd-adapter", "feed-a", 9103),
+                        want);
+}
+
+static void test_group_instance_id_is_none_without_instance_or_fixed_port(void **state)
+{
+    (void)state;
+    char id[128];
+    /* Ephemeral or no HTTP port: nothing stable and unique per replica, dynamic membership. */
+    assert_null(kafka_group_instance_id(id, sizeof id, NULL, "ndd-aggregation", "SCP", 0));
+    assert_null(kafka_group_instance_id(id, sizeof id, NULL, "ndd-aggregation", "SCP", -1));
+    /* Truncated, two replicas' ids could collide: none rather than a shared one. */
+    assert_null(kafka_group_instance_id(id, 8, "a-long-instance-name", "ndd-adapter", "f", 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +142,9 @@ int main(void)
         cmocka_unit_test(test_props_split_routes_unprefixed_client_specific_keys_by_name),
         cmocka_unit_test(test_stats_consumer_lag_sums_topic_partitions_without_the_unassigned_one),
         cmocka_unit_test(test_stall_counts_from_the_last_acknowledgement_while_records_wait),
+        cmocka_unit_test(test_group_instance_id_is_the_named_instance_with_its_qualifier),
+        cmocka_unit_test(test_group_instance_id_without_instance_names_host_service_and_fixed_port),
+        cmocka_unit_test(test_group_instance_id_is_none_without_instance_or_fixed_port),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,178 @@
+/* Topic administration for the daemons and tools (create, delete, count partitions): short-lived
+ * clients of their own, apart from the long-lived producer and consumer of kafka.c. See kafka.h. */
+#include "kafka.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "kafka-int.h"
+#include "log.h"
+
+static rd_kafka_t *kafka_admin_client(const char *brokers)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr))) {
+        log_error("kafka admin: %s", errstr);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        log_error("kafka admin: %s", errstr);
+        rd_kafka_conf_destroy(conf);
+    }
+    return rk;
+}
+
+int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (!rkt)
+        return -1;
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    rd_kafka_topic_destroy(rkt);
+    if (e)
+        return -1;
+    int n = -1;
+    if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        n = md->topics[0].partition_cnt;
+        for (int i = 0; i < md->topics[0].partition_cnt; i++)
+            if (md->topics[0].partitions[i].leader < 0 || md->topics[0].partitions[i].err)
+                n = -1; /* not ready yet */
+    }
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+static rd_kafka_resp_err_t kafka_admin_wait_result(rd_kafka_t *rk, rd_kafka_queue_t *q,
+                                                   const char *topic, bool create, int timeout_ms,
+                                                   char *why, size_t why_size)
+{
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+    if (!ev) {
+        snprintf(why, why_size, "no answer within %d ms", timeout_ms);
+        return RD_KAFKA_RESP_ERR__TIMED_OUT;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
+    if (e) {
+        snprintf(why, why_size, "%s", rd_kafka_event_error_string(ev));
+    } else {
+        const rd_kafka_topic_result_t **res;
+        size_t n = 0;
+        if (create)
+            res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+        else
+            res = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(rd_kafka_topic_result_name(res[i]), topic) == 0) {
+                e = rd_kafka_topic_result_error(res[i]);
+                const char *s = rd_kafka_topic_result_error_string(res[i]);
+                snprintf(why, why_size, "%s", s ? s : rd_kafka_err2str(e));
+            }
+    }
+    rd_kafka_event_destroy(ev);
+    (void)rk;
+    return e;
+}
+
+int kafka_admin_create_topic(const char *brokers, const char *topic, int partitions,
+                             int replication, const kafka_prop_t *configs, size_t n_configs,
+                             int timeout_ms)
+{
+    rd_kafka_t *rk = kafka_admin_client(brokers);
+    if (!rk)
+        return -1;
+    int rc = -1;
+    char errstr[512];
+    rd_kafka_NewTopic_t *nt =
+        rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
+    if (!nt) {
+        log_error("kafka admin: topic %s: %s", topic, errstr);
+        rd_kafka_destroy(rk);
+        return -1;
+    }
+    for (size_t i = 0; i < n_configs; i++) {
+        rd_kafka_resp_err_t e = rd_kafka_NewTopic_set_config(nt, configs[i].key, configs[i].value);
+        if (e) {
+            log_error("kafka admin: topic %s config %s: %s", topic, configs[i].key,
+                      rd_kafka_err2str(e));
+            rd_kafka_NewTopic_destroy(nt);
+            rd_kafka_destroy(rk);
+            return -1;
+        }
+    }
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
+    char why[512] = "";
+    rd_kafka_resp_err_t e =
+        kafka_admin_wait_result(rk, q, topic, true, timeout_ms, why, sizeof(why));
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+
+    if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        log_error("kafka admin: create topic %s (%d partitions): %s", topic, partitions, why);
+    } else {
+        /* Creation is acknowledged by the controller before every broker has the metadata;
+         * wait until the leaders are known so the first produce/subscribe does not race. */
+        int64_t deadline = kafka_now_ms() + timeout_ms;
+        int n;
+        while ((n = kafka_admin_partition_count(rk, topic, 1000)) < 1 &&
+               kafka_now_ms() < deadline) {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (n >= 1)
+            rc = 0;
+        else
+            log_error("kafka admin: topic %s not visible within %d ms", topic, timeout_ms);
+    }
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms)
+{
+    rd_kafka_t *rk = kafka_admin_client(brokers);
+    if (!rk)
+        return -1;
+    rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+    char errstr[256];
+    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_DeleteTopics(rk, &dt, 1, ao, q);
+    char why[512] = "";
+    rd_kafka_resp_err_t e =
+        kafka_admin_wait_result(rk, q, topic, false, timeout_ms, why, sizeof(why));
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_DeleteTopic_destroy(dt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    if (e && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+        log_error("kafka admin: delete topic %s: %s", topic, why);
+        return -1;
+    }
+    return 0;
+}
+
+int kafka_admin_topic_partitions(const char *brokers, const char *topic, int timeout_ms)
+{
+    char err[256];
+    kafka_producer_opts_t po = {.brokers = brokers};
+    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
+    if (!p) {
+        log_warn("kafka: partitions of %s: %s", topic, err);
+        return -1;
+    }
+    int n = kafka_admin_partition_count(kafka_producer_handle(p), topic, timeout_ms);
+    kafka_producer_close(p, 0);
+    return n;
+}

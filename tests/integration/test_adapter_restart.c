@@ -1,0 +1,108 @@
+/* ndd-adapter killed with -9 and restarted delivers again within seconds, not after the dead
+ * member's session timeout: its feed consumers are static group members (group.instance.id
+ * from the host name, the feed and the fixed HTTP port), so the restarted process takes the
+ * dead one's place at once. The session timeout is set to 45 s here (librdkafka's default;
+ * the test helper's usual 6 s would hide the stall), so only static membership can pass.
+ * Real broker (NDD_TEST_KAFKA), daemon as a child killed by PID. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "adapter_testutil.h"
+#include "kafka_testutil.h"
+#include "log.h"
+
+#define RESTART_BUDGET_MS 10000
+
+static char tmpdir[256];
+
+static int setup_all(void **state)
+{
+    (void)state;
+    log_setup("test_adapter_restart", LOG_LEVEL_WARN, 0);
+    signal(SIGPIPE, SIG_IGN);
+    (void)ktu_brokers(); /* fails the run clearly when NDD_TEST_KAFKA is unset */
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ndd-adapter-restart.XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_all(void **state)
+{
+    (void)state;
+    if (!getenv("NDD_TEST_KEEP_LOGS"))
+        atu_remove_tree(tmpdir);
+    return 0;
+}
+
+static bool wait_range(atu_srv_t *s, uint64_t from, uint64_t to, int timeout_ms)
+{
+    uint64_t end = atu_now_ms() + (uint64_t)timeout_ms;
+    while (!atu_srv_has_range(s, from, to)) {
+        if (atu_now_ms() > end)
+            return false;
+        usleep(20000);
+    }
+    return true;
+}
+
+static void test_adapter_killed_and_restarted_delivers_again_within_10_s(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    char topic[128], feed[96], feeds_file[400], log[400], doc[1200];
+    ktu_unique_name("adapter-restart-src", topic, sizeof topic);
+    ktu_unique_name("feed-restart9", feed, sizeof feed);
+    snprintf(feeds_file, sizeof feeds_file, "%s/%s.json", tmpdir, feed);
+    snprintf(log, sizeof log, "%s/%s.log", tmpdir, feed);
+    assert_int_equal(ktu_create_topic(topic, 3), 0);
+    int mport = atu_free_port(27100, 27999);
+    int pa = atu_free_port(27100, 27999);
+    atu_srv_t *srv = atu_srv_start(ATU_SRV_H2, pa, NULL);
+    assert_non_null(srv);
+    snprintf(doc, sizeof doc,
+             "{\"feeds\":[{\"name\":\"%s\",\"source_topic\":\"%s\",\"transport\":\"http2\","
+             "\"encoding\":\"json\",\"endpoints\":[{\"url\":\"http://127.0.0.1:%d/in\"}]}]}",
+             feed, topic, pa);
+    assert_int_equal(atu_write_file(feeds_file, doc), 0);
+    const char *extra[] = {"--kafka.session.timeout.ms=45000", NULL};
+
+    pid_t adapter = atu_start_adapter(feeds_file, mport, log, extra);
+    if (adapter <= 0)
+        fail_msg("ndd-adapter did not start (log %s)", log);
+    assert_int_equal(atu_produce_copies(topic, 0, N, 500), 0);
+    if (!wait_range(srv, 0, N, 60000))
+        fail_msg("first run delivered %zu distinct of %d (log %s)", atu_srv_distinct(srv), N, log);
+    assert_int_equal(atu_count_in_file(log, "static member"), 1);
+
+    atu_stop(adapter, SIGKILL);
+    uint64_t t0 = atu_now_ms();
+    adapter = atu_start_adapter(feeds_file, mport, log, extra);
+    if (adapter <= 0)
+        fail_msg("ndd-adapter did not restart (log %s)", log);
+    assert_int_equal(atu_produce_copies(topic, N, N, 500), 0);
+    bool back = wait_range(srv, N, 2 * N, RESTART_BUDGET_MS - (int)(atu_now_ms() - t0));
+    uint64_t took = atu_now_ms() - t0;
+    fprintf(stderr, "restart after kill -9: the new copies delivered %s %llu ms\n",
+            back ? "in" : "not within", (unsigned long long)took);
+    if (!back)
+        fail_msg("after kill -9 and restart only %zu distinct of %d within %d ms (log %s)",
+                 atu_srv_distinct(srv), 2 * N, RESTART_BUDGET_MS, log);
+    atu_stop(adapter, SIGTERM);
+    atu_srv_stop(srv);
+    ktu_delete_topic(topic);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_adapter_killed_and_restarted_delivers_again_within_10_s),
+    };
+    return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
