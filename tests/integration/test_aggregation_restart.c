@@ -44,7 +44,7 @@ static void test_aggregation_killed_and_restarted_writes_again_within_10_s(void 
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     assert_non_null(p);
     char port[32];
-    snprintf(port, sizeof port, "--http-port=%d", free_port());
+    snprintf(port, sizeof port, "--http.port=%d", free_port());
     const char *extra[] = {port, "--kafka.consumer.session.timeout.ms=45000", NULL};
 
     assert_true(agg_start(&e, 0, extra) > 0);
