@@ -284,7 +284,12 @@ static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     const char *reason = strchr(status_line + 9, ' ');
     buf_t body;
     buf_init(&body, 0, 4096);
-    httpd_error_body(c->h, status, reason ? reason + 1 : httpd_status_kind(status), &body);
+    char msg[160];
+    if (status == 413)
+        snprintf(msg, sizeof msg, "request body exceeds the limit of %zu bytes", c->h->max_body);
+    else
+        snprintf(msg, sizeof msg, "%s", reason ? reason + 1 : httpd_status_kind(status));
+    httpd_error_body(c->h, status, msg, &body);
     c->rewriting = true;
     evbuffer_drain(buf, hl + cl);
     evbuffer_add_printf(buf,
