@@ -19,9 +19,9 @@
  *     (request_timeout_s, libevent's own timeout, restarts with every byte: it bounds idle
  *     keep-alive connections and slow readers only);
  *   - at most max_per_client connections from one client address, and max_connections in
- *     all. A new connection over either cap evicts the connection (of that address, or of
- *     any) that has waited longest without a request in service: idle, or still sending its
- *     request. So a client that holds connections open with partial requests loses the
+ *     all. A new connection over either cap evicts a connection (of that address, or of any)
+ *     without a request in service: the one part-way through a request longest, else the one
+ *     idle longest. So a client that holds connections open with partial requests loses the
  *     oldest of them to every new one and cannot lock others out;
  *   - when nothing can be evicted (every connection is being served), probe_reserve more
  *     connections are admitted that may only ask GET /healthz or /readyz (anything else is

@@ -55,7 +55,8 @@ struct httpd_conn {
     bool serving; /* a request is in its handler or its reply is being sent */
     bool reserve; /* admitted past the caps: probes only */
     bool out_watch, rewriting;
-    int64_t since_ms; /* when the current state began: the eviction order */
+    bool request_pending; /* a whole request header was waiting in the socket at admission */
+    int64_t since_ms;     /* when the current state began: the eviction order */
     /* header scan */
     char line[48];
     size_t line_len;
@@ -210,6 +211,7 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
     httpd_conn_t *c = arg;
     if (!info->n_added)
         return;
+    c->request_pending = false; /* read now: the states below say the rest */
     size_t len = evbuffer_get_length(buf);
     size_t n = info->n_added < len ? info->n_added : len;
     struct evbuffer_ptr p;
@@ -336,24 +338,47 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg)
     }
 }
 
-/* The oldest connection without a request in service, of addr (NULL: of any address). */
+/* The connection to evict for a new one, of addr (NULL: of any address): never one with a
+ * request in service; first those part-way through a request (a slow client's), oldest first,
+ * then idle ones, oldest first. Partial requests go first because a probe's connection is
+ * idle between its accept and its request (one packet), while a slowloris's sits on a
+ * partial header: a flood of new slow connections then evicts its own kind, not the probe. */
 static httpd_conn_t *evictable(httpd_t *h, const httpd_conn_t *except, const char *addr)
 {
     httpd_conn_t *best = NULL;
     for (httpd_conn_t *x = h->conns; x; x = x->next) {
-        if (x == except || x->serving || x->reserve || !x->evcon)
+        if (x == except || x->serving || x->reserve || !x->evcon || x->request_pending)
             continue;
         if (addr && strcmp(x->addr, addr) != 0)
             continue;
-        if (!best || x->since_ms <= best->since_ms)
+        bool partial = x->state != GC_IDLE, best_partial = best && best->state != GC_IDLE;
+        if (!best || (partial && !best_partial) ||
+            (partial == best_partial && x->since_ms <= best->since_ms))
             best = x;
     }
     return best;
 }
 
+/* A probe or a scrape sends its whole request in one packet, usually there before the
+ * connection is even admitted: such a connection is about to be in service, so no newer
+ * connection may evict it before its first read (plain TCP only; TLS bytes are opaque). */
+static bool whole_request_waiting(const httpd_conn_t *c)
+{
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (c->h->ssl_ctx || fd < 0)
+        return false;
+    char peek[2048];
+    ssize_t n = recv(fd, peek, sizeof peek - 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n <= 0)
+        return false;
+    peek[n] = '\0';
+    return strstr(peek, "\r\n\r\n") != NULL || strstr(peek, "\n\n") != NULL;
+}
+
 static void admit(httpd_conn_t *c)
 {
     httpd_t *h = c->h;
+    c->request_pending = whole_request_waiting(c);
     size_t same = 0, normal = 0;
     for (httpd_conn_t *x = h->conns; x; x = x->next) {
         if (x == c || x->reserve)
