@@ -420,7 +420,7 @@ static void test_a_connection_that_trickles_its_header_is_closed_at_the_deadline
     }
     int64_t took = now_ms() - t0;
     assert_true(closed);
-    if (took < 900 || took > 2000)
+    if (took < 900 || took > 3000) /* 1 s, with room for a loaded machine */
         fail_msg("closed after %lld ms, want about 1000", (long long)took);
     close(fd);
     teardown(&fx);
@@ -447,7 +447,7 @@ static void test_a_body_that_trickles_is_closed_at_its_deadline(void **state)
         send(fd, "b", 1, MSG_NOSIGNAL);
     }
     assert_true(closed);
-    assert_true(now_ms() - t0 < 2500);
+    assert_true(now_ms() - t0 < 4000); /* about 1 s; the trickle alone would last 10 s */
     close(fd);
     teardown(&fx);
 }
@@ -560,7 +560,10 @@ static void test_probe_reserve_answers_healthz_when_every_slot_is_in_service(voi
     }
     for (int k = 0; k < 500 && httpd_connections(h) < 2; k++)
         usleep(10 * 1000);
-    usleep(300 * 1000); /* both replies started */
+    for (int i = 0; i < 2; i++) { /* both replies started: their first bytes are here */
+        struct pollfd pf = {.fd = busy[i], .events = POLLIN};
+        assert_int_equal(poll(&pf, 1, 10000), 1);
+    }
     int64_t t0 = now_ms();
     char *r = do_request(f->port, "GET", "/healthz", NULL, NULL);
     assert_int_equal(status_of(r), 200);
