@@ -53,6 +53,9 @@ typedef struct admin_principal {
     admin_role_t role;
     char name[64];
     char token_id[32];
+    /* role NONE because PostgreSQL could not be asked about a token never seen before: the
+     * credential may well be right, so the caller gets 503, not 401. */
+    bool unverifiable;
 } admin_principal_t;
 
 typedef struct admin_req {

@@ -215,6 +215,10 @@ void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization, adm
         snprintf(out->token_id, sizeof(out->token_id), "%s", e->id);
         return;
     }
+    if (found < 0) {
+        out->unverifiable = true;
+        return;
+    }
     if (found != 1)
         return;
     if (!admin_token_verify(secret, salt, hash))

@@ -2,7 +2,9 @@
  * docs/api.md). The admin keeps the last heartbeat of each worker in memory for /status,
  * turns a missing heartbeat into a service-down alarm, a dead-letter rate over a threshold
  * into a dead-letter-surge alarm and an endpoint reported down into an endpoint-down alarm,
- * and clears each when it recovers. Alarms live in PostgreSQL. */
+ * and clears each when it recovers. Alarms live in PostgreSQL; at start the active ones are
+ * read back (admin_events_restore), so that a worker that recovered while no admin ran (or
+ * across an admin restart) has its alarms cleared by its next heartbeat. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,9 @@ struct admin_events {
     size_t nworkers;
     int64_t down_after_ms;  /* 0: three heartbeat intervals */
     json_t *endpoints_down; /* "feed/url" -> true while reported down (bounded) */
+    /* Active alarms of an earlier admin run (PostgreSQL): "service/instance" -> alarm type.
+     * Taken over by the worker's first heartbeat, which then clears what has recovered. */
+    json_t *restored;
     json_t *pending_alarms; /* alarm changes waiting for PostgreSQL (bounded) */
     uint64_t alarms_dropped;
     /* Events applied / rejected: counted once, in ndd_admin_events_total{result}; /status
@@ -71,13 +76,16 @@ admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const
         ev->m_applied = metrics_counter_labels(fe, "applied");
         ev->m_rejected = metrics_counter_labels(fe, "rejected");
     }
-    if (!ev->workers || !ev->topic || !ev->m_applied || !ev->m_rejected) {
+    ev->restored = json_object();
+    if (!ev->workers || !ev->topic || !ev->m_applied || !ev->m_rejected || !ev->restored) {
         admin_events_free(ev);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     ev->base_applied = metrics_counter_get(ev->m_applied);
     ev->base_rejected = metrics_counter_get(ev->m_rejected);
+    if (db)
+        admin_events_restore(ev);
     if (!bootstrap) /* apply-only (tests) */
         return ev;
     /* Not fatal: the subscription picks the topic up once it exists. */
@@ -131,9 +139,60 @@ void admin_events_free(admin_events_t *ev)
     }
     free(ev->workers);
     json_decref(ev->endpoints_down);
+    json_decref(ev->restored);
     json_decref(ev->pending_alarms);
     free(ev->topic);
     free(ev);
+}
+
+int admin_events_restore(admin_events_t *ev)
+{
+    admin_err_t err;
+    json_t *list = admin_db_alarm_list(ev->db, "active", NULL, NULL, 100000, &err);
+    if (!list) {
+        log_error("admin alarms: cannot read the active alarms (%s): alarms raised before this "
+                  "start clear only when raised and cleared again",
+                  err.reason);
+        return -1;
+    }
+    int n = 0;
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(list, "items"), i, a)
+    {
+        const char *type = json_string_value(json_object_get(a, "type"));
+        const char *res = json_string_value(json_object_get(a, "resource"));
+        if (!type || !res)
+            continue;
+        if (strcmp(type, "endpoint-down") == 0 &&
+            json_object_size(ev->endpoints_down) < ADMIN_MAX_DOWN_ENDPOINTS) {
+            json_object_set_new(ev->endpoints_down, res, json_true());
+            n++;
+        } else if (strcmp(type, "service-down") == 0 || strcmp(type, "dead-letter-surge") == 0) {
+            /* one worker may have both: keep them as "<type>\n<resource>" keys */
+            char key[512];
+            snprintf(key, sizeof(key), "%s\n%s", type, res);
+            json_object_set_new(ev->restored, key, json_true());
+            n++;
+        }
+    }
+    json_decref(list);
+    if (n)
+        log_info("admin alarms: %d active alarms taken over from PostgreSQL (a heartbeat of the "
+                 "worker clears what has recovered)",
+                 n);
+    return n;
+}
+
+/* true once: the alarm type on res was active when this admin started. */
+static bool admin_restored_take(admin_events_t *ev, const char *type, const char *res)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s\n%s", type, res);
+    if (!json_object_get(ev->restored, key))
+        return false;
+    json_object_del(ev->restored, key);
+    return true;
 }
 
 static admin_worker_t *admin_worker_get(admin_events_t *ev, const char *service,
@@ -264,6 +323,10 @@ static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
     }
     char res[256];
     admin_worker_resource(w, res, sizeof(res));
+    if (admin_restored_take(ev, "service-down", res))
+        w->down = true; /* raised by an earlier run: this heartbeat clears it */
+    if (admin_restored_take(ev, "dead-letter-surge", res))
+        w->dlq_surge = true;
     if (w->down) {
         w->down = false;
         log_info("admin events: %s is back", res);
@@ -288,7 +351,7 @@ static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
                  res, ADMIN_DLQ_SURGE_PER_S);
         w->dlq_surge = true;
         admin_alarm(ev, true, "dead-letter-surge", res, "major", text);
-    } else if (w->dlq_surge && dlq <= ADMIN_DLQ_SURGE_PER_S / 2) {
+    } else if (w->dlq_surge && w->prev_counters && dlq <= ADMIN_DLQ_SURGE_PER_S / 2) {
         w->dlq_surge = false;
         admin_alarm(ev, false, "dead-letter-surge", res, NULL, NULL);
     }

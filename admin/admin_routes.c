@@ -139,6 +139,12 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *autho
     admin_req_t req = *req_in;
     if (!route->anonymous) {
         admin_tokens_authenticate(ctx->tokens, authorization, &req.principal);
+        if (req.principal.role == ADMIN_ROLE_NONE && req.principal.unverifiable) {
+            ctx->db_unavailable_total++;
+            admin_resp_errorf(resp, 503, "database unavailable", "",
+                              "the API token cannot be checked: PostgreSQL is unreachable");
+            return;
+        }
         if (req.principal.role == ADMIN_ROLE_NONE) {
             admin_resp_errorf(resp, 401, "unauthorized", "",
                               "a valid API token is required (Authorization: Bearer <token>)");

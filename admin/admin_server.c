@@ -59,6 +59,18 @@ static void admin_http_cb(httpd_req_t *hr, void *arg)
     admin_resp_free(&resp);
 }
 
+/* Errors the HTTP server produces itself (a path outside /api/v1, a body over max-body,
+ * libevent's own refusals) in the admin's Error shape, like every other status. */
+static void admin_http_error_format(int status, const char *kind, const char *message, buf_t *out,
+                                    void *arg)
+{
+    buf_append_str(out, "{\"error\":\"");
+    buf_append_json_escaped(out, kind, strlen(kind));
+    buf_append_str(out, "\",\"field\":\"\",\"reason\":\"");
+    buf_append_json_escaped(out, message, strlen(message));
+    buf_append_str(out, "\"}\n");
+}
+
 static double admin_metric_objects(void *arg)
 {
     return (double)((admin_cache_t *)arg)->count;
@@ -230,6 +242,7 @@ int admin_serve(const admin_settings_t *s)
         log_error("admin: HTTP server: %s", err);
         goto out;
     }
+    httpd_set_error_format(srv.httpd, admin_http_error_format, NULL);
     if (httpd_route(srv.httpd, "*", "/api/v1/*", admin_http_cb, &srv) != 0) {
         log_error("admin: cannot register /api/v1 routes");
         goto out;

@@ -238,7 +238,7 @@ else
         --controller-port "$CPORT" --no-pg >"$WORK/stack.out" 2>"$WORK/stack.err" ||
         { cat "$WORK/stack.err" >&2; die "stack start failed"; }
 fi
-BOOTSTRAP=$(sed -n 's/^NDD_KAFKA=//p' "$STACK_DIR/env")
+BOOTSTRAP=$(. "$STACK_DIR/env" && printf %s "$NDD_KAFKA")
 [[ -n $BOOTSTRAP ]] || die "no NDD_KAFKA in $STACK_DIR/env"
 KAFKA_PID=$(head -n1 "$STACK_DIR/kafka/kafka.pid" 2>/dev/null | tr -dc 0-9)
 fi

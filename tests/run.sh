@@ -167,8 +167,9 @@ start_stack() {
         STACK_ARGS=(--dir "$STACK_DIR" --kafka-port "${ports[0]}" --controller-port "${ports[1]}"
             --pg-port "${ports[2]}")
         if env=$("$STACK" start "${STACK_ARGS[@]}"); then
-            NDD_TEST_KAFKA=$(sed -n 's/^NDD_KAFKA=//p' <<<"$env")
-            NDD_TEST_PG=$(sed -n 's/^NDD_PG=//p' <<<"$env")
+            # the lines are shell assignments (NDD_PG is quoted): let a subshell read them
+            NDD_TEST_KAFKA=$(eval "$env" && printf %s "$NDD_KAFKA")
+            NDD_TEST_PG=$(eval "$env" && printf %s "$NDD_PG")
             export NDD_TEST_KAFKA NDD_TEST_PG
             echo "NDD_TEST_KAFKA=$NDD_TEST_KAFKA"
             echo "NDD_TEST_PG=$NDD_TEST_PG"

@@ -135,8 +135,8 @@ done
 say "starting the local stack in $STACK_DIR (Kafka $KAFKA_PORT, PostgreSQL $PG_PORT)"
 "$ROOT/deploy/local/stack.sh" start --dir "$STACK_DIR" --kafka-port "$KAFKA_PORT" --pg-port "$PG_PORT" >/dev/null 2>"$QS/stack.log" ||
     { tail -20 "$QS/stack.log" >&2; die "stack start failed ($QS/stack.log)"; }
-NDD_KAFKA=$(sed -n 's/^NDD_KAFKA=//p' "$STACK_DIR/env")
-NDD_PG=$(sed -n 's/^NDD_PG=//p' "$STACK_DIR/env")
+NDD_KAFKA=$(. "$STACK_DIR/env" && printf %s "$NDD_KAFKA")
+NDD_PG=$(. "$STACK_DIR/env" && printf %s "$NDD_PG")
 
 # ---- 4. daemons (a rerun replaces those of the previous run) ----
 stop_all_daemons

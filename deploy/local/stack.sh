@@ -9,7 +9,8 @@
 # Env equivalents: NDD_STACK_DIR, NDD_KAFKA_PORT, NDD_CONTROLLER_PORT, NDD_PG_PORT.
 # start is idempotent and, when done, prints exactly two lines to stdout (also in DIR/env):
 #   NDD_KAFKA=127.0.0.1:N
-#   NDD_PG=host=127.0.0.1 port=N dbname=ndd user=ndd passfile=DIR/pgpass
+#   NDD_PG='host=127.0.0.1 port=N dbname=ndd user=ndd passfile=DIR/pgpass'
+# quoted for a shell: `set -a; . DIR/env; set +a` or `set -a; eval "$(stack.sh start)"; set +a`.
 # Everything else goes to stderr. Two stacks with different dirs and ports run side by side.
 #
 #   deploy/local/stack.sh destroy [--dir DIR]
@@ -368,6 +369,18 @@ stack_lock() {
     flock -w 300 9 || die "another stack.sh holds $DIR/.stack.lock for 300s"
 }
 
+# NAME=VALUE as a shell can read it: VALUE single-quoted when it holds anything but
+# [A-Za-z0-9_.:/,@%+=-] (the conninfo has spaces), so `. DIR/env` and `eval "$(start)"`
+# set the whole value.
+env_line() {
+    local v=$2
+    if [[ $v =~ ^[A-Za-z0-9_.:/,@%+=-]*$ ]]; then
+        printf '%s=%s\n' "$1" "$v"
+    else
+        printf "%s='%s'\n" "$1" "${v//\'/\'\\\'\'}"
+    fi
+}
+
 do_start() {
     stack_lock
     if [[ $WANT_KAFKA == 1 ]]; then kafka_start; fi
@@ -376,21 +389,21 @@ do_start() {
     # without this call's --no-* flag; stdout lists the ones this call was asked for.
     local lines=() port
     if [[ $WANT_KAFKA == 1 ]]; then
-        lines+=("NDD_KAFKA=$KAFKA_ADDR")
+        lines+=("$(env_line NDD_KAFKA "$KAFKA_ADDR")")
     elif kafka_pid >/dev/null; then
         port=$(sed -nE 's|^advertised.listeners=PLAINTEXT://127.0.0.1:([0-9]+)$|\1|p' "$KDIR/server.properties")
-        lines+=("NDD_KAFKA=127.0.0.1:$port")
+        lines+=("$(env_line NDD_KAFKA "127.0.0.1:$port")")
     fi
     if [[ $WANT_PG == 1 ]]; then
-        lines+=("NDD_PG=$PG_CONNINFO")
+        lines+=("$(env_line NDD_PG "$PG_CONNINFO")")
     elif pg_pid >/dev/null; then
         port=$(sed -n 4p "$PGDATA/postmaster.pid")
-        lines+=("NDD_PG=host=127.0.0.1 port=$port dbname=ndd user=ndd passfile=$PGPASS")
+        lines+=("$(env_line NDD_PG "host=127.0.0.1 port=$port dbname=ndd user=ndd passfile=$PGPASS")")
     fi
     printf '%s\n' "${lines[@]}" >"$DIR/env.tmp"
     mv "$DIR/env.tmp" "$DIR/env"
-    [[ $WANT_KAFKA == 1 ]] && echo "NDD_KAFKA=$KAFKA_ADDR"
-    [[ $WANT_PG == 1 ]] && echo "NDD_PG=$PG_CONNINFO"
+    [[ $WANT_KAFKA == 1 ]] && env_line NDD_KAFKA "$KAFKA_ADDR"
+    [[ $WANT_PG == 1 ]] && env_line NDD_PG "$PG_CONNINFO"
     return 0
 }
 

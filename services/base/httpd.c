@@ -1,9 +1,6 @@
-/* HTTP/1.1 server on libevent evhttp (see httpd.h).
- *
- * Connection limit: libevent 2.1 has no evhttp_set_max_connections, so connections are
- * counted when their bufferevent is made (evhttp_set_bevcb) and uncounted by the
- * connection's close callback. At the limit the listener is disabled (new connections wait
- * in the kernel backlog) and re-enabled when one closes. */
+/* HTTP/1.1 server on libevent evhttp (see httpd.h): routing, replies, the built-in routes and
+ * the server's life cycle. Connections are counted, capped and given deadlines by the guard
+ * (httpd_guard.c), which makes every connection's bufferevent (evhttp_set_bevcb). */
 #include "httpd.h"
 
 #include <errno.h>
@@ -26,41 +23,16 @@
 #include <event2/thread.h>
 #include <event2/util.h>
 
+#include "httpd_int.h"
 #include "log.h"
 
 #define HTTPD_DEFAULT_MAX_CONN 256
 #define HTTPD_DEFAULT_TIMEOUT_S 30
+#define HTTPD_DEFAULT_HEADER_TIMEOUT_S 10
+#define HTTPD_DEFAULT_PROBE_RESERVE 8
 #define HTTPD_DEFAULT_MAX_HEADER (16 * 1024)
 #define HTTPD_DEFAULT_MAX_BODY (1024 * 1024)
 #define HTTPD_METRICS_MAX (64u * 1024 * 1024) /* a scrape larger than this is refused (500) */
-
-typedef struct httpd_route {
-    char method[12]; /* "*" = any */
-    char *pattern;   /* without the trailing '*' */
-    size_t plen;
-    bool prefix;
-    httpd_handler_fn fn;
-    void *arg;
-} httpd_route_t;
-
-struct httpd {
-    struct event_base *base;
-    struct evhttp *http;
-    struct evhttp_bound_socket *sock;
-    uint16_t port;
-    SSL_CTX *ssl_ctx;
-    size_t max_conn;
-    _Atomic size_t nconn; /* written on the server thread, read by httpd_connections() */
-    bool listener_paused;
-    bool freeing;
-    metrics_registry_t *reg;
-    buf_t scrape;
-    httpd_route_t *routes;
-    size_t nroutes;
-    pthread_mutex_t mu; /* ready + reason: set from other threads */
-    bool ready;
-    char reason[256];
-};
 
 struct httpd_req {
     httpd_t *h;
@@ -75,79 +47,6 @@ struct httpd_req {
     bool replied;
     char peer[80];
 };
-
-/* ---- connection accounting ---- */
-
-static void conn_closed(struct evhttp_connection *evcon, void *arg)
-{
-    httpd_t *h = arg;
-    if (h->nconn)
-        h->nconn--;
-    log_debug("httpd: port %u: connection closed, %zu open", h->port, h->nconn);
-    if (h->listener_paused && !h->freeing && h->nconn < h->max_conn && h->sock) {
-        evconnlistener_enable(evhttp_bound_socket_get_listener(h->sock));
-        h->listener_paused = false;
-    }
-}
-
-struct conn_attach {
-    httpd_t *h;
-    struct bufferevent *bev;
-};
-
-/* Runs right after evhttp has built the connection around the bufferevent made by
- * conn_bev: the bufferevent's callback argument is then the evhttp_connection, whose close
- * callback tells us when it goes away. conn_bev took a reference on the bufferevent so it
- * is still valid here even if evhttp already dropped the connection. */
-static void conn_attach(evutil_socket_t fd, short what, void *arg)
-{
-    struct conn_attach *ca = arg;
-    void *cbarg = NULL;
-    bufferevent_getcb(ca->bev, NULL, NULL, NULL, &cbarg);
-    log_debug("httpd: port %u: connection attach (%s)", ca->h->port, cbarg ? "live" : "gone");
-    if (cbarg && !ca->h->freeing)
-        evhttp_connection_set_closecb(cbarg, conn_closed, ca->h);
-    else
-        conn_closed(NULL, ca->h);
-    bufferevent_decref(ca->bev);
-    free(ca);
-}
-
-static struct bufferevent *conn_bev(struct event_base *base, void *arg)
-{
-    httpd_t *h = arg;
-    struct bufferevent *bev;
-    if (h->ssl_ctx) {
-        SSL *ssl = SSL_new(h->ssl_ctx);
-        if (!ssl) {
-            log_error("httpd: port %u: SSL_new failed", h->port);
-            return NULL;
-        }
-        bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                             BEV_OPT_CLOSE_ON_FREE);
-    } else {
-        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    }
-    if (!bev)
-        return NULL;
-    struct conn_attach *ca = malloc(sizeof *ca);
-    if (!ca || (ca->h = h, ca->bev = bev,
-                event_base_once(base, -1, EV_TIMEOUT, conn_attach, ca, NULL) != 0)) {
-        /* Not counted: the connection is served, only the limit cannot see it. */
-        log_warn("httpd: port %u: cannot track a new connection (out of memory)", h->port);
-        free(ca);
-        return bev;
-    }
-    bufferevent_incref(bev);
-    h->nconn++;
-    if (h->nconn >= h->max_conn && !h->listener_paused && h->sock) {
-        evconnlistener_disable(evhttp_bound_socket_get_listener(h->sock));
-        h->listener_paused = true;
-        log_warn("httpd: port %u: %zu connections open (the limit); new ones wait", h->port,
-                 h->nconn);
-    }
-    return bev;
-}
 
 /* ---- replies ---- */
 
@@ -202,6 +101,57 @@ void httpd_reply_jansson(httpd_req_t *req, int status, json_t *json)
     free(s);
 }
 
+const char *httpd_status_kind(int status)
+{
+    switch (status) {
+    case 400:
+        return "bad request";
+    case 401:
+        return "unauthorized";
+    case 403:
+        return "forbidden";
+    case 404:
+        return "not found";
+    case 405:
+        return "method not allowed";
+    case 408:
+        return "request timeout";
+    case 411:
+        return "length required";
+    case 413:
+        return "body too large";
+    case 414:
+        return "uri too long";
+    case 431:
+        return "header too large";
+    case 501:
+        return "not implemented";
+    case 503:
+        return "unavailable";
+    default:
+        return status >= 500 ? "internal" : "bad request";
+    }
+}
+
+void httpd_error_body(httpd_t *h, int status, const char *message, buf_t *out)
+{
+    if (h->errfn) {
+        h->errfn(status, httpd_status_kind(status), message, out, h->errarg);
+        return;
+    }
+    json_t *j = json_pack("{s:{s:i,s:s}}", "error", "status", status, "message", message);
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    buf_append_str(out, s ? s : "{\"error\":{\"status\":500,\"message\":\"out of memory\"}}");
+    free(s);
+}
+
+void httpd_set_error_format(httpd_t *h, httpd_error_fn fn, void *arg)
+{
+    h->errfn = fn;
+    h->errarg = arg;
+}
+
 void httpd_reply_error(httpd_req_t *req, int status, const char *fmt, ...)
 {
     char msg[512];
@@ -209,8 +159,11 @@ void httpd_reply_error(httpd_req_t *req, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *j = json_pack("{s:{s:i,s:s}}", "error", "status", status, "message", msg);
-    httpd_reply_jansson(req, status, j);
+    buf_t b;
+    buf_init(&b, 0, 64 * 1024);
+    httpd_error_body(req->h, status, msg, &b);
+    httpd_reply(req, status, "application/json", b.data ? (const void *)b.data : "", b.len);
+    buf_free(&b);
 }
 
 /* ---- request accessors ---- */
@@ -482,7 +435,18 @@ static void on_request(struct evhttp_request *ev, void *arg)
             return;
         }
     }
-    dispatch(&req);
+    if (httpd_guard_request(h, ev)) {
+        /* admitted from the probe reserve: one probe, then the slot is free again */
+        httpd_resp_header(&req, "Connection", "close");
+        if ((strcmp(req.path, "/healthz") != 0 && strcmp(req.path, "/readyz") != 0)) {
+            httpd_resp_header(&req, "Retry-After", "1");
+            httpd_reply_error(&req, 503,
+                              "server busy: every connection slot is in use; only /healthz and "
+                              "/readyz are served now");
+        }
+    }
+    if (!req.replied)
+        dispatch(&req);
     if (req.query_parsed)
         evhttp_clear_headers(&req.query);
     free(req.body);
@@ -511,9 +475,23 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
     h->base = base;
     h->ssl_ctx = opts ? opts->ssl_ctx : NULL;
     h->max_conn = opts && opts->max_connections ? opts->max_connections : HTTPD_DEFAULT_MAX_CONN;
+    h->header_timeout_s = opts && opts->header_timeout_s > 0 ? opts->header_timeout_s
+                                                             : HTTPD_DEFAULT_HEADER_TIMEOUT_S;
+    h->max_body = opts && opts->max_body_bytes ? opts->max_body_bytes : HTTPD_DEFAULT_MAX_BODY;
+    h->max_per_client = opts && opts->max_per_client ? opts->max_per_client : h->max_conn / 4;
+    if (!(opts && opts->max_per_client) && h->max_per_client < 16)
+        h->max_per_client = 16;
+    if (h->max_per_client > h->max_conn)
+        h->max_per_client = h->max_conn;
+    h->probe_reserve =
+        opts && opts->probe_reserve ? opts->probe_reserve : HTTPD_DEFAULT_PROBE_RESERVE;
     pthread_mutex_init(&h->mu, NULL);
     snprintf(h->reason, sizeof h->reason, "starting");
     buf_init(&h->scrape, 0, HTTPD_METRICS_MAX);
+    if (httpd_guard_init(h) != 0) {
+        snprintf(err, errlen, "httpd: out of memory");
+        goto fail;
+    }
     h->http = evhttp_new(base);
     if (!h->http) {
         snprintf(err, errlen, "httpd: evhttp_new failed");
@@ -524,14 +502,12 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
     evhttp_set_max_headers_size(h->http, (ev_ssize_t)(opts && opts->max_header_bytes
                                                           ? opts->max_header_bytes
                                                           : HTTPD_DEFAULT_MAX_HEADER));
-    evhttp_set_max_body_size(
-        h->http,
-        (ev_ssize_t)(opts && opts->max_body_bytes ? opts->max_body_bytes : HTTPD_DEFAULT_MAX_BODY));
+    evhttp_set_max_body_size(h->http, (ev_ssize_t)h->max_body);
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_gencb(h->http, on_request, h);
-    evhttp_set_bevcb(h->http, conn_bev, h);
+    evhttp_set_bevcb(h->http, httpd_guard_bev, h);
     h->sock = evhttp_bind_socket_with_handle(h->http, addr, port);
     if (!h->sock) {
         snprintf(err, errlen, "httpd: cannot listen on %s port %u: %s", addr, port,
@@ -559,7 +535,8 @@ void httpd_free(httpd_t *h)
         return;
     h->freeing = true;
     if (h->http)
-        evhttp_free(h->http); /* closes connections: conn_closed still sees a valid h */
+        evhttp_free(h->http); /* closes connections: the guard still sees a valid h */
+    httpd_guard_free(h);
     for (size_t i = 0; i < h->nroutes; i++)
         free(h->routes[i].pattern);
     free(h->routes);

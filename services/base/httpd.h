@@ -8,11 +8,26 @@
  * Extra routes (httpd_route): exact paths, or prefixes written with a trailing '*'
  * ("/api/v1/feeds*" matches /api/v1/feeds and /api/v1/feeds/f1); the longest pattern wins.
  * A path that matches no route: 404 with a JSON body. A path that matches only for other
- * methods: 405 with an Allow header. A body past the limit: 413.
+ * methods: 405 with an Allow header. A body past the limit: 413. Every error the server
+ * itself produces, libevent's own included (413, 400, 431, 501), has the JSON body of
+ * httpd_set_error_format, never libevent's HTML page.
  *
- * Bounded: at most max_connections at once (beyond it new connections wait in the kernel
- * backlog until one closes), request_timeout_s for reading a request and for idle
- * keep-alive connections, max_header_bytes, max_body_bytes.
+ * Bounded, and guarded against slow clients (httpd_guard.c; docs/observability.md):
+ *   - a request's header must be read whole within header_timeout_s (10 s) of its first
+ *     byte, and its body within header_timeout_s more plus 1 s per 64 KiB of Content-Length;
+ *     a connection that trickles bytes is closed at that deadline, however often bytes come
+ *     (request_timeout_s, libevent's own timeout, restarts with every byte: it bounds idle
+ *     keep-alive connections and slow readers only);
+ *   - at most max_per_client connections from one client address, and max_connections in
+ *     all. A new connection over either cap evicts a connection (of that address, or of any)
+ *     without a request in service: the one part-way through a request longest, else the one
+ *     idle longest. So a client that holds connections open with partial requests loses the
+ *     oldest of them to every new one and cannot lock others out;
+ *   - when nothing can be evicted (every connection is being served), probe_reserve more
+ *     connections are admitted that may only ask GET /healthz or /readyz (anything else is
+ *     503), must send the request within 2 s, and are closed after the reply: liveness and
+ *     readiness still answer when the caps are full. Beyond that, new connections are closed.
+ *   - max_header_bytes, max_body_bytes.
  *
  * Threading: an httpd_t belongs to the thread running its event_base. httpd_set_ready and
  * httpd_set_ready_reason may be called from any thread. httpd_thread_start() runs a server on
@@ -48,7 +63,17 @@ typedef struct httpd_options {
     int request_timeout_s;   /* 0 = 30 */
     size_t max_header_bytes; /* 0 = 16 KiB */
     size_t max_body_bytes;   /* 0 = 1 MiB */
+    int header_timeout_s;    /* 0 = 10: the whole header, from its first byte */
+    size_t max_per_client;   /* 0 = max_connections / 4, at least 16 (at most max_connections) */
+    size_t probe_reserve;    /* 0 = 8 probe-only connections past the caps */
 } httpd_options_t;
+
+/* Formats the JSON body of an error the server produces itself (404, 405, 413, 431, ...):
+ * kind is a short name of the status ("not found", "body too large"), message the detail.
+ * The default writes {"error":{"status":N,"message":"..."}}; the admin writes its own Error
+ * shape (docs/api.md). Appends to out. */
+typedef void (*httpd_error_fn)(int status, const char *kind, const char *message, buf_t *out,
+                               void *arg);
 
 /* Plain HTTP on bind_addr:port with default limits. NULL with err on failure (bind error
  * names the address and port). */
@@ -62,6 +87,10 @@ uint16_t httpd_port(const httpd_t *h);
 size_t httpd_connections(const httpd_t *h);
 
 void httpd_set_metrics(httpd_t *h, metrics_registry_t *reg);
+/* Before the first request (from the setup callback on a server thread). */
+void httpd_set_error_format(httpd_t *h, httpd_error_fn fn, void *arg);
+/* The short name httpd gives a status in its error bodies ("not found", ...). */
+const char *httpd_status_kind(int status);
 /* Thread-safe. Not ready by default; the reason is served in the 503 body. */
 void httpd_set_ready(httpd_t *h, bool ready);
 void httpd_set_ready_reason(httpd_t *h, const char *reason);
@@ -100,7 +129,8 @@ void httpd_reply_text(httpd_req_t *req, int status, const char *text);
 void httpd_reply_json(httpd_req_t *req, int status, const char *json_text);
 /* Serialises and releases json (the reference is stolen). */
 void httpd_reply_jansson(httpd_req_t *req, int status, json_t *json);
-/* {"error":{"status":<status>,"message":"<formatted>"}} */
+/* The error body of httpd_set_error_format (by default
+ * {"error":{"status":<status>,"message":"<formatted>"}}). */
 void httpd_reply_error(httpd_req_t *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

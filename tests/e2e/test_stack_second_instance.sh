@@ -16,9 +16,13 @@ echo "$out"
 [[ $(echo "$out" | wc -l) == 2 ]] || fail "start must print exactly two lines, got: $out"
 [[ $(echo "$out" | sed -n 1p) == "NDD_KAFKA=127.0.0.1:$kport" ]] || fail "bad NDD_KAFKA line: $out"
 pg_line=$(echo "$out" | sed -n 2p)
-[[ $pg_line == "NDD_PG=host=127.0.0.1 port=$pport dbname=ndd user=ndd passfile=$dir/pgpass" ]] ||
+[[ $pg_line == "NDD_PG='host=127.0.0.1 port=$pport dbname=ndd user=ndd passfile=$dir/pgpass'" ]] ||
     fail "bad NDD_PG line: $pg_line"
-conninfo=${pg_line#NDD_PG=}
+# the file is for a shell: sourcing it must give the whole conninfo (docs/local-stack.md)
+conninfo=$(set -a && . "$dir/env" && printf %s "$NDD_PG")
+[[ $conninfo == "host=127.0.0.1 port=$pport dbname=ndd user=ndd passfile=$dir/pgpass" ]] ||
+    fail "sourcing $dir/env gives NDD_PG=$conninfo"
+[[ $(eval "$out" && printf %s "$NDD_PG") == "$conninfo" ]] || fail "eval of the start output differs"
 [[ $(cat "$dir/env") == "$out" ]] || fail "DIR/env differs from what start printed"
 [[ $(stat -c %a "$dir/pgpass") == 600 ]] || fail "pgpass is not mode 0600"
 

@@ -748,6 +748,156 @@ static void test_heartbeats_status_and_service_down_alarm(void **state)
     rd_kafka_destroy(p);
 }
 
+/* ---- hardening (issue 11): one name rule, JSON error bodies, 503 for an uncheckable
+ * token, alarms across a restart ---- */
+
+static void test_bad_names_get_422_invalid_value_for_every_kind(void **state)
+{
+    static const char *const names[] = {
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", /* 65 */
+        "caf\xc3\xa9", "a' OR '1'='1"};
+    static const struct {
+        const char *coll, *rest;
+    } kinds[] = {
+        {"feeds", ",\"transport\":\"http2\",\"endpoints\":[{\"url\":\"http://127.0.0.1:1\"}]"},
+        {"filters", ",\"default\":\"allow\",\"rules\":[]"},
+        {"sources", ",\"type\":\"SCP\",\"topic\":\"SCP\""},
+        {"correlation", ""}};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+            char body[512], path[64];
+            snprintf(body, sizeof body, "{\"name\":\"%s\"%s}", names[n], kinds[k].rest);
+            snprintf(path, sizeof path, "/api/v1/%s", kinds[k].coll);
+            htu_resp_t r;
+            assert_int_equal(http("POST", path, fx.admin_auth, NULL, body, &r), 0);
+            json_t *j = body_json(&r);
+            const char *err = json_string_value(json_object_get(j, "error"));
+            const char *field = json_string_value(json_object_get(j, "field"));
+            if (r.status != 422 || !err || strcmp(err, "invalid value") || !field ||
+                strcmp(field, "name"))
+                fail_msg("POST %s %s: %d %s", path, body, r.status, r.body);
+            json_decref(j);
+            htu_resp_free(&r);
+        }
+}
+
+/* The documented Error shape: exactly error, field and reason, all strings. */
+static void assert_error_shape(const htu_resp_t *r, int status, const char *error)
+{
+    if (r->status != status)
+        fail_msg("status %d, want %d: %s", r->status, status, r->body ? r->body : "");
+    char ct[128];
+    assert_true(htu_header(r, "Content-Type", ct, sizeof ct));
+    assert_string_equal(ct, "application/json");
+    json_t *j = body_json(r);
+    assert_int_equal(json_object_size(j), 3);
+    assert_true(json_is_string(json_object_get(j, "field")));
+    assert_true(json_is_string(json_object_get(j, "reason")));
+    assert_string_equal(json_string_value(json_object_get(j, "error")), error);
+    json_decref(j);
+}
+
+static void test_errors_before_the_handler_are_json_in_the_error_shape(void **state)
+{
+    /* --max-body 64KiB: a larger body is refused by the HTTP server, in the Error shape */
+    size_t n = 80 * 1024;
+    char *big = malloc(n + 1);
+    memset(big, ' ', n);
+    big[0] = '{';
+    big[n - 1] = '}';
+    big[n] = '\0';
+    htu_resp_t r;
+    assert_int_equal(http("POST", "/api/v1/feeds", fx.admin_auth, NULL, big, &r), 0);
+    assert_error_shape(&r, 413, "body too large");
+    assert_null(strstr(r.headers, "text/html"));
+    htu_resp_free(&r);
+    free(big);
+    /* outside /api/v1 */
+    assert_int_equal(http("GET", "/api/v2/feeds", fx.admin_auth, NULL, NULL, &r), 0);
+    assert_error_shape(&r, 404, "not found");
+    htu_resp_free(&r);
+    assert_int_equal(http("GET", "/api/v2/x", NULL, NULL, NULL, &r), 0);
+    assert_error_shape(&r, 404, "not found");
+    htu_resp_free(&r);
+}
+
+static void test_never_seen_token_gets_503_while_postgres_is_away(void **state)
+{
+    char fresh[200];
+    create_token("viewer", "fresh-during-outage", fresh, sizeof fresh);
+    htu_proxy_cut(fx.proxy);
+    htu_resp_t r;
+    assert_int_equal(http("GET", "/api/v1/feeds", fresh, NULL, NULL, &r), 0);
+    assert_error_shape(&r, 503, "database unavailable");
+    htu_resp_free(&r);
+    /* a token that is not even well-formed is still 401: nothing to check */
+    assert_int_equal(status_of("GET", "/api/v1/feeds", "Authorization: Bearer nonsense", NULL),
+                     401);
+    htu_proxy_restore(fx.proxy);
+    int64_t deadline = ktu_now_ms() + 10000;
+    int s = 503;
+    while (ktu_now_ms() < deadline && (s = status_of("GET", "/api/v1/feeds", fresh, NULL)) == 503)
+        ktu_sleep_ms(100);
+    assert_int_equal(s, 200);
+}
+
+/* Alarms of type on resource in state (from the first 1000 of /api/v1/alarms). */
+static size_t alarms_on(const char *state, const char *type, const char *resource)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/api/v1/alarms?state=%s&type=%s&limit=1000", state, type);
+    htu_resp_t r;
+    assert_int_equal(http("GET", path, fx.viewer_auth, NULL, NULL, &r), 0);
+    json_t *j = body_json(&r);
+    size_t n = 0, i;
+    json_t *a;
+    json_array_foreach(json_object_get(j, "items"), i, a)
+    {
+        if (strcmp(json_string_value(json_object_get(a, "resource")), resource) == 0)
+            n++;
+    }
+    json_decref(j);
+    htu_resp_free(&r);
+    return n;
+}
+
+static void wait_alarms_on(const char *state, const char *type, const char *resource, size_t want,
+                           rd_kafka_t *p, const char *keep_sending)
+{
+    int64_t deadline = ktu_now_ms() + 20000;
+    size_t got = 0;
+    while (ktu_now_ms() < deadline) {
+        if (keep_sending)
+            produce_event(p, keep_sending);
+        if ((got = alarms_on(state, type, resource)) == want)
+            return;
+        ktu_sleep_ms(200);
+    }
+    fail_msg("%s %s on %s: %zu, want %zu", state, type, resource, got, want);
+}
+
+static void test_alarms_raised_before_an_admin_restart_clear_on_heartbeat(void **state)
+{
+    rd_kafka_t *p = ktu_producer_new(NULL, 0);
+    const char *down = "{\"type\":\"heartbeat\",\"service\":\"ndd-aggregation\",\"instance\":"
+                       "\"restart-1\",\"interval_ms\":500,\"counters\":{},\"feeds\":{\"rf\":{"
+                       "\"endpoints\":{\"http://r:1\":\"down\"}}}}";
+    const char *up = "{\"type\":\"heartbeat\",\"service\":\"ndd-aggregation\",\"instance\":"
+                     "\"restart-1\",\"interval_ms\":500,\"counters\":{},\"feeds\":{\"rf\":{"
+                     "\"endpoints\":{\"http://r:1\":\"up\"}}}}";
+    /* an endpoint reported down, then silence: endpoint-down and service-down are active */
+    wait_alarms_on("active", "endpoint-down", "rf/http://r:1", 1, p, down);
+    wait_alarms_on("active", "service-down", "ndd-aggregation/restart-1", 1, NULL, NULL);
+
+    assert_true(ktu_stop(fx.pid, SIGTERM, 10000) != -1);
+    start_admin();
+    /* the new admin process knows both from PostgreSQL: the worker's heartbeat clears them */
+    wait_alarms_on("active", "service-down", "ndd-aggregation/restart-1", 0, p, up);
+    wait_alarms_on("active", "endpoint-down", "rf/http://r:1", 0, p, up);
+    assert_int_equal(alarms_on("cleared", "service-down", "ndd-aggregation/restart-1"), 1);
+    rd_kafka_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -760,6 +910,11 @@ int main(void)
         cmocka_unit_test_teardown(test_postgres_unreachable_writes_503_reads_keep_working,
                                   restore_proxy),
         cmocka_unit_test_teardown(test_heartbeats_status_and_service_down_alarm, restore_proxy),
+        cmocka_unit_test(test_bad_names_get_422_invalid_value_for_every_kind),
+        cmocka_unit_test(test_errors_before_the_handler_are_json_in_the_error_shape),
+        cmocka_unit_test_teardown(test_never_seen_token_gets_503_while_postgres_is_away,
+                                  restore_proxy),
+        cmocka_unit_test(test_alarms_raised_before_an_admin_restart_clear_on_heartbeat),
         cmocka_unit_test(test_kill_and_restart_loses_no_configuration),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

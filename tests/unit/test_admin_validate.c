@@ -113,7 +113,7 @@ static const bad_case_t bad_cases[] = {
      "{\"name\":\"x\",\"default\":\"allow\",\"rules\":[{\"name\":\"r\",\"action\":\"drop\","
      "\"match\":{\"field\":\":path\",\"op\":\"regex\",\"value\":\"(\"}}]}",
      422, "rules[0].match.value"},
-    {ADMIN_KIND_FILTER, "{\"default\":\"allow\",\"rules\":[]}", 400, ""},
+    {ADMIN_KIND_FILTER, "{\"default\":\"allow\",\"rules\":[]}", 400, "name"},
     {ADMIN_KIND_FILTER, "{\"name\":\"x\",\"default\":\"allow\",\"rules\":[],\"colour\":1}", 400,
      "colour"},
     /* sources and correlation */
@@ -141,6 +141,35 @@ static void test_validate_table_of_bad_inputs_gives_status_and_field(void **stat
                      c->body, rc, err.status, err.field, err.reason, c->status, c->field);
         assert_true(err.reason[0] != '\0');
     }
+}
+
+/* One name rule for every kind (docs/api.md): 65 characters, non-ASCII and SQL-looking names
+ * are a well-formed string with an unacceptable value, 422 "invalid value" on field "name". */
+static void test_bad_names_get_422_invalid_value_for_every_kind(void **state)
+{
+    static const char *const rest[ADMIN_KIND_COUNT] = {
+        [ADMIN_KIND_FEED] = ",\"transport\":\"http2\",\"endpoints\":[{\"url\":\"http://a:1\"}]",
+        [ADMIN_KIND_FILTER] = ",\"default\":\"allow\",\"rules\":[]",
+        [ADMIN_KIND_SOURCE] = ",\"type\":\"SCP\",\"topic\":\"SCP\"",
+        [ADMIN_KIND_CORRELATION] = ""};
+    static const char *const names[] = {
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", /* 65 */
+        "caf\u00e9", "a' OR '1'='1"};
+    for (int k = 0; k < ADMIN_KIND_COUNT; k++)
+        for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+            char text[512];
+            snprintf(text, sizeof text, "{\"name\":\"%s\"%s}", names[n], rest[k]);
+            admin_err_t err;
+            json_t *body = admin_parse_body(text, strlen(text), 65536, &err);
+            assert_non_null(body);
+            int rc = admin_validate((admin_kind_t)k, body, &err);
+            json_decref(body);
+            if (rc != -1 || err.status != 422 || strcmp(err.error, "invalid value") != 0 ||
+                strcmp(err.field, "name") != 0)
+                fail_msg("%s %s: got rc %d %d \"%s\" field \"%s\"",
+                         admin_kind_name((admin_kind_t)k), text, rc, err.status, err.error,
+                         err.field);
+        }
 }
 
 static void test_validate_accepts_good_objects_of_every_kind(void **state)
@@ -241,6 +270,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validate_table_of_bad_inputs_gives_status_and_field),
+        cmocka_unit_test(test_bad_names_get_422_invalid_value_for_every_kind),
         cmocka_unit_test(test_validate_accepts_good_objects_of_every_kind),
         cmocka_unit_test(test_parse_body_rejects_malformed_json_with_400),
         cmocka_unit_test(test_parse_body_over_limit_gives_413),

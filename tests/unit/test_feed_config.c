@@ -392,6 +392,56 @@ static void test_equal_json_means_unchanged_feed(void **state)
     feed_config_free(c);
 }
 
+/* docs/adapter.md's feeds file, the block after "<!-- docs-test: feeds-file -->": a user
+ * copies it as it is, so it must parse as JSON and every feed in it with the workers' parser. */
+static void test_the_feeds_file_example_in_docs_adapter_md_is_accepted(void **state)
+{
+    (void)state;
+    FILE *f = fopen(NDD_SOURCE_DIR "/docs/adapter.md", "r");
+    assert_non_null(f);
+    char line[1024], text[16384] = "";
+    int phase = 0; /* 0 before the marker, 1 before the fence, 2 in the block, 3 done */
+    while (phase < 3 && fgets(line, sizeof line, f)) {
+        if (phase == 0 && strstr(line, "<!-- docs-test: feeds-file -->"))
+            phase = 1;
+        else if (phase == 1) {
+            if (strncmp(line, "```json", 7) != 0)
+                fail_msg("docs/adapter.md: no ```json block right after the marker");
+            phase = 2;
+        } else if (phase == 2 && strncmp(line, "```", 3) == 0)
+            phase = 3;
+        else if (phase == 2) {
+            assert_true(strlen(text) + strlen(line) < sizeof text);
+            strcat(text, line);
+        }
+    }
+    fclose(f);
+    assert_int_equal(phase, 3);
+    json_error_t je;
+    json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!doc)
+        fail_msg("docs/adapter.md example: line %d: %s", je.line, je.text);
+    json_t *feeds = json_object_get(doc, "feeds");
+    assert_true(json_is_array(feeds));
+    assert_true(json_array_size(feeds) >= 1);
+    size_t i;
+    json_t *feed;
+    json_array_foreach(feeds, i, feed)
+    {
+        jfield_err_t fe;
+        feed_config_t *c = feed_config_parse(feed, NULL, &fe);
+        if (!c) {
+            char err[512];
+            char where[32];
+            snprintf(where, sizeof where, "feeds[%zu]", i);
+            feed_config_err_format(&fe, where, err, sizeof err);
+            fail_msg("docs/adapter.md example refused: %s", err);
+        }
+        feed_config_free(c);
+    }
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_memory_plan_fits_the_budget_and_librdkafka_rules),
         cmocka_unit_test(test_feeds_document_is_validated_before_anything_changes),
         cmocka_unit_test(test_equal_json_means_unchanged_feed),
+        cmocka_unit_test(test_the_feeds_file_example_in_docs_adapter_md_is_accepted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -136,6 +138,17 @@ static void json_handler(httpd_req_t *req, void *arg)
 
 static void silent_handler(httpd_req_t *req, void *arg) {}
 
+/* 32 MiB: more than loopback socket buffers hold, so a client that does not read keeps the
+ * reply in flight (its connection in service). */
+#define BIG_REPLY (32u * 1024 * 1024)
+static void big_handler(httpd_req_t *req, void *arg)
+{
+    char *b = malloc(BIG_REPLY);
+    memset(b, 'b', BIG_REPLY);
+    httpd_reply(req, 200, "application/octet-stream", b, BIG_REPLY);
+    free(b);
+}
+
 static int setup_routes(httpd_t *h, void *arg)
 {
     struct fixture *f = arg;
@@ -146,7 +159,8 @@ static int setup_routes(httpd_t *h, void *arg)
         httpd_route(h, "GET", "/api/v1/feeds/special", echo_handler, "special") ||
         httpd_route(h, "*", "/any", echo_handler, "any") ||
         httpd_route(h, "PUT", "/json", json_handler, NULL) ||
-        httpd_route(h, "GET", "/silent", silent_handler, NULL))
+        httpd_route(h, "GET", "/silent", silent_handler, NULL) ||
+        httpd_route(h, "GET", "/big", big_handler, NULL))
         return -1;
     return 0;
 }
@@ -315,6 +329,16 @@ static void test_body_over_limit_is_413(void **state)
     big[sizeof big - 1] = '\0';
     char *r = do_request(f->port, "POST", "/api/v1/feeds", NULL, big);
     assert_int_equal(status_of(r), 413);
+    /* the server's JSON error body, not libevent's HTML page */
+    assert_non_null(strstr(r, "Content-Type: application/json\r\n"));
+    assert_null(strstr(r, "text/html"));
+    json_error_t je;
+    json_t *j = json_loads(body_of(r), 0, &je);
+    if (!j)
+        fail_msg("413 body is not JSON: %s", body_of(r));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "error"), "status")),
+                     413);
+    json_decref(j);
     free(r);
     /* the server still serves afterwards */
     r = do_request(f->port, "GET", "/healthz", NULL, NULL);
@@ -334,31 +358,225 @@ static void test_jansson_reply_and_missing_reply(void **state)
     free(r);
 }
 
-/* With max_connections = 4: four idle connections hold every slot; a fifth connection is
- * left in the backlog (no answer) until one of the four closes. */
-static void test_connection_limit_defers_new_connections_until_one_closes(void **state)
+static bool eof_within(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, ms) != 1)
+        return false;
+    char c[256];
+    return recv(fd, c, sizeof c, MSG_DONTWAIT) <= 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* With max_connections = 4: four idle connections hold every slot; a fifth is served at once,
+ * and the connection that waited longest without a request (the first) is closed for it. */
+static void test_at_the_cap_a_new_connection_evicts_the_longest_waiting_one(void **state)
 {
     struct fixture *f = *state;
     int idle[4];
-    for (int i = 0; i < 4; i++)
-        idle[i] = connect_port(f->port);
     httpd_t *h = httpd_thread_server(f->t);
-    for (int i = 0; i < 500 && httpd_connections(h) < 4; i++)
-        usleep(10 * 1000); /* until the server has accepted all four (at most 5 s) */
+    for (int i = 0; i < 4; i++) {
+        idle[i] = connect_port(f->port);
+        for (int k = 0; k < 500 && httpd_connections(h) < (size_t)i + 1; k++)
+            usleep(10 * 1000); /* accepted in this order */
+        usleep(20 * 1000);
+    }
     assert_int_equal(httpd_connections(h), 4);
-    int fd = connect_port(f->port);
-    const char *req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    send_all(fd, req, strlen(req));
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    assert_int_equal(poll(&p, 1, 300), 0); /* deferred */
-    close(idle[0]);
-    assert_int_equal(poll(&p, 1, 5000), 1);
-    char *r = recv_all(fd);
+    char *r = do_request(f->port, "GET", "/healthz", NULL, NULL);
     assert_int_equal(status_of(r), 200);
     free(r);
-    close(fd);
+    assert_true(eof_within(idle[0], 2000));
     for (int i = 1; i < 4; i++)
+        assert_false(eof_within(idle[i], 0));
+    for (int i = 0; i < 4; i++)
         close(idle[i]);
+}
+
+/* header_timeout_s = 1: a byte every 200 ms does not keep a request alive; the connection is
+ * closed one second after the request's first byte. */
+static void test_a_connection_that_trickles_its_header_is_closed_at_the_deadline(void **state)
+{
+    void *fx = NULL;
+    httpd_options_t o = {.port = 0, .header_timeout_s = 1};
+    assert_int_equal(start_server(&fx, &o), 0);
+    struct fixture *f = fx;
+    int fd = connect_port(f->port);
+    const char *start = "GET /healthz HTTP/1.1\r\nX-Slow: ";
+    send_all(fd, start, strlen(start));
+    int64_t t0 = now_ms();
+    bool closed = false;
+    while (now_ms() - t0 < 4000) {
+        if (eof_within(fd, 200)) {
+            closed = true;
+            break;
+        }
+        send(fd, "a", 1, MSG_NOSIGNAL);
+    }
+    int64_t took = now_ms() - t0;
+    assert_true(closed);
+    if (took < 900 || took > 3000) /* 1 s, with room for a loaded machine */
+        fail_msg("closed after %lld ms, want about 1000", (long long)took);
+    close(fd);
+    teardown(&fx);
+}
+
+/* A body is allowed header_timeout_s plus 1 s per 64 KiB: a 100-byte body trickled a byte
+ * per 100 ms (10 s in all) is cut at about 1 s after its header. */
+static void test_a_body_that_trickles_is_closed_at_its_deadline(void **state)
+{
+    void *fx = NULL;
+    httpd_options_t o = {.port = 0, .header_timeout_s = 1, .max_body_bytes = 1024};
+    assert_int_equal(start_server(&fx, &o), 0);
+    struct fixture *f = fx;
+    int fd = connect_port(f->port);
+    const char *hdr = "POST /api/v1/feeds HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+    send_all(fd, hdr, strlen(hdr));
+    int64_t t0 = now_ms();
+    bool closed = false;
+    while (now_ms() - t0 < 5000) {
+        if (eof_within(fd, 100)) {
+            closed = true;
+            break;
+        }
+        send(fd, "b", 1, MSG_NOSIGNAL);
+    }
+    assert_true(closed);
+    assert_true(now_ms() - t0 < 4000); /* about 1 s; the trickle alone would last 10 s */
+    close(fd);
+    teardown(&fx);
+}
+
+static void raise_nofile(rlim_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+        rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* Connects without waiting (the server may be evicting while we connect). */
+static int connect_nb(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The daemons' defaults (256 connections): 300 connections from 127.0.0.1, each with a
+ * partial header and a byte every 500 ms, reopened when the server closes them, for 6 s;
+ * meanwhile /healthz from the same address answers every time within 1 s. */
+static void test_slowloris_of_300_connections_leaves_healthz_answering_within_1s(void **state)
+{
+    enum { N = 300 };
+    raise_nofile(2048);
+    void *fx = NULL;
+    httpd_options_t o = {.port = 0};
+    assert_int_equal(start_server(&fx, &o), 0);
+    struct fixture *f = fx;
+    int fds[N];
+    for (int i = 0; i < N; i++)
+        fds[i] = -1;
+    const char *partial = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-a: ";
+    int64_t t0 = now_ms(), next_tick = 0, worst = 0;
+    int probes = 0, reopened = 0;
+    while (now_ms() - t0 < 6000) {
+        int64_t now = now_ms();
+        if (now >= next_tick) {
+            for (int i = 0; i < N; i++) {
+                if (fds[i] >= 0 && send(fds[i], "a", 1, MSG_NOSIGNAL) < 0 && errno != EAGAIN &&
+                    errno != ENOTCONN) {
+                    close(fds[i]);
+                    fds[i] = -1;
+                }
+                if (fds[i] < 0) {
+                    fds[i] = connect_nb(f->port);
+                    if (fds[i] >= 0 && now > t0)
+                        reopened++;
+                } else {
+                    char buf[512];
+                    if (recv(fds[i], buf, sizeof buf, MSG_DONTWAIT) == 0) {
+                        close(fds[i]);
+                        fds[i] = -1;
+                        continue;
+                    }
+                }
+                if (fds[i] >= 0)
+                    send(fds[i], partial, strlen(partial), MSG_NOSIGNAL);
+            }
+            next_tick = now + 500;
+        }
+        int64_t p0 = now_ms();
+        char *r = do_request(f->port, "GET", "/healthz", NULL, NULL);
+        int64_t took = now_ms() - p0;
+        if (status_of(r) != 200)
+            fail_msg("probe %d: %.100s", probes, r);
+        free(r);
+        if (took > worst)
+            worst = took;
+        probes++;
+        usleep(200 * 1000);
+    }
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    fprintf(stderr, "slowloris: %d probes, slowest %lld ms, %d connections reopened\n", probes,
+            (long long)worst, reopened);
+    assert_true(probes >= 10);
+    assert_true(worst < 1000);
+    teardown(&fx);
+}
+
+/* max_connections = 2, both in service (32 MiB replies their clients do not read): nothing can
+ * be evicted, so a third connection comes from the probe reserve: /healthz answers (and the
+ * connection is closed after it), anything else is 503 with the JSON error body. */
+static void test_probe_reserve_answers_healthz_when_every_slot_is_in_service(void **state)
+{
+    void *fx = NULL;
+    httpd_options_t o = {.port = 0, .max_connections = 2, .max_per_client = 2};
+    assert_int_equal(start_server(&fx, &o), 0);
+    struct fixture *f = fx;
+    httpd_t *h = httpd_thread_server(f->t);
+    int busy[2];
+    const char *get_big = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < 2; i++) {
+        busy[i] = connect_port(f->port);
+        int rcv = 4096;
+        setsockopt(busy[i], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+        send_all(busy[i], get_big, strlen(get_big));
+    }
+    for (int k = 0; k < 500 && httpd_connections(h) < 2; k++)
+        usleep(10 * 1000);
+    for (int i = 0; i < 2; i++) { /* both replies started: their first bytes are here */
+        struct pollfd pf = {.fd = busy[i], .events = POLLIN};
+        assert_int_equal(poll(&pf, 1, 10000), 1);
+    }
+    int64_t t0 = now_ms();
+    char *r = do_request(f->port, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_true(now_ms() - t0 < 1000);
+    free(r);
+    r = do_request(f->port, "GET", "/api/v1/feeds", NULL, NULL);
+    assert_int_equal(status_of(r), 503);
+    assert_non_null(strstr(r, "Content-Type: application/json\r\n"));
+    assert_non_null(strstr(body_of(r), "only /healthz and /readyz"));
+    free(r);
+    for (int i = 0; i < 2; i++)
+        close(busy[i]);
+    teardown(&fx);
 }
 
 static void test_oversized_headers_are_refused(void **state)
@@ -491,7 +709,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_body_over_limit_is_413, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jansson_reply_and_missing_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_connection_limit_defers_new_connections_until_one_closes, setup, teardown),
+            test_at_the_cap_a_new_connection_evicts_the_longest_waiting_one, setup, teardown),
+        cmocka_unit_test(test_a_connection_that_trickles_its_header_is_closed_at_the_deadline),
+        cmocka_unit_test(test_a_body_that_trickles_is_closed_at_its_deadline),
+        cmocka_unit_test(test_slowloris_of_300_connections_leaves_healthz_answering_within_1s),
+        cmocka_unit_test(test_probe_reserve_answers_healthz_when_every_slot_is_in_service),
         cmocka_unit_test_setup_teardown(test_oversized_headers_are_refused, setup, teardown),
         cmocka_unit_test(test_idle_connection_is_closed_after_request_timeout),
         cmocka_unit_test_setup_teardown(test_bind_conflict_names_address_and_port, setup, teardown),
