@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "metrics.h"
 
 #define COLLECTION_ROUTES(coll)                                                                    \
     {ADMIN_GET, "/api/v1/" coll, admin_h_list, false, false},                                      \
@@ -140,7 +141,7 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *autho
     if (!route->anonymous) {
         admin_tokens_authenticate(ctx->tokens, authorization, &req.principal);
         if (req.principal.role == ADMIN_ROLE_NONE && req.principal.unverifiable) {
-            ctx->db_unavailable_total++;
+            metrics_counter_inc(ctx->db_unavailable);
             admin_resp_errorf(resp, 503, "database unavailable", "",
                               "the API token cannot be checked: PostgreSQL is unreachable");
             return;
