@@ -36,7 +36,7 @@ export function Audit() {
               {open === e.id ? 'Hide diff' : 'Show diff'}</button></td>
           </tr>
           {open === e.id && <tr><td colSpan={6}>
-            <pre class="diff" aria-label="Differences, before to after">{diff(text(e.before), text(e.after)).map(([k, l]) =>
+            <pre class="diff" tabIndex={0} aria-label="Differences, before to after">{diff(text(e.before), text(e.after)).map(([k, l]) =>
               <span class={k === '+' ? 'add' : k === '-' ? 'del' : ''}>{k} {l}{'\n'}</span>)}</pre>
           </td></tr>}
         </>))}</tbody></table>

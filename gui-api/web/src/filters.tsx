@@ -99,7 +99,7 @@ function Editor(p: { id: string | null; admin: boolean; onDone: () => void }) {
           <textarea id="sample-headers" rows={8} value={sample} onInput={(e) => setSample((e.target as HTMLTextAreaElement).value)} /></div>
         <div class="field"><label for="sample-body">Body</label>
           <textarea id="sample-body" value={body} onInput={(e) => setBody((e.target as HTMLTextAreaElement).value)} /></div>
-        <button type="button" class="secondary" onClick={test}>Test</button>
+        <button type="button" class="secondary" data-testid="filter-test" onClick={test}>Test</button>
         {result && <p role="status" data-testid="filter-result">{result}</p>}
       </fieldset>
       <div class="actions">
