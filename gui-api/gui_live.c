@@ -248,7 +248,9 @@ static void gui_live_tick(gui_live_t *l)
         l->count++;
     }
     f->seq = ++l->seq;
-    f->t_ms = now;
+    struct timespec wall; /* the charts' time axis is the wall clock; rates use the monotonic one */
+    clock_gettime(CLOCK_REALTIME, &wall);
+    f->t_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
     f->values = values;
     if (summary) {
         json_decref(l->status);

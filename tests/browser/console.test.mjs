@@ -205,6 +205,8 @@ try {
   await page.click('text=Cancel');
 
   // stop the sink: the endpoint-down alarm appears; acknowledge it
+  const before = await adminApi('GET', '/api/v1/alarms?state=active&type=endpoint-down');
+  assert((before.data.items ?? before.data).length === 0, 'an endpoint-down alarm was active before the sink stopped');
   stopSink();
   await visit(page, 'alarms', 'alarms-empty', false);
   const alarm = page.locator('[data-testid=alarm-endpoint-down]');
