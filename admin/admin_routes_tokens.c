@@ -18,6 +18,13 @@ void admin_h_tokens_list(admin_ctx_t *ctx, const admin_req_t *req, const char *i
                          admin_resp_t *resp)
 {
     char err[512];
+    if (req->principal.role != ADMIN_ROLE_ADMIN) { /* a read, but it names every holder */
+        admin_resp_errorf(resp, 403, "forbidden", "",
+                          "token \"%s\" has role %s; listing tokens "
+                          "needs role admin",
+                          req->principal.name, admin_role_name(req->principal.role));
+        return;
+    }
     json_t *l = ctx->db ? admin_db_token_list(ctx->db, err, sizeof(err)) : NULL;
     if (!l) {
         admin_resp_errorf(resp, 503, "database unavailable", "", "%s",

@@ -76,6 +76,7 @@ int gui_prom_parse(char *text, size_t len, gui_prom_fn fn, void *arg, char *err,
         }
         if (s >= le || (*s != ' ' && *s != '\t'))
             goto bad;
+        s++; /* past the separator first: without labels it is name_end */
         *name_end = '\0';
         while (s < le && (*s == ' ' || *s == '\t'))
             s++;
