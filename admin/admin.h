@@ -182,6 +182,11 @@ void admin_h_alarms_get(admin_ctx_t *, const admin_req_t *, const char *, admin_
 void admin_h_alarms_ack(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_audit_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_audit_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+/* admin_routes_tokens.c; GET /tokens checks for role admin itself (the list names every holder) */
+void admin_h_whoami(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_tokens_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_tokens_create(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_tokens_revoke(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 
 /* ---- context ---- */
 int admin_ctx_init(admin_ctx_t *ctx, size_t max_objects, size_t max_body);

@@ -90,7 +90,7 @@ stop_daemon() {
     rm -f "$QS/$1.pid"
     say "stopped $1 (pid $pid)"
 }
-DAEMONS=(nf-sim adapter correlation "${NF_TYPES[@]/#/aggregation-}" admin sink)
+DAEMONS=(nf-sim adapter correlation "${NF_TYPES[@]/#/aggregation-}" gui-api admin sink)
 stop_all_daemons() {
     local d
     for d in "${DAEMONS[@]}"; do stop_daemon "$d"; done
@@ -111,7 +111,8 @@ if ((DO_BUILD)); then
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNDD_WERROR=OFF >"$QS/cmake.log" 2>&1 ||
         { tail -20 "$QS/cmake.log" >&2; die "cmake configure failed ($QS/cmake.log)"; }
     cmake --build "$BUILD" -j"$(nproc)" --target ndd-admin ndd-aggregation ndd-adapter ndd-sink \
-        ndd-correlation ndd-nf-sim ndd-offsets ndd-travel >"$QS/build.log" 2>&1 ||
+        ndd-correlation ndd-nf-sim ndd-offsets ndd-travel ndd-gui-api \
+        $(command -v npm >/dev/null && echo ndd_console) >"$QS/build.log" 2>&1 ||
         { grep -m5 -E 'error|FAILED' "$QS/build.log" >&2; die "build failed ($QS/build.log)"; }
 fi
 # What a user runs is what `cmake --install` puts on PATH, not the build tree.
@@ -142,7 +143,7 @@ NDD_PG=$(. "$STACK_DIR/env" && printf %s "$NDD_PG")
 stop_all_daemons
 P_ADMIN=$BASE P_AGG=$((BASE + 1)) P_ADA=$((BASE + 2)) P_SINKM=$((BASE + 3)) P_CORR=$((BASE + 4)) P_SINK=$((BASE + 80))
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in $P_ADMIN $P_AGG $P_ADA $P_SINKM $P_CORR $P_SINK $((BASE + 11)) $((BASE + 12)) $((BASE + 13)) $((BASE + 14)); do
+for p in $P_ADMIN $((BASE + 8)) $P_AGG $P_ADA $P_SINKM $P_CORR $P_SINK $((BASE + 11)) $((BASE + 12)) $((BASE + 13)) $((BASE + 14)); do
     port_busy "$p" && die "port $p is in use by another program (choose --ports-from N)"
 done
 start_daemon() { # name log command...
@@ -179,6 +180,16 @@ if [[ ! -s $QS/admin.token ]]; then
     "$ADMIN" token revoke --pg "$NDD_PG" --name quickstart >/dev/null 2>&1 || true
     (umask 077 && "$ADMIN" token create --pg "$NDD_PG" --role admin --name quickstart >"$QS/admin.token" 2>"$QS/token.log") ||
         { rm -f "$QS/admin.token"; die "ndd-admin token create failed: $(tail -3 "$QS/token.log")"; }
+fi
+
+# ndd-gui-api: the web console (docs/console.md) on port P+8, in front of ndd-admin.
+P_GUI=$((BASE + 8)) CONSOLE_LINE="  web console                 not built (needs npm: see docs/console.md)"
+if [[ -x $PREFIX/bin/ndd-gui-api && -f $PREFIX/share/ndd/console/index.html ]]; then
+    start_daemon gui-api "$QS/gui-api.log" "$PREFIX/bin/ndd-gui-api" --admin-url "http://127.0.0.1:$P_ADMIN" \
+        --web-root "$PREFIX/share/ndd/console" --http.port "$P_GUI" \
+        --metrics-urls "http://127.0.0.1:$P_ADA/metrics,http://127.0.0.1:$P_AGG/metrics"
+    wait_http ndd-gui-api "http://127.0.0.1:$P_GUI/healthz" 10 "$QS/gui-api.log"
+    CONSOLE_LINE="  web console                 http://127.0.0.1:$P_GUI/   log in with the token in $QS/admin.token"
 fi
 
 i=0
@@ -318,6 +329,7 @@ Where to look
   Kafka                       $NDD_KAFKA   (kcat -L -b $NDD_KAFKA; topics SCP…PCF, MAIN, XDR)
   xDRs                        kcat -C -b $NDD_KAFKA -t XDR -o -3 -e   (format: docs/xdr.md)
   PostgreSQL                  $NDD_PG
+$CONSOLE_LINE
   ndd-admin REST API          http://127.0.0.1:$P_ADMIN/api/v1/…   e.g. $TOKEN_HINT
   metrics  ndd-admin          http://127.0.0.1:$P_ADMIN/metrics
            ndd-aggregation    http://127.0.0.1:$P_AGG/metrics (SCP), ports $((BASE + 11))-$((BASE + 14)) (NRF, SEPP, BSF, PCF)

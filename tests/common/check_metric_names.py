@@ -20,7 +20,7 @@ Exit 0 when every family of every FILE passes; 2 on bad usage or an unreadable f
 import re
 import sys
 
-COMPONENTS = ("aggregation", "correlation", "adapter", "admin", "sink", "events", "config",
+COMPONENTS = ("aggregation", "correlation", "adapter", "admin", "sink", "gui", "events", "config",
               "metrics")
 PROCESS_FAMILIES = {
     "process_cpu_seconds_total", "process_resident_memory_bytes",

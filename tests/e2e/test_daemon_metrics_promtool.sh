@@ -172,6 +172,15 @@ if want ndd-admin admin; then
     FAMILY[ndd-admin]=ndd_admin_
 fi
 
+if want ndd-gui-api gui-api; then
+    # The console's server, in front of the admin (its live poller idles without a session).
+    wait_file "$T/admin.port" ndd-admin
+    "$BUILD/gui-api/ndd-gui-api" --admin-url "http://127.0.0.1:$(cat "$T/admin.port")" \
+        --web-root "$T" --http.port 0 --http.port-file "$T/gui.port" >"$T/ndd-gui-api.log" 2>&1 &
+    PID[ndd-gui-api]=$!
+    FAMILY[ndd-gui-api]=ndd_gui_
+fi
+
 ((${#ORDER[@]} > 0)) || fail "no NDD daemon is built in $BUILD"
 
 # ---- ports and readiness -----------------------------------------------------------------
@@ -190,6 +199,10 @@ fi
 if [ -n "${PID[ndd-admin]:-}" ]; then
     wait_file "$T/admin.port" ndd-admin
     URL[ndd-admin]=http://127.0.0.1:$(cat "$T/admin.port")
+fi
+if [ -n "${PID[ndd-gui-api]:-}" ]; then
+    wait_file "$T/gui.port" ndd-gui-api
+    URL[ndd-gui-api]=http://127.0.0.1:$(cat "$T/gui.port")
 fi
 
 for n in "${ORDER[@]}"; do
@@ -237,6 +250,7 @@ if [ -n "${PID[ndd-admin]:-}" ]; then
     # An unauthenticated API call (401) and a probe: the request counter gets labelled samples.
     curl -s -o /dev/null --max-time 2 "${URL[ndd-admin]}/api/v1/feeds"
 fi
+[ -n "${PID[ndd-gui-api]:-}" ] && curl -s -o /dev/null --max-time 2 "${URL[ndd-gui-api]}/api/v1/feeds"
 
 # ---- the check ---------------------------------------------------------------------------
 urls=()

@@ -1,0 +1,137 @@
+/* ndd-gui-api: the web console's server (docs/console.md). One HTTP server (services/base/httpd,
+ * HTTPS with services/base/tls) on one event loop serves the console's built files
+ * (gui_static.c), logs users in by exchanging an admin API token for a session cookie
+ * (gui_session.c), forwards /api/v1/... to ndd-admin with the session's token
+ * (gui_proxy.c), and streams live figures (gui_live.c) that a poller thread gathers from the
+ * admin's /status and the workers' /metrics (gui_prom.c parses them). gui_http.c is the
+ * small blocking HTTP/1.1 client the proxy and the poller share.
+ *
+ * Functions are named gui_<file>_<action>. */
+#ifndef NDD_GUI_H
+#define NDD_GUI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "daemon.h"
+#include "httpd.h"
+
+typedef struct gui_settings {
+    daemon_settings_t common;
+    const char *admin_url; /* http://host:port of ndd-admin */
+    const char *web_root;  /* the console's built files (gui-api/web/dist) */
+    const char *tls_cert, *tls_key;
+    int64_t session_ttl_ms; /* a session's lifetime from login */
+    int64_t max_sessions;
+    int64_t poll_ms;          /* live figures sampling period */
+    int64_t history_points;   /* points kept per series */
+    const char *metrics_urls; /* extra worker /metrics URLs, comma separated */
+    const char *token_file;   /* token the poller reads /status with; else a session's */
+    int64_t upstream_timeout_ms;
+} gui_settings_t;
+
+/* ---- gui_http.c: a blocking HTTP/1.1 client (plain HTTP, Connection: close) ---- */
+typedef struct gui_url {
+    char host[256];
+    char port[8];
+    char path[512]; /* "" when the URL has none */
+} gui_url_t;
+/* http://host[:port][/path]; 0 or -1 with err. */
+int gui_url_parse(const char *url, gui_url_t *out, char *err, size_t errlen);
+
+typedef struct gui_http_resp {
+    int status;
+    char etag[64];
+    char location[256];
+    char content_type[96];
+    buf_t body; /* bounded by the caller's buf_init max */
+} gui_http_resp_t;
+/* Sends method path to u with the headers ("Name: value" lines each ending in \r\n, may be
+ * NULL) and the body; fills resp (whose body buf the caller initialised). 0, or -1 with err
+ * naming the upstream (connect refused, timeout, malformed reply, reply too large). */
+int gui_http_request(const gui_url_t *u, const char *method, const char *path, const char *headers,
+                     const char *body, size_t body_len, int timeout_ms, gui_http_resp_t *resp,
+                     char *err, size_t errlen);
+
+/* ---- gui_session.c ---- */
+typedef struct gui_sessions gui_sessions_t;
+typedef struct gui_session_info {
+    char token[160];
+    char name[64];
+    char role[16];
+    char csrf[65];
+    int64_t expires_ms;
+} gui_session_info_t;
+gui_sessions_t *gui_sessions_new(size_t max, int64_t ttl_ms);
+void gui_sessions_free(gui_sessions_t *s);
+/* Creates a session; id_out (65 bytes) is the cookie value. -1 when out of random bytes. */
+int gui_sessions_create(gui_sessions_t *s, const char *token, const char *name, const char *role,
+                        int64_t now_ms, char *id_out, gui_session_info_t *info);
+/* Copies the session named by the request's cookie into info; false when none or expired. */
+bool gui_sessions_lookup(gui_sessions_t *s, const char *cookie_header, int64_t now_ms,
+                         gui_session_info_t *info);
+void gui_sessions_remove(gui_sessions_t *s, const char *cookie_header);
+/* The token of the newest live session (for the poller without a token file). */
+bool gui_sessions_any_token(gui_sessions_t *s, int64_t now_ms, char *token, size_t len);
+size_t gui_sessions_count(gui_sessions_t *s, int64_t now_ms);
+/* The value of cookie `name` in a Cookie header into out; false when absent. */
+bool gui_cookie_get(const char *cookie_header, const char *name, char *out, size_t outlen);
+
+/* ---- gui_prom.c: Prometheus text format 0.0.4 ---- */
+typedef struct gui_prom_sample {
+    const char *name; /* points into the parsed text (NUL-terminated by the parser) */
+    size_t name_len;
+    const char *labels; /* between the braces, "" without; raw, escapes left as they are */
+    size_t labels_len;
+    double value;
+} gui_prom_sample_t;
+/* Calls fn for every sample line of text (modified in place: never past len). Comments and
+ * blank lines are skipped; a malformed line stops the parse. Returns the number of samples,
+ * or -1 with err naming the line. */
+typedef void (*gui_prom_fn)(const gui_prom_sample_t *s, void *arg);
+int gui_prom_parse(char *text, size_t len, gui_prom_fn fn, void *arg, char *err, size_t errlen);
+/* The unescaped value of label `name` of a sample into out; false when absent. */
+bool gui_prom_label(const gui_prom_sample_t *s, const char *name, char *out, size_t outlen);
+
+/* ---- gui_live.c ---- */
+typedef struct gui_live gui_live_t;
+gui_live_t *gui_live_new(const gui_settings_t *s, gui_sessions_t *sessions, char *err,
+                         size_t errlen);
+/* Starts the poller thread. */
+int gui_live_start(gui_live_t *l);
+void gui_live_free(gui_live_t *l);
+/* GET /console/live: the series as server-sent events (docs/console.md). */
+void gui_live_handle(httpd_req_t *req, gui_live_t *l, const gui_session_info_t *who);
+
+/* ---- gui_server.c ---- */
+typedef struct gui_server gui_server_t;
+int gui_server_run(const gui_settings_t *s, daemon_t *d);
+
+/* ---- shared by the handlers ---- */
+typedef struct gui_ctx {
+    const gui_settings_t *s;
+    gui_url_t admin;
+    gui_sessions_t *sessions;
+    gui_live_t *live;
+    bool tls;
+    metrics_family_t *m_requests;
+} gui_ctx_t;
+int64_t gui_now_ms(void);
+/* The security headers every response carries (CSP and friends). */
+void gui_security_headers(httpd_req_t *req);
+void gui_static_handle(httpd_req_t *req, void *arg);
+void gui_proxy_handle(httpd_req_t *req, void *arg);
+void gui_session_login(httpd_req_t *req, void *arg);
+void gui_session_logout(httpd_req_t *req, void *arg);
+void gui_session_get(httpd_req_t *req, void *arg);
+/* The session of the request, answering 401 itself when there is none. */
+bool gui_session_require(httpd_req_t *req, gui_ctx_t *c, gui_session_info_t *info);
+/* The request's X-CSRF-Token is the session's (constant-time). */
+bool gui_session_csrf_ok(httpd_req_t *req, const gui_session_info_t *info);
+/* POST /console/filter-test: evaluates a filter on a sample copy (gui_filter_test.c). */
+void gui_filter_test_handle(httpd_req_t *req, void *arg);
+
+#endif
