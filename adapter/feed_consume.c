@@ -13,17 +13,26 @@
 
 /* ---- partitions and offsets ---- */
 
-/* A message is finished (acked, dead-lettered or abandoned at shutdown). */
+/* A message is finished (acked, dead-lettered or abandoned at shutdown). Its ack goes into the
+ * ledger; the caller stores the offsets once for the whole delivery (feed_delivery_release):
+ * a store is a librdkafka list and a partition lookup under its lock, worth doing per batch. */
 void feed_msg_finish(feed_t *f, feed_msg_t *m, bool done)
 {
     /* An ack of a partition revoked or re-assigned since is dropped by the ledger (stale):
      * the partition's owner reads the record again from the committed offset. */
-    if (done && !f->closing &&
-        partitions_ack(f->ledger, m->partition, m->epoch, m->ticket) == PARTITIONS_OK)
-        partitions_store(f->ledger, f->kc, f->cfg->source_topic);
+    if (done && !f->closing)
+        (void)partitions_ack(f->ledger, m->partition, m->epoch, m->ticket);
     if (m->rkm)
         rd_kafka_message_destroy(m->rkm);
     m->rkm = NULL;
+}
+
+void feed_store_cb(evutil_socket_t fd, short what, void *arg)
+{
+    feed_t *f = arg;
+    f->store_due = false;
+    if (!f->closing)
+        partitions_store(f->ledger, f->kc, f->cfg->source_topic);
 }
 
 /* Flow control. When the feed holds max_pending messages it first just stops polling: the

@@ -67,7 +67,7 @@ echo "build: $BUILD ($(awk -F= '/^CMAKE_BUILD_TYPE/ {print $2}' "$BUILD/CMakeCac
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
     -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
-read -r H2 H2TLS TCP TLSP SM AM < <("$ROOT/deploy/local/stack.sh" free-ports 6 | tr '\n' ' ')
+read -r H2 H2TLS TCP TLSP SM AM < <("$ROOT/deploy/local/stack.sh" free-ports 6 | tr '\n' ' ') || true
 "$SINK" --h2-port "$H2" --h2tls-port "$H2TLS" --tcp-port "$TCP" --tls-port "$TLSP" \
     --metrics-port "$SM" --cert "$WORK/cert.pem" --key "$WORK/key.pem" >"$WORK/sink.log" 2>&1 &
 PIDS+=($!)

@@ -87,7 +87,7 @@ if [[ $PROFILE == compare ]]; then
         exec "$ROOT/bench/compare.sh" --build "$BUILD"
     fi
     CSTACK=${STACK_DIR:-$(mktemp -d /tmp/ndd-compare-stack.XXXXXX)}
-    read -r KP CP < <("$ROOT/deploy/local/stack.sh" free-ports 2 "$PORT_RANGE" | tr '\n' ' ')
+    read -r KP CP < <("$ROOT/deploy/local/stack.sh" free-ports 2 "$PORT_RANGE" | tr '\n' ' ') || true
     "$ROOT/deploy/local/stack.sh" start --dir "$CSTACK" --kafka-port "$KP" --controller-port "$CP" \
         --no-pg >"$CSTACK.out" 2>&1 || die "stack did not start ($CSTACK.out)"
     rc=0

@@ -33,7 +33,7 @@ static void write_feeds(const char *path, const char *topic)
 /* Starts the adapter with bootstrap and feeds file; the pid (not waited for). */
 static pid_t spawn(const char *bootstrap, const char *feeds, int port, const char *log)
 {
-    char bin[600], ps[16], boot[300], ff[600];
+    char bin[600], ps[16], boot[300], ff[700];
     snprintf(bin, sizeof bin, "%s/adapter/ndd-adapter", NDD_BINARY_DIR);
     snprintf(ps, sizeof ps, "%d", port);
     snprintf(boot, sizeof boot, "%s", bootstrap);
