@@ -164,8 +164,12 @@ if ((CALLGRIND > 0)); then
         kill -INT $VPID 2>/dev/null || true
         wait $VPID 2>/dev/null || true
         ir=$(callgrind_annotate "$WORK/callgrind-$mode.out" 2>/dev/null |
-            awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
+            awk '/PROGRAM TOTALS/ && !done {gsub(",", "", $1); print $1; done = 1}' || true)
+        callgrind_annotate "$WORK/callgrind-$mode.out" 2>/dev/null | sed -n '/file:function/,$p' |
+            sed -n '3,17p' | cut -c1-140 >"$WORK/callgrind-$mode.top" || true
         echo "{\"mode\":\"$mode\",\"callgrind_copies\":$n,\"instructions\":${ir:-0},\"instructions_per_copy\":$(per "${ir:-0}" "$n")}"
+        echo "top functions (self instructions), $mode:"
+        cat "$WORK/callgrind-$mode.top"
     done
 fi
 
