@@ -3,7 +3,8 @@
 # efficient per CPU-second as on a backlog"). Starts the daemon on a fresh NF topic, lets it
 # join, then ndd-nf-sim produces --rate copies/s of 3,400 B for --duration seconds; the figure
 # is copies / (utime+stime of the daemon during the traffic and 2 s after it), so start-up and
-# the group join are not counted.
+# the group join are not counted. Per-thread CPU and voluntary context switches (wake-ups)
+# of the daemon go to stderr.
 #
 #   bench/aggregation/steady.sh [--build DIR] [--bootstrap HOST:PORT] [--rate 1000]
 #                               [--duration 20] [--daemon PATH]
