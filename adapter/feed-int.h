@@ -107,6 +107,10 @@ struct feed {
     struct event_base *base;
     int wake[2]; /* [0] read end watched by the loop; kafka io events + stop requests */
     struct event *wake_ev, *tick_ev, *poll_ev, *drain_ev, *lag_ev, *kick_ev;
+    /* Acks land in the ledger at once; their offsets are stored once per loop turn (store_ev,
+     * activated by the first ack of the turn): one librdkafka store for all of them. */
+    struct event *store_ev;
+    bool store_due;
     uint64_t kick_consumed; /* m_consumed when the kick was armed */
     uint32_t kick_ms;       /* next kick delay: doubles while kicks bring nothing */
     /* Bytes and records taken since the prefetch queue was last found empty, and librdkafka's
@@ -182,6 +186,7 @@ static inline int64_t now_wall_us(void)
 /* A message is finished (acked, dead-lettered or abandoned at shutdown); done: its offset may
  * be committed. */
 void feed_msg_finish(feed_t *f, feed_msg_t *m, bool done);
+void feed_store_cb(evutil_socket_t fd, short what, void *arg);
 /* Flow control after the amount held changed: stop polling, pause, resume. */
 void feed_update_pause(feed_t *f);
 void feed_poll(feed_t *f);

@@ -75,6 +75,8 @@ static void *feed_thread(void *arg)
     pthread_setname_np(pthread_self(), tn);
     endpoint_set_start(f->eps);
     event_base_dispatch(f->base);
+    /* The loop may have ended with this turn's store still queued (store_ev). */
+    partitions_store(f->ledger, f->kc, f->cfg->source_topic);
 
     /* Shutdown: nothing is reported to the engine any more; what is held is not committed. */
     f->closing = true;
@@ -131,8 +133,9 @@ static void feed_free(feed_t *f)
     filter_release(f->filter);
     if (f->ssl)
         tls_ctx_free(f->ssl);
-    struct event *evs[] = {f->wake_ev, f->tick_ev, f->poll_ev, f->drain_ev, f->lag_ev, f->kick_ev};
-    for (size_t i = 0; i < 6; i++)
+    struct event *evs[] = {f->wake_ev, f->tick_ev, f->poll_ev, f->drain_ev,
+                           f->lag_ev,  f->kick_ev, f->store_ev};
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])
             event_free(evs[i]);
     if (f->wake[0] > 0)
@@ -387,8 +390,10 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     f->drain_ev = event_new(f->base, -1, EV_PERSIST, feed_drain_check, f);
     f->lag_ev = event_new(f->base, -1, EV_PERSIST, feed_lag_cb, f);
     f->kick_ev = evtimer_new(f->base, feed_kick_cb, f);
+    f->store_ev = event_new(f->base, -1, 0, feed_store_cb, f);
     f->kick_ms = FEED_KICK_MIN_MS;
-    if (!f->wake_ev || !f->tick_ev || !f->poll_ev || !f->drain_ev || !f->lag_ev || !f->kick_ev) {
+    if (!f->wake_ev || !f->tick_ev || !f->poll_ev || !f->drain_ev || !f->lag_ev || !f->kick_ev ||
+        !f->store_ev) {
         snprintf(err, errlen, "feed %s: out of memory", cfg->name);
         goto fail;
     }

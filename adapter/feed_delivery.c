@@ -54,6 +54,10 @@ void feed_delivery_release(feed_t *f, feed_delivery_t *d, bool done)
             f->held_bytes -= d->msgs[i].rkm->len;
         feed_msg_finish(f, &d->msgs[i], done);
     }
+    if (done && !f->closing && d->n > 0 && !f->store_due) {
+        f->store_due = true; /* stored after this loop turn's other acks (feed_store_cb) */
+        event_active(f->store_ev, 0, 0);
+    }
     f->pending -= d->n;
     d->n = 0;
     evtimer_del(&d->timer);

@@ -19,6 +19,7 @@
 
 #include "codec.h"
 #include "filter.h"
+#include "kafka_wake.h"
 #include "log.h"
 #include "partitions.h"
 #include "worker_control.h"
@@ -86,7 +87,10 @@ struct agg_worker {
     struct timespec filter_mtime;
     int64_t filter_next_check_ms;
 
-    kafka_gate_t gate;    /* backpressure: pause after a long stall */
+    kafka_wake_t wake; /* readable when the consumer or the producer has work */
+    int64_t dr_now_ns; /* clock of this poll's delivery reports (0: not read yet) */
+    uint64_t dr_msgs, dr_bytes, in_msgs, in_bytes; /* counts of this poll, added after it */
+    kafka_gate_t gate;                             /* backpressure: pause after a long stall */
     bool backlog;         /* the last poll filled its room: more is probably waiting */
     int64_t dry_since_ms; /* since when polls return nothing after a backlog */
     uint64_t kicks;
@@ -409,10 +413,12 @@ static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messag
         return;
     if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (s->dest == AGG_DEST_MAIN) {
-            metrics_counter_inc(w->m.out_msgs);
-            metrics_counter_add(w->m.out_bytes, rkm->len);
-            metrics_histogram_observe(
-                w->m.latency, (double)(agg_now_ns(CLOCK_MONOTONIC) - s->t_produce_ns) / 1e9);
+            w->dr_msgs++;
+            w->dr_bytes += rkm->len;
+            if (!w->dr_now_ns)
+                w->dr_now_ns =
+                    agg_now_ns(CLOCK_MONOTONIC); /* the reports of one poll came together */
+            metrics_histogram_observe(w->m.latency, (double)(w->dr_now_ns - s->t_produce_ns) / 1e9);
         } else {
             metrics_counter_inc(w->m.dlq[s->reason < 0 ? CODEC_REASON__COUNT : s->reason]);
         }
@@ -530,13 +536,13 @@ nomem:
 /* Hands a READY slot to librdkafka: AGG_GO when queued (librdkafka owns the slot until its
  * delivery report), AGG_WAIT when the queue is full, AGG_FINISHED when it can be written
  * nowhere (w->fatal is set; the caller frees it, its offset stays unstored). */
-static int agg_produce(agg_worker_t *w, agg_slot_t *s)
+static int agg_produce(agg_worker_t *w, agg_slot_t *s, int64_t now_ns)
 {
     rd_kafka_message_t *m = s->src;
     /* Ends: each refusal moves the record down the ladder, which refuses a third time. */
     for (;;) {
         const char *topic = s->dest == AGG_DEST_MAIN ? w->main_topic : w->dlq_topic;
-        s->t_produce_ns = agg_now_ns(CLOCK_MONOTONIC);
+        s->t_produce_ns = now_ns;
         rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
         kafka_produce_result_t r =
             kafka_produce(w->producer, topic, RD_KAFKA_PARTITION_UA, m->key, m->key_len,
@@ -561,14 +567,14 @@ static void agg_process_fifo(agg_worker_t *w)
     if (!w->fifo_head)
         return;
     filter_t *flt = filter_slot_acquire(w->filter);
-    int64_t now_us = agg_now_ns(CLOCK_REALTIME) / 1000;
+    int64_t now_us = agg_now_ns(CLOCK_REALTIME) / 1000, now_ns = agg_now_ns(CLOCK_MONOTONIC);
     while (w->fifo_head && !w->fatal) {
         agg_slot_t *s = w->fifo_head;
         int r = AGG_GO;
         if (s->state == AGG_SLOT_NEW)
             r = agg_prepare(w, s, flt, now_us);
         if (r == AGG_GO)
-            r = agg_produce(w, s);
+            r = agg_produce(w, s, now_ns);
         if (r == AGG_WAIT)
             break;
         agg_fifo_pop(w);
@@ -688,6 +694,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "aggregation: out of memory");
         return NULL;
     }
+    w->wake.fd[0] = w->wake.fd[1] = -1; /* closed by agg_worker_free even before the pipe */
     w->cfg = *cfg;
     /* The values come filled from the settings (aggregation/main.c's spec table holds the
      * defaults, once): a zero here is a caller's mistake, not a request for a default. */
@@ -782,6 +789,12 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         .owner = w};
     if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
+    if (kafka_wake_init(&w->wake) ||
+        kafka_wake_watch(&w->wake, kafka_consumer_handle(w->consumer), true) ||
+        kafka_wake_watch(&w->wake, kafka_producer_handle(w->producer), false)) {
+        snprintf(err, errlen, "aggregation: cannot make the wake-up pipe: %s", strerror(errno));
+        goto fail;
+    }
     log_info("aggregation %s: consuming %s in group %s (%s%s), producing to %s (dead letters to "
              "%s), max in-flight %u, batch %u",
              cfg->nf_type, w->in_topic, w->group,
@@ -825,8 +838,8 @@ static void agg_kick_if_starved(agg_worker_t *w, size_t got, uint32_t room)
 static void agg_on_message(void *owner, rd_kafka_message_t *m)
 {
     agg_worker_t *w = owner;
-    metrics_counter_inc(w->m.in_msgs);
-    metrics_counter_add(w->m.in_bytes, m->len);
+    w->in_msgs++; /* added to the metrics once per poll (agg_poll_counts) */
+    w->in_bytes += m->len;
     bool ours = partitions_assigned(w->ledger, m->partition);
     agg_slot_t *s = NULL;
     if (!ours || strcmp(rd_kafka_topic_name(m->rkt), w->in_topic) != 0 || !(s = agg_slot_get(w))) {
@@ -846,30 +859,63 @@ static void agg_on_message(void *owner, rd_kafka_message_t *m)
     agg_fifo_push(w, s);
 }
 
+/* The counts of one poll go into the metrics at once (one atomic add each, not per record). */
+static void agg_poll_counts(agg_worker_t *w)
+{
+    if (w->dr_msgs) {
+        metrics_counter_add(w->m.out_msgs, w->dr_msgs);
+        metrics_counter_add(w->m.out_bytes, w->dr_bytes);
+        w->dr_msgs = w->dr_bytes = 0;
+    }
+    if (w->in_msgs) {
+        metrics_counter_add(w->m.in_msgs, w->in_msgs);
+        metrics_counter_add(w->m.in_bytes, w->in_bytes);
+        w->in_msgs = w->in_bytes = 0;
+    }
+    w->dr_now_ns = 0;
+}
+
+static void agg_producer_poll(agg_worker_t *w, int timeout_ms)
+{
+    kafka_producer_poll(w->producer, timeout_ms);
+    agg_poll_counts(w);
+}
+
+static size_t agg_consumer_poll(agg_worker_t *w, size_t max)
+{
+    size_t got = kafka_consumer_poll_each(w->consumer, max, 0, agg_on_message, w);
+    agg_poll_counts(w);
+    return got;
+}
+
 int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_atomic_t *reload)
 {
     while (!*stop && !w->fatal) {
         if (w->cfg.on_tick)
             w->cfg.on_tick(w->cfg.tick_arg);
-        kafka_producer_poll(w->producer, 0);
+        kafka_wake_drain(&w->wake); /* before serving the queues: no wake-up is lost */
+        agg_producer_poll(w, 0);
         agg_store_offsets(w);
         agg_filter_maybe_reload(w, reload);
         agg_process_fifo(w);
 
         uint32_t room = agg_backpressure(w);
         if (room > 0) {
-            /* With records in flight, come back soon for their acknowledgements. */
-            int timeout = agg_inflight(w) > 0 ? 1 : 100;
-            size_t got = kafka_consumer_poll_each(w->consumer, room, timeout, agg_on_message, w);
+            size_t got = agg_consumer_poll(w, room);
             agg_kick_if_starved(w, got, room);
             agg_process_fifo(w);
+            /* Nothing to take: sleep until a record or a delivery report arrives (not a 1 ms
+             * poll while records are in flight: at moderate rates those wake-ups were most of
+             * the CPU). After a backlog, short sleeps keep the starvation check timely. */
+            if (got == 0)
+                kafka_wake_wait(&w->wake, w->backlog ? AGG_DRY_MS : 100);
             continue;
         }
         /* Stalled: wait for acknowledgements. While paused the consumer is still polled for
          * rebalances; a record it returns anyway takes one of the batch's spare slots. */
-        kafka_producer_poll(w->producer, 10);
+        agg_producer_poll(w, 10);
         if (w->gate.paused && w->n_free > 0)
-            kafka_consumer_poll_each(w->consumer, w->n_free, 0, agg_on_message, w);
+            agg_consumer_poll(w, w->n_free);
     }
 
     /* Drain: nothing new is taken; what was handed to librdkafka gets up to the shutdown
@@ -882,11 +928,13 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
     while ((s = agg_fifo_pop(w)))
         agg_slot_put(w, s);
     int left = kafka_producer_flush(w->producer, w->cfg.shutdown_timeout_ms);
+    agg_poll_counts(w);
     if (left)
         log_warn("aggregation %s: %d records not acknowledged within %d ms; their offsets are "
                  "not committed (they will be consumed again)",
                  w->cfg.nf_type, left, w->cfg.shutdown_timeout_ms);
     agg_store_offsets(w);
+    kafka_wake_close(&w->wake);
     kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
     agg_stats_t st = agg_worker_stats(w);
     log_info("aggregation %s: stopped: consumed %" PRIu64 ", produced %" PRIu64
@@ -916,6 +964,7 @@ void agg_worker_free(agg_worker_t *w)
 {
     if (!w)
         return;
+    kafka_wake_close(&w->wake);
     kafka_pair_close(&w->producer, &w->consumer, w->cfg.shutdown_timeout_ms);
     for (uint32_t i = 0; w->slots && i < w->n_slots; i++) {
         if (w->slots[i].src)

@@ -32,6 +32,8 @@
 #                    AGG_ARGS and SIM_ARGS add options to every ndd-aggregation and to ndd-nf-sim,
 #                    e.g. --set "AGG_ARGS=--kafka.linger.ms=20" --set "SIM_ARGS=--prop linger.ms=20"
 #   --report-only    print table and JSON again from a kept --work-dir (no new run)
+#   --profile compare  not a traffic profile: bench/compare.sh (adapter per delivery mode,
+#                    librdkafka consume baseline, h2load, aggregation; same topic, ratios)
 # Ports come from $NDD_BENCH_PORTS (default 26000-26999) through stack.sh free-ports.
 # Exit 0 when the run completed and lost = 0; 1 when something was lost or failed; 2 on usage.
 set -euo pipefail
@@ -78,6 +80,21 @@ while (($#)); do
     esac
 done
 [[ -n $PROFILE ]] || usage
+# `compare` is not a traffic profile: the same-run adapter / librdkafka / h2load comparison on
+# one backlog (bench/compare.sh), on $NDD_KAFKA when set, else on a private stack (issue 12).
+if [[ $PROFILE == compare ]]; then
+    if [[ -n ${NDD_KAFKA:-} ]]; then
+        exec "$ROOT/bench/compare.sh" --build "$BUILD"
+    fi
+    CSTACK=${STACK_DIR:-$(mktemp -d /tmp/ndd-compare-stack.XXXXXX)}
+    read -r KP CP < <("$ROOT/deploy/local/stack.sh" free-ports 2 "$PORT_RANGE" | tr '\n' ' ') || true
+    "$ROOT/deploy/local/stack.sh" start --dir "$CSTACK" --kafka-port "$KP" --controller-port "$CP" \
+        --no-pg >"$CSTACK.out" 2>&1 || die "stack did not start ($CSTACK.out)"
+    rc=0
+    NDD_KAFKA=127.0.0.1:$KP "$ROOT/bench/compare.sh" --build "$BUILD" || rc=$?
+    ((KEEP)) || "$ROOT/deploy/local/stack.sh" destroy --dir "$CSTACK" --no-pg >/dev/null 2>&1 || true
+    exit $rc
+fi
 PROFILE_FILE=$ROOT/bench/profiles/$PROFILE.profile
 [[ -f $PROFILE_FILE ]] || die "no profile '$PROFILE' (have: $(cd "$ROOT/bench/profiles" && ls ./*.profile | sed 's|./||; s|\.profile||' | xargs))"
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# ndd-aggregation at a steady rate (issue 12: "at a steady 1,000 copies/s at least half as
+# efficient per CPU-second as on a backlog"). Starts the daemon on a fresh NF topic, lets it
+# join, then ndd-nf-sim produces --rate copies/s of 3,400 B for --duration seconds; the figure
+# is copies / (utime+stime of the daemon during the traffic and 2 s after it), so start-up and
+# the group join are not counted. Per-thread CPU and voluntary context switches (wake-ups)
+# of the daemon go to stderr.
+#
+#   bench/aggregation/steady.sh [--build DIR] [--bootstrap HOST:PORT] [--rate 1000]
+#                               [--duration 20] [--daemon PATH]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${NDD_BUILD_DIR:-$ROOT/build}
+BOOT=${NDD_KAFKA:-127.0.0.1:9092}
+RATE=1000 DURATION=20 DAEMON=""
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --bootstrap) BOOT=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --daemon) DAEMON=$2; shift 2 ;;
+    *) echo "steady: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+DAEMON=${DAEMON:-$BUILD/aggregation/ndd-aggregation}
+NFSIM=$BUILD/bench/nfsim/ndd-nf-sim
+WORK=$(mktemp -d /tmp/ndd-agg-steady-XXXXXX)
+APID=""
+trap '[[ -n $APID ]] && kill $APID 2>/dev/null; wait 2>/dev/null || true' EXIT
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+
+p="stdy$RANDOM-"
+"$NFSIM" --bootstrap "$BOOT" --count 1 --size 3400 --nf-mix SCP=1 --topic-prefix "$p" \
+    --partitions 3 --quiet >/dev/null 2>"$WORK/nfsim-create.log"
+"$DAEMON" --bootstrap="$BOOT" --nf-type=SCP --topic="${p}SCP" --main-topic="${p}MAIN" \
+    --dlq-topic="${p}DLQ" --group="${p}agg" --http.port=-1 --config-topic= --events-topic= \
+    --log.level=warn >"$WORK/agg.log" 2>&1 &
+APID=$!
+sleep 8 # join and the first record
+c0=$(cpu_s $APID)
+"$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
+    --topic-prefix "$p" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+sleep 2
+c1=$(cpu_s $APID)
+for t in /proc/$APID/task/*; do echo "thread $(cat $t/comm) cpu $(awk -v hz=$(getconf CLK_TCK) '{print ($14+$15)/hz}' $t/stat) vcsw $(awk '/^voluntary_ctxt/ {print $2}' $t/status)" >&2; done
+n=$(awk -v r="$RATE" -v d="$DURATION" 'BEGIN {print r * d}')
+echo "{\"daemon\":\"$DAEMON\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,\"cpu_s\":$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.2f", b - a}'),\"per_cpu_s\":$(awk -v n="$n" -v a="$c0" -v b="$c1" 'BEGIN {printf "%.0f", (b > a ? n / (b - a) : 0)}'),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Same-run comparison (issue 12): on ONE backlog topic, back to back, the adapter in each
+# delivery mode, librdkafka alone (the consume baseline) and h2load, all against one ndd-sink;
+# then the aggregation beside its produce-only baseline. Prints per CPU-second figures, each
+# adapter mode's ratio to the consume baseline, and the machine (CPU model, cores, load).
+#
+#   bench/compare.sh [--build DIR] [--bootstrap HOST:PORT] [--count N] [--modes LIST]
+#                    [--agg-count N] [--no-aggregation] [--callgrind N]
+#   bench/run.sh --profile compare [--build DIR] ...   (the same, started a stack if needed)
+#
+# Modes: h2c (one copy per HTTP/2 request), h2c-batch (batch_max 64), tcp (binary frames,
+# up to 16 per frame, acked), tls (the same over TLS), baseline (ndd-kafka-baseline consume),
+# h2load (h2load -m 128 POSTing 3,400-byte bodies to the same sink, h2c and TLS).
+# Each adapter mode is a fresh consumer group reading the same topic from the beginning; its
+# CPU is utime+stime of the whole ndd-adapter process (start, join, drain) until the sink side
+# acknowledged every copy, read from /proc (insensitive to waiting for a CPU, unlike rates per
+# wall second). The consume baseline counts from its first record (no join), so the ratio is
+# slightly in the baseline's favour.
+# --callgrind N additionally runs each adapter mode under valgrind --tool=callgrind on the
+# first N copies of the topic and prints instructions per copy (repeatable on a loaded
+# machine; the figure includes start-up, divided over N).
+# Needs a Release build (cmake -DCMAKE_BUILD_TYPE=Release), a broker (deploy/local/stack.sh),
+# h2load and openssl. Ports come from deploy/local/stack.sh free-ports.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${NDD_BUILD_DIR:-$ROOT/build}
+BOOT=${NDD_KAFKA:-127.0.0.1:9092}
+COUNT=100000
+AGG_COUNT=""
+MODES="h2c,h2c-batch,tcp,tls,baseline,h2load"
+AGG=1
+CALLGRIND=0
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --bootstrap) BOOT=$2; shift 2 ;;
+    --count) COUNT=$2; shift 2 ;;
+    --agg-count) AGG_COUNT=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    --no-aggregation) AGG=0; shift ;;
+    --callgrind) CALLGRIND=$2; shift 2 ;;
+    -h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compare: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+AGG_COUNT=${AGG_COUNT:-$((COUNT * 2))}
+ADAPTER=$BUILD/adapter/ndd-adapter
+SINK=$BUILD/bench/sink/ndd-sink
+NFSIM=$BUILD/bench/nfsim/ndd-nf-sim
+BASE=$BUILD/bench/baseline/ndd-kafka-baseline
+BAGG=$BUILD/bench/aggregation/ndd-bench-aggregation
+for b in "$ADAPTER" "$SINK" "$NFSIM" "$BASE"; do [[ -x $b ]] || { echo "missing $b" >&2; exit 1; }; done
+
+WORK=$(mktemp -d /tmp/ndd-compare-XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+cpu_model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+echo "machine: ${cpu_model:-unknown CPU}, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "build: $BUILD ($(awk -F= '/^CMAKE_BUILD_TYPE/ {print $2}' "$BUILD/CMakeCache.txt" 2>/dev/null))"
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+read -r H2 H2TLS TCP TLSP SM AM < <("$ROOT/deploy/local/stack.sh" free-ports 6 | tr '\n' ' ') || true
+"$SINK" --h2-port "$H2" --h2tls-port "$H2TLS" --tcp-port "$TCP" --tls-port "$TLSP" \
+    --metrics-port "$SM" --cert "$WORK/cert.pem" --key "$WORK/key.pem" >"$WORK/sink.log" 2>&1 &
+PIDS+=($!)
+sleep 0.5
+
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+hwm_mib() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+acked() {
+    curl -s "127.0.0.1:$AM/metrics" | awk '/^ndd_adapter_messages_acked_total/ {s+=$2} END {print s+0}'
+}
+per() { awk -v n="$1" -v c="$2" 'BEGIN {printf "%.0f", (c > 0 ? n / c : 0)}'; }
+
+prefix="cmp$RANDOM-"
+TOPIC="${prefix}SCP"
+echo "backlog: $COUNT copies of 3,400 B on $TOPIC (3 partitions)"
+"$NFSIM" --bootstrap "$BOOT" --count "$COUNT" --size 3400 --nf-mix SCP=1 \
+    --topic-prefix "$prefix" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+
+feed_json() { # name transport encoding url delivery extra
+    echo "{\"feeds\":[{\"name\":\"$1\",\"source_topic\":\"$TOPIC\",\"transport\":\"$2\",\"encoding\":\"$3\",\"endpoints\":[{\"url\":\"$4\"}],\"delivery\":{$5}$6}]}"
+}
+mode_feed() { # mode -> feeds file
+    local tlsca=",\"tls\":{\"ca_file\":\"$WORK/cert.pem\"}"
+    case $1 in
+    h2c) feed_json "cmp-$1-$RANDOM" http2 json "http://127.0.0.1:$H2/ingest" '"max_in_flight":128' '' ;;
+    h2c-batch) feed_json "cmp-$1-$RANDOM" http2 json "http://127.0.0.1:$H2/ingest" '"max_in_flight":32,"batch_max":64' '' ;;
+    tcp) feed_json "cmp-$1-$RANDOM" tcp frame "tcp://127.0.0.1:$TCP" '"max_in_flight":128' '' ;;
+    tls) feed_json "cmp-$1-$RANDOM" tls frame "tls://127.0.0.1:$TLSP" '"max_in_flight":128' "$tlsca" ;;
+    esac
+}
+
+declare -A PER
+ROWS=()
+row() { ROWS+=("$(printf '%-12s %10s %8s %8s %14s %8s' "$@")"); }
+for mode in ${MODES//,/ }; do
+    case $mode in
+    h2c | h2c-batch | tcp | tls)
+        mode_feed "$mode" >"$WORK/feeds-$mode.json"
+        start=$(date +%s.%N)
+        "$ADAPTER" --bootstrap "$BOOT" --feeds-file "$WORK/feeds-$mode.json" --http.port "$AM" \
+            --log.level warn ${ADAPTER_ARGS:-} >"$WORK/adapter-$mode.log" 2>&1 &
+        APID=$!
+        PIDS+=($APID)
+        deadline=$((SECONDS + 300))
+        while [[ $(acked) -lt $COUNT && $SECONDS -lt $deadline ]]; do sleep 0.2; done
+        end=$(date +%s.%N)
+        n=$(acked) cpu=$(cpu_s $APID) rss=$(hwm_mib $APID)
+        kill $APID
+        wait $APID 2>/dev/null || true
+        PER[$mode]=$(per "$n" "$cpu")
+        wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}')
+        echo "{\"mode\":\"$mode\",\"delivered\":$n,\"cpu_s\":$cpu,\"wall_s\":$wall,\"per_cpu_s\":${PER[$mode]},\"peak_rss_mib\":$rss}"
+        row "$mode" "$n" "$cpu" "$wall" "${PER[$mode]}" "$rss"
+        ;;
+    baseline)
+        "$BASE" --mode consume --bootstrap "$BOOT" --topic "$TOPIC" --count "$COUNT" \
+            >"$WORK/baseline.json" 2>"$WORK/baseline.log" || true
+        cat "$WORK/baseline.json"
+        b=$(sed -n 's/.*"msgs_per_cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")
+        PER[baseline]=${b%.*}
+        row baseline "$(sed -n 's/.*"records":\([0-9]*\).*/\1/p' "$WORK/baseline.json")" \
+            "$(sed -n 's/.*"cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" \
+            "$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" "${PER[baseline]:-0}" \
+            "$(sed -n 's/.*"rss_mb":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")"
+        ;;
+    h2load)
+        head -c 3400 /dev/zero | tr '\0' 'x' | sed 's/^/{"pad":"/; s/$/"}/' >"$WORK/body.json"
+        for u in "h2c http://127.0.0.1:$H2/ingest" "h2tls https://127.0.0.1:$H2TLS/ingest"; do
+            set -- $u
+            /usr/bin/time -f "%U %S %e" -o "$WORK/h2load-$1.time" \
+                h2load -n "$COUNT" -c 1 -m 128 -d "$WORK/body.json" "$2" >"$WORK/h2load-$1.out" 2>&1 || true
+            hcpu=$(awk '{print $1 + $2}' "$WORK/h2load-$1.time")
+            PER[h2load-$1]=$(per "$COUNT" "$hcpu")
+            echo "{\"mode\":\"h2load-$1\",\"requests\":$COUNT,\"cpu_s\":$hcpu,\"per_cpu_s\":${PER[h2load-$1]}}"
+            row "h2load-$1" "$COUNT" "$hcpu" "$(awk '{print $3}' "$WORK/h2load-$1.time")" "${PER[h2load-$1]}" "-"
+        done
+        ;;
+    *) echo "compare: unknown mode $mode" >&2; exit 2 ;;
+    esac
+done
+
+if ((CALLGRIND > 0)); then
+    for mode in ${MODES//,/ }; do
+        case $mode in h2c | h2c-batch | tcp | tls) ;; *) continue ;; esac
+        mode_feed "$mode" >"$WORK/cg-feeds-$mode.json"
+        valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind-$mode.out" \
+            "$ADAPTER" --bootstrap "$BOOT" --feeds-file "$WORK/cg-feeds-$mode.json" \
+            --http.port "$AM" --log.level warn >"$WORK/cg-adapter-$mode.log" 2>&1 &
+        VPID=$!
+        PIDS+=($VPID)
+        deadline=$((SECONDS + 600))
+        while [[ $(acked) -lt $CALLGRIND && $SECONDS -lt $deadline ]]; do sleep 1; done
+        n=$(acked)
+        kill -INT $VPID 2>/dev/null || true
+        wait $VPID 2>/dev/null || true
+        ir=$(callgrind_annotate "$WORK/callgrind-$mode.out" 2>/dev/null |
+            awk '/PROGRAM TOTALS/ && !done {gsub(",", "", $1); print $1; done = 1}' || true)
+        callgrind_annotate "$WORK/callgrind-$mode.out" 2>/dev/null | sed -n '/file:function/,$p' |
+            sed -n '3,17p' | cut -c1-140 >"$WORK/callgrind-$mode.top" || true
+        echo "{\"mode\":\"$mode\",\"callgrind_copies\":$n,\"instructions\":${ir:-0},\"instructions_per_copy\":$(per "${ir:-0}" "$n")}"
+        echo "top functions (self instructions), $mode:"
+        cat "$WORK/callgrind-$mode.top"
+    done
+fi
+
+echo
+echo "adapter vs librdkafka alone, same topic, same sink ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+printf '%-12s %10s %8s %8s %14s %8s %s\n' mode copies cpu_s wall_s per_cpu_s rss_mib "ratio to baseline"
+for r in "${ROWS[@]}"; do
+    m=${r%% *}
+    ratio=""
+    if [[ -n ${PER[baseline]:-} && ${PER[baseline]} -gt 0 && -n ${PER[$m]:-} ]]; then
+        ratio=$(awk -v a="${PER[$m]}" -v b="${PER[baseline]}" 'BEGIN {printf "%.2f", a / b}')
+    fi
+    echo "$r $ratio"
+done
+
+if ((AGG)) && [[ -x $BAGG ]]; then
+    echo
+    echo "aggregation vs produce-only and consume-only baselines ($AGG_COUNT copies of 3,400 B)"
+    "$BAGG" --bootstrap "$BOOT" --count "$AGG_COUNT" --size 3400 \
+        --daemon "$BUILD/aggregation/ndd-aggregation" 2>"$WORK/bench-aggregation.log" |
+        tee "$WORK/bench-aggregation.out"
+fi
+echo "logs in $WORK" >&2
