@@ -60,8 +60,7 @@ static int listener_version_ok(const char *v)
     return !*p && groups <= 2;
 }
 
-hvves_reason_t hvves_event_decode(hvves_arena_t *a, const uint8_t *p, size_t n,
-                                  hvves_event_t *out)
+hvves_reason_t hvves_event_decode(hvves_arena_t *a, const uint8_t *p, size_t n, hvves_event_t *out)
 {
     memset(out, 0, sizeof *out);
     a->used = 0;

@@ -36,8 +36,7 @@ int hvves_arena_init(hvves_arena_t *a, size_t max_payload);
 void hvves_arena_free(hvves_arena_t *a);
 
 /* Decodes and validates p[0..n); out points into the arena until the next call. */
-hvves_reason_t hvves_event_decode(hvves_arena_t *a, const uint8_t *p, size_t n,
-                                  hvves_event_t *out);
+hvves_reason_t hvves_event_decode(hvves_arena_t *a, const uint8_t *p, size_t n, hvves_event_t *out);
 const char *hvves_reason_name(hvves_reason_t r);
 
 #endif

@@ -57,13 +57,12 @@ typedef struct produced {
 } produced_t;
 
 kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, const char *topic,
-                                       const void *key, size_t klen, const void *value,
-                                       size_t vlen, rd_kafka_headers_t *hdrs, bool copy,
-                                       ingress_ack_t *a)
+                                       const void *key, size_t klen, const void *value, size_t vlen,
+                                       rd_kafka_headers_t *hdrs, bool copy, ingress_ack_t *a)
 {
     if (g->in_flight >= g->S->max_in_flight) {
-        metrics_counter_inc(metrics_counter_labels(g->m.produce_errors, transport_names[t],
-                                                   "queue-full"));
+        metrics_counter_inc(
+            metrics_counter_labels(g->m.produce_errors, transport_names[t], "queue-full"));
         return KAFKA_PRODUCE_FULL;
     }
     produced_t *p = malloc(sizeof *p);
@@ -76,9 +75,9 @@ kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, cons
                       copy ? KAFKA_VALUE_COPY : KAFKA_VALUE_BORROW, p, &err);
     if (r != KAFKA_PRODUCE_OK) {
         free(p);
-        metrics_counter_inc(metrics_counter_labels(g->m.produce_errors, transport_names[t],
-                                                   r == KAFKA_PRODUCE_FULL ? "queue-full"
-                                                                           : "produce-refused"));
+        metrics_counter_inc(
+            metrics_counter_labels(g->m.produce_errors, transport_names[t],
+                                   r == KAFKA_PRODUCE_FULL ? "queue-full" : "produce-refused"));
         log_debug("produce to %s refused: %s", topic, rd_kafka_err2str(err));
         return r;
     }
@@ -127,24 +126,24 @@ static int metrics_setup(ingress_t *g)
     metrics_family_t *rx = metrics_counter_new(
         r, "ndd_ingress_messages_received_total",
         "messages received (copies, VES events, HV-VES frames), valid or not", "transport");
-    metrics_family_t *rxb =
-        metrics_counter_new(r, "ndd_ingress_messages_received_bytes_total",
-                            "bytes of the messages received (HV-VES: WTP payload bytes)",
-                            "transport");
-    metrics_family_t *ack = metrics_counter_new(
-        r, "ndd_ingress_messages_acked_total", "records Kafka acknowledged", "transport");
+    metrics_family_t *rxb = metrics_counter_new(
+        r, "ndd_ingress_messages_received_bytes_total",
+        "bytes of the messages received (HV-VES: WTP payload bytes)", "transport");
+    metrics_family_t *ack = metrics_counter_new(r, "ndd_ingress_messages_acked_total",
+                                                "records Kafka acknowledged", "transport");
     g->m.dropped = metrics_counter_new(r, "ndd_ingress_messages_dropped_total",
                                        "messages refused or skipped, by cause", "transport,reason");
-    g->m.produce_errors =
-        metrics_counter_new(r, "ndd_ingress_produce_errors_total",
-                            "records Kafka did not take or did not acknowledge", "transport,reason");
-    g->m.requests = metrics_counter_new(r, "ndd_ingress_requests_total",
-                                        "HTTP requests answered, by status", "transport,status_code");
+    g->m.produce_errors = metrics_counter_new(r, "ndd_ingress_produce_errors_total",
+                                              "records Kafka did not take or did not acknowledge",
+                                              "transport,reason");
+    g->m.requests =
+        metrics_counter_new(r, "ndd_ingress_requests_total", "HTTP requests answered, by status",
+                            "transport,status_code");
     double b[16];
     metrics_buckets_exponential(0.0005, 2, 16, b);
-    metrics_family_t *lat = metrics_histogram_new(
-        r, "ndd_ingress_message_ack_seconds", "time from receipt to Kafka's acknowledgement",
-        "transport", b, 16);
+    metrics_family_t *lat =
+        metrics_histogram_new(r, "ndd_ingress_message_ack_seconds",
+                              "time from receipt to Kafka's acknowledgement", "transport", b, 16);
     double tb[16];
     metrics_buckets_exponential(0.001, 2, 16, tb);
     metrics_family_t *travel = metrics_histogram_new(
@@ -257,8 +256,11 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
     props[np++] = (kafka_prop_t){"message.timeout.ms", tmo};
     for (size_t i = 0; i < d->n_props && np < 64; i++)
         props[np++] = d->props[i];
-    kafka_producer_opts_t po = {.brokers = d->brokers, .client_id = "ndd-ingress",
-                                .props = props, .n_props = np, .on_delivery = on_delivery,
+    kafka_producer_opts_t po = {.brokers = d->brokers,
+                                .client_id = "ndd-ingress",
+                                .props = props,
+                                .n_props = np,
+                                .on_delivery = on_delivery,
                                 .owner = &g};
     g.prod = kafka_producer_new(&po, err, sizeof err);
     if (!g.prod) {
@@ -266,8 +268,11 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
         goto out;
     }
     if (S->tls_cert) {
-        tls_config_t tc = {.cert_file = S->tls_cert, .key_file = S->tls_key, .ca_file = S->tls_ca,
-                           .require_client_cert = S->tls_client_cert, .alpn = "h2,http/1.1"};
+        tls_config_t tc = {.cert_file = S->tls_cert,
+                           .key_file = S->tls_key,
+                           .ca_file = S->tls_ca,
+                           .require_client_cert = S->tls_client_cert,
+                           .alpn = "h2,http/1.1"};
         g.tls = tls_server_ctx_new(&tc, err, sizeof err);
         if (!g.tls) {
             fprintf(stderr, "ndd-ingress: TLS: %s\n", err);

@@ -91,9 +91,8 @@ struct ingress {
 /* Produce one record whose acknowledgement a reply waits for. value is borrowed (alive until
  * done ran) unless copy. KAFKA_PRODUCE_FULL also when in_flight reached max-in-flight. */
 kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, const char *topic,
-                                       const void *key, size_t klen, const void *value,
-                                       size_t vlen, rd_kafka_headers_t *hdrs, bool copy,
-                                       ingress_ack_t *a);
+                                       const void *key, size_t klen, const void *value, size_t vlen,
+                                       rd_kafka_headers_t *hdrs, bool copy, ingress_ack_t *a);
 void ingress_dropped(ingress_t *g, ingress_transport_t t, const char *reason);
 void ingress_request_done(ingress_t *g, ingress_transport_t t, int status);
 /* The topic of a domain by a "domain=topic" route list, else prefix + domain; into out. */

@@ -76,8 +76,7 @@ static int copy_headers(const h2server_request_t *r, rd_kafka_headers_t *h, char
             for (size_t k = 0; k < 5 && !ps; k++)
                 ps = strlen(pseudo[k]) == nl && !memcmp(pseudo[k], n, nl);
             if (nl + 2 > sizeof name) {
-                snprintf(field, flen, "%.*s", (int)(f->name_len > 60 ? 60 : f->name_len),
-                         f->name);
+                snprintf(field, flen, "%.*s", (int)(f->name_len > 60 ? 60 : f->name_len), f->name);
                 return -1;
             }
             snprintf(name, sizeof name, "%c%.*s", ps ? ':' : '@', (int)nl, n);
@@ -117,8 +116,8 @@ static void copy_request(h2l_t *l, h2server_stream_t *s, const h2server_request_
         rd_kafka_headers_destroy(h);
         const char *reason = codec_reason_name(ce.reason);
         ingress_dropped(g, INGRESS_T_H2_COPY, reason);
-        json_t *o = json_pack("{s:s,s:s,s:s}", "reason", reason, "field", ce.field, "detail",
-                              ce.detail);
+        json_t *o =
+            json_pack("{s:s,s:s,s:s}", "reason", reason, "field", ce.field, "detail", ce.detail);
         char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         respond(g, INGRESS_T_H2_COPY, s, ce.reason == CODEC_ERR_OVERSIZED ? 413 : 400,
@@ -177,10 +176,13 @@ static void on_request(void *arg, h2server_stream_t *s, const h2server_request_t
             cert = x && SSL_get_verify_result(r->ssl) == X509_V_OK;
             X509_free(x);
         }
-        ves_in_t vi = {.method = r->method, .path = path,
+        ves_in_t vi = {.method = r->method,
+                       .path = path,
                        .authorization = field(r, "authorization"),
-                       .content_type = field(r, "content-type"), .client_cert = cert,
-                       .body = r->body, .len = r->body_len};
+                       .content_type = field(r, "content-type"),
+                       .client_cert = cert,
+                       .body = r->body,
+                       .len = r->body_len};
         return ingress_ves_handle(l->g->ves_h2, &vi, (ves_reply_t){ves_send, s});
     }
     respond(l->g, INGRESS_T_H2_COPY, s, 404, "{\"reason\":\"no-such-path\"}");
@@ -207,10 +209,13 @@ static void *h2_start(ingress_t *g, char *err, size_t errlen)
     }
     l->g = g;
     const ingress_settings_t *S = g->S;
-    h2server_options_t o = {.bind_addr = S->listen, .port = (uint16_t)S->h2_port,
+    h2server_options_t o = {.bind_addr = S->listen,
+                            .port = (uint16_t)S->h2_port,
                             .ssl_ctx = S->h2_tls ? g->tls : NULL,
                             .max_streams = (uint32_t)S->h2_max_streams,
-                            .max_body = (size_t)S->max_body, .on_request = on_request, .arg = l};
+                            .max_body = (size_t)S->max_body,
+                            .on_request = on_request,
+                            .arg = l};
     l->srv = h2server_new(g->base, &o, err, errlen);
     if (!l->srv) {
         free(l);

@@ -70,8 +70,8 @@ static int on_event(hvconn_t *c, const wtp_frame_t *f)
         return 0;
     }
     char topic[256];
-    if (!ingress_route(&g->S->hvves_routes, g->S->hvves_topic_prefix, ev.domain,
-                       strlen(ev.domain), topic, sizeof topic)) {
+    if (!ingress_route(&g->S->hvves_routes, g->S->hvves_topic_prefix, ev.domain, strlen(ev.domain),
+                       topic, sizeof topic)) {
         ingress_dropped(g, INGRESS_T_HVVES, "unrouted");
         return 0;
     }
@@ -235,8 +235,8 @@ static void *hv_start(ingress_t *g, char *err, size_t errlen)
     }
     l->g = g;
     char spec[160];
-    snprintf(spec, sizeof spec, strchr(g->S->listen, ':') ? "[%s]:%lld" : "%s:%lld",
-             g->S->listen, (long long)g->S->hvves_port);
+    snprintf(spec, sizeof spec, strchr(g->S->listen, ':') ? "[%s]:%lld" : "%s:%lld", g->S->listen,
+             (long long)g->S->hvves_port);
     struct sockaddr_storage ss;
     int sl = sizeof ss;
     if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) ||

@@ -147,14 +147,14 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
         kafka_produce_result_t pr;
         q->pending++;
         if (!batch) {
-            pr = ingress_produce(g, INGRESS_T_VES, topic, key, strlen(key), in->body, in->len,
-                                 NULL, false, &q->ack);
+            pr = ingress_produce(g, INGRESS_T_VES, topic, key, strlen(key), in->body, in->len, NULL,
+                                 false, &q->ack);
         } else {
             json_t *one = json_pack("{s:O}", "event", p.events[i]);
             char *txt = one ? json_dumps(one, JSON_COMPACT) : NULL;
             json_decref(one);
-            pr = txt ? ingress_produce(g, INGRESS_T_VES, topic, key, strlen(key), txt,
-                                       strlen(txt), NULL, true, &q->ack)
+            pr = txt ? ingress_produce(g, INGRESS_T_VES, topic, key, strlen(key), txt, strlen(txt),
+                                       NULL, true, &q->ack)
                      : KAFKA_PRODUCE_ERROR;
             free(txt);
         }
@@ -209,10 +209,13 @@ static void h1_request(struct evhttp_request *req, void *arg)
     char path[256];
     size_t pl = strcspn(uri, "?");
     snprintf(path, sizeof path, "%.*s", (int)(pl < sizeof path ? pl : sizeof path - 1), uri);
-    ves_in_t vi = {.method = cmd == EVHTTP_REQ_POST ? "POST" : "OTHER", .path = path,
+    ves_in_t vi = {.method = cmd == EVHTTP_REQ_POST ? "POST" : "OTHER",
+                   .path = path,
                    .authorization = evhttp_find_header(ih, "Authorization"),
-                   .content_type = evhttp_find_header(ih, "Content-Type"), .client_cert = cert,
-                   .body = body, .len = len};
+                   .content_type = evhttp_find_header(ih, "Content-Type"),
+                   .client_cert = cert,
+                   .body = body,
+                   .len = len};
     ingress_ves_handle(v, &vi, (ves_reply_t){h1_send, req});
 }
 

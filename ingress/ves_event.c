@@ -9,17 +9,27 @@
 #include <string.h>
 
 static const char *const domains[] = {
-    "fault",       "heartbeat",   "measurement", "mobileFlow",
-    "notification", "other",      "perf3gpp",    "pnfRegistration",
-    "sipSignaling", "stateChange", "stndDefined", "syslog",
-    "thresholdCrossingAlert", "voiceQuality",
+    "fault",
+    "heartbeat",
+    "measurement",
+    "mobileFlow",
+    "notification",
+    "other",
+    "perf3gpp",
+    "pnfRegistration",
+    "sipSignaling",
+    "stateChange",
+    "stndDefined",
+    "syslog",
+    "thresholdCrossingAlert",
+    "voiceQuality",
 };
 static const char *const priorities[] = {"High", "Medium", "Normal", "Low"};
 
 static const char *const svc2000 = "The following service error occurred: %1. Error code is %2";
 
-void ves_error_set(ves_error_t *err, int status, const char *kind, const char *id,
-                   const char *text, const char *var1, const char *var2)
+void ves_error_set(ves_error_t *err, int status, const char *kind, const char *id, const char *text,
+                   const char *var1, const char *var2)
 {
     err->status = status;
     err->kind = kind;
@@ -75,9 +85,14 @@ static int check_header(json_t *event, const char **domain, ves_error_t *err)
         return schema_error(err, "is missing", "event.commonEventHeader");
     if (!json_is_object(h))
         return schema_error(err, "is not an object", "event.commonEventHeader");
-    static const char *const strings[] = {"domain",    "eventId",    "eventName",
-                                          "priority",  "reportingEntityName",
-                                          "sourceName", "version",   "vesEventListenerVersion"};
+    static const char *const strings[] = {"domain",
+                                          "eventId",
+                                          "eventName",
+                                          "priority",
+                                          "reportingEntityName",
+                                          "sourceName",
+                                          "version",
+                                          "vesEventListenerVersion"};
     char f[96];
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         json_t *v = json_object_get(h, strings[i]);
@@ -113,9 +128,9 @@ static int check_header(json_t *event, const char **domain, ves_error_t *err)
         return schema_error(err, "is not 4.x", "commonEventHeader.version");
     if (!version_of(json_string_value(json_object_get(h, "vesEventListenerVersion")), '7'))
         return schema_error(err, "is not 7.x", "commonEventHeader.vesEventListenerVersion");
-    for (const char *const *o = (const char *const[]){"eventType", "nfNamingCode",
-                                                      "nfVendorName", "reportingEntityId",
-                                                      "sourceId", "timeZoneOffset", NULL};
+    for (const char *const *o =
+             (const char *const[]){"eventType", "nfNamingCode", "nfVendorName", "reportingEntityId",
+                                   "sourceId", "timeZoneOffset", NULL};
          *o; o++) {
         json_t *v = json_object_get(h, *o);
         snprintf(f, sizeof f, "commonEventHeader.%s", *o);

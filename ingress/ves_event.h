@@ -26,11 +26,11 @@ typedef struct ves_error {
 } ves_error_t;
 
 typedef struct ves_parsed {
-    json_t *root;          /* owned: json_decref when done (ves_parsed_free) */
-    json_t **events;       /* borrowed from root: the event objects */
+    json_t *root;    /* owned: json_decref when done (ves_parsed_free) */
+    json_t **events; /* borrowed from root: the event objects */
     size_t n_events;
-    json_t *one[1];        /* storage for a single event */
-    const char *domain;    /* of every event */
+    json_t *one[1];     /* storage for a single event */
+    const char *domain; /* of every event */
     size_t domain_len;
 } ves_parsed_t;
 
@@ -42,8 +42,8 @@ void ves_parsed_free(ves_parsed_t *p);
 const char *ves_event_source_name(json_t *event);
 
 /* Fills err with an ONAP error by kind of failure. */
-void ves_error_set(ves_error_t *err, int status, const char *kind, const char *id,
-                   const char *text, const char *var1, const char *var2);
+void ves_error_set(ves_error_t *err, int status, const char *kind, const char *id, const char *text,
+                   const char *var1, const char *var2);
 /* The JSON error body into out (NUL-terminated); its length. */
 size_t ves_error_body(const ves_error_t *err, char *out, size_t outlen);
 

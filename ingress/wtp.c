@@ -12,8 +12,8 @@ wtp_result_t wtp_parse(const uint8_t *buf, size_t len, uint32_t max_payload, wtp
     f->major = buf[1];
     f->minor = buf[2];
     f->payload_type = (uint16_t)(buf[6] << 8 | buf[7]);
-    f->payload_len = (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 | (uint32_t)buf[10] << 8 |
-                     buf[11];
+    f->payload_len =
+        (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 | (uint32_t)buf[10] << 8 | buf[11];
     if (f->payload_len > max_payload)
         return WTP_TOO_BIG;
     f->size = WTP_HEADER_SIZE + (size_t)f->payload_len;

@@ -14,12 +14,12 @@
 #define WTP_DEFAULT_MAX_PAYLOAD (1u << 20)
 
 typedef enum wtp_result {
-    WTP_FRAME = 0,       /* a complete, well-formed frame of payload type VesEvent */
-    WTP_NEED_MORE,       /* the buffer ends inside the frame: read more */
-    WTP_SKIP_VERSION,    /* complete frame of an unknown version: skip `size` bytes */
-    WTP_SKIP_TYPE,       /* complete frame of an unknown payload type: skip `size` bytes */
-    WTP_BAD_MAGIC,       /* not a WTP stream: close the connection */
-    WTP_TOO_BIG,         /* payload length above the limit: close the connection */
+    WTP_FRAME = 0,    /* a complete, well-formed frame of payload type VesEvent */
+    WTP_NEED_MORE,    /* the buffer ends inside the frame: read more */
+    WTP_SKIP_VERSION, /* complete frame of an unknown version: skip `size` bytes */
+    WTP_SKIP_TYPE,    /* complete frame of an unknown payload type: skip `size` bytes */
+    WTP_BAD_MAGIC,    /* not a WTP stream: close the connection */
+    WTP_TOO_BIG,      /* payload length above the limit: close the connection */
 } wtp_result_t;
 
 typedef struct wtp_frame {

@@ -37,7 +37,7 @@ struct h2server_stream {
     bool handed;    /* given to on_request: the owner must respond */
     bool responded; /* a response was submitted (or 413 by the server itself) */
     bool too_big;
-    char *hdr;      /* "name\0value\0" pairs */
+    char *hdr; /* "name\0value\0" pairs */
     size_t hdr_len, hdr_cap;
     size_t n_pairs;
     uint8_t *body;
@@ -139,8 +139,8 @@ static int stream_submit(h2server_stream_t *st, int status, const h2server_heade
     char code[8];
     snprintf(code, sizeof code, "%d", status);
     size_t n = 0;
-    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)code, 7, strlen(code),
-                           NGHTTP2_NV_FLAG_NONE};
+    nv[n++] =
+        (nghttp2_nv){(uint8_t *)":status", (uint8_t *)code, 7, strlen(code), NGHTTP2_NV_FLAG_NONE};
     for (size_t i = 0; i < n_hdrs && n < 32; i++)
         nv[n++] = (nghttp2_nv){(uint8_t *)hdrs[i].name, (uint8_t *)hdrs[i].value,
                                strlen(hdrs[i].name), strlen(hdrs[i].value), NGHTTP2_NV_FLAG_NONE};
@@ -520,16 +520,15 @@ h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts
     struct sockaddr_storage ss;
     int sslen = sizeof ss;
     char spec[128];
-    snprintf(spec, sizeof spec, strchr(s->o.bind_addr, ':') ? "[%s]:%u" : "%s:%u",
-             s->o.bind_addr, (unsigned)s->o.port);
+    snprintf(spec, sizeof spec, strchr(s->o.bind_addr, ':') ? "[%s]:%u" : "%s:%u", s->o.bind_addr,
+             (unsigned)s->o.port);
     if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sslen)) {
         snprintf(err, errlen, "bad listen address %s", spec);
         free(s);
         return NULL;
     }
-    s->lst = evconnlistener_new_bind(base, on_accept, s,
-                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 1024,
-                                     (struct sockaddr *)&ss, sslen);
+    s->lst = evconnlistener_new_bind(base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+                                     1024, (struct sockaddr *)&ss, sslen);
     if (!s->lst) {
         snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
         free(s);

@@ -49,8 +49,8 @@ typedef struct h2server_request {
     h2server_field_t fields[H2SERVER_MAX_HEADERS];
     const uint8_t *body;
     size_t body_len;
-    const char *peer;  /* "ip:port" */
-    const SSL *ssl;    /* the TLS session (client certificate), NULL for h2c */
+    const char *peer;     /* "ip:port" */
+    const SSL *ssl;       /* the TLS session (client certificate), NULL for h2c */
     bool too_many_fields; /* more fields than H2SERVER_MAX_HEADERS were sent (dropped) */
 } h2server_request_t;
 
@@ -91,8 +91,8 @@ typedef struct h2server_header {
 /* Sends the response of s (the body is copied). May be called after the client reset or
  * closed the stream (or the connection): then it only releases s. 0, or -1 when the
  * response could not be queued (s is released either way). */
-int h2server_respond(h2server_stream_t *s, int status, const h2server_header_t *hdrs,
-                     size_t n_hdrs, const void *body, size_t body_len);
+int h2server_respond(h2server_stream_t *s, int status, const h2server_header_t *hdrs, size_t n_hdrs,
+                     const void *body, size_t body_len);
 
 /* Whether the client can still receive the response of s. */
 bool h2server_stream_open(const h2server_stream_t *s);

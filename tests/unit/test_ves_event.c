@@ -12,9 +12,9 @@
 #include "ves_event.h"
 
 #define HDR(dom, extra)                                                                            \
-    "{\"commonEventHeader\":{\"domain\":\"" dom "\",\"eventId\":\"e1\",\"eventName\":\"n\","      \
-    "\"lastEpochMicrosec\":1,\"priority\":\"Normal\",\"reportingEntityName\":\"r\","              \
-    "\"sequence\":1,\"sourceName\":\"s\",\"startEpochMicrosec\":1,\"version\":\"4.1\","           \
+    "{\"commonEventHeader\":{\"domain\":\"" dom "\",\"eventId\":\"e1\",\"eventName\":\"n\","       \
+    "\"lastEpochMicrosec\":1,\"priority\":\"Normal\",\"reportingEntityName\":\"r\","               \
+    "\"sequence\":1,\"sourceName\":\"s\",\"startEpochMicrosec\":1,\"version\":\"4.1\","            \
     "\"vesEventListenerVersion\":\"7.2.1\"" extra "}}"
 
 static int check(const char *body, bool batch, ves_error_t *e)
@@ -52,9 +52,8 @@ static void test_ves_refusals_name_the_field_with_onap_ids(void **s)
     assert_non_null(strstr(e.var1, "commonEventHeader.domain is not a VES domain"));
     assert_int_equal(check("{\"event\":" HDR("fault", ",\"eventType\":3") "}", false, &e), -1);
     assert_non_null(strstr(e.var1, "commonEventHeader.eventType is not a string"));
-    assert_int_equal(check("{\"eventList\":[" HDR("fault", "") "," HDR("syslog", "") "]}", true,
-                           &e),
-                     -1);
+    assert_int_equal(
+        check("{\"eventList\":[" HDR("fault", "") "," HDR("syslog", "") "]}", true, &e), -1);
     assert_string_equal(e.var1, "Different value of domain fields in Batch Event");
     assert_int_equal(check("{\"eventList\":[]}", true, &e), -1);
     assert_int_equal(e.status, 400);

@@ -14,8 +14,17 @@
 
 static size_t frame(uint8_t *out, uint8_t magic, uint8_t major, uint16_t type, uint32_t len)
 {
-    uint8_t h[12] = {magic, major, 0, 0, 0, 0, (uint8_t)(type >> 8), (uint8_t)type,
-                     (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+    uint8_t h[12] = {magic,
+                     major,
+                     0,
+                     0,
+                     0,
+                     0,
+                     (uint8_t)(type >> 8),
+                     (uint8_t)type,
+                     (uint8_t)(len >> 24),
+                     (uint8_t)(len >> 16),
+                     (uint8_t)(len >> 8),
                      (uint8_t)len};
     memcpy(out, h, 12);
     memset(out + 12, 'p', len);
