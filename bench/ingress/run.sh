@@ -40,11 +40,12 @@ run() { # NAME TRANSPORT COMMAND...
     c1=$(cpu)
     local ok
     ok=$(awk '/succeeded/ {print $8}' "$T/out")
-    [ -n "$ok" ] || ok=$(grep -o '"frames": [0-9]*' "$T/out" | awk '{print $2}')
+    [ -n "$ok" ] || ok=$(grep -o '"frames": [0-9]*' "$T/out" | awk '{print $2}' || true)
     local mb
-    mb=$(grep -o '"payload_bytes": [0-9]*' "$T/out" | awk '{print $2}')
+    mb=$(grep -o '"payload_bytes": [0-9]*' "$T/out" | awk '{print $2}' || true)
     awk -v n="$name" -v ok="$ok" -v c="$(echo "$c1 - $c0" | bc)" -v w="$(echo "$t1 - $t0" | bc)" \
         -v p50="$(quant "$tr" 0.5)" -v p99="$(quant "$tr" 0.99)" -v mb="${mb:-0}" 'BEGIN {
+        if (c <= 0) c = 0.001
         printf "{\"run\":\"%s\",\"ok\":%d,\"wall_s\":%.2f,\"ingress_cpu_s\":%.2f,\"per_cpu_s\":%d,\"per_s\":%d,\"mb_per_cpu_s\":%.1f,\"p50_le_s\":%s,\"p99_le_s\":%s}\n",
             n, ok, w, c, ok / c, ok / w, mb / 1e6 / c, p50, p99 }'
 }
