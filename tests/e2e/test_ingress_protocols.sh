@@ -144,4 +144,7 @@ echo "slow reader wrote $written bytes; RSS ${before} kB -> ${after} kB"
 [ $((after - before)) -lt 20480 ] || fail "RSS grew by $((after - before)) kB for a client that does not read"
 kill -0 "$ING_PID" || fail "ndd-ingress died"
 expect "copy after slow reader" 202 "$T/r" "${CURL_COPY[@]}" --data-binary '{"q":3}' "$CURL_URL"
+curl -s "http://127.0.0.1:$HTTP/metrics" >"$T/metrics"
+python3 "$SRC/tests/common/check_metric_names.py" "$SRC/docs/observability.md" ndd-ingress="$T/metrics" ||
+    fail "metric names"
 echo "PASS: VES (HTTP/1.1, HTTP/2), HTTP/2 copies and HV-VES: exactly once, keys, every bad class, bounded memory"
