@@ -268,13 +268,17 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
         goto out;
     }
     if (S->tls_cert) {
+        /* One context per ALPN: a client offering "h2,http/1.1" must get h2 from the HTTP/2
+         * listener and http/1.1 from evhttp's. */
         tls_config_t tc = {.cert_file = S->tls_cert,
                            .key_file = S->tls_key,
                            .ca_file = S->tls_ca,
                            .require_client_cert = S->tls_client_cert,
-                           .alpn = "h2,http/1.1"};
+                           .alpn = "h2"};
         g.tls = tls_server_ctx_new(&tc, err, sizeof err);
-        if (!g.tls) {
+        tc.alpn = "http/1.1";
+        g.tls_h1 = g.tls ? tls_server_ctx_new(&tc, err, sizeof err) : NULL;
+        if (!g.tls || !g.tls_h1) {
             fprintf(stderr, "ndd-ingress: TLS: %s\n", err);
             goto out;
         }
@@ -326,6 +330,7 @@ out:
         close(pfd[1]);
     }
     tls_ctx_free(g.tls);
+    tls_ctx_free(g.tls_h1);
     if (g.base)
         event_base_free(g.base);
     return rc;

@@ -79,7 +79,8 @@ struct ingress {
     const ingress_settings_t *S;
     struct event_base *base;
     kafka_producer_t *prod;
-    SSL_CTX *tls;
+    SSL_CTX *tls;    /* ALPN h2: the HTTP/2 listener */
+    SSL_CTX *tls_h1; /* ALPN http/1.1 (VES over HTTPS) or none (HV-VES) */
     ingress_metrics_t m;
     int64_t in_flight;
     void *ves_h2; /* the VES handler state, shared with the HTTP/2 listener */

@@ -186,7 +186,7 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     c->l = l;
     if (g->S->hvves_tls) {
         char err[256];
-        SSL *ssl = tls_server_ssl_new(g->tls, err, sizeof err);
+        SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
         c->bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                                       BEV_OPT_CLOSE_ON_FREE)
                      : NULL;

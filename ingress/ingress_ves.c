@@ -223,7 +223,7 @@ static struct bufferevent *h1_tls_bev(struct event_base *base, void *arg)
 {
     ves_t *v = arg;
     char err[256];
-    SSL *ssl = tls_server_ssl_new(v->g->tls, err, sizeof err);
+    SSL *ssl = tls_server_ssl_new(v->g->tls_h1, err, sizeof err);
     if (!ssl)
         return NULL;
     return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
