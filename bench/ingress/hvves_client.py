@@ -20,6 +20,7 @@ import json
 import os
 import resource
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -96,8 +97,18 @@ def bad_frame(pb, kind, domain):
     sys.exit("unknown --bad kind " + kind)
 
 
+def connect(a):
+    s = socket.create_connection((a.host, a.port))
+    if a.ca:
+        ctx = ssl.create_default_context(cafile=a.ca)
+        if a.cert:
+            ctx.load_cert_chain(a.cert, a.key)
+        s = ctx.wrap_socket(s, server_hostname=a.host)
+    return s
+
+
 def producer(args, pb, idx, result):
-    s = socket.create_connection((args.host, args.port))
+    s = connect(args)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     fields = b"m" * args.payload_bytes
     sent = nbytes = 0
@@ -110,12 +121,13 @@ def producer(args, pb, idx, result):
             s.sendall(b"".join(batch))
             sent += len(batch)
             batch = []
-    s.shutdown(socket.SHUT_WR)
-    s.settimeout(30)
+    if not args.ca:
+        s.shutdown(socket.SHUT_WR)
+    s.settimeout(30 if not args.ca else 1)
     try:
         while s.recv(4096):
             pass
-    except OSError:
+    except (OSError, ssl.SSLError):
         pass
     s.close()
     result[idx] = (sent, nbytes)
@@ -130,10 +142,13 @@ def main():
     ap.add_argument("--payload-bytes", type=int, default=100)
     ap.add_argument("--domain", default="perf3gpp")
     ap.add_argument("--bad")
+    ap.add_argument("--ca", help="TLS: trust anchors (PEM); TLS is on when given")
+    ap.add_argument("--cert", help="TLS: client certificate (PEM)")
+    ap.add_argument("--key", help="TLS: client key (PEM)")
     a = ap.parse_args()
     pb = load_proto()
     if a.bad:
-        s = socket.create_connection((a.host, a.port))
+        s = connect(a)
         s.sendall(bad_frame(pb, a.bad, a.domain))
         closed = False
         try:

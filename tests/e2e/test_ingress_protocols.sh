@@ -2,7 +2,8 @@
 # ndd-ingress against the real broker, driven by clients that are not NDD code (curl, h2load,
 # the Python HV-VES client, kcat): for each protocol valid input lands on its topic exactly
 # once with the documented key, every class of bad input gets its documented reaction
-# (docs/ingress.md), and an HTTP/2 client that stops reading does not grow the daemon's memory.
+# (docs/ingress.md), an HTTP/2 client that stops reading does not grow the daemon's memory, and
+# the TLS listeners (ALPN h2, HTTPS/1.1, HV-VES) take clients with certificates only.
 # Needs NDD_TEST_KAFKA, NDD_BUILD_DIR; kcat, curl, h2load, python3 (venv cached in ~/.cache/ndd).
 set -euo pipefail
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -147,4 +148,33 @@ expect "copy after slow reader" 202 "$T/r" "${CURL_COPY[@]}" --data-binary '{"q"
 curl -s "http://127.0.0.1:$HTTP/metrics" >"$T/metrics"
 python3 "$SRC/tests/common/check_metric_names.py" "$SRC/docs/observability.md" ndd-ingress="$T/metrics" ||
     fail "metric names"
-echo "PASS: VES (HTTP/1.1, HTTP/2), HTTP/2 copies and HV-VES: exactly once, keys, every bad class, bounded memory"
+
+# ---- TLS: HTTP/2 with ALPN h2, VES over HTTPS, HV-VES over TLS, all with client certificates ----
+kill "$ING_PID" && wait "$ING_PID" 2>/dev/null || true
+ING_PID=
+(
+    cd "$T"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=ndd-test-ca
+    openssl req -newkey rsa:2048 -nodes -keyout s.key -out s.csr -subj /CN=127.0.0.1
+    printf 'subjectAltName=IP:127.0.0.1\n' >ext
+    openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out s.pem -days 2 -extfile ext
+    openssl req -newkey rsa:2048 -nodes -keyout c.key -out c.csr -subj /CN=client
+    openssl x509 -req -in c.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out c.pem -days 2
+) >/dev/null 2>&1 || fail "openssl certificates"
+free_ports
+start_ingress "$T/ing-tls.log" --h2.tls --ves.tls --hvves.tls --tls.cert-file "$T/s.pem" \
+    --tls.key-file "$T/s.key" --tls.ca-file "$T/ca.pem" --tls.client-cert \
+    --ves.topic-prefix "ndd-$TAG-tls." --hvves.routes "perf3gpp=ndd-$TAG-tlshv"
+C=(--cacert "$T/ca.pem" --cert "$T/c.pem" --key "$T/c.key" -H 'Content-Type: application/json')
+got=$(curl -s -o /dev/null -w '%{http_code} %{http_version}' "${C[@]}" --http2 --data-binary @"$T/one.json" "https://127.0.0.1:$H2/eventListener/v7")
+[ "$got" = "202 2" ] || fail "VES over HTTP/2 TLS: $got"
+got=$(curl -s -o /dev/null -w '%{http_code} %{http_version}' "${C[@]}" --data-binary @"$T/one.json" "https://127.0.0.1:$VES/eventListener/v7")
+[ "$got" = "202 1.1" ] || fail "VES over HTTPS/1.1: $got"
+got=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$T/ca.pem" -H 'Content-Type: application/json' --data-binary @"$T/one.json" "https://127.0.0.1:$VES/eventListener/v7" || true)
+[ "$got" = 000 ] || fail "a client without a certificate got HTTP $got"
+wait_count "ndd-$TAG-tls.fault" 2
+"$PY" "$HVCLIENT" --port "$HV" --count 20 --ca "$T/ca.pem" --cert "$T/c.pem" --key "$T/c.key" >/dev/null || fail "HV-VES TLS client"
+"$PY" "$HVCLIENT" --port "$HV" --count 20 --ca "$T/ca.pem" >/dev/null 2>&1 || true
+sleep 1
+wait_count "ndd-$TAG-tlshv" 20
+echo "PASS: VES (HTTP/1.1, HTTP/2), HTTP/2 copies and HV-VES: exactly once, keys, every bad class, bounded memory, TLS and mTLS"
