@@ -49,12 +49,14 @@ const char *ingress_route(const config_list_t *routes, const char *prefix, const
     return out;
 }
 
-/* Per-record state of a produced record: the listener's ack and when it was produced. */
-typedef struct produced {
+/* Per-record state of a produced record: the listener's ack and when it was produced. Reused
+ * through a free list (at most max-in-flight exist): no allocation per record once warm. */
+struct produced {
     ingress_ack_t *ack;
     ingress_transport_t t;
     int64_t at_us;
-} produced_t;
+    produced_t *next;
+};
 
 kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, const char *topic,
                                        const void *key, size_t klen, const void *value, size_t vlen,
@@ -65,16 +67,19 @@ kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, cons
             metrics_counter_labels(g->m.produce_errors, transport_names[t], "queue-full"));
         return KAFKA_PRODUCE_FULL;
     }
-    produced_t *p = malloc(sizeof *p);
-    if (!p)
+    produced_t *p = g->free_produced;
+    if (p)
+        g->free_produced = p->next;
+    else if (!(p = malloc(sizeof *p)))
         return KAFKA_PRODUCE_ERROR;
-    *p = (produced_t){a, t, ingress_now_us()};
+    *p = (produced_t){a, t, ingress_now_us(), NULL};
     rd_kafka_resp_err_t err = 0;
     kafka_produce_result_t r =
         kafka_produce(g->prod, topic, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, hdrs,
                       copy ? KAFKA_VALUE_COPY : KAFKA_VALUE_BORROW, p, &err);
     if (r != KAFKA_PRODUCE_OK) {
-        free(p);
+        p->next = g->free_produced;
+        g->free_produced = p;
         metrics_counter_inc(
             metrics_counter_labels(g->m.produce_errors, transport_names[t],
                                    r == KAFKA_PRODUCE_FULL ? "queue-full" : "produce-refused"));
@@ -105,7 +110,8 @@ static void on_delivery(void *owner, void *opaque, const rd_kafka_message_t *rkm
     }
     if (p->ack)
         p->ack->done(p->ack, rkm);
-    free(p);
+    p->next = g->free_produced;
+    g->free_produced = p;
 }
 
 void ingress_dropped(ingress_t *g, ingress_transport_t t, const char *reason)
@@ -328,6 +334,11 @@ out:
     if (pfd[0] >= 0) {
         close(pfd[0]);
         close(pfd[1]);
+    }
+    while (g.free_produced) {
+        produced_t *p = g.free_produced;
+        g.free_produced = p->next;
+        free(p);
     }
     tls_ctx_free(g.tls);
     tls_ctx_free(g.tls_h1);

@@ -35,6 +35,7 @@ typedef struct ingress_settings {
 } ingress_settings_t;
 
 typedef struct ingress ingress_t;
+typedef struct produced produced_t;
 
 /* One record (or one request's records) awaiting acknowledgement: done runs from the delivery
  * report once per record produced with it. */
@@ -83,6 +84,7 @@ struct ingress {
     SSL_CTX *tls_h1; /* ALPN http/1.1 (VES over HTTPS) or none (HV-VES) */
     ingress_metrics_t m;
     int64_t in_flight;
+    produced_t *free_produced;
     void *ves_h2; /* the VES handler state, shared with the HTTP/2 listener */
     /* Called after every delivery batch: listeners paused by a full queue resume here. */
     void (*on_room)(void *arg);

@@ -24,16 +24,26 @@
 
 #include "log.h"
 
+typedef struct copy_req copy_req_t;
+
 typedef struct h2l {
     ingress_t *g;
     h2server_t *srv;
+    copy_req_t *free_reqs; /* reused request records: no allocation per copy once warm */
 } h2l_t;
 
-typedef struct copy_req {
+struct copy_req {
     ingress_ack_t ack;
-    ingress_t *g;
+    h2l_t *l;
     h2server_stream_t *s;
-} copy_req_t;
+    copy_req_t *next;
+};
+
+static void req_put(h2l_t *l, copy_req_t *q)
+{
+    q->next = l->free_reqs;
+    l->free_reqs = q;
+}
 
 static void respond(ingress_t *g, ingress_transport_t t, h2server_stream_t *s, int status,
                     const char *body)
@@ -51,9 +61,9 @@ static void respond(ingress_t *g, ingress_transport_t t, h2server_stream_t *s, i
 static void copy_done(ingress_ack_t *a, const rd_kafka_message_t *rkm)
 {
     copy_req_t *q = (copy_req_t *)a;
-    respond(q->g, INGRESS_T_H2_COPY, q->s, rkm->err ? 503 : 202,
+    respond(q->l->g, INGRESS_T_H2_COPY, q->s, rkm->err ? 503 : 202,
             rkm->err ? "{\"reason\":\"kafka-unavailable\"}" : NULL);
-    free(q);
+    req_put(q->l, q);
 }
 
 static const char *const pseudo[] = {"method", "path", "status", "authority", "scheme"};
@@ -127,17 +137,21 @@ static void copy_request(h2l_t *l, h2server_stream_t *s, const h2server_request_
     }
     char topic[160];
     snprintf(topic, sizeof topic, "%s%s", g->S->copy_topic_prefix, codec_nf_name(m.nf));
-    copy_req_t *q = malloc(sizeof *q);
+    copy_req_t *q = l->free_reqs;
+    if (q)
+        l->free_reqs = q->next;
+    else
+        q = malloc(sizeof *q);
     if (!q) {
         rd_kafka_headers_destroy(h);
         return respond(g, INGRESS_T_H2_COPY, s, 503, "{\"reason\":\"out-of-memory\"}");
     }
-    *q = (copy_req_t){.ack.done = copy_done, .g = g, .s = s};
+    *q = (copy_req_t){.ack.done = copy_done, .l = l, .s = s};
     kafka_produce_result_t pr = ingress_produce(g, INGRESS_T_H2_COPY, topic, m.key.ptr, m.key.len,
                                                 r->body, r->body_len, h, false, &q->ack);
     if (pr != KAFKA_PRODUCE_OK) {
         rd_kafka_headers_destroy(h);
-        free(q);
+        req_put(l, q);
         respond(g, INGRESS_T_H2_COPY, s, 503, "{\"reason\":\"kafka-queue-full\"}");
     }
 }
@@ -197,6 +211,11 @@ static void h2_stop(void *p)
 {
     h2l_t *l = p;
     h2server_free(l->srv);
+    while (l->free_reqs) {
+        copy_req_t *q = l->free_reqs;
+        l->free_reqs = q->next;
+        free(q);
+    }
     free(l);
 }
 

@@ -16,7 +16,7 @@ cleanup_all() {
     e2e_stack_cleanup
 }
 trap cleanup_all EXIT
-"$STACK" start "${args[@]}" >/dev/null || fail "stack start"
+"$STACK" start "${args[@]}" --no-pg >/dev/null || fail "stack start"
 BROKER=127.0.0.1:$kport
 free_ports
 start_ingress "$dir/ing.log" --produce-timeout 3s --copy.topic-prefix stop- --ves.topic-prefix stop-ves.
@@ -58,7 +58,7 @@ kill -TERM "$pid"
 for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 echo "Kafka stopped"
 sleep 20
-"$STACK" start "${args[@]}" >/dev/null || fail "stack restart"
+"$STACK" start "${args[@]}" --no-pg >/dev/null || fail "stack restart"
 echo "Kafka back"
 # until both listeners answer 202 again (the producer reconnects), at most 30 s
 for _ in $(seq 60); do
