@@ -49,7 +49,7 @@ static const config_spec_t ingress_specs[] = {
      "503, HV-VES reading paused)", 0, IN(max_in_flight, 1, 10000000)},
     {"produce-timeout", CONFIG_DURATION_MS, "5s", "message.timeout.ms: how long a record may wait "
      "for Kafka before its request gets 503", 0, IN(produce_timeout_ms, 100, 300000)},
-    DAEMON_SPECS_COMMON(ingress_settings_t, "9104"),
+    DAEMON_SPECS_COMMON(ingress_settings_t, "9105"),
 };
 /* clang-format on */
 static const daemon_def_t ingress_def = {.name = "ndd-ingress",
