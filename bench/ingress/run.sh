@@ -36,6 +36,11 @@ run() { # NAME TRANSPORT COMMAND...
     c0=$(cpu)
     t0=$(date +%s.%N)
     "$@" >"$T/out" 2>&1 || { cat "$T/out"; exit 1; }
+    # until Kafka acknowledged everything (HV-VES clients end before that)
+    for _ in $(seq 300); do
+        [ "$(curl -s "http://127.0.0.1:$HTTP/metrics" | awk '$1 == "ndd_ingress_messages_in_flight" {print $2}')" = 0 ] && break
+        sleep 0.1
+    done
     t1=$(date +%s.%N)
     c1=$(cpu)
     local ok
@@ -54,6 +59,11 @@ HDRS=(-H 'x-ndd-correlation-id: c-1' -H 'x-ndd-timestamp-us: 1700000000000000'
     -H 'x-ndd-method: POST' -H 'x-ndd-path: /nnrf-disc/v1/nf-instances' -H 'x-ndd-h-content-type: application/json')
 head -c 1000 /dev/zero | tr '\0' 'a' | sed 's/^/{"d":"/; s/$/"}/' >"$T/copy.json"
 printf '{"event":{"commonEventHeader":{"domain":"measurement","eventId":"e1","eventName":"m","lastEpochMicrosec":1700000000000000,"priority":"Normal","reportingEntityName":"r1","sequence":1,"sourceName":"src1","startEpochMicrosec":1700000000000000,"version":"4.1","vesEventListenerVersion":"7.2.1"},"measurementFields":{"measurementInterval":60,"measurementFieldsVersion":"4.0"}}}' >"$T/ves.json"
+# warm-up: the idempotent producer's id and the topics' metadata, outside the measured runs
+h2load -n 100 -c 1 -m 10 "${HDRS[@]}" -d "$T/copy.json" "http://127.0.0.1:$H2/ndd/v1/copy" >/dev/null 2>&1
+h2load --h1 -n 100 -c 1 -H 'content-type: application/json' -d "$T/ves.json" "http://127.0.0.1:$VES/eventListener/v7" >/dev/null 2>&1
+"$PY" "$SRC/bench/ingress/hvves_client.py" --port "$HV" --count 10 >/dev/null
+sleep 1
 run h2-copy h2-copy h2load -n "$N" -c 4 -m 50 "${HDRS[@]}" -d "$T/copy.json" "http://127.0.0.1:$H2/ndd/v1/copy"
 run ves-h1 ves h2load --h1 -n "$N" -c 16 -m 1 -H 'content-type: application/json' -d "$T/ves.json" "http://127.0.0.1:$VES/eventListener/v7"
 run hv-ves hv-ves "$PY" "$SRC/bench/ingress/hvves_client.py" --port "$HV" --producers 4 --count $((N / 2)) --payload-bytes 2000
