@@ -149,6 +149,25 @@ curl -s "http://127.0.0.1:$HTTP/metrics" >"$T/metrics"
 python3 "$SRC/tests/common/check_metric_names.py" "$SRC/docs/observability.md" ndd-ingress="$T/metrics" ||
     fail "metric names"
 
+# ---- a feed of these events: the adapter's pass-through encoding delivers the VES topic ----
+mapfile -t sp < <("$SRC/deploy/local/stack.sh" free-ports 2)
+"$BUILD/bench/sink/ndd-sink" --h2-port "${sp[0]}" --metrics-port "${sp[1]}" >"$T/sink.out" 2>"$T/sink.log" &
+SINK_PID=$!
+printf '{"feeds":[{"name":"pt","source_topic":"%s","dlq_topic":"ndd-%s-pt-dlq","encoding":"passthrough","transport":"http2","endpoints":[{"url":"http://127.0.0.1:%s/ingest","weight":1}]}]}\n' \
+    "ndd-$TAG-ves.fault" "$TAG" "${sp[0]}" >"$T/feeds.json"
+"$BUILD/adapter/ndd-adapter" --bootstrap "$BROKER" --feeds-file "$T/feeds.json" --http.port 0 \
+    --kafka.auto.offset.reset earliest --config-topic= --events-topic= >"$T/adapter.log" 2>&1 &
+AD_PID=$!
+got=0
+for _ in $(seq 100); do
+    got=$(curl -s "http://127.0.0.1:${sp[1]}/metrics" | awk '$1 == "ndd_sink_messages_received_total{transport=\"h2\"}" {print $2}')
+    [ "${got:-0}" -ge 405 ] && break
+    sleep 0.2
+done
+kill "$AD_PID" "$SINK_PID" 2>/dev/null || true
+wait "$AD_PID" "$SINK_PID" 2>/dev/null || true
+[ "${got:-0}" = 405 ] || fail "pass-through feed delivered ${got:-0} of 405 VES events"
+
 # ---- TLS: HTTP/2 with ALPN h2, VES over HTTPS, HV-VES over TLS, all with client certificates ----
 kill "$ING_PID" && wait "$ING_PID" 2>/dev/null || true
 ING_PID=
@@ -177,4 +196,4 @@ wait_count "ndd-$TAG-tls.fault" 2
 "$PY" "$HVCLIENT" --port "$HV" --count 20 --ca "$T/ca.pem" >/dev/null 2>&1 || true
 sleep 1
 wait_count "ndd-$TAG-tlshv" 20
-echo "PASS: VES (HTTP/1.1, HTTP/2), HTTP/2 copies and HV-VES: exactly once, keys, every bad class, bounded memory, TLS and mTLS"
+echo "PASS: VES (HTTP/1.1, HTTP/2), HTTP/2 copies and HV-VES: exactly once, keys, every bad class, bounded memory, pass-through feed, TLS and mTLS"
