@@ -173,7 +173,15 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
     metrics_counter_inc(f->m_consumed);
     codec_msg_t m;
     codec_error_t cerr;
-    codec_reason_t cr = codec_decode(&m, rkm, &cerr);
+    codec_reason_t cr = CODEC_OK;
+    if (f->cfg->encoding->raw) {
+        /* Not a message copy (VES / HV-VES events): only the key and the value are handed on. */
+        memset(&m, 0, sizeof m);
+        m.key = (codec_slice_t){rkm->key, rkm->key_len};
+        m.body = (codec_slice_t){rkm->payload ? rkm->payload : "", rkm->len};
+    } else {
+        cr = codec_decode(&m, rkm, &cerr);
+    }
     if (cr == CODEC_OK && f->filter) {
         int rule;
         if (filter_eval(f->filter, &m, &rule) == FILTER_DROP) {

@@ -11,6 +11,8 @@ NDD_DEB_PACKAGES=(
     build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
     # libraries the services/ runtime links
     librdkafka-dev libnghttp2-dev libevent-dev libjansson-dev libpq-dev libssl-dev libpcre2-dev
+    # ndd-ingress (HV-VES's protobuf VesEvent)
+    libprotobuf-c-dev protobuf-c-compiler
     # tests
     libcmocka-dev nghttp2-server nghttp2-client prometheus kcat socat curl jq
     # local stack

@@ -4,6 +4,7 @@
  *   "json"   the JSON envelope; a batch of one is the object itself, a batch of several a
  *            JSON array of objects (application/json either way)
  *   "frame"  one binary DATA frame (services/copy/frame.h) holding the batch's records
+ *   "passthrough"  one record's value as it is (VES / HV-VES events from ndd-ingress)
  *
  * A batch is built straight into the caller's bounded buf_t: begin_batch, add per message,
  * end_batch. Nothing is allocated per message and the body is copied once, into the output.
@@ -13,6 +14,7 @@
 #ifndef NDD_ENCODING_H
 #define NDD_ENCODING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +54,9 @@ typedef struct encoding {
     size_t max_batch;         /* most messages one batch can hold */
     unsigned default_batch;   /* delivery.batch_max when the feed names none (0: 1) */
     size_t state_size;        /* bytes of encoding_batch_t.state it uses (<= ENCODING_STATE_MAX) */
+    /* Takes any record, not only message copies: the adapter does not decode it, add sees
+     * only the key and body set ("passthrough"). */
+    bool raw;
     /* Opens a batch at the end of out holding at most max_count messages (0 or more than
      * max_batch: max_batch). Returns ENCODING_OK or ENCODING_TOO_BIG (out full). */
     encoding_result_t (*begin_batch)(encoding_batch_t *b, buf_t *out, size_t max_count);
@@ -63,6 +68,7 @@ typedef struct encoding {
 
 extern const encoding_t encoding_json;
 extern const encoding_t encoding_frame;
+extern const encoding_t encoding_passthrough;
 
 /* By name ("json", "frame", or a registered one); NULL when unknown. */
 const encoding_t *encoding_find(const char *name);

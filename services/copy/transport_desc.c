@@ -11,7 +11,7 @@ const transport_desc_t transport_desc_http2 = {
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_OPTIONAL,
     .alpn = "h2", /* https://; http:// is h2c with prior knowledge */
-    .encodings = {"json", "frame"},
+    .encodings = {"json", "frame", "passthrough"},
 };
 
 const transport_desc_t transport_desc_tcp = {

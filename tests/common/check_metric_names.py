@@ -20,7 +20,7 @@ Exit 0 when every family of every FILE passes; 2 on bad usage or an unreadable f
 import re
 import sys
 
-COMPONENTS = ("aggregation", "correlation", "adapter", "admin", "sink", "gui", "events", "config",
+COMPONENTS = ("aggregation", "correlation", "adapter", "admin", "ingress", "sink", "gui", "events", "config",
               "metrics")
 PROCESS_FAMILIES = {
     "process_cpu_seconds_total", "process_resident_memory_bytes",
@@ -42,7 +42,7 @@ FORBIDDEN = {
     "hours": "seconds", "kb": "bytes", "kib": "bytes", "mb": "bytes", "mib": "bytes",
     "gb": "bytes", "kilobytes": "bytes", "megabytes": "bytes", "percent": "ratio",
     "pct": "ratio", "inflight": "in_flight", "unacked": "in_flight", "records": "messages", "copies": "messages", "dlq": "dead_lettered",
-    "letter": "dead_lettered", "ingress": "messages_consumed", "egress": "messages_produced",
+    "letter": "dead_lettered", "egress": "messages_produced",
     "count": "_total (a counter) or a plain noun (a gauge)", "sum": "a histogram",
     "bucket": "a histogram",
 }

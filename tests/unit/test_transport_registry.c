@@ -319,7 +319,7 @@ static void test_wrong_scheme_encoding_or_options_are_refused_with_the_field(voi
                    "\"endpoints\":[{\"url\":\"http://h/\"}]}",
                    "transport", "\"http2\", \"tcp\", \"tls\", \"memq\"");
     expect_refused("{\"name\":\"q\",\"encoding\":\"xml\",\"endpoints\":[{\"url\":\"http://h/\"}]}",
-                   "encoding", "\"json\", \"frame\", \"lines\"");
+                   "encoding", "\"json\", \"frame\", \"passthrough\", \"lines\"");
 }
 
 typedef struct deliver {

@@ -1,0 +1,124 @@
+/* HV-VES event validation (hvves_event.h). A header is valid when it is present, domain,
+ * eventId, eventName, sourceName, reportingEntityName and version are not empty, the priority
+ * is given, startEpochMicrosec and lastEpochMicrosec are set, and vesEventListenerVersion is
+ * "7" or "7.<n>[.<n>]" (HV-VES's rule). */
+#include "hvves_event.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "VesEvent.pb-c.h"
+
+static void *arena_alloc(void *ad, size_t size)
+{
+    hvves_arena_t *a = ad;
+    size_t at = (a->used + 15) & ~(size_t)15;
+    if (at + size > a->cap)
+        return NULL;
+    a->used = at + size;
+    return a->mem + at;
+}
+
+static void arena_free(void *ad, void *p)
+{
+    (void)ad;
+    (void)p; /* the whole arena is reset per event */
+}
+
+int hvves_arena_init(hvves_arena_t *a, size_t max_payload)
+{
+    /* Decoded strings and bytes are copies of the payload's, plus the structs: twice the
+     * payload (the key is serialised here too) and room for the structs is enough. */
+    a->cap = 2 * max_payload + 65536;
+    a->used = 0;
+    a->mem = malloc(a->cap);
+    return a->mem ? 0 : -1;
+}
+
+void hvves_arena_free(hvves_arena_t *a)
+{
+    free(a->mem);
+    a->mem = NULL;
+}
+
+static int listener_version_ok(const char *v)
+{
+    if (v[0] != '7')
+        return 0;
+    if (!v[1])
+        return 1;
+    const char *p = v + 1;
+    int groups = 0;
+    while (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return 0;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        groups++;
+    }
+    return !*p && groups <= 2;
+}
+
+hvves_reason_t hvves_event_decode(hvves_arena_t *a, const uint8_t *p, size_t n, hvves_event_t *out)
+{
+    memset(out, 0, sizeof *out);
+    a->used = 0;
+    ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+    Org__Onap__Ves__VesEvent *ev = org__onap__ves__ves_event__unpack(&al, n, p);
+    if (!ev)
+        return HVVES_ERR_PROTOBUF;
+    Org__Onap__Ves__CommonEventHeader *h = ev->commoneventheader;
+    if (!h) {
+        out->field = "commonEventHeader";
+        return HVVES_ERR_NO_HEADER;
+    }
+    static const struct {
+        const char *name;
+        size_t off;
+    } req[] = {
+        {"version", offsetof(Org__Onap__Ves__CommonEventHeader, version)},
+        {"domain", offsetof(Org__Onap__Ves__CommonEventHeader, domain)},
+        {"eventId", offsetof(Org__Onap__Ves__CommonEventHeader, eventid)},
+        {"eventName", offsetof(Org__Onap__Ves__CommonEventHeader, eventname)},
+        {"reportingEntityName", offsetof(Org__Onap__Ves__CommonEventHeader, reportingentityname)},
+        {"sourceName", offsetof(Org__Onap__Ves__CommonEventHeader, sourcename)},
+        {"vesEventListenerVersion",
+         offsetof(Org__Onap__Ves__CommonEventHeader, veseventlistenerversion)},
+    };
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        const char *s = *(char *const *)((const char *)h + req[i].off);
+        if (!s || !*s) {
+            out->field = req[i].name;
+            return HVVES_ERR_MISSING_FIELD;
+        }
+    }
+    if (h->priority == ORG__ONAP__VES__COMMON_EVENT_HEADER__PRIORITY__PRIORITY_NOT_PROVIDED) {
+        out->field = "priority";
+        return HVVES_ERR_MISSING_FIELD;
+    }
+    if (!h->startepochmicrosec || !h->lastepochmicrosec) {
+        out->field = !h->startepochmicrosec ? "startEpochMicrosec" : "lastEpochMicrosec";
+        return HVVES_ERR_MISSING_FIELD;
+    }
+    if (!listener_version_ok(h->veseventlistenerversion)) {
+        out->field = "vesEventListenerVersion";
+        return HVVES_ERR_VERSION;
+    }
+    size_t kl = org__onap__ves__common_event_header__get_packed_size(h);
+    uint8_t *key = arena_alloc(a, kl ? kl : 1);
+    if (!key)
+        return HVVES_ERR_PROTOBUF;
+    out->key_len = org__onap__ves__common_event_header__pack(h, key);
+    out->key = key;
+    out->domain = h->domain;
+    out->last_epoch_us = h->lastepochmicrosec;
+    return HVVES_OK;
+}
+
+const char *hvves_reason_name(hvves_reason_t r)
+{
+    static const char *const names[HVVES_REASON__COUNT] = {
+        "ok", "invalid-protobuf", "missing-header", "missing-field", "bad-listener-version"};
+    return r < HVVES_REASON__COUNT ? names[r] : "unknown";
+}

@@ -1,0 +1,348 @@
+/* The shared part of ndd-ingress (ingress.h): the listener table, the producer and its
+ * delivery reports on the event loop, the metrics, routing by domain, and the check hook.
+ *
+ * Delivery reports: librdkafka signals its main queue on a pipe (rd_kafka_queue_io_event_
+ * enable) that the event loop watches, so a 202 goes out as soon as the broker acknowledged,
+ * without a polling timer's latency; a 100 ms timer is the safety net. message.timeout.ms is
+ * bounded (produce-timeout, 5 s) so a client gets its 503 while the broker is away. */
+#include "ingress.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "tls.h"
+
+static const ingress_listener_kind_t *const listener_table[] = {
+    &ingress_listener_h2,
+    &ingress_listener_ves,
+    &ingress_listener_hvves,
+};
+#define N_LISTENERS (sizeof listener_table / sizeof listener_table[0])
+
+static const char *const transport_names[INGRESS_T__COUNT] = {"h2-copy", "ves", "hv-ves"};
+
+int64_t ingress_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+const char *ingress_route(const config_list_t *routes, const char *prefix, const char *domain,
+                          size_t dlen, char *out, size_t outlen)
+{
+    for (size_t i = 0; routes && i < routes->n; i++) {
+        const char *r = routes->items[i], *eq = strchr(r, '=');
+        if (eq && (size_t)(eq - r) == dlen && !memcmp(r, domain, dlen)) {
+            snprintf(out, outlen, "%s", eq + 1);
+            return out;
+        }
+    }
+    if (!prefix || !*prefix)
+        return NULL; /* only the listed domains are routed */
+    snprintf(out, outlen, "%s%.*s", prefix, (int)dlen, domain);
+    return out;
+}
+
+/* Per-record state of a produced record: the listener's ack and when it was produced. Reused
+ * through a free list (at most max-in-flight exist): no allocation per record once warm. */
+struct produced {
+    ingress_ack_t *ack;
+    ingress_transport_t t;
+    int64_t at_us;
+    produced_t *next;
+};
+
+kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, const char *topic,
+                                       const void *key, size_t klen, const void *value, size_t vlen,
+                                       rd_kafka_headers_t *hdrs, bool copy, ingress_ack_t *a)
+{
+    if (g->in_flight >= g->S->max_in_flight) {
+        metrics_counter_inc(
+            metrics_counter_labels(g->m.produce_errors, transport_names[t], "queue-full"));
+        return KAFKA_PRODUCE_FULL;
+    }
+    produced_t *p = g->free_produced;
+    if (p)
+        g->free_produced = p->next;
+    else if (!(p = malloc(sizeof *p)))
+        return KAFKA_PRODUCE_ERROR;
+    *p = (produced_t){a, t, ingress_now_us(), NULL};
+    rd_kafka_resp_err_t err = 0;
+    kafka_produce_result_t r =
+        kafka_produce(g->prod, topic, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, hdrs,
+                      copy ? KAFKA_VALUE_COPY : KAFKA_VALUE_BORROW, p, &err);
+    if (r != KAFKA_PRODUCE_OK) {
+        p->next = g->free_produced;
+        g->free_produced = p;
+        metrics_counter_inc(
+            metrics_counter_labels(g->m.produce_errors, transport_names[t],
+                                   r == KAFKA_PRODUCE_FULL ? "queue-full" : "produce-refused"));
+        log_debug("produce to %s refused: %s", topic, rd_kafka_err2str(err));
+        return r;
+    }
+    g->in_flight++;
+    metrics_gauge_set(g->m.in_flight, (double)g->in_flight);
+    return r;
+}
+
+static void on_delivery(void *owner, void *opaque, const rd_kafka_message_t *rkm)
+{
+    ingress_t *g = owner;
+    produced_t *p = opaque;
+    g->in_flight--;
+    metrics_gauge_set(g->m.in_flight, (double)g->in_flight);
+    if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        metrics_counter_inc(g->m.acked[p->t]);
+        metrics_histogram_observe(g->m.ack_latency[p->t],
+                                  (double)(ingress_now_us() - p->at_us) / 1e6);
+    } else {
+        metrics_counter_inc(metrics_counter_labels(
+            g->m.produce_errors, transport_names[p->t],
+            rkm->err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT ? "timed-out" : "broker-refused"));
+        log_debug("record to %s not acknowledged: %s", rd_kafka_topic_name(rkm->rkt),
+                  rd_kafka_err2str(rkm->err));
+    }
+    if (p->ack)
+        p->ack->done(p->ack, rkm);
+    p->next = g->free_produced;
+    g->free_produced = p;
+}
+
+void ingress_dropped(ingress_t *g, ingress_transport_t t, const char *reason)
+{
+    metrics_counter_inc(metrics_counter_labels(g->m.dropped, transport_names[t], reason));
+}
+
+void ingress_request_done(ingress_t *g, ingress_transport_t t, int status)
+{
+    char code[8];
+    snprintf(code, sizeof code, "%d", status);
+    metrics_counter_inc(metrics_counter_labels(g->m.requests, transport_names[t], code));
+}
+
+static int metrics_setup(ingress_t *g)
+{
+    metrics_registry_t *r = g->d->metrics;
+    metrics_family_t *rx = metrics_counter_new(
+        r, "ndd_ingress_messages_received_total",
+        "messages received (copies, VES events, HV-VES frames), valid or not", "transport");
+    metrics_family_t *rxb = metrics_counter_new(
+        r, "ndd_ingress_messages_received_bytes_total",
+        "bytes of the messages received (HV-VES: WTP payload bytes)", "transport");
+    metrics_family_t *ack = metrics_counter_new(r, "ndd_ingress_messages_acked_total",
+                                                "records Kafka acknowledged", "transport");
+    g->m.dropped = metrics_counter_new(r, "ndd_ingress_messages_dropped_total",
+                                       "messages refused or skipped, by cause", "transport,reason");
+    g->m.produce_errors = metrics_counter_new(r, "ndd_ingress_produce_errors_total",
+                                              "records Kafka did not take or did not acknowledge",
+                                              "transport,reason");
+    g->m.requests =
+        metrics_counter_new(r, "ndd_ingress_requests_total", "HTTP requests answered, by status",
+                            "transport,status_code");
+    double b[16];
+    metrics_buckets_exponential(0.0005, 2, 16, b);
+    metrics_family_t *lat =
+        metrics_histogram_new(r, "ndd_ingress_message_ack_seconds",
+                              "time from receipt to Kafka's acknowledgement", "transport", b, 16);
+    double tb[16];
+    metrics_buckets_exponential(0.001, 2, 16, tb);
+    metrics_family_t *travel = metrics_histogram_new(
+        r, "ndd_ingress_message_travel_seconds",
+        "HV-VES: from the event's lastEpochMicrosec to Kafka's acknowledgement", "transport", tb,
+        16);
+    metrics_family_t *inf = metrics_gauge_new(r, "ndd_ingress_messages_in_flight",
+                                              "records produced, acknowledgement to come", NULL);
+    if (!rx || !rxb || !ack || !g->m.dropped || !g->m.produce_errors || !g->m.requests || !lat ||
+        !travel || !inf)
+        return -1;
+    for (int t = 0; t < INGRESS_T__COUNT; t++) {
+        g->m.received[t] = metrics_counter_labels(rx, transport_names[t]);
+        g->m.received_bytes[t] = metrics_counter_labels(rxb, transport_names[t]);
+        g->m.acked[t] = metrics_counter_labels(ack, transport_names[t]);
+        g->m.ack_latency[t] = metrics_histogram_labels(lat, transport_names[t]);
+    }
+    g->m.travel = metrics_histogram_labels(travel, "hv-ves");
+    g->m.in_flight = metrics_gauge_labels(inf);
+    return 0;
+}
+
+static void serve_reports(ingress_t *g)
+{
+    kafka_producer_poll(g->prod, 0);
+    if (g->on_room)
+        g->on_room(g->on_room_arg);
+}
+
+static void on_pipe(evutil_socket_t fd, short what, void *arg)
+{
+    char b[64];
+    while (read(fd, b, sizeof b) > 0)
+        ;
+    serve_reports(arg);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    ingress_t *g = arg;
+    serve_reports(g);
+    char why[256];
+    if (kafka_producer_fatal_error(g->prod, why, sizeof why)) {
+        log_error("producer fatal error: %s; stopping", why);
+        event_base_loopbreak(g->base);
+    }
+    if (*g->d->stop)
+        event_base_loopbreak(g->base);
+}
+
+static int check_routes(const config_list_t *l, const char *key, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const char *eq = strchr(l->items[i], '=');
+        if (!eq || eq == l->items[i] || !eq[1]) {
+            snprintf(err, errlen, "%s: \"%s\" is not domain=topic", key, l->items[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen)
+{
+    const ingress_settings_t *S = d->def->settings;
+    bool any_tls = (S->h2_tls && S->h2_port >= 0) || (S->ves_tls && S->ves_port >= 0) ||
+                   (S->hvves_tls && S->hvves_port >= 0);
+    if (any_tls && (!S->tls_cert || !S->tls_key)) {
+        snprintf(err, errlen, "tls.cert-file and tls.key-file are required with a TLS listener");
+        return -1;
+    }
+    if (S->tls_client_cert && !S->tls_ca) {
+        snprintf(err, errlen, "tls.client-cert needs tls.ca-file");
+        return -1;
+    }
+    if (S->hvves_tls && S->hvves_port >= 0 && !S->tls_client_cert) {
+        snprintf(err, errlen, "hvves.tls needs tls.client-cert (HV-VES over TLS is mutual TLS)");
+        return -1;
+    }
+    if ((S->ves_user && *S->ves_user) != (S->ves_password && *S->ves_password)) {
+        snprintf(err, errlen, "ves.user and ves.password go together");
+        return -1;
+    }
+    if (check_routes(&S->ves_routes, "ves.routes", err, errlen) ||
+        check_routes(&S->hvves_routes, "hvves.routes", err, errlen))
+        return -1;
+    if (out)
+        for (size_t i = 0; i < N_LISTENERS; i++)
+            fprintf(out, "listener %s: %s\n", listener_table[i]->name,
+                    listener_table[i]->enabled(S) ? "on" : "off");
+    return 0;
+}
+
+int ingress_run(daemon_t *d, const ingress_settings_t *S)
+{
+    ingress_t g = {.d = d, .S = S};
+    void *state[N_LISTENERS] = {0};
+    char err[512] = "";
+    int rc = 1, pfd[2] = {-1, -1};
+    struct event *pev = NULL, *tick = NULL;
+    g.base = event_base_new();
+    if (!g.base || metrics_setup(&g)) {
+        fprintf(stderr, "ndd-ingress: cannot set up the event loop or metrics\n");
+        goto out;
+    }
+    char tmo[24];
+    snprintf(tmo, sizeof tmo, "%lld", (long long)S->produce_timeout_ms);
+    kafka_prop_t props[64];
+    size_t np = 0;
+    props[np++] = (kafka_prop_t){"message.timeout.ms", tmo};
+    for (size_t i = 0; i < d->n_props && np < 64; i++)
+        props[np++] = d->props[i];
+    kafka_producer_opts_t po = {.brokers = d->brokers,
+                                .client_id = "ndd-ingress",
+                                .props = props,
+                                .n_props = np,
+                                .on_delivery = on_delivery,
+                                .owner = &g};
+    g.prod = kafka_producer_new(&po, err, sizeof err);
+    if (!g.prod) {
+        fprintf(stderr, "ndd-ingress: producer: %s\n", err);
+        goto out;
+    }
+    if (S->tls_cert) {
+        /* One context per ALPN: a client offering "h2,http/1.1" must get h2 from the HTTP/2
+         * listener and http/1.1 from evhttp's. */
+        tls_config_t tc = {.cert_file = S->tls_cert,
+                           .key_file = S->tls_key,
+                           .ca_file = S->tls_ca,
+                           .require_client_cert = S->tls_client_cert,
+                           .alpn = "h2"};
+        g.tls = tls_server_ctx_new(&tc, err, sizeof err);
+        tc.alpn = "http/1.1";
+        g.tls_h1 = g.tls ? tls_server_ctx_new(&tc, err, sizeof err) : NULL;
+        if (!g.tls || !g.tls_h1) {
+            fprintf(stderr, "ndd-ingress: TLS: %s\n", err);
+            goto out;
+        }
+    }
+    if (pipe2(pfd, O_NONBLOCK | O_CLOEXEC) == 0) {
+        rd_kafka_queue_t *q = rd_kafka_queue_get_main(kafka_producer_handle(g.prod));
+        rd_kafka_queue_io_event_enable(q, pfd[1], "1", 1);
+        rd_kafka_queue_destroy(q);
+        pev = event_new(g.base, pfd[0], EV_READ | EV_PERSIST, on_pipe, &g);
+        event_add(pev, NULL);
+    }
+    tick = event_new(g.base, -1, EV_PERSIST, on_tick, &g);
+    struct timeval tv = {0, 100000};
+    event_add(tick, &tv);
+    /* VES first: the HTTP/2 listener serves VES's paths through its state. */
+    static const size_t order[N_LISTENERS] = {1, 0, 2};
+    for (size_t k = 0; k < N_LISTENERS; k++) {
+        size_t i = order[k];
+        if (!listener_table[i]->enabled(S) && !(i == 1 && ingress_listener_h2.enabled(S)))
+            continue;
+        state[i] = listener_table[i]->start(&g, err, sizeof err);
+        if (!state[i]) {
+            fprintf(stderr, "ndd-ingress: listener %s: %s\n", listener_table[i]->name, err);
+            goto out;
+        }
+    }
+    daemon_hold(d, DAEMON_COND_CONFIG, true);
+    daemon_hold(d, DAEMON_COND_PARTITIONS, true);
+    log_info("ndd-ingress running");
+    event_base_dispatch(g.base);
+    daemon_not_ready(d, "stopping");
+    rc = 0;
+out:
+    /* The producer first: its last delivery reports answer requests the listeners hold. */
+    if (g.prod) {
+        int left = kafka_producer_close(g.prod, 5000);
+        if (left)
+            log_warn("%d records not acknowledged at shutdown", left);
+    }
+    for (size_t i = N_LISTENERS; i-- > 0;)
+        if (state[i])
+            listener_table[i]->stop(state[i]);
+    if (pev)
+        event_free(pev);
+    if (tick)
+        event_free(tick);
+    if (pfd[0] >= 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+    }
+    while (g.free_produced) {
+        produced_t *p = g.free_produced;
+        g.free_produced = p->next;
+        free(p);
+    }
+    tls_ctx_free(g.tls);
+    tls_ctx_free(g.tls_h1);
+    if (g.base)
+        event_base_free(g.base);
+    return rc;
+}

@@ -1,0 +1,110 @@
+/* ndd-ingress: the gateway for sources that cannot write Kafka (docs/ingress.md). One event
+ * loop runs every listener; each listener kind is one file behind ingress_listener_kind_t and
+ * one row of the table in ingress.c:
+ *   ingress_h2.c     HTTP/2 (h2c and TLS/ALPN h2): message copies, and VES over HTTP/2
+ *   ingress_ves.c    VES REST over HTTP/1.1 (evhttp), and the VES handling both share
+ *   ingress_hvves.c  HV-VES: WTP frames over TCP or TLS
+ * The shared part (ingress.c) owns the producer and answers a listener only from the
+ * delivery report: 202 means Kafka acknowledged the record. */
+#ifndef NDD_INGRESS_H
+#define NDD_INGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon.h"
+#include "h2server.h"
+#include "kafka.h"
+#include "metrics.h"
+
+struct event_base;
+
+typedef struct ingress_settings {
+    daemon_settings_t common;
+    const char *listen;
+    int64_t h2_port, ves_port, hvves_port; /* -1: that listener is off */
+    bool h2_tls, ves_tls, hvves_tls;
+    const char *tls_cert, *tls_key, *tls_ca;
+    bool tls_client_cert; /* mTLS on every TLS listener (HV-VES requires it with TLS) */
+    const char *copy_topic_prefix;
+    int64_t max_body, hvves_max_payload, h2_max_streams, max_in_flight;
+    int64_t produce_timeout_ms;
+    const char *ves_user, *ves_password;
+    config_list_t ves_routes, hvves_routes; /* "domain=topic" */
+    const char *ves_topic_prefix, *hvves_topic_prefix;
+} ingress_settings_t;
+
+typedef struct ingress ingress_t;
+typedef struct produced produced_t;
+
+/* One record (or one request's records) awaiting acknowledgement: done runs from the delivery
+ * report once per record produced with it. */
+typedef struct ingress_ack ingress_ack_t;
+struct ingress_ack {
+    void (*done)(ingress_ack_t *a, const rd_kafka_message_t *rkm);
+};
+
+/* The transports, the `transport` label of every ndd_ingress_* family. */
+typedef enum ingress_transport {
+    INGRESS_T_H2_COPY = 0, /* "h2-copy" */
+    INGRESS_T_VES,         /* "ves" */
+    INGRESS_T_HVVES,       /* "hv-ves" */
+    INGRESS_T__COUNT
+} ingress_transport_t;
+
+typedef struct ingress_metrics {
+    metrics_counter_t *received[INGRESS_T__COUNT];
+    metrics_counter_t *received_bytes[INGRESS_T__COUNT];
+    metrics_counter_t *acked[INGRESS_T__COUNT];
+    metrics_family_t *dropped;        /* transport, reason */
+    metrics_family_t *produce_errors; /* transport, reason */
+    metrics_family_t *requests;       /* transport, status_code */
+    metrics_histogram_t *ack_latency[INGRESS_T__COUNT];
+    metrics_histogram_t *travel; /* HV-VES: lastEpochMicrosec to acknowledgement */
+    metrics_gauge_t *in_flight;
+} ingress_metrics_t;
+
+/* One listener kind. start returns the listener's state (NULL with err), stop frees it. */
+typedef struct ingress_listener_kind {
+    const char *name;
+    bool (*enabled)(const ingress_settings_t *S);
+    void *(*start)(ingress_t *g, char *err, size_t errlen);
+    void (*stop)(void *l);
+} ingress_listener_kind_t;
+
+extern const ingress_listener_kind_t ingress_listener_h2, ingress_listener_ves,
+    ingress_listener_hvves;
+
+struct ingress {
+    daemon_t *d;
+    const ingress_settings_t *S;
+    struct event_base *base;
+    kafka_producer_t *prod;
+    SSL_CTX *tls;    /* ALPN h2: the HTTP/2 listener */
+    SSL_CTX *tls_h1; /* ALPN http/1.1 (VES over HTTPS) or none (HV-VES) */
+    ingress_metrics_t m;
+    int64_t in_flight;
+    produced_t *free_produced;
+    void *ves_h2; /* the VES handler state, shared with the HTTP/2 listener */
+    /* Called after every delivery batch: listeners paused by a full queue resume here. */
+    void (*on_room)(void *arg);
+    void *on_room_arg;
+};
+
+/* Produce one record whose acknowledgement a reply waits for. value is borrowed (alive until
+ * done ran) unless copy. KAFKA_PRODUCE_FULL also when in_flight reached max-in-flight. */
+kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, const char *topic,
+                                       const void *key, size_t klen, const void *value, size_t vlen,
+                                       rd_kafka_headers_t *hdrs, bool copy, ingress_ack_t *a);
+void ingress_dropped(ingress_t *g, ingress_transport_t t, const char *reason);
+void ingress_request_done(ingress_t *g, ingress_transport_t t, int status);
+/* The topic of a domain by a "domain=topic" route list, else prefix + domain; into out. */
+const char *ingress_route(const config_list_t *routes, const char *prefix, const char *domain,
+                          size_t dlen, char *out, size_t outlen);
+int64_t ingress_now_us(void);
+
+/* The daemon's check hook and its run (main.c). */
+int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen);
+int ingress_run(daemon_t *d, const ingress_settings_t *S);
+
+#endif

@@ -1,0 +1,258 @@
+/* The HV-VES listener (docs/ingress.md, "HV-VES"): WTP frames over TCP, or TLS with client
+ * certificates (hvves.tls needs tls.client-cert, as HV-VES requires). Per frame (wtp.c): a
+ * bad magic byte or a payload over hvves.max-payload closes the connection; an unknown
+ * version or payload type, a payload that is not a VesEvent, or a header that fails the
+ * validation (hvves_event.c) skips the frame and counts it by cause. A valid event goes to the
+ * topic of its domain (hvves.routes, like HV-VES's streams_publishes; else hvves.topic-prefix +
+ * domain, or skipped as "unrouted" when the prefix is empty), key = the serialised
+ * CommonEventHeader, value = the payload, as HV-VES writes it.
+ *
+ * WTP has no acknowledgement, so nothing is dropped for want of room: when Kafka's queue is
+ * full the connection stops being read (TCP pushes back on the client) and resumes on the next
+ * delivery report. The input is bounded by a read watermark of one largest frame. */
+#include "hvves_event.h"
+#include "ingress.h"
+#include "wtp.h"
+
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/listener.h>
+
+#include "log.h"
+#include "tls.h"
+
+typedef struct hvconn hvconn_t;
+
+typedef struct hvl {
+    ingress_t *g;
+    struct evconnlistener *lst;
+    hvves_arena_t arena;
+    hvconn_t *conns;
+    size_t n_blocked;
+} hvl_t;
+
+struct hvconn {
+    hvl_t *l;
+    struct bufferevent *bev;
+    bool blocked;
+    hvconn_t *next, *prev;
+};
+
+static void conn_close(hvconn_t *c)
+{
+    hvl_t *l = c->l;
+    if (c->blocked)
+        l->n_blocked--;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+/* One complete VesEvent frame: 0 when consumed (produced or skipped), 1 when Kafka is full. */
+static int on_event(hvconn_t *c, const wtp_frame_t *f)
+{
+    hvl_t *l = c->l;
+    ingress_t *g = l->g;
+    hvves_event_t ev;
+    hvves_reason_t r = hvves_event_decode(&l->arena, f->payload, f->payload_len, &ev);
+    if (r != HVVES_OK) {
+        ingress_dropped(g, INGRESS_T_HVVES, hvves_reason_name(r));
+        log_debug("HV-VES frame skipped: %s%s%s", hvves_reason_name(r), ev.field ? ": " : "",
+                  ev.field ? ev.field : "");
+        return 0;
+    }
+    char topic[256];
+    if (!ingress_route(&g->S->hvves_routes, g->S->hvves_topic_prefix, ev.domain, strlen(ev.domain),
+                       topic, sizeof topic)) {
+        ingress_dropped(g, INGRESS_T_HVVES, "unrouted");
+        return 0;
+    }
+    kafka_produce_result_t pr = ingress_produce(g, INGRESS_T_HVVES, topic, ev.key, ev.key_len,
+                                                f->payload, f->payload_len, NULL, true, NULL);
+    if (pr == KAFKA_PRODUCE_FULL)
+        return 1;
+    if (pr != KAFKA_PRODUCE_OK) {
+        ingress_dropped(g, INGRESS_T_HVVES, "produce-refused");
+        return 0;
+    }
+    int64_t travel = ingress_now_us() - (int64_t)ev.last_epoch_us;
+    if (travel >= 0)
+        metrics_histogram_observe(g->m.travel, (double)travel / 1e6);
+    return 0;
+}
+
+static void conn_process(hvconn_t *c)
+{
+    hvl_t *l = c->l;
+    ingress_t *g = l->g;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    for (;;) {
+        size_t len = evbuffer_get_length(in);
+        if (!len)
+            break;
+        size_t want = len < WTP_HEADER_SIZE ? len : WTP_HEADER_SIZE;
+        wtp_frame_t f;
+        const uint8_t *p = evbuffer_pullup(in, (ssize_t)want);
+        wtp_result_t r = wtp_parse(p, want, (uint32_t)g->S->hvves_max_payload, &f);
+        if (r == WTP_NEED_MORE && want == WTP_HEADER_SIZE) {
+            /* Header complete: wait for (or pull up) the whole frame. */
+            if (len < f.size)
+                break;
+            p = evbuffer_pullup(in, (ssize_t)f.size);
+            r = wtp_parse(p, f.size, (uint32_t)g->S->hvves_max_payload, &f);
+        }
+        if (r == WTP_NEED_MORE)
+            break;
+        if (r == WTP_BAD_MAGIC || r == WTP_TOO_BIG) {
+            ingress_dropped(g, INGRESS_T_HVVES, wtp_result_name(r));
+            log_warn("HV-VES connection closed: %s", wtp_result_name(r));
+            conn_close(c);
+            return;
+        }
+        if (r == WTP_FRAME) {
+            if (on_event(c, &f)) {
+                if (!c->blocked) {
+                    c->blocked = true;
+                    l->n_blocked++;
+                    bufferevent_disable(c->bev, EV_READ);
+                }
+                return;
+            }
+        } else {
+            ingress_dropped(g, INGRESS_T_HVVES, wtp_result_name(r));
+        }
+        metrics_counter_inc(g->m.received[INGRESS_T_HVVES]);
+        metrics_counter_add(g->m.received_bytes[INGRESS_T_HVVES], f.payload_len);
+        evbuffer_drain(in, f.size);
+    }
+    if (c->blocked) {
+        c->blocked = false;
+        l->n_blocked--;
+        bufferevent_enable(c->bev, EV_READ);
+    }
+}
+
+static void on_room(void *arg)
+{
+    hvl_t *l = arg;
+    if (!l->n_blocked || l->g->in_flight >= l->g->S->max_in_flight)
+        return;
+    hvconn_t *c = l->conns;
+    while (c) {
+        hvconn_t *next = c->next;
+        if (c->blocked)
+            conn_process(c);
+        c = next;
+    }
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+    hvconn_t *c = arg;
+    if (!c->blocked)
+        conn_process(c);
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+        hvconn_t *c = arg;
+        /* Frames already in are still produced before the connection goes. */
+        if (!c->blocked)
+            conn_process(c);
+        if (c->l && !c->blocked)
+            conn_close(c);
+    }
+}
+
+static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    hvl_t *l = arg;
+    ingress_t *g = l->g;
+    hvconn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        evutil_closesocket(fd);
+        return;
+    }
+    c->l = l;
+    if (g->S->hvves_tls) {
+        char err[256];
+        SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
+        c->bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                      BEV_OPT_CLOSE_ON_FREE)
+                     : NULL;
+    } else {
+        c->bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (!c->bev) {
+        evutil_closesocket(fd);
+        free(c);
+        return;
+    }
+    c->next = l->conns;
+    if (l->conns)
+        l->conns->prev = c;
+    l->conns = c;
+    bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0,
+                             (size_t)g->S->hvves_max_payload + WTP_HEADER_SIZE + 65536);
+    bufferevent_enable(c->bev, EV_READ);
+}
+
+static bool hv_enabled(const ingress_settings_t *S)
+{
+    return S->hvves_port >= 0;
+}
+
+static void hv_stop(void *p)
+{
+    hvl_t *l = p;
+    if (l->lst)
+        evconnlistener_free(l->lst);
+    while (l->conns)
+        conn_close(l->conns);
+    l->g->on_room = NULL;
+    hvves_arena_free(&l->arena);
+    free(l);
+}
+
+static void *hv_start(ingress_t *g, char *err, size_t errlen)
+{
+    hvl_t *l = calloc(1, sizeof *l);
+    if (!l || hvves_arena_init(&l->arena, (size_t)g->S->hvves_max_payload)) {
+        free(l);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->g = g;
+    char spec[160];
+    snprintf(spec, sizeof spec, strchr(g->S->listen, ':') ? "[%s]:%lld" : "%s:%lld", g->S->listen,
+             (long long)g->S->hvves_port);
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) ||
+        !(l->lst = evconnlistener_new_bind(g->base, on_accept, l,
+                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
+                                           (struct sockaddr *)&ss, sl))) {
+        snprintf(err, errlen, "cannot listen on %s", spec);
+        hvves_arena_free(&l->arena);
+        free(l);
+        return NULL;
+    }
+    g->on_room = on_room;
+    g->on_room_arg = l;
+    log_info("HV-VES (%s) on %s", g->S->hvves_tls ? "TLS, client certificates" : "TCP", spec);
+    return l;
+}
+
+const ingress_listener_kind_t ingress_listener_hvves = {
+    .name = "hv-ves", .enabled = hv_enabled, .start = hv_start, .stop = hv_stop};

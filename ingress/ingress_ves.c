@@ -1,0 +1,291 @@
+/* The VES REST listener (docs/ingress.md, "VES REST"): POST /eventListener/v7 (one event) and
+ * /eventListener/v7/eventBatch over HTTP/1.1 (libevent's evhttp, here) and HTTP/2 (ingress_h2.c
+ * calls ingress_ves_handle). Authentication: HTTP basic (ves.user/ves.password) or, on a TLS
+ * listener with tls.client-cert, the verified client certificate. A valid request's events go
+ * to the topic of their domain (ves.routes, else ves.topic-prefix + domain), keyed by
+ * sourceName; the reply is 202 once Kafka acknowledged all of them, and ONAP's error body
+ * otherwise. A single event is produced as the request body itself (no copy); the events of
+ * a batch each as {"event":...} (serialised, copied by librdkafka). */
+#include "ingress.h"
+#include "ingress_ves.h"
+#include "ves_event.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/http.h>
+#include <openssl/evp.h>
+
+#include "log.h"
+#include "tls.h"
+
+typedef struct ves {
+    ingress_t *g;
+    struct evhttp *http;
+    char basic[512]; /* "Basic <base64(user:password)>", "" when off */
+} ves_t;
+
+typedef struct ves_req {
+    ingress_ack_t ack;
+    ves_t *v;
+    ves_reply_t r;
+    size_t pending;
+    bool failed, full, produced_all;
+} ves_req_t;
+
+bool ingress_ves_path(const char *path)
+{
+    return !strncmp(path, "/eventListener/", 15);
+}
+
+static void reply_error(ves_t *v, ves_reply_t r, const ves_error_t *e)
+{
+    char body[1024];
+    size_t n = ves_error_body(e, body, sizeof body);
+    ingress_request_done(v->g, INGRESS_T_VES, e->status);
+    r.send(r.ctx, e->status, e->status == 503 ? "1" : NULL, body, n);
+}
+
+static void req_finish(ves_req_t *q)
+{
+    if (q->failed || q->full) {
+        ves_error_t e;
+        ves_error_set(&e, 503, "ServiceException", "SVC1000",
+                      "No server resources (internal processing queue full)", NULL, NULL);
+        reply_error(q->v, q->r, &e);
+    } else {
+        ingress_request_done(q->v->g, INGRESS_T_VES, 202);
+        q->r.send(q->r.ctx, 202, NULL, "", 0);
+    }
+    free(q);
+}
+
+static void req_done(ingress_ack_t *a, const rd_kafka_message_t *rkm)
+{
+    ves_req_t *q = (ves_req_t *)a;
+    if (rkm->err)
+        q->failed = true;
+    if (--q->pending == 0 && q->produced_all)
+        req_finish(q);
+}
+
+static bool authorized(ves_t *v, const ves_in_t *in)
+{
+    if (!v->basic[0])
+        return true;
+    if (in->client_cert)
+        return true;
+    return in->authorization && strlen(in->authorization) == strlen(v->basic) &&
+           CRYPTO_memcmp(in->authorization, v->basic, strlen(v->basic)) == 0;
+}
+
+void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
+{
+    ves_t *v = vv;
+    ingress_t *g = v->g;
+    ves_error_t e;
+    bool batch = !strcmp(in->path, "/eventListener/v7/eventBatch");
+    if (!batch && strcmp(in->path, "/eventListener/v7")) {
+        ves_error_set(&e, 404, "ServiceException", "SVC0002",
+                      "Bad Parameter (Incorrect request api version)", NULL, NULL);
+        return reply_error(v, r, &e);
+    }
+    if (strcmp(in->method, "POST")) {
+        ves_error_set(&e, 405, "ServiceException", "SVC0002",
+                      "Bad Parameter (method not allowed: POST only)", NULL, NULL);
+        return reply_error(v, r, &e);
+    }
+    if (!authorized(v, in)) {
+        ves_error_set(&e, 401, "PolicyException", "POL2000", "Unauthorized user", NULL, NULL);
+        return reply_error(v, r, &e);
+    }
+    metrics_counter_inc(g->m.received[INGRESS_T_VES]);
+    metrics_counter_add(g->m.received_bytes[INGRESS_T_VES], in->len);
+    if (!in->content_type || strncasecmp(in->content_type, "application/json", 16)) {
+        ingress_dropped(g, INGRESS_T_VES, "bad-content-type");
+        ves_error_set(&e, 415, "ServiceException", "SVC0002",
+                      "Bad Parameter (Incorrect request Content-Type)", NULL, NULL);
+        return reply_error(v, r, &e);
+    }
+    if (in->len > (size_t)g->S->max_body) {
+        ingress_dropped(g, INGRESS_T_VES, "oversized");
+        ves_error_set(&e, 413, "ServiceException", "SVC2000",
+                      "The following service error occurred: %1. Error code is %2",
+                      "Request Entity Too Large", "413");
+        return reply_error(v, r, &e);
+    }
+    ves_parsed_t p;
+    if (ves_validate(in->body, in->len, batch, &p, &e)) {
+        ingress_dropped(g, INGRESS_T_VES, e.var1[0] == 'C' ? "bad-json" : "schema");
+        return reply_error(v, r, &e);
+    }
+    char topic[256];
+    if (!ingress_route(&g->S->ves_routes, g->S->ves_topic_prefix, p.domain, p.domain_len, topic,
+                       sizeof topic)) {
+        ingress_dropped(g, INGRESS_T_VES, "unrouted");
+        ves_error_set(&e, 400, "ServiceException", "SVC2000",
+                      "The following service error occurred: %1. Error code is %2",
+                      "No topic for this domain", "400");
+        ves_parsed_free(&p);
+        return reply_error(v, r, &e);
+    }
+    ves_req_t *q = calloc(1, sizeof *q);
+    if (!q) {
+        ves_parsed_free(&p);
+        ves_error_set(&e, 503, "ServiceException", "SVC1000",
+                      "No server resources (internal processing queue full)", NULL, NULL);
+        return reply_error(v, r, &e);
+    }
+    q->ack.done = req_done;
+    q->v = v;
+    q->r = r;
+    for (size_t i = 0; i < p.n_events; i++) {
+        const char *key = ves_event_source_name(p.events[i]);
+        kafka_produce_result_t pr;
+        q->pending++;
+        if (!batch) {
+            pr = ingress_produce(g, INGRESS_T_VES, topic, key, strlen(key), in->body, in->len, NULL,
+                                 false, &q->ack);
+        } else {
+            json_t *one = json_pack("{s:O}", "event", p.events[i]);
+            char *txt = one ? json_dumps(one, JSON_COMPACT) : NULL;
+            json_decref(one);
+            pr = txt ? ingress_produce(g, INGRESS_T_VES, topic, key, strlen(key), txt, strlen(txt),
+                                       NULL, true, &q->ack)
+                     : KAFKA_PRODUCE_ERROR;
+            free(txt);
+        }
+        if (pr != KAFKA_PRODUCE_OK) {
+            q->pending--;
+            q->full = true;
+            break;
+        }
+    }
+    ves_parsed_free(&p);
+    q->produced_all = true;
+    if (q->pending == 0)
+        req_finish(q);
+}
+
+/* ---- HTTP/1.1 (evhttp) ---- */
+
+static void h1_send(void *ctx, int status, const char *retry_after, const char *body, size_t len)
+{
+    struct evhttp_request *req = ctx;
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
+    if (len)
+        evhttp_add_header(oh, "Content-Type", "application/json");
+    if (retry_after)
+        evhttp_add_header(oh, "Retry-After", retry_after);
+    struct evbuffer *b = evbuffer_new();
+    if (b && len)
+        evbuffer_add(b, body, len);
+    evhttp_send_reply(req, status, status == 202 ? "Accepted" : "Error", b);
+    if (b)
+        evbuffer_free(b);
+}
+
+static void h1_request(struct evhttp_request *req, void *arg)
+{
+    ves_t *v = arg;
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const uint8_t *body = len ? evbuffer_pullup(in, -1) : (const uint8_t *)"";
+    bool cert = false;
+    struct evhttp_connection *ec = evhttp_request_get_connection(req);
+    struct bufferevent *bev = ec ? evhttp_connection_get_bufferevent(ec) : NULL;
+    SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+    if (ssl) {
+        X509 *x = SSL_get1_peer_certificate(ssl);
+        cert = x && SSL_get_verify_result(ssl) == X509_V_OK;
+        X509_free(x);
+    }
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const char *uri = evhttp_request_get_uri(req);
+    char path[256];
+    size_t pl = strcspn(uri, "?");
+    snprintf(path, sizeof path, "%.*s", (int)(pl < sizeof path ? pl : sizeof path - 1), uri);
+    ves_in_t vi = {.method = cmd == EVHTTP_REQ_POST ? "POST" : "OTHER",
+                   .path = path,
+                   .authorization = evhttp_find_header(ih, "Authorization"),
+                   .content_type = evhttp_find_header(ih, "Content-Type"),
+                   .client_cert = cert,
+                   .body = body,
+                   .len = len};
+    ingress_ves_handle(v, &vi, (ves_reply_t){h1_send, req});
+}
+
+static struct bufferevent *h1_tls_bev(struct event_base *base, void *arg)
+{
+    ves_t *v = arg;
+    char err[256];
+    SSL *ssl = tls_server_ssl_new(v->g->tls_h1, err, sizeof err);
+    if (!ssl)
+        return NULL;
+    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                          BEV_OPT_CLOSE_ON_FREE);
+}
+
+static bool ves_enabled(const ingress_settings_t *S)
+{
+    return S->ves_port >= 0;
+}
+
+static void ves_stop(void *l)
+{
+    ves_t *v = l;
+    if (v->http)
+        evhttp_free(v->http);
+    v->g->ves_h2 = NULL;
+    free(v);
+}
+
+static void *ves_start(ingress_t *g, char *err, size_t errlen)
+{
+    ves_t *v = calloc(1, sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    v->g = g;
+    const ingress_settings_t *S = g->S;
+    if (S->ves_user && *S->ves_user) {
+        char up[300];
+        int n = snprintf(up, sizeof up, "%s:%s", S->ves_user, S->ves_password);
+        strcpy(v->basic, "Basic ");
+        EVP_EncodeBlock((unsigned char *)v->basic + 6, (const unsigned char *)up, n);
+        OPENSSL_cleanse(up, sizeof up);
+    }
+    g->ves_h2 = v;
+    if (!ves_enabled(S))
+        return v; /* VES over HTTP/2 only */
+    v->http = evhttp_new(g->base);
+    if (!v->http) {
+        snprintf(err, errlen, "evhttp_new failed");
+        ves_stop(v);
+        return NULL;
+    }
+    evhttp_set_max_body_size(v->http, (ev_ssize_t)S->max_body);
+    evhttp_set_max_headers_size(v->http, 65536);
+    evhttp_set_timeout(v->http, 60);
+    evhttp_set_allowed_methods(v->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE);
+    evhttp_set_gencb(v->http, h1_request, v);
+    if (S->ves_tls)
+        evhttp_set_bevcb(v->http, h1_tls_bev, v);
+    if (!evhttp_bind_socket_with_handle(v->http, S->listen, (uint16_t)S->ves_port)) {
+        snprintf(err, errlen, "cannot listen on %s:%lld", S->listen, (long long)S->ves_port);
+        ves_stop(v);
+        return NULL;
+    }
+    log_info("VES (HTTP/1.1%s) on %s:%lld", S->ves_tls ? ", TLS" : "", S->listen,
+             (long long)S->ves_port);
+    return v;
+}
+
+const ingress_listener_kind_t ingress_listener_ves = {
+    .name = "ves", .enabled = ves_enabled, .start = ves_start, .stop = ves_stop};

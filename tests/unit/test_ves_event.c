@@ -1,0 +1,82 @@
+/* VES 7.x request validation: the accepted shapes, every refusal with ONAP's messageId and a
+ * text naming the field, and the error body's JSON. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "ves_event.h"
+
+#define HDR(dom, extra)                                                                            \
+    "{\"commonEventHeader\":{\"domain\":\"" dom "\",\"eventId\":\"e1\",\"eventName\":\"n\","       \
+    "\"lastEpochMicrosec\":1,\"priority\":\"Normal\",\"reportingEntityName\":\"r\","               \
+    "\"sequence\":1,\"sourceName\":\"s\",\"startEpochMicrosec\":1,\"version\":\"4.1\","            \
+    "\"vesEventListenerVersion\":\"7.2.1\"" extra "}}"
+
+static int check(const char *body, bool batch, ves_error_t *e)
+{
+    ves_parsed_t p;
+    int rc = ves_validate((const uint8_t *)body, strlen(body), batch, &p, e);
+    if (rc == 0)
+        ves_parsed_free(&p);
+    return rc;
+}
+
+static void test_ves_single_event_and_batch_of_one_domain_accepted(void **s)
+{
+    ves_parsed_t p;
+    ves_error_t e;
+    const char *one = "{\"event\":" HDR("fault", "") "}";
+    assert_int_equal(ves_validate((const uint8_t *)one, strlen(one), false, &p, &e), 0);
+    assert_int_equal(p.n_events, 1);
+    assert_string_equal(p.domain, "fault");
+    ves_parsed_free(&p);
+    const char *b = "{\"eventList\":[" HDR("measurement", "") "," HDR("measurement", "") "]}";
+    assert_int_equal(ves_validate((const uint8_t *)b, strlen(b), true, &p, &e), 0);
+    assert_int_equal(p.n_events, 2);
+    assert_string_equal(ves_event_source_name(p.events[1]), "s");
+    ves_parsed_free(&p);
+}
+
+static void test_ves_refusals_name_the_field_with_onap_ids(void **s)
+{
+    ves_error_t e;
+    assert_int_equal(check("{\"event\":", false, &e), -1);
+    assert_string_equal(e.message_id, "SVC2000");
+    assert_string_equal(e.var1, "Couldn't parse JSON object");
+    assert_int_equal(check("{\"event\":" HDR("nope", "") "}", false, &e), -1);
+    assert_non_null(strstr(e.var1, "commonEventHeader.domain is not a VES domain"));
+    assert_int_equal(check("{\"event\":" HDR("fault", ",\"eventType\":3") "}", false, &e), -1);
+    assert_non_null(strstr(e.var1, "commonEventHeader.eventType is not a string"));
+    assert_int_equal(
+        check("{\"eventList\":[" HDR("fault", "") "," HDR("syslog", "") "]}", true, &e), -1);
+    assert_string_equal(e.var1, "Different value of domain fields in Batch Event");
+    assert_int_equal(check("{\"eventList\":[]}", true, &e), -1);
+    assert_int_equal(e.status, 400);
+    assert_int_equal(check("{\"events\":{}}", false, &e), -1);
+    assert_non_null(strstr(e.var1, "event is missing"));
+}
+
+static void test_ves_error_body_is_onap_shape(void **s)
+{
+    ves_error_t e;
+    ves_error_set(&e, 401, "PolicyException", "POL2000", "Unauthorized user", NULL, NULL);
+    char b[512];
+    ves_error_body(&e, b, sizeof b);
+    assert_string_equal(b, "{\"requestError\":{\"PolicyException\":{\"messageId\":\"POL2000\","
+                           "\"text\":\"Unauthorized user\",\"variables\":[]}}}");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ves_single_event_and_batch_of_one_domain_accepted),
+        cmocka_unit_test(test_ves_refusals_name_the_field_with_onap_ids),
+        cmocka_unit_test(test_ves_error_body_is_onap_shape),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
