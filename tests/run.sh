@@ -225,6 +225,7 @@ if configured "$BUILD"; then
     run_ctest "build/ fuzz (replay)" "$BUILD" fuzz "$JOBS"
     run_ctest "build/ integration" "$BUILD" integration 1
     run_ctest "build/ e2e" "$BUILD" e2e 1
+    run_ctest "build/ fault" "$BUILD" fault 1
 fi
 if ((!QUICK)) && configured "$BUILD_ASAN"; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
