@@ -54,7 +54,9 @@ static int produce_split_copies(rd_kafka_t *p, const char *topic, size_t body_le
                               "@correlation-id",
                               id};
         size_t nh = sizeof(hdrs) / sizeof(hdrs[0]) / 2 - (key_only ? 1 : 0);
-        if (ktu_produce(p, topic, -1, key_only ? id : NULL, key_only ? strlen(id) : 0, body,
+        /* One NF-topic partition per transaction (as an NF that partitions by its id):
+         * the order to keep is the order in it. */
+        if (ktu_produce(p, topic, k % 3, key_only ? id : NULL, key_only ? strlen(id) : 0, body,
                         body_len, hdrs, nh))
             return -1;
         if (i % 200 == 0)
