@@ -48,9 +48,13 @@ python3 "$SRC/tests/docs_examples.py" "$SRC" "$W/ex" >"$W/manifest" ||
     fail "unmarked or malformed examples (see above): mark each \`\`\`sh/\`\`\`json block"
 [[ -s $W/manifest ]] || fail "no marked example found"
 
+# The quickstart runs from the existing build (no Release build in the test), for 10 s, on
+# free ports (--ports-from: admin P, the rest up to P+80).
+QPORT=$(shuf -i 20000-28000 -n 1)
 subst() { # file -> the example with the test's ports and paths
     sed -e "s/\b9092\b/$NDD_KAFKA_PORT/g" -e "s/\b55432\b/$NDD_PG_PORT/g" \
-        -e "s/\b9100\b/$APORT/g" -e "s|/etc/ndd/|$ETC/|g" -e "s|/tmp/s2|$W/s2|g" "$1"
+        -e "s/\b9100\b/$APORT/g" -e "s|/etc/ndd/|$ETC/|g" -e "s|/tmp/s2|$W/s2|g" \
+        -e "/--stop/!s|^deploy/local/quickstart.sh |deploy/local/quickstart.sh --no-build --build build --seconds 10 --ports-from $QPORT |" "$1"
 }
 
 # Runs a script in RUN in its own session (so what it leaves behind can be stopped).
@@ -79,13 +83,17 @@ check_json() { # kind args file
     esac
 }
 
+# Blocks saved with file=NAME first: an example may name a file a later doc shows.
+while IFS=$'\t' read -r id kind args where; do
+    for a in $args; do
+        if [[ $a == file=* ]]; then cp "$W/ex/$id.json" "$ETC/${a#file=}"; fi
+    done
+done <"$W/manifest"
+
 n=0 failed=0
 while IFS=$'\t' read -r id kind args where; do
     n=$((n + 1))
     log=$W/ex/$id.log
-    for a in $args; do
-        [[ $a == file=* ]] && cp "$W/ex/$id.json" "$ETC/${a#file=}"
-    done
     args=$(tr ' ' '\n' <<<"$args" | grep -v '^file=' | xargs || true)
     rc=0
     case $kind in
