@@ -20,7 +20,7 @@ stands for /etc/ndd/ in the shell examples. In the files of STRICT every ```sh a
 must carry a marker (run or skip): an example added without one fails the test.
 
 Usage: docs_examples.py ROOT OUTDIR  -> writes OUTDIR/NNN.<sh|json> and prints one line per
-example: "NNN<TAB>kind<TAB>args<TAB>file:line"; exit 1 on an unmarked or malformed block.
+example: "NNN|kind|args|file:line"; exit 1 on an unmarked or malformed block.
 """
 import os
 import re
@@ -81,7 +81,7 @@ def main():
             with open(os.path.join(out, f"{name}.{kind}"), "w", encoding="utf-8") as f:
                 f.write(text)
             extra = " ".join(args[1:] + [f"file={s}" for s in save])
-            print(f"{name}\t{kind}{'-' + sub if sub else ''}\t{extra}\t{where}")
+            print(f"{name}|{kind}{'-' + sub if sub else ''}|{extra}|{where}")
     for b in bad:
         print(b, file=sys.stderr)
     return 1 if bad else 0

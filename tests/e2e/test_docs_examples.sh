@@ -29,12 +29,19 @@ W=$(mktemp -d /tmp/ndd-e2e-docs.XXXXXX)
 RUN=$W/run
 ETC=$W/etc
 mkdir -p "$RUN" "$ETC" "$W/ex"
-ln -s "$SRC/deploy" "$RUN/deploy"
+chmod 755 "$W" "$RUN" # the stack runs PostgreSQL as user postgres, which must reach it
 ln -s "$BUILD" "$RUN/build"
 mapfile -t ports < <("$STACK" free-ports 4)
-export NDD_STACK_DIR=$RUN/.stack NDD_KAFKA_PORT=${ports[0]} NDD_CONTROLLER_PORT=${ports[1]}
-export NDD_PG_PORT=${ports[2]}
-APORT=${ports[3]}
+KPORT=${ports[0]} CPORT=${ports[1]} PPORT=${ports[2]} APORT=${ports[3]}
+export NDD_STACK_DIR=$RUN/.stack
+# deploy/ as in the repository, but stack.sh gets this test's ports (through its environment
+# only: NDD_KAFKA_* in the examples' environment would reach the daemons as kafka.* settings).
+mkdir -p "$RUN/deploy/local"
+for f in "$SRC"/deploy/*; do [[ $f == */local ]] || ln -s "$f" "$RUN/deploy/"; done
+for f in "$SRC"/deploy/local/*; do [[ $f == */stack.sh ]] || ln -s "$f" "$RUN/deploy/local/"; done
+printf '#!/usr/bin/env bash\nNDD_KAFKA_PORT=%s NDD_CONTROLLER_PORT=%s NDD_PG_PORT=%s exec %q "$@"\n' \
+    "$KPORT" "$CPORT" "$PPORT" "$STACK" >"$RUN/deploy/local/stack.sh"
+chmod +x "$RUN/deploy/local/stack.sh"
 cleanup() {
     "$STACK" destroy --dir "$NDD_STACK_DIR" >/dev/null 2>&1 || true
     "$STACK" destroy --dir "$W/s2" >/dev/null 2>&1 || true
@@ -42,7 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 export PATH="$BUILD/admin:$BUILD/adapter:$BUILD/aggregation:$BUILD/correlation:$BUILD/bench/sink:$BUILD/bench/nfsim:$PATH"
-B=127.0.0.1:$NDD_KAFKA_PORT
+B=127.0.0.1:$KPORT
 
 python3 "$SRC/tests/docs_examples.py" "$SRC" "$W/ex" >"$W/manifest" ||
     fail "unmarked or malformed examples (see above): mark each \`\`\`sh/\`\`\`json block"
@@ -52,9 +59,9 @@ python3 "$SRC/tests/docs_examples.py" "$SRC" "$W/ex" >"$W/manifest" ||
 # free ports (--ports-from: admin P, the rest up to P+80).
 QPORT=$(shuf -i 20000-28000 -n 1)
 subst() { # file -> the example with the test's ports and paths
-    sed -e "s/\b9092\b/$NDD_KAFKA_PORT/g" -e "s/\b55432\b/$NDD_PG_PORT/g" \
+    sed -e "s/\b9092\b/$KPORT/g" -e "s/\b55432\b/$PPORT/g" \
         -e "s/\b9100\b/$APORT/g" -e "s|/etc/ndd/|$ETC/|g" -e "s|/tmp/s2|$W/s2|g" \
-        -e "/--stop/!s|^deploy/local/quickstart.sh |deploy/local/quickstart.sh --no-build --build build --seconds 10 --ports-from $QPORT |" "$1"
+        -e "/--stop/!s|^deploy/local/quickstart.sh |deploy/local/quickstart.sh --no-build --build build --seconds 10 --ports-from $QPORT --kafka-port $KPORT --pg-port $PPORT |" "$1"
 }
 
 # Runs a script in RUN in its own session (so what it leaves behind can be stopped).
@@ -84,14 +91,14 @@ check_json() { # kind args file
 }
 
 # Blocks saved with file=NAME first: an example may name a file a later doc shows.
-while IFS=$'\t' read -r id kind args where; do
+while IFS='|' read -r id kind args where; do
     for a in $args; do
         if [[ $a == file=* ]]; then cp "$W/ex/$id.json" "$ETC/${a#file=}"; fi
     done
 done <"$W/manifest"
 
 n=0 failed=0
-while IFS=$'\t' read -r id kind args where; do
+while IFS='|' read -r id kind args where; do
     n=$((n + 1))
     log=$W/ex/$id.log
     args=$(tr ' ' '\n' <<<"$args" | grep -v '^file=' | xargs || true)

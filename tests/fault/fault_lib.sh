@@ -12,8 +12,10 @@
 # fault_own_stack first (it breaks the broker or PostgreSQL: its own stack, destroyed at exit).
 # Every process it starts is stopped by PID at exit. The whole test runs under a timeout.
 
+# FAULT_TIMEOUT (set before sourcing): the whole scenario's bound, 240 s unless the scenario
+# restarts a server (a Kafka start alone can take a minute on a loaded 2-core host).
 if [[ -z ${NDD_FAULT_TIMED:-} ]]; then
-    NDD_FAULT_TIMED=1 exec timeout -k 10 240 bash "$0" "$@"
+    NDD_FAULT_TIMED=1 exec timeout -k 10 "${FAULT_TIMEOUT:-240}" bash "$0" "$@"
 fi
 
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must name the build directory}

@@ -3,6 +3,7 @@
 # stopped): the simulator, the aggregation and the adapter wait and resume; nothing is lost.
 set -euo pipefail
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+FAULT_TIMEOUT=420
 # shellcheck source=tests/fault/fault_lib.sh
 . "$SRC/tests/fault/fault_lib.sh"
 fault_init broker

@@ -5,6 +5,7 @@
 # produced = delivered + dead-lettered.
 set -euo pipefail
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+FAULT_TIMEOUT=420
 # shellcheck source=tests/fault/fault_lib.sh
 . "$SRC/tests/fault/fault_lib.sh"
 BIN_ADMIN=$BUILD/admin/ndd-admin
