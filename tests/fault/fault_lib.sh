@@ -47,6 +47,7 @@ fault_cleanup() {
 # fault_init NAME: work dir W, topic prefix PFX, broker B.
 fault_init() {
     W=$(mktemp -d "/tmp/ndd-fault-$1.XXXXXX")
+    chmod 755 "$W" # an own stack runs PostgreSQL as user postgres, which must reach it
     trap fault_cleanup EXIT
     PFX="f$1-$$-$RANDOM-"
     B=${NDD_TEST_KAFKA:-}
