@@ -48,6 +48,7 @@ cleanup() {
     rm -rf "$W"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT # a timeout still stops what the examples started
 export PATH="$BUILD/admin:$BUILD/adapter:$BUILD/aggregation:$BUILD/correlation:$BUILD/bench/sink:$BUILD/bench/nfsim:$PATH"
 B=127.0.0.1:$KPORT
 

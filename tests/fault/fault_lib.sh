@@ -49,6 +49,7 @@ fault_init() {
     W=$(mktemp -d "/tmp/ndd-fault-$1.XXXXXX")
     chmod 755 "$W" # an own stack runs PostgreSQL as user postgres, which must reach it
     trap fault_cleanup EXIT
+    trap 'exit 143' TERM INT # a timeout still stops what the scenario started
     PFX="f$1-$$-$RANDOM-"
     B=${NDD_TEST_KAFKA:-}
     B=${B#\'}
