@@ -155,10 +155,12 @@ wait_ready() { # url seconds
     return 1
 }
 
-# produce RATE SECONDS: ndd-nf-sim in the background (SIM_PID), summary in W/nfsim.json.
+# produce RATE SECONDS: ndd-nf-sim in the background (SIM_PID), summary in W/nfsim.json;
+# SIM_FLUSH_TIMEOUT: how long it waits for the last acknowledgements (a broker outage).
 produce() {
     "$BIN_SIM" --bootstrap "$B" --rate "$1" --duration "$2" --nf-mix SCP=1 --size natural \
         --copies 2 --topic-prefix "$PFX" --partitions 3 --seq-start 0 --quiet \
+        --flush-timeout "${SIM_FLUSH_TIMEOUT:-30}" \
         >"$W/nfsim.json" 2>"$W/nfsim.log" &
     SIM_PID=$!
     FAULT_PIDS+=("$!")

@@ -4,6 +4,8 @@
 set -euo pipefail
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 FAULT_TIMEOUT=420
+# the broker may take a minute to come back on a loaded host: the simulator waits for it
+SIM_FLUSH_TIMEOUT=240
 # shellcheck source=tests/fault/fault_lib.sh
 . "$SRC/tests/fault/fault_lib.sh"
 fault_init broker
