@@ -24,4 +24,6 @@ fdlq=$(topic_records "ndd.dlq.${PFX}s1")
 ((fdlq > 0)) || fail "no copy answered 400 reached the feed DLQ"
 ((fdlq <= 30)) || fail "$fdlq copies dead-lettered for 30 answers of 400"
 ((DELIVERED[s1] > 0)) || fail "nothing delivered"
-echo "PASS: 503, 429 + Retry-After, 400: retried, retried, dead-lettered ($fdlq); nothing lost"
+rej=$(sink_field s1 rejected)
+((rej > fdlq)) || fail "the sink refused $rej requests, $fdlq of them with 400: 503 and 429 were not exercised"
+echo "PASS: 503, 429 + Retry-After, 400 ($rej refused): retried, retried, dead-lettered ($fdlq); nothing lost"
