@@ -5,7 +5,7 @@
 #
 #   tests/run.sh [--quick] [--label L]... [--keep-stack] [--no-install] [-h]
 #     --quick       no sanitizer build (build/ only)
-#     --label L     run only ctest label L (unit, integration, e2e, fuzz; repeatable); the
+#     --label L     run only ctest label L (unit, integration, e2e, fault, fuzz; repeatable); the
 #                   format check still runs
 #     --keep-stack  leave the private stack running at the end (prints how to stop it)
 #     --no-install  skip deploy/local/install-deps.sh
@@ -183,7 +183,7 @@ start_stack() {
     return 1
 }
 NEED_STACK=0
-for l in integration e2e; do label_wanted "$l" && NEED_STACK=1; done
+for l in integration e2e fault; do label_wanted "$l" && NEED_STACK=1; done
 if ((NEED_STACK)); then
     note "private stack"
     unset NDD_TEST_KAFKA NDD_TEST_PG
