@@ -516,7 +516,12 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int6
         int tlen = snprintf(ts, sizeof(ts), "%" PRId64, now_us);
         agg_part_t *p = partitions_user(w->ledger, m->partition);
         int qlen = snprintf(seq, sizeof(seq), "%" PRIu64, p->seq + 1);
-        if (agg_header_put(h, &cm, CODEC_META_AGG_TIMESTAMP, ts, (size_t)tlen) ||
+        /* A copy keyed only by its key gets the header too; one with only the header gets
+         * it as key at produce time (agg_produce_key), so MAIN records carry both. */
+        if ((codec_msg_cid_needs_header(&cm) &&
+             rd_kafka_header_add(h, codec_meta_name(CODEC_META_CORRELATION_ID), -1, cm.key.ptr,
+                                 (ssize_t)cm.key.len) != RD_KAFKA_RESP_ERR_NO_ERROR) ||
+            agg_header_put(h, &cm, CODEC_META_AGG_TIMESTAMP, ts, (size_t)tlen) ||
             agg_header_put(h, &cm, CODEC_META_AGG_SEQ, seq, (size_t)qlen) ||
             agg_header_put(h, &cm, CODEC_META_ORIGIN, origin, olen > 0 ? (size_t)olen : 0))
             goto nomem;
@@ -533,6 +538,18 @@ nomem:
     return AGG_WAIT;
 }
 
+/* The key a slot is produced with: the consumed key, or for a MAIN copy that carried its
+ * correlation id only as @correlation-id, that header's value (read from the headers the slot
+ * holds now, so a retry with copied headers finds it too). librdkafka copies the key. */
+static void agg_produce_key(const agg_slot_t *s, const void **key, size_t *len)
+{
+    const rd_kafka_message_t *m = s->src;
+    *key = m->key;
+    *len = m->key_len;
+    if (m->key_len == 0 && s->dest == AGG_DEST_MAIN)
+        (void)codec_headers_correlation_id(s->hdrs, key, len);
+}
+
 /* Hands a READY slot to librdkafka: AGG_GO when queued (librdkafka owns the slot until its
  * delivery report), AGG_WAIT when the queue is full, AGG_FINISHED when it can be written
  * nowhere (w->fatal is set; the caller frees it, its offset stays unstored). */
@@ -544,8 +561,11 @@ static int agg_produce(agg_worker_t *w, agg_slot_t *s, int64_t now_ns)
         const char *topic = s->dest == AGG_DEST_MAIN ? w->main_topic : w->dlq_topic;
         s->t_produce_ns = now_ns;
         rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+        const void *key;
+        size_t key_len;
+        agg_produce_key(s, &key, &key_len);
         kafka_produce_result_t r =
-            kafka_produce(w->producer, topic, RD_KAFKA_PARTITION_UA, m->key, m->key_len,
+            kafka_produce(w->producer, topic, RD_KAFKA_PARTITION_UA, key, key_len,
                           s->body_dropped ? NULL : m->payload, s->body_dropped ? 0 : m->len,
                           s->hdrs, KAFKA_VALUE_BORROW, s, &e);
         if (r == KAFKA_PRODUCE_OK) {

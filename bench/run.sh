@@ -115,6 +115,9 @@ MAX_DRAIN_S=10     # `max`: delivery must end within this many seconds after the
 DRAIN_TIMEOUT=60   # after the simulator ends, how long delivery may take
 DRAIN_IDLE=15      # ... or how long without progress before giving up
 BASELINES="h2load kafka"
+RSS_SAMPLE_S=0     # > 0: current RSS (VmRSS) of every daemon every N s into W/<tag>/rss.csv
+RSS_WARMUP_S=120   # samples before this are left out of the RSS slope (allocator warm-up)
+RSS_FLAT_MB_PER_H=16 # a daemon whose RSS slope stays at or below this is "flat"
 BASELINE_COUNT=100000
 SETTLE_TIMEOUT=300 # after a window that did not drain: how long to wait for late copies
 SETTLE_IDLE=20
@@ -222,6 +225,54 @@ cpu_ticks() { # pid -> utime+stime ticks (0 when gone)
 }
 peak_rss_kb() { # pid -> VmHWM kB
     awk '/^VmHWM:/{print $2}' "/proc/$1/status" 2>/dev/null || echo 0
+}
+cur_rss_kb() { # pid -> VmRSS kB (empty when gone)
+    awk '/^VmRSS:/{print $2}' "/proc/$1/status" 2>/dev/null || true
+}
+# One line per daemon process of COMP_PIDS and Kafka: t_s,component,pid,rss_kb (soak profile).
+rss_sample() { # csv start_ns
+    local t comp pid r
+    t=$(awk -v a="$2" -v b="$(date +%s%N)" 'BEGIN{printf "%.1f", (b-a)/1e9}')
+    for comp in "${!COMP_PIDS[@]}"; do
+        [[ $comp == nf-sim || $comp == travel ]] && continue
+        for pid in ${COMP_PIDS[$comp]}; do
+            r=$(cur_rss_kb "$pid")
+            [[ -n $r ]] && echo "$t,$comp,$pid,$r" >>"$1"
+        done
+    done
+    if [[ -n $KAFKA_PID ]]; then
+        r=$(cur_rss_kb "$KAFKA_PID")
+        [[ -n $r ]] && echo "$t,kafka,$KAFKA_PID,$r" >>"$1"
+    fi
+    return 0
+}
+# The RSS samples as JSON: per component (processes summed per sample time) first/last/max MiB
+# and the least-squares slope in MiB per hour over the samples after RSS_WARMUP_S; "flat" when
+# every NDD daemon's slope is at most RSS_FLAT_MB_PER_H (Kafka's JVM heap is reported, not
+# judged). null when nothing was sampled.
+rss_series_json() { # csv
+    [[ -s $1 ]] || { echo null; return; }
+    awk -F, -v warm="$RSS_WARMUP_S" -v lim="$RSS_FLAT_MB_PER_H" -v iv="$RSS_SAMPLE_S" -v csv="$1" '
+        NR > 1 { k = $2 SUBSEP $1; if (!(k in v)) { n[$2]++; ts[$2, n[$2]] = $1 } v[k] += $4; comps[$2] = 1 }
+        END {
+            printf "{\"interval_s\":%s,\"warmup_s\":%s,\"limit_mb_per_h\":%s,\"csv\":\"%s\",\"components\":{", iv, warm, lim, csv
+            flat = 1; sep = ""
+            for (c in comps) {
+                sx = sy = sxx = sxy = m = 0; mx = 0
+                for (i = 1; i <= n[c]; i++) {
+                    t = ts[c, i]; r = v[c SUBSEP t] / 1024
+                    if (i == 1) first = r; last = r; if (r > mx) mx = r
+                    if (t + 0 < warm + 0) continue
+                    m++; sx += t; sy += r; sxx += t * t; sxy += t * r
+                }
+                d = m * sxx - sx * sx
+                slope = (m >= 3 && d > 0) ? (m * sxy - sx * sy) / d * 3600 : 0
+                if (c != "kafka" && slope > lim) flat = 0
+                printf "%s\"%s\":{\"samples\":%d,\"first_mb\":%.1f,\"last_mb\":%.1f,\"max_mb\":%.1f,\"slope_mb_per_h\":%.2f}", sep, c, n[c], first, last, mx, slope
+                sep = ","
+            }
+            printf "},\"flat\":%s}", flat ? "true" : "false"
+        }' "$1"
 }
 http_get() { curl -fsS --max-time 2 "$1" 2>/dev/null; }
 wait_ready() { # name url seconds
@@ -462,9 +513,14 @@ run_once() { # tag rate duration
     T0[$sim_pid]=$(cpu_ticks "$sim_pid")
 
     # progress once per second; sim CPU/RSS sampled while it lives (it exits before the end)
-    local sim_ticks=0 sim_rss=0 produced=0 s u
+    local sim_ticks=0 sim_rss=0 produced=0 s u next_rss=0
+    if ((RSS_SAMPLE_S > 0)); then echo "t_s,component,pid,rss_kb" >"$d/rss.csv"; fi
     while kill -0 "$sim_pid" 2>/dev/null; do
         sleep 1
+        if ((RSS_SAMPLE_S > 0 && SECONDS >= next_rss)); then
+            rss_sample "$d/rss.csv" "$start_ns"
+            next_rss=$((SECONDS + RSS_SAMPLE_S))
+        fi
         s=$(cpu_ticks "$sim_pid")
         ((s > sim_ticks)) && sim_ticks=$s
         s=$(peak_rss_kb "$sim_pid")
@@ -571,17 +627,19 @@ run_once() { # tag rate duration
     for pid in "${run_pids[@]}"; do stop_pid "$pid" 15; done
     # reaped: forget them, so the exit trap can never signal a recycled PID
     forget_pids "${run_pids[@]}" "$sim_pid"
-    local travel_json='null'
+    local travel_json='null' rss_series='null'
     [[ -s $d/travel.json ]] && travel_json=$(tail -n1 "$d/travel.json")
+    ((RSS_SAMPLE_S > 0)) && rss_series=$(rss_series_json "$d/rss.csv")
     jq -n --arg tag "$tag" --argjson rate "$rate" --argjson dur "$dur" --argjson window "$window" \
         --argjson nfsim "$(cat "$d/nfsim.json")" --argjson sinks "$sinks_json" \
         --argjson agg_dlq "$agg_dlq" --argjson cpu "$cpu_json" --argjson rss "$rss_json" \
         --argjson travel "$travel_json" --argjson xdr "$xdr_json" \
         --argjson offsets "$(tail -n1 "$d/offsets.json" 2>/dev/null | grep . || echo null)" \
         --argjson drained "$( ((drained)) && echo true || echo false)" --argjson settle "$settle_s" \
+        --argjson rss_series "$rss_series" \
         '{tag:$tag, rate:$rate, duration:$dur, window_s:$window, nfsim:$nfsim, sinks:$sinks,
           agg_dlq:$agg_dlq, cpu_s:$cpu, rss_mb:$rss, travel:$travel, xdr:$xdr, offsets:$offsets,
-          drained_in_window:$drained, settle_s:$settle}' \
+          drained_in_window:$drained, settle_s:$settle, rss_series:$rss_series}' \
         >"$WORK/$tag.result.json"
 }
 
@@ -709,7 +767,7 @@ summarise() { # result.json baselines.json profile
             | .value = (if $c <= 0 then null
                         elif .key == "adapter" or .key == "sink" then (($f | map(.received) | add) / $c)
                         else $produced / $c end | if . == null then null else floor end))),
-         rss_mb:$r.rss_mb,
+         rss_mb:$r.rss_mb, rss_series:($r.rss_series // null),
          per_core:{ndd:((($r.cpu_s.aggregation // 0) + ($r.cpu_s.adapter // 0)) as $c
                         | (if $c > 0 then ($produced / $c | floor) else null end)),
                    ndd_with_kafka:((($r.cpu_s.aggregation // 0) + ($r.cpu_s.adapter // 0) + ($r.cpu_s.kafka // 0)) as $c
@@ -745,6 +803,14 @@ print_table() { # summary-json
     done
     printf '| %-44s | %18s |\n' "Produced / delivered / dead-lettered" "$(jq -r '"\(.produced)/\(.delivered)/\(.dead_lettered)"' <<<"$j")"
     printf '| %-44s | %18s |\n' "Lost / duplicates" "$(jq -r '"\(.lost) / \(.duplicates)"' <<<"$j")"
+    if jq -e '.rss_series' <<<"$j" >/dev/null; then
+        local c
+        for c in $(jq -r '.rss_series.components | keys[]' <<<"$j"); do
+            printf '| %-44s | %18s |\n' "RSS $c first / last MiB, slope MiB/h" \
+                "$(jq -r --arg c "$c" '.rss_series.components[$c] | "\(.first_mb) / \(.last_mb), \(.slope_mb_per_h)"' <<<"$j")"
+        done
+        printf '| %-44s | %18s |\n' "RSS flat (slope <= $(jq -r .rss_series.limit_mb_per_h <<<"$j") MiB/h, every daemon)" "$(jq -r '.rss_series.flat' <<<"$j")"
+    fi
     if jq -e '.drained_in_window == false' <<<"$j" >/dev/null; then
         printf '| %-44s | %18s |\n' "Drained in the measured window" "$(jq -r '"no (+\(.settle_s) s)"' <<<"$j")"
     fi

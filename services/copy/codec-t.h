@@ -88,6 +88,8 @@ typedef struct codec_header {
 #define CODEC_MAX_MAX_BODY (64u << 20) /* ceiling of the configurable body limit */
 
 /* Process-wide limits that are configurable (set once at start, before threads). */
+enum { CODEC_CID_IN_KEY = 1u, CODEC_CID_IN_HEADER = 2u };
+
 typedef struct codec_limits {
     size_t max_body; /* 0 means CODEC_DEFAULT_MAX_BODY */
 } codec_limits_t;
@@ -100,6 +102,10 @@ typedef struct codec_msg {
     codec_slice_t body; /* SBI body as sent; may be empty */
 
     codec_slice_t meta[CODEC_META__COUNT]; /* raw header values; ptr NULL when absent */
+    /* Where the record carried its correlation id (CODEC_CID_IN_KEY | CODEC_CID_IN_HEADER):
+     * key and meta[CODEC_META_CORRELATION_ID] are both set after a decode, so only this says
+     * which of the two a re-producer must add (codec_msg_cid_needs_header, ..._needs_key). */
+    unsigned cid_in;
 
     /* Parsed forms of the fields the data path branches on. */
     int64_t timestamp_us;

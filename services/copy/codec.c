@@ -418,6 +418,7 @@ static void msg_reset(codec_msg_t *m)
     memset(m->meta, 0, sizeof m->meta);
     m->key = (codec_slice_t){0};
     m->body = (codec_slice_t){0};
+    m->cid_in = 0;
     m->timestamp_us = 0;
     m->type = CODEC_MSG_UNKNOWN;
     m->trigger = CODEC_TRIGGER_UNKNOWN;
@@ -522,8 +523,10 @@ static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_erro
             (out->key.len != cid->len || memcmp(out->key.ptr, cid->ptr, cid->len) != 0))
             return fail(err, CODEC_ERR_KEY_MISMATCH, "key", 3,
                         "record key differs from @correlation-id");
+        out->cid_in = CODEC_CID_IN_HEADER | (out->key.ptr ? CODEC_CID_IN_KEY : 0u);
         out->key = *cid;
     } else if (out->key.ptr) {
+        out->cid_in = CODEC_CID_IN_KEY;
         *cid = out->key;
     } else {
         return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_CORRELATION_ID,
@@ -788,6 +791,30 @@ int codec_headers_set_meta_u64(rd_kafka_headers_t *hdrs, codec_meta_t m, uint64_
     char tmp[24];
     int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
     return codec_headers_set_meta(hdrs, m, tmp, (size_t)n);
+}
+
+bool codec_msg_cid_needs_header(const codec_msg_t *m)
+{
+    return m->cid_in == CODEC_CID_IN_KEY;
+}
+
+bool codec_msg_cid_needs_key(const codec_msg_t *m)
+{
+    return m->cid_in == CODEC_CID_IN_HEADER;
+}
+
+int codec_headers_correlation_id(const rd_kafka_headers_t *hdrs, const void **value, size_t *len)
+{
+    const void *v = NULL;
+    size_t n = 0;
+    if (!hdrs ||
+        rd_kafka_header_get_last(hdrs, codec_meta_name(CODEC_META_CORRELATION_ID), &v, &n) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        !v || n == 0)
+        return -1;
+    *value = v;
+    *len = n;
+    return 0;
 }
 
 int codec_format_origin(char *dst, size_t dstlen, const char *topic, int32_t partition,

@@ -202,6 +202,8 @@ kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *er
         {"queue.buffering.max.kbytes", "65536"},
         {"message.timeout.ms", "0"},
         {"partitioner", "murmur2_random"},
+        /* librdkafka's default (1,000,000) refuses a copy at the contract's 1 MiB limit. */
+        {"message.max.bytes", KAFKA_RECORD_MAX_BYTES_STR},
     };
     p->rk =
         kafka_client_new(RD_KAFKA_PRODUCER, defaults, sizeof(defaults) / sizeof(defaults[0]),

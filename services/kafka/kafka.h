@@ -240,6 +240,15 @@ rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c);
 
 /* ---- admin ---------------------------------------------------------------------------- */
 
+/* The largest record NDD produces: the contract's default body limit (1 MiB,
+ * CODEC_DEFAULT_MAX_BODY) plus the most headers it allows (64 KiB, CODEC_MAX_HEADER_BYTES)
+ * plus 8 KiB for the key, the enrichment/dead-letter headers and the record batch framing.
+ * Every NDD producer's message.max.bytes and every topic NDD creates (max.message.bytes)
+ * default to it, and the local broker (deploy/local/kafka/server.properties.in) accepts it,
+ * so a copy at the documented limit travels end to end (docs/message-format.md, "Limits"). */
+#define KAFKA_RECORD_MAX_BYTES 1122304
+#define KAFKA_RECORD_MAX_BYTES_STR "1122304"
+
 /* Creates a topic (already existing is success) and waits until the broker reports all its
  * partitions with a leader. configs: topic configs such as {"cleanup.policy", "compact"}.
  * Returns 0 or -1 (logged with the topic name and the broker's reason). */

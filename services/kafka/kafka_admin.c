@@ -95,6 +95,18 @@ int kafka_admin_create_topic(const char *brokers, const char *topic, int partiti
         rd_kafka_destroy(rk);
         return -1;
     }
+    /* A topic holds NDD's largest record unless the caller sets its own limit: the broker's
+     * default (1,048,588) is below a 1 MiB body with its headers. */
+    bool own_max = false;
+    for (size_t i = 0; i < n_configs; i++)
+        own_max = own_max || strcmp(configs[i].key, "max.message.bytes") == 0;
+    if (!own_max &&
+        rd_kafka_NewTopic_set_config(nt, "max.message.bytes", KAFKA_RECORD_MAX_BYTES_STR)) {
+        log_error("kafka admin: topic %s config max.message.bytes refused", topic);
+        rd_kafka_NewTopic_destroy(nt);
+        rd_kafka_destroy(rk);
+        return -1;
+    }
     for (size_t i = 0; i < n_configs; i++) {
         rd_kafka_resp_err_t e = rd_kafka_NewTopic_set_config(nt, configs[i].key, configs[i].value);
         if (e) {

@@ -180,6 +180,37 @@ static void test_key_length_limit_boundary(void **state)
     rd_kafka_headers_destroy(h);
 }
 
+/* Which of key and @correlation-id a copy carried, so that a re-producer adds the other. */
+static void test_decode_says_whether_the_id_came_as_key_header_or_both(void **state)
+{
+    (void)state;
+    rd_kafka_headers_t *h = base_request();
+    assert_int_equal(decode_h(&g_msg, "txn-1", h, NULL), CODEC_OK);
+    assert_int_equal(g_msg.cid_in, CODEC_CID_IN_KEY);
+    assert_true(codec_msg_cid_needs_header(&g_msg));
+    assert_false(codec_msg_cid_needs_key(&g_msg));
+    const void *v = NULL;
+    size_t n = 0;
+    assert_int_equal(codec_headers_correlation_id(h, &v, &n), -1);
+
+    rd_kafka_header_add(h, "@correlation-id", -1, "txn-1", -1);
+    assert_int_equal(decode_h(&g_msg, NULL, h, NULL), CODEC_OK);
+    assert_int_equal(g_msg.cid_in, CODEC_CID_IN_HEADER);
+    assert_false(codec_msg_cid_needs_header(&g_msg));
+    assert_true(codec_msg_cid_needs_key(&g_msg));
+    assert_int_equal(g_msg.key.len, 5);
+    assert_memory_equal(g_msg.key.ptr, "txn-1", 5);
+    assert_int_equal(codec_headers_correlation_id(h, &v, &n), 0);
+    assert_int_equal(n, 5);
+    assert_memory_equal(v, "txn-1", 5);
+
+    assert_int_equal(decode_h(&g_msg, "txn-1", h, NULL), CODEC_OK);
+    assert_int_equal(g_msg.cid_in, CODEC_CID_IN_KEY | CODEC_CID_IN_HEADER);
+    assert_false(codec_msg_cid_needs_header(&g_msg));
+    assert_false(codec_msg_cid_needs_key(&g_msg));
+    rd_kafka_headers_destroy(h);
+}
+
 static void test_meta_value_limit_boundary(void **state)
 {
     (void)state;
@@ -346,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_decode_parses_typed_fields),
         cmocka_unit_test(test_seq_overflow_is_bad_value),
         cmocka_unit_test(test_key_length_limit_boundary),
+        cmocka_unit_test(test_decode_says_whether_the_id_came_as_key_header_or_both),
         cmocka_unit_test(test_meta_value_limit_boundary),
         cmocka_unit_test(test_extension_header_limit_boundary),
         cmocka_unit_test(test_body_limit_is_configurable),

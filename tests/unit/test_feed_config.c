@@ -392,7 +392,7 @@ static void test_equal_json_means_unchanged_feed(void **state)
     feed_config_free(c);
 }
 
-/* docs/adapter.md's feeds file, the block after "<!-- docs-test: feeds-file -->": a user
+/* docs/adapter.md's feeds file, the block after "<!-- docs-test: json feeds-file -->": a user
  * copies it as it is, so it must parse as JSON and every feed in it with the workers' parser. */
 static void test_the_feeds_file_example_in_docs_adapter_md_is_accepted(void **state)
 {
@@ -402,7 +402,7 @@ static void test_the_feeds_file_example_in_docs_adapter_md_is_accepted(void **st
     char line[1024], text[16384] = "";
     int phase = 0; /* 0 before the marker, 1 before the fence, 2 in the block, 3 done */
     while (phase < 3 && fgets(line, sizeof line, f)) {
-        if (phase == 0 && strstr(line, "<!-- docs-test: feeds-file -->"))
+        if (phase == 0 && strstr(line, "<!-- docs-test: json feeds-file -->"))
             phase = 1;
         else if (phase == 1) {
             if (strncmp(line, "```json", 7) != 0)
