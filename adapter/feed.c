@@ -73,6 +73,10 @@ static void *feed_thread(void *arg)
     char tn[16];
     snprintf(tn, sizeof tn, "feed-%.10s", f->cfg->name);
     pthread_setname_np(pthread_self(), tn);
+    const encoding_t *enc = f->cfg->encoding;
+    char eerr[300];
+    if (enc->thread_start && enc->thread_start(f->cfg->encoding_options, eerr, sizeof eerr))
+        log_error("feed %s: encoding %s: %s (defaults used)", f->cfg->name, enc->name, eerr);
     endpoint_set_start(f->eps);
     event_base_dispatch(f->base);
 
@@ -97,6 +101,8 @@ static void *feed_thread(void *arg)
             feed_msg_finish(f, &f->pool[i].msgs[j], false);
     kafka_consumer_close(f->kc); /* commits the stored low-water marks */
     f->kc = NULL;
+    if (enc->thread_stop)
+        enc->thread_stop();
     return NULL;
 }
 

@@ -8,8 +8,9 @@
 static const encoding_t *encoding_table[ENCODING_MAX] = {
     &encoding_json,
     &encoding_frame,
+    &encoding_synthetic,
 };
-static size_t encoding_n = 2;
+static size_t encoding_n = 3;
 
 const encoding_t *encoding_find(const char *name)
 {

@@ -20,7 +20,7 @@ const transport_desc_t transport_desc_tcp = {
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_NONE,
     .fire_and_forget = true,
-    .encodings = {"frame"},
+    .encodings = {"frame", "synthetic"},
 };
 
 const transport_desc_t transport_desc_tls = {
@@ -29,7 +29,7 @@ const transport_desc_t transport_desc_tls = {
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_NONE,
     .fire_and_forget = true,
-    .encodings = {"frame"},
+    .encodings = {"frame", "synthetic"},
 };
 
 static const transport_desc_t *transport_table[TRANSPORT_MAX] = {
