@@ -12,7 +12,7 @@ NDD_DEB_PACKAGES=(
     # libraries the services/ runtime links
     librdkafka-dev libnghttp2-dev libevent-dev libjansson-dev libpq-dev libssl-dev libpcre2-dev
     # tests
-    libcmocka-dev nghttp2-server nghttp2-client prometheus kcat socat curl jq
+    libcmocka-dev nghttp2-server nghttp2-client prometheus kcat socat curl jq tshark
     # local stack
     postgresql maven procps
 )
