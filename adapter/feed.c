@@ -65,6 +65,17 @@ static void feed_tick_cb(evutil_socket_t fd, short what, void *arg)
     feed_poll(f);
 }
 
+/* The source positions of a delivery's records (a transport's cookie is its delivery). */
+static size_t feed_cookie_positions(void *cookie, transport_pos_t *out, size_t max)
+{
+    const feed_delivery_t *d = cookie;
+    size_t n = 0;
+    for (unsigned i = 0; i < d->n && n < max; i++)
+        if (d->msgs[i].rkm)
+            out[n++] = (transport_pos_t){d->msgs[i].partition, d->msgs[i].rkm->offset};
+    return n;
+}
+
 /* ---- thread ---- */
 
 static void *feed_thread(void *arg)
@@ -297,7 +308,9 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
                                  .method = cfg->method,
                                  .content_type = cfg->encoding->content_type,
                                  .n_headers = cfg->n_headers,
-                                 .fire_and_forget = dc->fire_and_forget};
+                                 .fire_and_forget = dc->fire_and_forget,
+                                 .options = cfg->transport_options,
+                                 .positions = feed_cookie_positions};
         memcpy(tc.headers, f->headers, sizeof tc.headers);
         endpoint_t *ep = endpoint_set_add(f->eps, &tc, ec->weight, e2, sizeof e2);
         if (!ep) {
