@@ -46,6 +46,12 @@ typedef enum synth_match {
 typedef struct synth_settings {
     unsigned mss4, mss6;
     unsigned max_connections;
+    /* HPACK dynamic table use. Off (the default), every header field is a literal "never
+     * indexed" (or a static-table hit), so any header block decodes on its own: a probe that
+     * joins a pcap stream late, or one rotated file read alone, still sees every header. On,
+     * the deflaters index as an HTTP/2 stack would (smaller, but a capture is then readable
+     * only from the connection's start). */
+    bool hpack_indexing;
 } synth_settings_t;
 
 typedef struct synth_ctx synth_ctx_t;

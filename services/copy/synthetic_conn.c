@@ -196,7 +196,8 @@ static int ctx_parse(synth_ctx_t *c, const json_t *o, char *err, size_t errlen)
         snprintf(err, errlen, "synthetic: must be an object");
         return -1;
     }
-    static const char *const keys[] = {"mss", "mss_ipv6", "max_connections", "mapping", NULL};
+    static const char *const keys[] = {"mss",     "mss_ipv6",       "max_connections",
+                                       "mapping", "hpack_indexing", NULL};
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)o, key, v)
@@ -217,6 +218,12 @@ static int ctx_parse(synth_ctx_t *c, const json_t *o, char *err, size_t errlen)
         parse_uint(o, "max_connections", 1, SYNTH_MAX_MAX_CONNS, &c->set.max_connections, err,
                    errlen))
         return -1;
+    json_t *hi = json_object_get(o, "hpack_indexing");
+    if (hi && !json_is_boolean(hi)) {
+        snprintf(err, errlen, "synthetic.hpack_indexing: must be true or false");
+        return -1;
+    }
+    c->set.hpack_indexing = hi && json_is_true(hi);
     json_t *map = json_object_get(o, "mapping");
     if (!map)
         return 0;
@@ -251,7 +258,8 @@ synth_ctx_t *synth_ctx_new(const json_t *options, char *err, size_t errlen)
         snprintf(err, errlen, "synthetic: out of memory");
         return NULL;
     }
-    c->set = (synth_settings_t){SYNTH_DEFAULT_MSS4, SYNTH_DEFAULT_MSS6, SYNTH_DEFAULT_MAX_CONNS};
+    c->set =
+        (synth_settings_t){SYNTH_DEFAULT_MSS4, SYNTH_DEFAULT_MSS6, SYNTH_DEFAULT_MAX_CONNS, false};
     if (ctx_parse(c, options, err, errlen)) {
         synth_ctx_free(c);
         return NULL;

@@ -430,13 +430,14 @@ long synth_encode(synth_ctx_t *c, const codec_msg_t *m, buf_t *out, const char *
     /* the header block first: nothing has changed yet if it cannot be built */
     nghttp2_nv nva[CODEC_MAX_HTTP_HEADERS];
     size_t nv = 0;
+    uint8_t nvflag = c->set.hpack_indexing ? NGHTTP2_NV_FLAG_NONE : NGHTTP2_NV_FLAG_NO_INDEX;
     for (int pass = 0; pass < 2; pass++) /* pseudo-headers first (RFC 9113 8.3) */
         for (size_t i = 0; i < m->n_http; i++) {
             const codec_header_t *h = &m->http[i];
             if ((h->name.len && h->name.ptr[0] == ':') != (pass == 0) || skip_header(&h->name))
                 continue;
             nva[nv++] = (nghttp2_nv){(uint8_t *)h->name.ptr, (uint8_t *)h->value.ptr, h->name.len,
-                                     h->value.len, NGHTTP2_NV_FLAG_NONE};
+                                     h->value.len, nvflag};
         }
     synth_conn_t evicted;
     bool fresh;
