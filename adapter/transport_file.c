@@ -61,7 +61,7 @@ typedef struct ftf {
     char part[480], name[200];
     uint64_t bytes, records, seq, opened_ms;
     EVP_MD_CTX *sha;
-    void **cookies;
+    void **cookies, **reporting; /* the open file's sends; the ones being acked or failed */
     unsigned n_cookies, cap;
     ftf_part_t parts[FTF_MAX_PARTS];
     unsigned n_parts;
@@ -123,13 +123,23 @@ static int ftf_write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* The cookies to report, moved aside: a callback may send again (into t->cookies). */
+static unsigned ftf_take_cookies(ftf_t *t)
+{
+    void **r = t->reporting;
+    t->reporting = t->cookies;
+    t->cookies = r;
+    unsigned n = t->n_cookies;
+    t->n_cookies = 0;
+    return n;
+}
+
 static void ftf_fail_all(ftf_t *t, const char *reason)
 {
     transport_failure_t f = {.retryable = true, .reason = reason};
-    unsigned n = t->n_cookies;
-    t->n_cookies = 0;
+    unsigned n = ftf_take_cookies(t);
     for (unsigned i = 0; i < n; i++)
-        t->ev.on_fail(t->owner, t->cookies[i], &f);
+        t->ev.on_fail(t->owner, t->reporting[i], &f);
 }
 
 /* The open .part is dropped (a crash would have left the same). */
@@ -323,10 +333,9 @@ static void ftf_rotate(ftf_t *t)
         return;
     if (ftf_close_file(t) != 0)
         return;
-    unsigned n = t->n_cookies;
-    t->n_cookies = 0;
+    unsigned n = ftf_take_cookies(t);
     for (unsigned i = 0; i < n; i++)
-        t->ev.on_ack(t->owner, t->cookies[i], 0);
+        t->ev.on_ack(t->owner, t->reporting[i], 0);
 }
 
 static void ftf_defer_cb(evutil_socket_t fd, short what, void *arg)
@@ -429,11 +438,12 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     t->min_free = opt_u64(o, "min_free_bytes", 1u << 20);
     t->cap = cfg->max_in_flight ? cfg->max_in_flight : 64;
     t->cookies = calloc(t->cap, sizeof *t->cookies);
+    t->reporting = calloc(t->cap, sizeof *t->reporting);
     t->pos = calloc(FTF_POS_MAX, sizeof *t->pos);
     t->sha = EVP_MD_CTX_new();
     t->defer = event_new(base, -1, 0, ftf_defer_cb, t);
     t->tick = event_new(base, -1, EV_PERSIST, ftf_tick_cb, t);
-    if (!t->cookies || !t->pos || !t->sha || !t->defer || !t->tick ||
+    if (!t->cookies || !t->reporting || !t->pos || !t->sha || !t->defer || !t->tick ||
         buf_init(&t->scratch, 0, (size_t)64 << 20) != 0) {
         snprintf(err, errlen, "out of memory");
         transport_file_ops.destroy(&t->base);
@@ -558,6 +568,7 @@ static void ftf_destroy(transport_t *base)
     EVP_MD_CTX_free(t->sha);
     buf_free(&t->scratch);
     free(t->cookies);
+    free(t->reporting);
     free(t->pos);
     free(t);
 }
