@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,6 +138,23 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
+static void writev_all(int fd, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        ssize_t k = writev(fd, iov, n);
+        if (k <= 0)
+            return;
+        while (n > 0 && (size_t)k >= iov->iov_len) {
+            k -= (ssize_t)iov->iov_len;
+            iov++, n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + k;
+            iov->iov_len -= (size_t)k;
+        }
+    }
+}
+
 /* mode 0 json-tcp, 1 synthetic (build only), 2 pcap-tcp */
 static double run(int mode, double seconds, uint64_t *bytes_out)
 {
@@ -174,10 +192,13 @@ static double run(int mode, double seconds, uint64_t *bytes_out)
                 frame_record_iter_t it;
                 frame_record_t rec;
                 frame_records(&fr, &it);
-                while (frame_record_next(&it, &rec)) {
-                    write_all(w, (const uint8_t *)rec.body.ptr, rec.body.len);
+                struct iovec iov[16];
+                int niov = 0;
+                while (frame_record_next(&it, &rec) && niov < 16) {
+                    iov[niov++] = (struct iovec){(void *)rec.body.ptr, rec.body.len};
                     bytes += rec.body.len;
                 }
+                writev_all(w, iov, niov); /* one writev per batch, as the evbuffer does */
             } else {
                 bytes += b.len;
             }
