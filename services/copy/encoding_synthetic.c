@@ -94,11 +94,14 @@ static encoding_result_t synthetic_add(encoding_batch_t *b, const codec_msg_t *m
     if (out->len - f->start - FRAME_HEADER_LEN + need > f->max_payload ||
         out->len + need > out->max)
         return b->count > 0 ? ENCODING_FULL : ENCODING_TOO_BIG;
-    static const char cid[] = "@correlation-id";
+    static const char cid[] = "@correlation-id", seq[] = "@seq";
     /* the record by hand: frame_data_record_end would copy a body built elsewhere, the
      * packets are written in place instead */
     if (frame_data_record_begin(f) != 0 ||
         frame_data_record_header(f, cid, sizeof cid - 1, m->key.ptr, m->key.len) != 0 ||
+        (m->meta[CODEC_META_SEQ].ptr &&
+         frame_data_record_header(f, seq, sizeof seq - 1, m->meta[CODEC_META_SEQ].ptr,
+                                  m->meta[CODEC_META_SEQ].len) != 0) ||
         buf_append_be32(out, (uint32_t)m->key.len) != 0 ||
         buf_append(out, m->key.ptr, m->key.len) != 0 || buf_append_be32(out, 0) != 0) {
         frame_data_record_abort(f);
