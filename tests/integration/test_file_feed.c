@@ -57,6 +57,7 @@ static char body[40000];
 /* Transaction t: NRF (two copies) when t is even, SCP (four) when odd; IPv6 every third;
  * bodies cycle through empty, small, > MSS and > 16 KiB. Returns the copies produced. */
 static unsigned long next_seq;
+static uint64_t body_bytes; /* of every copy produced, for the DATA frame check */
 
 static size_t produce_tx(rd_kafka_t *p, const char *topic, int t)
 {
@@ -99,6 +100,7 @@ static size_t produce_tx(rd_kafka_t *p, const char *topic, int t)
             snprintf(sq, sizeof sq, "%lu", next_seq++);
             H("@seq", sq);
             size_t bl = rsp ? blen : blen / 2;
+            body_bytes += bl;
             assert_int_equal(ktu_produce(p, topic, -1, key, strlen(key), body, bl, h, k / 2), 0);
             n++;
         }
@@ -189,7 +191,8 @@ static size_t count_files(const char *dir, const char *suffix)
 }
 
 /* tshark over every pcapng in dir: no bad packet; returns the distinct request paths. */
-static size_t tshark_check(const char *dir, size_t *responses)
+static size_t tshark_check(const char *dir, size_t *responses, size_t *requests,
+                           uint64_t *data_bytes)
 {
     char cmd[1200];
     snprintf(cmd, sizeof cmd,
@@ -208,26 +211,41 @@ static size_t tshark_check(const char *dir, size_t *responses)
         fail_msg("tshark flags packets in %s:\n%s", dir, out);
     snprintf(cmd, sizeof cmd,
              "cd %s && for f in *.pcapng; do tshark -r $f -d tcp.port==8443,http2 "
-             "-d tcp.port==50000-50100,http2 -Y http2.type==1 -T fields -e http2.headers.path "
-             "-e http2.headers.status; done 2>/dev/null",
+             "-d tcp.port==50000-50100,http2 -Y http2.type==1 -T fields -e http2.headers.method "
+             "-e http2.headers.path -e http2.headers.status; done 2>/dev/null",
              dir);
     p = popen(cmd, "r");
     char line[512];
-    size_t paths = 0;
+    size_t paths = 0, gets = 0;
     *responses = 0;
     static char seen[400];
     memset(seen, 0, sizeof seen);
     while (fgets(line, sizeof line, p)) {
         int t;
-        if (sscanf(line, "/nnrf-disc/v1/nf-instances/%d", &t) == 1 && t >= 0 && t < 400 &&
+        if (sscanf(line, "GET\t/nnrf-disc/v1/nf-instances/%d", &t) == 1 && t >= 0 && t < 400 &&
             !seen[t]) {
             seen[t] = 1;
             paths++;
         }
         if (strstr(line, "\t200"))
             (*responses)++;
+        if (!strncmp(line, "GET\t/nnrf-disc/v1/nf-instances/", 31))
+            gets++;
     }
     pclose(p);
+    *requests = gets;
+    /* the body bytes: every DATA frame's payload, summed over all files */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && for f in *.pcapng; do tshark -r $f -d tcp.port==8443,http2 "
+             "-d tcp.port==50000-50100,http2 -Y http2.type==0 -T fields -e http2.length; done "
+             "2>/dev/null | tr ',' '\\n' | awk '{s += $1} END {printf \"%%d\\n\", s}'",
+             dir);
+    p = popen(cmd, "r");
+    unsigned long long data = 0;
+    if (fscanf(p, "%llu", &data) != 1)
+        data = 0;
+    pclose(p);
+    *data_bytes = data;
     return paths;
 }
 
@@ -262,7 +280,9 @@ static void test_synthetic_feed_into_rotated_pcapng_files_tshark_reads(void **st
     assert_int_equal(ktu_create_topic(topic, 2), 0);
     int mport = atu_free_port(27100, 27999);
     pid_t a = start(feed, topic, dir, "{\"max_records\":40,\"max_seconds\":2}", mport, log);
+    uint64_t b0 = body_bytes;
     size_t n = produce(topic, 0, 60); /* 30 NRF x 2 + 30 SCP x 4 = 180 copies */
+    uint64_t body_bytes_run = body_bytes - b0;
     assert_int_equal(n, 180);
     bool caught = atu_group_caught_up(topic, group, 60000);
     if (!caught) {
@@ -283,9 +303,12 @@ static void test_synthetic_feed_into_rotated_pcapng_files_tshark_reads(void **st
         fprintf(stderr, "tshark not installed: packet checks skipped\n");
         return;
     }
-    size_t rsp;
-    assert_int_equal(tshark_check(dir, &rsp), 60);
-    assert_int_equal(rsp, 90); /* every response copy's :status */
+    size_t rsp, req;
+    uint64_t data;
+    assert_int_equal(tshark_check(dir, &rsp, &req, &data), 60);
+    assert_int_equal(req, 90);              /* every request copy's :method and :path */
+    assert_int_equal(rsp, 90);              /* every response copy's :status */
+    assert_int_equal(data, body_bytes_run); /* every body byte, in DATA frames */
 }
 
 static void test_kill_9_mid_file_loses_nothing_and_leaves_no_incomplete_file(void **state)
@@ -317,8 +340,9 @@ static void test_kill_9_mid_file_loses_nothing_and_leaves_no_incomplete_file(voi
     size_t files;
     assert_true(check_manifest(dir, &files, false) >= n);
     if (have_tshark) {
-        size_t rsp;
-        assert_int_equal(tshark_check(dir, &rsp), 40);
+        size_t rsp, req;
+        uint64_t data;
+        assert_int_equal(tshark_check(dir, &rsp, &req, &data), 40);
     }
 }
 
