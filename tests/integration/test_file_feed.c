@@ -237,8 +237,10 @@ static size_t tshark_check(const char *dir, size_t *responses, size_t *requests,
     /* the body bytes: every DATA frame's payload, summed over all files */
     snprintf(cmd, sizeof cmd,
              "cd %s && for f in *.pcapng; do tshark -r $f -d tcp.port==8443,http2 "
-             "-d tcp.port==50000-50100,http2 -Y http2.type==0 -T fields -e http2.length; done "
-             "2>/dev/null | tr ',' '\\n' | awk '{s += $1} END {printf \"%%d\\n\", s}'",
+             "-d tcp.port==50000-50100,http2 -Y http2.type==0 -T fields -e http2.type -e "
+             "http2.length; done 2>/dev/null | awk -F'\\t' '{nt = split($1, t, \",\"); "
+             "split($2, l, \",\"); for (i = 1; i <= nt; i++) if (t[i] == 0) s += l[i]} "
+             "END {printf \"%%d\\n\", s}'",
              dir);
     p = popen(cmd, "r");
     unsigned long long data = 0;
