@@ -65,6 +65,17 @@ static void feed_tick_cb(evutil_socket_t fd, short what, void *arg)
     feed_poll(f);
 }
 
+/* The source positions of a delivery's records (a transport's cookie is its delivery). */
+static size_t feed_cookie_positions(void *cookie, transport_pos_t *out, size_t max)
+{
+    const feed_delivery_t *d = cookie;
+    size_t n = 0;
+    for (unsigned i = 0; i < d->n && n < max; i++)
+        if (d->msgs[i].rkm)
+            out[n++] = (transport_pos_t){d->msgs[i].partition, d->msgs[i].rkm->offset};
+    return n;
+}
+
 /* ---- thread ---- */
 
 static void *feed_thread(void *arg)
@@ -73,6 +84,10 @@ static void *feed_thread(void *arg)
     char tn[16];
     snprintf(tn, sizeof tn, "feed-%.10s", f->cfg->name);
     pthread_setname_np(pthread_self(), tn);
+    const encoding_t *enc = f->cfg->encoding;
+    char eerr[300];
+    if (enc->thread_start && enc->thread_start(f->cfg->encoding_options, eerr, sizeof eerr))
+        log_error("feed %s: encoding %s: %s (defaults used)", f->cfg->name, enc->name, eerr);
     endpoint_set_start(f->eps);
     event_base_dispatch(f->base);
     /* The loop may have ended with this turn's store still queued (store_ev). */
@@ -99,6 +114,8 @@ static void *feed_thread(void *arg)
             feed_msg_finish(f, &f->pool[i].msgs[j], false);
     kafka_consumer_close(f->kc); /* commits the stored low-water marks */
     f->kc = NULL;
+    if (enc->thread_stop)
+        enc->thread_stop();
     return NULL;
 }
 
@@ -294,7 +311,9 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
                                  .method = cfg->method,
                                  .content_type = cfg->encoding->content_type,
                                  .n_headers = cfg->n_headers,
-                                 .fire_and_forget = dc->fire_and_forget};
+                                 .fire_and_forget = dc->fire_and_forget,
+                                 .options = cfg->transport_options,
+                                 .positions = feed_cookie_positions};
         memcpy(tc.headers, f->headers, sizeof tc.headers);
         endpoint_t *ep = endpoint_set_add(f->eps, &tc, ec->weight, e2, sizeof e2);
         if (!ep) {

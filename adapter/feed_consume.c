@@ -252,7 +252,10 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
             feed_close_filling(f);
             continue;
         }
-        /* Too big for an empty request: it can never be sent. */
+        /* Refused by the encoding, or too big for an empty request: it can never be sent. */
+        const char *why = r == ENCODING_REFUSED && d->batch.refused
+                              ? d->batch.refused
+                              : "message too big for one request (delivery.max_request_bytes)";
         if (d->n == 0) {
             f->filling = NULL;
             evtimer_del(&d->timer);
@@ -263,8 +266,7 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         fm.d = d;
         d->msgs[0] = fm;
         d->n = 1;
-        feed_dead_letter(f, d, 0, "message too big for one request (delivery.max_request_bytes)",
-                         NULL, NULL, 0);
+        feed_dead_letter(f, d, 0, why, NULL, NULL, 0);
         return;
     }
 }

@@ -19,8 +19,9 @@ static transport_binding_t transport_bindings[TRANSPORT_MAX] = {
     {&transport_desc_http2, &transport_h2_ops},
     {&transport_desc_tcp, &transport_tcp_ops},
     {&transport_desc_tls, &transport_tcp_ops}, /* tcp with a TLS connection layer */
+    {&transport_desc_file, &transport_file_ops},
 };
-static size_t transport_n_bindings = 3;
+static size_t transport_n_bindings = 4;
 
 int transport_bind(const transport_desc_t *d, const transport_ops_t *ops, char *err, size_t errlen)
 {

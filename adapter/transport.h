@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include <event2/event.h>
+#include <jansson.h>
 #include <openssl/ssl.h>
 
 #include "transport_url.h" /* transport_desc_t, transport_url_t, transport_url_parse */
@@ -30,6 +31,12 @@ typedef struct transport_header {
     const char *name; /* lowercase HTTP field name */
     const char *value;
 } transport_header_t;
+
+/* Where one record of a sent payload came from (transport_config_t.positions). */
+typedef struct transport_pos {
+    int32_t partition;
+    int64_t offset;
+} transport_pos_t;
 
 /* Everything a transport needs. Strings are borrowed: they must outlive the transport. */
 typedef struct transport_config {
@@ -58,6 +65,12 @@ typedef struct transport_config {
     /* TCP / TLS frames: ack when the frame left the process instead of waiting for the
      * endpoint's ACK frame (weaker: a crash of the endpoint loses what it had buffered). */
     bool fire_and_forget;
+
+    /* The transport's own settings (feed_config_t.transport_options); NULL: none. */
+    const json_t *options;
+    /* Source positions of the records of a send()'s cookie, into out[0..max); returns how
+     * many (the file transport's manifest). NULL: unknown. */
+    size_t (*positions)(void *cookie, transport_pos_t *out, size_t max);
 } transport_config_t;
 
 /* Why a request failed. */
@@ -113,7 +126,8 @@ struct transport {
 /* ---- functions ---- */
 
 extern const transport_ops_t transport_h2_ops;
-extern const transport_ops_t transport_tcp_ops; /* tcp:// and tls:// (a TLS connection layer) */
+extern const transport_ops_t transport_tcp_ops;  /* tcp:// and tls:// (a TLS connection layer) */
+extern const transport_ops_t transport_file_ops; /* file:///dir: rotated, fsync'ed files */
 
 /* The implementation bound to a row of the transport table; NULL when none is. */
 const transport_ops_t *transport_ops_for(const transport_desc_t *d);

@@ -9,7 +9,12 @@
  *
  * fire_and_forget: no ACK is requested; a frame counts as acknowledged once its last byte
  * left the process (handed to the kernel). Weaker: whatever the endpoint had not processed
- * when it crashes is lost. */
+ * when it crashes is lost.
+ *
+ * pcap stream (the synthetic encoding in fire-and-forget mode, docs/synthetic.md): the
+ * connection carries a pcap file header, then only the records' bodies (the copies' pcap
+ * records), no NDD framing, so that `nc host port | tshark -r -` or any libpcap reader takes it
+ * as it is; acknowledged once written, as fire-and-forget frames are. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +26,9 @@
 #include <event2/event.h>
 
 #include "conn.h"
+#include "encoding.h"
 #include "frame.h"
+#include "synthetic.h"
 #include "log.h"
 #include "transport.h"
 
@@ -52,6 +59,7 @@ typedef struct ftx {
     struct event *close_ev;
     char close_reason[320];
     bool in_cb; /* reporting: a teardown requested now is deferred */
+    bool pcap;  /* a pcap stream: header, then the records' bodies only */
 } ftx_t;
 
 static void ftx_teardown(ftx_t *t, const char *reason);
@@ -219,8 +227,14 @@ static void ftx_eventcb(struct bufferevent *bev, short what, void *arg)
         frame_parser_init(&t->parser, 0, false);
         bufferevent_setwatermark(bev, EV_WRITE, t->cfg.out_buf_max / 2, 0);
         bufferevent_enable(bev, EV_READ | EV_WRITE);
-        log_info("feed %s: connected to %s (frames%s%s)", t->cfg.feed, t->cfg.endpoint,
-                 t->cfg.use_tls ? " over TLS" : "",
+        if (t->pcap) {
+            uint8_t fh[24];
+            synth_pcap_file_header(fh);
+            bufferevent_write(bev, fh, sizeof fh);
+            t->bytes_queued = sizeof fh;
+        }
+        log_info("feed %s: connected to %s (%s%s%s)", t->cfg.feed, t->cfg.endpoint,
+                 t->pcap ? "pcap stream" : "frames", t->cfg.use_tls ? " over TLS" : "",
                  t->cfg.fire_and_forget ? ", fire-and-forget" : "");
         t->ev.on_up(t->owner);
         return;
@@ -295,6 +309,8 @@ static transport_t *ftx_create(struct event_base *base, const transport_config_t
     t->base.ops = &transport_tcp_ops;
     t->evb = base;
     t->cfg = *cfg;
+    t->pcap = cfg->fire_and_forget && cfg->content_type &&
+              !strcmp(cfg->content_type, ENCODING_SYNTHETIC_CONTENT_TYPE);
     t->ev = *ev;
     t->owner = owner;
     if (!t->cfg.max_in_flight)
@@ -352,6 +368,49 @@ static unsigned ftx_capacity(const transport_t *base)
     return t->cap - t->count;
 }
 
+static void ftx_push(ftx_t *t, void *cookie, uint64_t id)
+{
+    ftx_slot_t *s = ftx_at(t, t->count);
+    s->id = id;
+    s->cookie = cookie;
+    s->end_bytes = t->bytes_queued;
+    s->sent_ms = ftx_now_ms();
+    s->dead = false;
+    t->count++;
+    t->live++;
+}
+
+/* A pcap stream: the bodies of the frame's records (each a run of pcap records) are written
+ * by reference, without the frame around them. */
+static int ftx_send_pcap(ftx_t *t, const uint8_t *payload, size_t len, void *cookie)
+{
+    frame_parser_t p;
+    frame_t fr;
+    size_t used;
+    frame_parser_init(&p, 0, false);
+    if (frame_parse(&p, payload, len, &fr, &used) != FRAME_OK || used != len ||
+        fr.hdr.type != FRAME_TYPE_DATA) {
+        log_error("feed %s: endpoint %s: payload is not a synthetic DATA frame; refused",
+                  t->cfg.feed, t->cfg.endpoint);
+        return -1;
+    }
+    struct evbuffer *out = bufferevent_get_output(t->bev);
+    frame_record_iter_t it;
+    frame_record_t rec;
+    size_t n = 0;
+    frame_records(&fr, &it);
+    while (frame_record_next(&it, &rec)) {
+        if (evbuffer_add_reference(out, rec.body.ptr, rec.body.len, NULL, NULL) < 0) {
+            ftx_schedule_teardown(t, "out of memory queueing pcap records");
+            return -1; /* the stream is torn down: no partial batch survives */
+        }
+        n += rec.body.len;
+    }
+    t->bytes_queued += n;
+    ftx_push(t, cookie, ++t->next_id);
+    return 0;
+}
+
 static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void *cookie)
 {
     ftx_t *t = (ftx_t *)base;
@@ -362,6 +421,8 @@ static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void 
                   t->cfg.feed, t->cfg.endpoint, len);
         return -1;
     }
+    if (t->pcap)
+        return ftx_send_pcap(t, payload, len, cookie);
     uint8_t hdr[FRAME_HEADER_LEN];
     memcpy(hdr, payload, sizeof hdr);
     uint64_t id = ++t->next_id;

@@ -14,7 +14,7 @@ NDD_DEB_PACKAGES=(
     # ndd-ingress (HV-VES's protobuf VesEvent)
     libprotobuf-c-dev protobuf-c-compiler
     # tests
-    libcmocka-dev nghttp2-server nghttp2-client prometheus kcat socat curl jq
+    libcmocka-dev nghttp2-server nghttp2-client prometheus kcat socat curl jq tshark
     # local stack
     postgresql maven procps
 )

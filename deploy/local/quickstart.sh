@@ -12,7 +12,8 @@
 # 3. starts the local stack (Kafka + PostgreSQL, stack.sh; default dir <repo>/.stack),
 # 4. starts ndd-admin (REST API), ndd-aggregation for SCP, NRF, SEPP, BSF and PCF, ndd-sink (a
 #    stand-in third-party tool), ndd-correlation (MAIN -> xDRs on XDR) and ndd-adapter with one
-#    demo feed: MAIN -> JSON over HTTP/2,
+#    demo feed: MAIN -> JSON over HTTP/2 (and feed "wireshark": MAIN -> pcapng files in
+#    $QS/pcap, the synthetic packet feed),
 # 5. runs ndd-nf-sim at a modest rate (default 200 copies/s) for --seconds (default 60) and shows
 #    a live line per second: ingress rate, egress rate, p99 latency, backlog, xDRs,
 # 6. waits for delivery and for the last xDRs, prints the summary (lost counted by sequence
@@ -210,9 +211,13 @@ cat >"$QS/feeds.json" <<EOF
 {"feeds": [
   {"name": "demo", "source_topic": "MAIN", "encoding": "json", "transport": "http2",
    "endpoints": [{"url": "http://127.0.0.1:$P_SINK/ndd/demo"}],
-   "delivery": {"max_in_flight": 64, "timeout_ms": 5000}}
+   "delivery": {"max_in_flight": 64, "timeout_ms": 5000}},
+  {"name": "wireshark", "source_topic": "MAIN", "encoding": "synthetic", "transport": "file",
+   "endpoints": [{"url": "file://$QS/pcap"}],
+   "file": {"max_seconds": 10, "retention_bytes": 104857600}}
 ]}
 EOF
+mkdir -p "$QS/pcap" # the synthetic feed's pcapng files (docs/synthetic.md)
 start_daemon adapter "$QS/adapter.log" "$ADA" --bootstrap "$NDD_KAFKA" --feeds-file "$QS/feeds.json" \
     --http.port "$P_ADA"
 for nf in "${NF_TYPES[@]}"; do
@@ -336,6 +341,9 @@ $CONSOLE_LINE
            ndd-adapter        http://127.0.0.1:$P_ADA/metrics
            ndd-correlation    http://127.0.0.1:$P_CORR/metrics (ndd_correlation_*)
            ndd-sink           http://127.0.0.1:$P_SINKM/metrics, http://127.0.0.1:$P_SINKM/summary
+  packets (Wireshark)         $(ls "$QS"/pcap/*.pcapng 2>/dev/null | tail -n1)
+                              wireshark FILE (Decode As HTTP2 on the server ports), or
+                              tshark -r FILE -d tcp.port==8443,http2 -Y http2.headers.path   (docs/synthetic.md)
   logs                        $QS/*.log
   more traffic                $SIM --bootstrap $NDD_KAFKA --rate 500 --duration 30 --seq-start $((SEQ0 + 5000000))
   benchmarks                  bench/run.sh --profile smoke   (docs/benchmarks.md)

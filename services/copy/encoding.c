@@ -9,6 +9,7 @@ static const encoding_t *encoding_table[ENCODING_MAX] = {
     &encoding_json,
     &encoding_frame,
     &encoding_passthrough,
+    &encoding_synthetic,
 };
 static size_t encoding_n = 3;
 

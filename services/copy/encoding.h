@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "buf.h"
 #include "codec-t.h"
 
@@ -26,6 +28,7 @@ typedef enum encoding_result {
     ENCODING_FULL = 1,     /* the batch is full (count or bytes); the message was not added */
     ENCODING_TOO_BIG = -1, /* the message alone exceeds the output limit */
     ENCODING_ERROR = -2,   /* misuse (no open batch) */
+    ENCODING_REFUSED = -3, /* this message cannot be encoded (reason in batch.refused): DLQ */
 } encoding_result_t;
 
 /* Room for an encoding's own batch state (encoding_t.state_size at most this). */
@@ -37,9 +40,10 @@ typedef enum encoding_result {
  * (e.g. the frame builder of "frame") and is opaque to everyone else. */
 typedef struct encoding_batch {
     buf_t *out;
-    size_t start;     /* offset of the batch in out */
-    size_t count;     /* messages added */
-    size_t max_count; /* from begin_batch */
+    size_t start;        /* offset of the batch in out */
+    size_t count;        /* messages added */
+    size_t max_count;    /* from begin_batch */
+    const char *refused; /* why add returned ENCODING_REFUSED (static text) */
     union {
         max_align_t align;
         unsigned char bytes[ENCODING_STATE_MAX];
@@ -64,11 +68,20 @@ typedef struct encoding {
     /* Closes the batch; its bytes are out->data[b->start .. out->len). An empty batch is
      * removed from out and returns ENCODING_ERROR (nothing to send). */
     encoding_result_t (*end_batch)(encoding_batch_t *b);
+    /* Optional: the encoding's own member of the feed object (e.g. "synthetic"), checked by
+     * check_options when a feed is parsed, and given to thread_start on the feed's thread
+     * before its first batch (thread_stop when the thread ends). NULL: none. */
+    const char *options;
+    int (*check_options)(const json_t *options, char *err, size_t errlen);
+    int (*thread_start)(const json_t *options, char *err, size_t errlen);
+    void (*thread_stop)(void);
 } encoding_t;
 
 extern const encoding_t encoding_json;
 extern const encoding_t encoding_frame;
 extern const encoding_t encoding_passthrough;
+extern const encoding_t encoding_synthetic; /* packets of the copies (docs/synthetic.md) */
+#define ENCODING_SYNTHETIC_CONTENT_TYPE "application/vnd.tcpdump.pcap"
 
 /* By name ("json", "frame", or a registered one); NULL when unknown. */
 const encoding_t *encoding_find(const char *name);

@@ -54,6 +54,7 @@ typedef struct feed_config {
     const transport_desc_t *transport;      /* a row of the transport table (transport_desc.h) */
     json_t *transport_options;              /* the transport's own member (transport_desc_t.options)
                                                when the feed has one; NULL otherwise */
+    json_t *encoding_options;               /* the encoding's own member (encoding_t.options) */
     size_t n_endpoints;
     feed_endpoint_config_t endpoints[FEED_MAX_ENDPOINTS];
     feed_delivery_config_t delivery;

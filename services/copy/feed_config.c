@@ -399,15 +399,40 @@ static int feed_keys(const json_t *j, const feed_config_opts_t *o, jfield_err_t 
     static const char *const fixed[] = {"name",     "source_topic", "dlq_topic", "filter",
                                         "encoding", "transport",    "endpoints", "delivery",
                                         "tls",      "http"};
-    const char *keys[sizeof fixed / sizeof fixed[0] + TRANSPORT_MAX + 1];
+    const char *keys[sizeof fixed / sizeof fixed[0] + TRANSPORT_MAX + ENCODING_MAX + 1];
     size_t n = 0;
     for (; n < sizeof fixed / sizeof fixed[0]; n++)
         keys[n] = fixed[n];
     for (size_t i = 0; i < transport_count(); i++)
         if (transport_at(i)->options)
             keys[n++] = transport_at(i)->options;
+    for (size_t i = 0; i < encoding_count(); i++)
+        if (encoding_at(i)->options)
+            keys[n++] = encoding_at(i)->options;
     keys[n] = NULL;
     return jfield_unknown(j, keys, o->ignore_keys, "", err);
+}
+
+/* The encoding's own member (encoding_t.options), checked by the encoding, kept for the
+ * feed's thread (encoding_t.thread_start). */
+static int feed_encoding_options(feed_config_t *c, const json_t *j, jfield_err_t *err)
+{
+    const encoding_t *e = c->encoding;
+    for (size_t i = 0; i < encoding_count(); i++) {
+        const encoding_t *o = encoding_at(i);
+        if (o != e && o->options && json_object_get(j, o->options))
+            return jfield_fail(err, JFIELD_UNKNOWN, o->options,
+                               "\"%s\" configures encoding %s; this feed uses %s", o->options,
+                               o->name, e->name);
+    }
+    json_t *t = e->options ? json_object_get(j, e->options) : NULL;
+    if (!t)
+        return 0;
+    char why[300];
+    if (e->check_options && e->check_options(t, why, sizeof why))
+        return jfield_fail(err, JFIELD_INVALID, e->options, "%s", why);
+    c->encoding_options = json_incref(t);
+    return 0;
 }
 
 static int feed_transport_check(const feed_config_t *c, const json_t *j, jfield_err_t *err)
@@ -453,9 +478,9 @@ feed_config_t *feed_config_parse(const json_t *j, const feed_config_opts_t *opts
                                            .fail_threshold = 5};
     strcpy(c->method, "POST");
     if (feed_head(c, j, o, err) || feed_transport_check(c, j, err) ||
-        feed_transport_options(c, j, err) || feed_filter(c, j, o, err) ||
-        feed_endpoints(c, j, err) || feed_delivery(c, j, err) || feed_tls(c, j, err) ||
-        feed_http(c, j, o, err))
+        feed_transport_options(c, j, err) || feed_encoding_options(c, j, err) ||
+        feed_filter(c, j, o, err) || feed_endpoints(c, j, err) || feed_delivery(c, j, err) ||
+        feed_tls(c, j, err) || feed_http(c, j, o, err))
         goto fail;
     if (!(c->raw = json_deep_copy(j))) {
         jfield_fail(err, JFIELD_NOMEM, "", "out of memory");
@@ -479,6 +504,7 @@ void feed_config_free(feed_config_t *c)
     }
     json_decref(c->filter_json);
     json_decref(c->transport_options);
+    json_decref(c->encoding_options);
     json_decref(c->raw);
     free(c);
 }

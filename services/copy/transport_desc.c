@@ -20,7 +20,7 @@ const transport_desc_t transport_desc_tcp = {
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_NONE,
     .fire_and_forget = true,
-    .encodings = {"frame"},
+    .encodings = {"frame", "synthetic"},
 };
 
 const transport_desc_t transport_desc_tls = {
@@ -29,15 +29,33 @@ const transport_desc_t transport_desc_tls = {
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_NONE,
     .fire_and_forget = true,
-    .encodings = {"frame"},
+    .encodings = {"frame", "synthetic"},
+};
+
+static const char *const transport_file_keys[] = {
+    "prefix",          "max_bytes",         "max_seconds",    "max_records",
+    "retention_bytes", "retention_seconds", "min_free_bytes", NULL};
+
+/* Rotated files in a local directory (adapter/transport_file.c): written as .part, fsynced,
+ * renamed; the ack is the fsync of the file that holds the records. */
+const transport_desc_t transport_desc_file = {
+    .name = "file",
+    .schemes = {{"file", false, NULL}},
+    .url_form = TRANSPORT_URL_LOCAL,
+    .url_path = TRANSPORT_PATH_REQUIRED,
+    .ack = TRANSPORT_ACK_DURABLE,
+    .encodings = {"json", "synthetic"},
+    .options = "file",
+    .option_keys = transport_file_keys,
 };
 
 static const transport_desc_t *transport_table[TRANSPORT_MAX] = {
     &transport_desc_http2,
     &transport_desc_tcp,
     &transport_desc_tls,
+    &transport_desc_file,
 };
-static size_t transport_n = 3;
+static size_t transport_n = 4;
 
 int transport_register(const transport_desc_t *d, char *err, size_t errlen)
 {

@@ -1,0 +1,156 @@
+/* The synthetic packet encoding (docs/synthetic.md): each copy becomes the pcap records of the
+ * packets of its HTTP/2 message (synthetic.h builds them). A batch is one NDD DATA frame, as
+ * for the frame encoding, holding one record per copy: header @correlation-id, the key, and
+ * as body the copy's pcap records (16-byte record header + Ethernet frame, each). So the frame
+ * transports carry it acknowledged, as any frame (the acknowledged mode); the TCP/TLS
+ * transports in fire-and-forget mode write only the records, after a pcap file header, as a
+ * pcap stream; the file transport writes them as pcapng blocks.
+ *
+ * The synthetic connections (sequence numbers, HPACK tables, stream ids) live across batches
+ * in a context per feed thread (each feed runs on its own thread): opened by the feed's
+ * thread through encoding_t.thread_start with the feed's "synthetic" member, or with defaults
+ * on first use. The packets are built straight into the batch's output buffer; a copy whose
+ * addresses neither its metadata nor the mapping table give is refused with the reason (the
+ * feed dead-letters it). */
+#include "encoding.h"
+#include "frame.h"
+#include "log.h"
+#include "synthetic.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local synth_ctx_t *synth_tls;
+
+synth_ctx_t *encoding_synthetic_context(void)
+{
+    if (!synth_tls) {
+        char err[200];
+        synth_tls = synth_ctx_new(NULL, err, sizeof err);
+        if (!synth_tls)
+            log_error("synthetic encoding: %s", err);
+    }
+    return synth_tls;
+}
+
+static int synthetic_thread_start(const json_t *options, char *err, size_t errlen)
+{
+    synth_ctx_t *c = synth_ctx_new(options, err, errlen);
+    if (!c)
+        return -1;
+    synth_ctx_free(synth_tls);
+    synth_tls = c;
+    return 0;
+}
+
+static void synthetic_thread_stop(void)
+{
+    synth_ctx_free(synth_tls);
+    synth_tls = NULL;
+}
+
+static int synthetic_check(const json_t *options, char *err, size_t errlen)
+{
+    synth_ctx_t *c = synth_ctx_new(options, err, errlen);
+    synth_ctx_free(c);
+    return c ? 0 : -1;
+}
+
+static frame_builder_t *fb(encoding_batch_t *b)
+{
+    return (frame_builder_t *)(void *)b->state.bytes;
+}
+
+static encoding_result_t synthetic_begin(encoding_batch_t *b, buf_t *out, size_t max_count)
+{
+    encoding_batch_open(b, &encoding_synthetic, out, max_count);
+    if (frame_data_begin(fb(b), out, 0, FRAME_FLAG_ACK_REQUESTED, 0) != 0) {
+        b->out = NULL;
+        return ENCODING_TOO_BIG;
+    }
+    return ENCODING_OK;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static encoding_result_t synthetic_add(encoding_batch_t *b, const codec_msg_t *m)
+{
+    if (!b->out)
+        return ENCODING_ERROR;
+    if (b->count >= b->max_count)
+        return ENCODING_FULL;
+    synth_ctx_t *c = encoding_synthetic_context();
+    if (!c) {
+        b->refused = "synthetic: no context (out of memory)";
+        return ENCODING_REFUSED;
+    }
+    frame_builder_t *f = fb(b);
+    buf_t *out = b->out;
+    size_t need = synth_bound(c, m) + 64 + m->key.len;
+    if (out->len - f->start - FRAME_HEADER_LEN + need > f->max_payload ||
+        out->len + need > out->max)
+        return b->count > 0 ? ENCODING_FULL : ENCODING_TOO_BIG;
+    static const char cid[] = "@correlation-id", seq[] = "@seq";
+    /* the record by hand: frame_data_record_end would copy a body built elsewhere, the
+     * packets are written in place instead */
+    if (frame_data_record_begin(f) != 0 ||
+        frame_data_record_header(f, cid, sizeof cid - 1, m->key.ptr, m->key.len) != 0 ||
+        (m->meta[CODEC_META_SEQ].ptr &&
+         frame_data_record_header(f, seq, sizeof seq - 1, m->meta[CODEC_META_SEQ].ptr,
+                                  m->meta[CODEC_META_SEQ].len) != 0) ||
+        buf_append_be32(out, (uint32_t)m->key.len) != 0 ||
+        buf_append(out, m->key.ptr, m->key.len) != 0 || buf_append_be32(out, 0) != 0) {
+        frame_data_record_abort(f);
+        return b->count > 0 ? ENCODING_FULL : ENCODING_TOO_BIG;
+    }
+    size_t body_at = out->len;
+    const char *reason = NULL;
+    long n = synth_encode(c, m, out, &reason);
+    if (n < 0) {
+        frame_data_record_abort(f);
+        if (n == -1) {
+            b->refused = reason;
+            return ENCODING_REFUSED;
+        }
+        return b->count > 0 ? ENCODING_FULL : ENCODING_TOO_BIG;
+    }
+    put_be32(out->data + body_at - 4, (uint32_t)(out->len - body_at));
+    put_be32(out->data + f->rec_start, (uint32_t)(out->len - f->rec_start - 4));
+    out->data[f->hcount_off] = (uint8_t)(f->hcount >> 8);
+    out->data[f->hcount_off + 1] = (uint8_t)f->hcount;
+    f->rec_start = SIZE_MAX;
+    f->count++;
+    b->count++;
+    return ENCODING_OK;
+}
+
+static encoding_result_t synthetic_end(encoding_batch_t *b)
+{
+    if (!b->out)
+        return ENCODING_ERROR;
+    if (b->count == 0) {
+        frame_data_abort(fb(b));
+        return ENCODING_ERROR;
+    }
+    frame_data_end(fb(b));
+    return ENCODING_OK;
+}
+
+const encoding_t encoding_synthetic = {
+    .name = "synthetic",
+    .content_type = ENCODING_SYNTHETIC_CONTENT_TYPE,
+    .max_batch = 10000,
+    .default_batch = 16,
+    .state_size = sizeof(frame_builder_t),
+    .begin_batch = synthetic_begin,
+    .add = synthetic_add,
+    .end_batch = synthetic_end,
+    .options = "synthetic",
+    .check_options = synthetic_check,
+    .thread_start = synthetic_thread_start,
+    .thread_stop = synthetic_thread_stop,
+};
