@@ -21,7 +21,15 @@ static transport_binding_t transport_bindings[TRANSPORT_MAX] = {
     {&transport_desc_tls, &transport_tcp_ops}, /* tcp with a TLS connection layer */
     {&transport_desc_file, &transport_file_ops},
 };
-static size_t transport_n_bindings = 4;
+/* Rows in use: the built-in ones above, then those registered, up to the first empty slot
+ * (no count to keep in step with the list). */
+static size_t transport_binding_rows(void)
+{
+    size_t n = 0;
+    while (n < TRANSPORT_MAX && transport_bindings[n].desc)
+        n++;
+    return n;
+}
 
 int transport_bind(const transport_desc_t *d, const transport_ops_t *ops, char *err, size_t errlen)
 {
@@ -33,17 +41,17 @@ int transport_bind(const transport_desc_t *d, const transport_ops_t *ops, char *
         snprintf(err, errlen, "transport \"%s\" is already bound", d->name);
         return -1;
     }
-    if (transport_n_bindings == TRANSPORT_MAX) {
+    if (transport_binding_rows() == TRANSPORT_MAX) {
         snprintf(err, errlen, "transport bindings full (%d)", TRANSPORT_MAX);
         return -1;
     }
-    transport_bindings[transport_n_bindings++] = (transport_binding_t){d, ops};
+    transport_bindings[transport_binding_rows()] = (transport_binding_t){d, ops};
     return 0;
 }
 
 const transport_ops_t *transport_ops_for(const transport_desc_t *d)
 {
-    for (size_t i = 0; i < transport_n_bindings; i++)
+    for (size_t i = 0; i < transport_binding_rows(); i++)
         if (transport_bindings[i].desc == d)
             return transport_bindings[i].ops;
     return NULL;

@@ -11,11 +11,19 @@ static const encoding_t *encoding_table[ENCODING_MAX] = {
     &encoding_passthrough,
     &encoding_synthetic,
 };
-static size_t encoding_n = 3;
+/* Rows in use: the built-in ones above, then those registered, up to the first empty slot
+ * (no count to keep in step with the list). */
+static size_t encoding_rows(void)
+{
+    size_t n = 0;
+    while (n < ENCODING_MAX && encoding_table[n])
+        n++;
+    return n;
+}
 
 const encoding_t *encoding_find(const char *name)
 {
-    for (size_t i = 0; name && i < encoding_n; i++)
+    for (size_t i = 0; name && i < encoding_rows(); i++)
         if (!strcmp(encoding_table[i]->name, name))
             return encoding_table[i];
     return NULL;
@@ -39,29 +47,29 @@ int encoding_register(const encoding_t *e, char *err, size_t errlen)
         snprintf(err, errlen, "encoding \"%s\" is already registered", e->name);
         return -1;
     }
-    if (encoding_n == ENCODING_MAX) {
+    if (encoding_rows() == ENCODING_MAX) {
         snprintf(err, errlen, "encoding table full (%d rows)", ENCODING_MAX);
         return -1;
     }
-    encoding_table[encoding_n++] = e;
+    encoding_table[encoding_rows()] = e;
     return 0;
 }
 
 size_t encoding_count(void)
 {
-    return encoding_n;
+    return encoding_rows();
 }
 
 const encoding_t *encoding_at(size_t i)
 {
-    return i < encoding_n ? encoding_table[i] : NULL;
+    return i < encoding_rows() ? encoding_table[i] : NULL;
 }
 
 void encoding_names(char *out, size_t outlen)
 {
     size_t n = 0;
     out[0] = 0;
-    for (size_t i = 0; i < encoding_n && n + 1 < outlen; i++)
+    for (size_t i = 0; i < encoding_rows() && n + 1 < outlen; i++)
         n += (size_t)snprintf(out + n, outlen - n, "%s\"%s\"", i ? ", " : "",
                               encoding_table[i]->name);
 }

@@ -55,7 +55,15 @@ static const transport_desc_t *transport_table[TRANSPORT_MAX] = {
     &transport_desc_tls,
     &transport_desc_file,
 };
-static size_t transport_n = 4;
+/* Rows in use: the built-in ones above, then those registered, up to the first empty slot
+ * (no count to keep in step with the list). */
+static size_t transport_rows(void)
+{
+    size_t n = 0;
+    while (n < TRANSPORT_MAX && transport_table[n])
+        n++;
+    return n;
+}
 
 int transport_register(const transport_desc_t *d, char *err, size_t errlen)
 {
@@ -73,17 +81,17 @@ int transport_register(const transport_desc_t *d, char *err, size_t errlen)
                      d->name, d->schemes[i].name);
             return -1;
         }
-    if (transport_n == TRANSPORT_MAX) {
+    if (transport_rows() == TRANSPORT_MAX) {
         snprintf(err, errlen, "transport table full (%d rows)", TRANSPORT_MAX);
         return -1;
     }
-    transport_table[transport_n++] = d;
+    transport_table[transport_rows()] = d;
     return 0;
 }
 
 const transport_desc_t *transport_find(const char *name)
 {
-    for (size_t i = 0; name && i < transport_n; i++)
+    for (size_t i = 0; name && i < transport_rows(); i++)
         if (!strcmp(transport_table[i]->name, name))
             return transport_table[i];
     return NULL;
@@ -92,7 +100,7 @@ const transport_desc_t *transport_find(const char *name)
 const transport_desc_t *transport_find_scheme(const char *s, size_t len,
                                               const transport_scheme_t **scheme)
 {
-    for (size_t i = 0; i < transport_n; i++)
+    for (size_t i = 0; i < transport_rows(); i++)
         for (const transport_scheme_t *sc = transport_table[i]->schemes;
              sc < transport_table[i]->schemes + TRANSPORT_MAX_SCHEMES && sc->name; sc++)
             if (strlen(sc->name) == len && !strncmp(sc->name, s, len)) {
@@ -105,12 +113,12 @@ const transport_desc_t *transport_find_scheme(const char *s, size_t len,
 
 size_t transport_count(void)
 {
-    return transport_n;
+    return transport_rows();
 }
 
 const transport_desc_t *transport_at(size_t i)
 {
-    return i < transport_n ? transport_table[i] : NULL;
+    return i < transport_rows() ? transport_table[i] : NULL;
 }
 
 bool transport_takes_encoding(const transport_desc_t *d, const char *encoding)
@@ -136,7 +144,7 @@ static void transport_list_add(char *out, size_t outlen, const char *fmt, const 
 void transport_names(char *out, size_t outlen, bool only_fire_and_forget)
 {
     out[0] = 0;
-    for (size_t i = 0; i < transport_n; i++)
+    for (size_t i = 0; i < transport_rows(); i++)
         if (!only_fire_and_forget || transport_table[i]->fire_and_forget)
             transport_list_add(out, outlen, "\"%s\"", transport_table[i]->name);
 }
@@ -144,7 +152,7 @@ void transport_names(char *out, size_t outlen, bool only_fire_and_forget)
 void transport_schemes(const transport_desc_t *d, char *out, size_t outlen)
 {
     out[0] = 0;
-    for (size_t i = 0; i < transport_n; i++) {
+    for (size_t i = 0; i < transport_rows(); i++) {
         const transport_desc_t *t = transport_table[i];
         if (d && t != d)
             continue;
