@@ -761,6 +761,7 @@ const config_kafka_prop_t *config_kafka_props(const config_t *cfg, size_t *n)
     for (size_t i = 0; i < c->nprops; i++) {
         c->props_view[i].name = c->props[i].name;
         c->props_view[i].value = c->props[i].value;
+        c->props_view[i].origin = c->props[i].origin;
     }
     *n = c->nprops;
     return c->props_view;

@@ -84,6 +84,7 @@ typedef enum config_source {
 typedef struct config_kafka_prop {
     const char *name; /* without the "kafka." prefix */
     const char *value;
+    const char *origin; /* "flag --kafka.x", "env NDD_KAFKA_X", "file /path" */
 } config_kafka_prop_t;
 
 typedef struct config config_t;

@@ -14,8 +14,11 @@
 #include "log.h"
 
 /* -1 with err when prop (as the user wrote it: kafka.<key>) is refused by the client(s) it
- * is routed to. */
-static int daemon_kafka_prop_check(const kafka_prop_t *prop, char *err, size_t errlen)
+ * is routed to; 1 when librdkafka does not know the name and it came from the environment
+ * (from_env): the environment holds unrelated NDD_KAFKA_* names (the local stack's
+ * NDD_KAFKA_PORT), and unknown environment variables are ignored, as for every setting. */
+static int daemon_kafka_prop_check(const kafka_prop_t *prop, bool from_env, char *err,
+                                   size_t errlen)
 {
     static const kafka_client_kind_t kinds[] = {KAFKA_CLIENT_PRODUCER, KAFKA_CLIENT_CONSUMER};
     for (size_t k = 0; k < 2; k++) {
@@ -27,6 +30,8 @@ static int daemon_kafka_prop_check(const kafka_prop_t *prop, char *err, size_t e
         rd_kafka_conf_res_t res =
             rd_kafka_conf_set(conf, routed.key, routed.value, why, sizeof(why));
         rd_kafka_conf_destroy(conf);
+        if (res == RD_KAFKA_CONF_UNKNOWN && from_env)
+            return 1;
         if (res != RD_KAFKA_CONF_OK) {
             snprintf(err, errlen, "kafka.%s: %s", prop->key, why);
             return -1;
@@ -53,8 +58,16 @@ int daemon_kafka_setup(daemon_t *d, char *err, size_t errlen)
         if (strcmp(kp[i].name, "bootstrap.servers") == 0 && !d->brokers)
             d->brokers = kp[i].value;
         d->props[d->n_props] = (kafka_prop_t){.key = kp[i].name, .value = kp[i].value};
-        if (daemon_kafka_prop_check(&d->props[d->n_props], err, errlen))
+        bool from_env = kp[i].origin && strncmp(kp[i].origin, "env ", 4) == 0;
+        int rc = daemon_kafka_prop_check(&d->props[d->n_props], from_env, err, errlen);
+        if (rc < 0)
             return -1;
+        if (rc > 0) {
+            log_warn("%s: not a librdkafka property, ignored (unknown environment variables "
+                     "are ignored)",
+                     kp[i].origin);
+            continue;
+        }
         d->n_props++;
     }
     if (!d->brokers && !d->def->kafka_optional) {

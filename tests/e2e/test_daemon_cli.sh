@@ -95,6 +95,12 @@ for d in aggregation correlation adapter admin; do
     run $d 2 "NDD_HTTP_PORT" NDD_HTTP_PORT=99999 -- $(base $d) --check-config
     # shellcheck disable=SC2046
     run $d 2 "kafka.no.such.property" -- $(base $d) --check-config --kafka.no.such.property 1
+    # From the environment an unknown name is ignored with a warning (NDD_KAFKA_PORT is the
+    # local stack's own variable), a bad value of a known property is still refused.
+    # shellcheck disable=SC2046
+    run $d 0 "NDD_KAFKA_PORT: not a librdkafka property, ignored" NDD_KAFKA_PORT=9092 -- $(base $d) --check-config
+    # shellcheck disable=SC2046
+    run $d 2 "kafka.linger.ms" NDD_KAFKA_LINGER_MS=abc -- $(base $d) --check-config
     # Not only with --check-config: a plain start refuses the same way.
     # shellcheck disable=SC2046
     run $d 2 "http.port" -- $(base $d) --http.port 70000
