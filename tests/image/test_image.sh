@@ -97,7 +97,9 @@ check 2 ndd-admin --bootstrap 127.0.0.1:1
 # 4. ndd-aggregation from the image against the stack's Kafka
 read -r PORT < <("$SRC/deploy/local/stack.sh" free-ports 1)
 TAG=img-$$-$RANDOM
-brun ndd-aggregation --nf-type SCP --bootstrap "$BROKER" --topic "ndd-$TAG-scp" \
+# buildah itself in the background (not through brun, whose subshell would get the signal):
+# it passes SIGTERM on to the daemon and exits with it.
+buildah run --isolation chroot --network host "$CTR" -- ndd-aggregation --nf-type SCP --bootstrap "$BROKER" --topic "ndd-$TAG-scp" \
     --main-topic "ndd-$TAG-main" --dlq-topic "ndd-$TAG-dlq" --group "ndd-$TAG" --main-partitions 1 \
     --http.listen 127.0.0.1 --http.port "$PORT" --config-topic= --events-topic= \
     --kafka.consumer.session.timeout.ms 6000 >"$T/agg.log" 2>&1 &
