@@ -70,12 +70,12 @@ for set in default 10k 135k 270k dev secure; do
     for f in ${SETS[$set]}; do args+=(-f "$f"); done
     echo "--- $set: ${SETS[$set]}"
     # 1. lint
-    if "$HELM" lint --strict "$CHART" "${args[@]}" >"$T/lint-$set.log" 2>&1; then ok; else
+    if "$HELM" lint --strict --kube-version "$K8S_VERSION" "$CHART" "${args[@]}" >"$T/lint-$set.log" 2>&1; then ok; else
         cat "$T/lint-$set.log"
         fail "$set: helm lint --strict"
     fi
     # 2. render and validate
-    if ! "$HELM" template ndd "$CHART" --namespace ndd "${args[@]}" >"$T/$set.yaml" 2>"$T/tpl-$set.log"; then
+    if ! "$HELM" template ndd "$CHART" --kube-version "$K8S_VERSION" --namespace ndd "${args[@]}" >"$T/$set.yaml" 2>"$T/tpl-$set.log"; then
         cat "$T/tpl-$set.log"
         fail "$set: helm template"
         continue
@@ -138,7 +138,7 @@ nbad=0
 for bad in "$HT"/bad/*.yaml; do
     nbad=$((nbad + 1))
     expect=$(sed -n 's/^# expect: //p' "$bad" | head -n1)
-    if out=$("$HELM" template ndd "$CHART" -f "$bad" 2>&1); then
+    if out=$("$HELM" template ndd "$CHART" --kube-version "$K8S_VERSION" -f "$bad" 2>&1); then
         fail "bad values $(basename "$bad") accepted"
     elif grep -Eq -- "$expect" <<<"$out"; then
         ok

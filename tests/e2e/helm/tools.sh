@@ -11,7 +11,8 @@ KV=$NDD_TOOLS_CACHE/venv-k8s/bin/kubernetes-validate
 KV_PY=$NDD_TOOLS_CACHE/venv-k8s/bin/python
 
 tools_helm() {
-    if [[ -x $HELM ]] && "$HELM" version --short 2>/dev/null | grep -q "^${NDD_HELM_VERSION}"; then
+    # A `go install`ed helm reports its minor version only ("v3.22").
+    if [[ -x $HELM ]] && "$HELM" version --short 2>/dev/null | grep -q "^${NDD_HELM_VERSION%.*}"; then
         return 0
     fi
     command -v go >/dev/null || { echo "tools: go is needed to install helm" >&2; return 1; }
