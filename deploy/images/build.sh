@@ -113,4 +113,8 @@ buildah bud --isolation chroot --layers --pull=never -q \
     --label ndd.source-hash="$HASH" \
     -t "$TAG" -t "$HASH_TAG" -f "$CTX/Dockerfile" "$CTX" >&2
 say "built $TAG ($HASH_TAG)"
+# Images of earlier sources are not kept: storage holds one NDD image (plus the layer cache
+# of its build stage, which the next build reuses).
+buildah images --format '{{.Name}}:{{.Tag}}' 2>/dev/null | grep '^localhost/ndd:src-' |
+    grep -vx "$HASH_TAG" | while read -r old; do buildah rmi "$old" >/dev/null 2>&1 || true; done
 echo "$TAG"
