@@ -5,7 +5,7 @@
 #
 #   tests/run.sh [--quick] [--label L]... [--keep-stack] [--no-install] [-h]
 #     --quick       no sanitizer build (build/ only)
-#     --label L     run only ctest label L (unit, integration, e2e, fault, fuzz; repeatable); the
+#     --label L     run only ctest label L (unit, integration, e2e, fault, image, fuzz; repeatable); the
 #                   format check still runs
 #     --keep-stack  leave the private stack running at the end (prints how to stop it)
 #     --no-install  skip deploy/local/install-deps.sh
@@ -184,7 +184,7 @@ start_stack() {
     return 1
 }
 NEED_STACK=0
-for l in integration e2e fault; do label_wanted "$l" && NEED_STACK=1; done
+for l in integration e2e fault image; do label_wanted "$l" && NEED_STACK=1; done
 if ((NEED_STACK)); then
     note "private stack"
     unset NDD_TEST_KAFKA NDD_TEST_PG
@@ -227,6 +227,10 @@ if configured "$BUILD"; then
     run_ctest "build/ integration" "$BUILD" integration 1
     run_ctest "build/ e2e" "$BUILD" e2e 1
     run_ctest "build/ fault" "$BUILD" fault 1
+    # The container image (tests/image): where buildah is, or can be installed (root, apt).
+    if command -v buildah >/dev/null || { [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; }; then
+        run_ctest "build/ image" "$BUILD" image 1
+    fi
 fi
 if ((!QUICK)) && configured "$BUILD_ASAN"; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0

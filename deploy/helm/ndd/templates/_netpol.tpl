@@ -1,0 +1,33 @@
+{{/* Pieces of the NetworkPolicies (networkpolicy.yaml). */}}
+{{- define "ndd.np.egressKafka" -}}
+- ports:
+    - {port: 53, protocol: UDP}
+    - {port: 53, protocol: TCP}
+{{- if .Values.devKafka.enabled }}
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "ndd.selector" (dict "ctx" . "component" "dev-kafka" "unit" "") | nindent 10 }}
+  ports:
+    - {port: 9092, protocol: TCP}
+{{- else }}
+- {{- with .Values.kafka.egress.cidrs }}
+  to:
+    {{- range . }}
+    - ipBlock: {cidr: {{ . }}}
+    {{- end }}
+  {{- end }}
+  ports:
+    {{- range .Values.kafka.egress.ports }}
+    - {port: {{ . }}, protocol: TCP}
+    {{- end }}
+{{- end }}
+{{- end -}}
+{{- define "ndd.np.ingressMetrics" -}}
+- from:
+    - namespaceSelector:
+        matchLabels:
+          {{- toYaml .ctx.Values.networkPolicy.metricsNamespaceSelector | nindent 10 }}
+  ports:
+    - {port: {{ .port }}, protocol: TCP}
+{{- end -}}
