@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
+#include "agg_filter.h"
 #include "codec.h"
 #include "filter.h"
 #include "kafka_wake.h"
@@ -84,8 +84,7 @@ struct agg_worker {
     partitions_t *ledger; /* the in-topic's partitions: epochs, offset trackers, stores */
 
     filter_slot_t *filter;
-    struct timespec filter_mtime;
-    int64_t filter_next_check_ms;
+    agg_filter_file_t filter_file; /* loads and reloads the filter file into filter */
 
     kafka_wake_t wake; /* readable when the consumer or the producer has work */
     int64_t dr_now_ns; /* clock of this poll's delivery reports (0: not read yet) */
@@ -263,81 +262,6 @@ static void agg_on_stats(void *owner, const char *json, size_t len)
     int64_t lag = kafka_stats_consumer_lag(json, len, w->in_topic);
     if (lag >= 0)
         metrics_gauge_set(w->m.lag, (double)lag);
-}
-
-/* ---- filter ---- */
-
-/* Loads the filter file into the slot. At start a failure is fatal (returned); at run time
- * the previous filter stays in force and the error is logged and counted. */
-static int agg_filter_load(agg_worker_t *w, char *err, size_t errlen)
-{
-    const char *path = w->cfg.filter_file;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "filter file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0)
-        w->filter_mtime = sb.st_mtim;
-    char *text = malloc(FILTER_MAX_TEXT + 1);
-    if (!text) {
-        fclose(f);
-        snprintf(err, errlen, "filter file %s: out of memory", path);
-        return -1;
-    }
-    size_t n = fread(text, 1, FILTER_MAX_TEXT + 1, f);
-    bool too_big = n > FILTER_MAX_TEXT;
-    bool rerr = ferror(f);
-    fclose(f);
-    if (rerr || too_big) {
-        free(text);
-        snprintf(err, errlen, "filter file %s: %s", path,
-                 too_big ? "larger than the filter text limit" : "read error");
-        return -1;
-    }
-    char why[512];
-    filter_t *nf = filter_compile_text(text, n, why, sizeof(why));
-    free(text);
-    if (!nf) {
-        snprintf(err, errlen, "filter file %s: %s", path, why);
-        return -1;
-    }
-    uint64_t gen = filter_slot_swap(w->filter, nf);
-    log_info("aggregation %s: filter \"%s\" loaded from %s (%zu rules, generation %" PRIu64 ")",
-             w->cfg.nf_type, filter_name(nf), path, filter_rule_count(nf), gen);
-    return 0;
-}
-
-static void agg_filter_maybe_reload(agg_worker_t *w, volatile sig_atomic_t *reload)
-{
-    if (!w->cfg.filter_file)
-        return;
-    bool asked = reload && *reload;
-    int64_t now = agg_now_ms();
-    if (!asked) {
-        if (now < w->filter_next_check_ms)
-            return;
-        w->filter_next_check_ms = now + w->cfg.filter_check_ms;
-        struct stat sb;
-        if (stat(w->cfg.filter_file, &sb) != 0 || (sb.st_mtim.tv_sec == w->filter_mtime.tv_sec &&
-                                                   sb.st_mtim.tv_nsec == w->filter_mtime.tv_nsec))
-            return;
-    }
-    if (reload)
-        *reload = 0;
-    char err[768];
-    if (agg_filter_load(w, err, sizeof(err)) == 0) {
-        metrics_counter_inc(w->m.reload_ok);
-    } else {
-        /* Keep the filter in force; remember the mtime so a broken file is reported once. */
-        struct stat sb;
-        if (stat(w->cfg.filter_file, &sb) == 0)
-            w->filter_mtime = sb.st_mtim;
-        metrics_counter_inc(w->m.reload_err);
-        log_error("aggregation %s: filter reload refused, previous filter stays: %s",
-                  w->cfg.nf_type, err);
-    }
 }
 
 /* ---- offsets ---- */
@@ -771,9 +695,16 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "aggregation: out of memory");
         goto fail;
     }
-    if (w->cfg.filter_file && agg_filter_load(w, err, errlen))
+    w->filter_file = (agg_filter_file_t){
+        .path = w->cfg.filter_file,
+        .nf_type = w->cfg.nf_type,
+        .check_ms = w->cfg.filter_check_ms,
+        .slot = w->filter,
+        .reload_ok = w->m.reload_ok,
+        .reload_err = w->m.reload_err,
+    };
+    if (agg_filter_file_load(&w->filter_file, agg_now_ms(), err, errlen))
         goto fail;
-    w->filter_next_check_ms = agg_now_ms() + w->cfg.filter_check_ms;
 
     /* The producer's queue holds at most the in-flight records (plus slack for DLQ retries),
      * so QUEUE_FULL means the byte bound was hit. Client settings that cut librdkafka's CPU
@@ -916,7 +847,7 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
         kafka_wake_drain(&w->wake); /* before serving the queues: no wake-up is lost */
         agg_producer_poll(w, 0);
         agg_store_offsets(w);
-        agg_filter_maybe_reload(w, reload);
+        agg_filter_file_poll(&w->filter_file, agg_now_ms(), reload);
         agg_process_fifo(w);
 
         uint32_t room = agg_backpressure(w);
