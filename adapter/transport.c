@@ -84,7 +84,9 @@ uint32_t transport_parse_retry_after(const char *v, size_t len)
 }
 
 struct bufferevent *transport_conn_open(struct event_base *evb, const transport_config_t *cfg,
-                                        char *err, size_t errlen)
+                                        bufferevent_data_cb readcb, bufferevent_data_cb writecb,
+                                        bufferevent_event_cb eventcb, void *arg, char *err,
+                                        size_t errlen)
 {
     conn_opts_t o = {.host = cfg->host,
                      .port = cfg->port,
@@ -93,5 +95,10 @@ struct bufferevent *transport_conn_open(struct event_base *evb, const transport_
                      .sni = cfg->sni,
                      .endpoint = cfg->endpoint,
                      .connect_timeout_ms = cfg->connect_timeout_ms};
-    return conn_open(evb, &o, err, errlen);
+    struct bufferevent *bev = conn_open(evb, &o, err, errlen);
+    if (bev) {
+        bufferevent_setcb(bev, readcb, writecb, eventcb, arg);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    }
+    return bev;
 }

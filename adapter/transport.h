@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <jansson.h>
 #include <openssl/ssl.h>
@@ -136,9 +137,12 @@ const transport_ops_t *transport_ops_for(const transport_desc_t *d);
 int transport_bind(const transport_desc_t *d, const transport_ops_t *ops, char *err, size_t errlen);
 
 /* Opens the connection a stream transport's configuration names (plain or TLS, conn.h):
- * the one place that turns a transport_config_t into conn_open options. */
+ * the one place that turns a transport_config_t into conn_open options. The callbacks are
+ * set and reading and writing enabled; NULL with the reason in err when it cannot start. */
 struct bufferevent *transport_conn_open(struct event_base *evb, const transport_config_t *cfg,
-                                        char *err, size_t errlen);
+                                        bufferevent_data_cb readcb, bufferevent_data_cb writecb,
+                                        bufferevent_event_cb eventcb, void *arg, char *err,
+                                        size_t errlen);
 
 /* Whether an HTTP status is worth retrying (5xx, 408, 429). */
 bool transport_status_retryable(int status);

@@ -534,17 +534,11 @@ static int h2_connect(transport_t *base)
     if (t->state != H2_DOWN)
         return 0;
     char err[320];
-    t->bev = transport_conn_open(t->evb, &t->cfg, err, sizeof err);
+    t->bev =
+        transport_conn_open(t->evb, &t->cfg, h2_readcb, h2_writecb, h2_eventcb, t, err, sizeof err);
     t->state = H2_CONNECTING;
-    if (!t->bev) {
-        /* Reported through the loop like any other connect failure. */
-        snprintf(t->close_reason, sizeof t->close_reason, "%s", err);
-        t->state = H2_CLOSING;
-        event_active(t->close_ev, 0, 0);
-        return 0;
-    }
-    bufferevent_setcb(t->bev, h2_readcb, h2_writecb, h2_eventcb, t);
-    bufferevent_enable(t->bev, EV_READ | EV_WRITE);
+    if (!t->bev) /* reported through the loop like any other connect failure */
+        h2_schedule_teardown(t, err);
     return 0;
 }
 

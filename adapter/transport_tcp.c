@@ -345,16 +345,11 @@ static int ftx_connect(transport_t *base)
     if (t->state != FTX_DOWN)
         return 0;
     char err[320];
-    t->bev = transport_conn_open(t->evb, &t->cfg, err, sizeof err);
+    t->bev = transport_conn_open(t->evb, &t->cfg, ftx_readcb, ftx_writecb, ftx_eventcb, t, err,
+                                 sizeof err);
     t->state = FTX_CONNECTING;
-    if (!t->bev) {
-        snprintf(t->close_reason, sizeof t->close_reason, "%s", err);
-        t->state = FTX_CLOSING;
-        event_active(t->close_ev, 0, 0);
-        return 0;
-    }
-    bufferevent_setcb(t->bev, ftx_readcb, ftx_writecb, ftx_eventcb, t);
-    bufferevent_enable(t->bev, EV_READ | EV_WRITE);
+    if (!t->bev) /* reported through the loop like any other connect failure */
+        ftx_schedule_teardown(t, err);
     return 0;
 }
 
@@ -445,14 +440,7 @@ static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void 
         return -1;
     }
     t->bytes_queued += len;
-    ftx_slot_t *s = ftx_at(t, t->count);
-    s->id = id;
-    s->cookie = cookie;
-    s->end_bytes = t->bytes_queued;
-    s->sent_ms = ftx_now_ms();
-    s->dead = false;
-    t->count++;
-    t->live++;
+    ftx_push(t, cookie, id);
     return 0;
 }
 

@@ -65,26 +65,27 @@ void admin_cache_free(admin_cache_t *c)
     c->buckets_by_name = NULL;
 }
 
-admin_obj_t *admin_cache_get(const admin_cache_t *c, const char *id)
+/* The object whose id (or name) is key: the two indexes are chained the same way. */
+static admin_obj_t *admin_cache_lookup(admin_obj_t *const *buckets, size_t nbuckets,
+                                       const char *key, bool by_name)
 {
-    if (!c->buckets || !id)
+    if (!buckets || !key)
         return NULL;
-    for (admin_obj_t *o = c->buckets[admin_cache_hash(id) & (c->nbuckets - 1)]; o;
-         o = o->next_in_bucket)
-        if (strcmp(o->id, id) == 0)
+    for (admin_obj_t *o = buckets[admin_cache_hash(key) & (nbuckets - 1)]; o;
+         o = by_name ? o->next_by_name : o->next_in_bucket)
+        if (strcmp(by_name ? o->name : o->id, key) == 0)
             return o;
     return NULL;
 }
 
+admin_obj_t *admin_cache_get(const admin_cache_t *c, const char *id)
+{
+    return admin_cache_lookup(c->buckets, c->nbuckets, id, false);
+}
+
 admin_obj_t *admin_cache_find_name(const admin_cache_t *c, const char *name)
 {
-    if (!c->buckets_by_name || !name)
-        return NULL;
-    for (admin_obj_t *o = c->buckets_by_name[admin_cache_hash(name) & (c->nbuckets - 1)]; o;
-         o = o->next_by_name)
-        if (strcmp(o->name, name) == 0)
-            return o;
-    return NULL;
+    return admin_cache_lookup(c->buckets_by_name, c->nbuckets, name, true);
 }
 
 int admin_cache_put(admin_cache_t *c, json_t *json)

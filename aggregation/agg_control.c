@@ -260,14 +260,8 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
         snprintf(c->filter_name, sizeof(c->filter_name), "%s", o->filter_name);
     else
         snprintf(c->filter_name, sizeof(c->filter_name), "ingress-%s", o->nf_type);
-    if (o->instance && *o->instance) {
-        snprintf(c->instance, sizeof(c->instance), "%s", o->instance);
-    } else {
-        /* Unique per service and stable across restarts: one worker per NF type per pod. */
-        char host[64] = "localhost";
-        gethostname(host, sizeof(host) - 1);
-        snprintf(c->instance, sizeof(c->instance), "%.63s-%.60s", host, o->nf_type);
-    }
+    /* One worker per NF type per pod: the NF type makes the host name unique. */
+    worker_control_instance_name(c->instance, sizeof(c->instance), o->instance, o->nf_type);
     snprintf(c->alarm_resource, sizeof(c->alarm_resource), "%.63s/%.249s", c->nf, c->main_topic);
     c->filter_file_set = o->filter_file_set;
     c->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;

@@ -278,13 +278,7 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
     }
     snprintf(c->main_topic, sizeof(c->main_topic), "%s", o->main_topic ? o->main_topic : "MAIN");
     snprintf(c->name, sizeof(c->name), "%s", o->name ? o->name : "");
-    if (o->instance && *o->instance) {
-        snprintf(c->instance, sizeof(c->instance), "%s", o->instance);
-    } else {
-        char host[64] = "localhost";
-        gethostname(host, sizeof(host) - 1);
-        snprintf(c->instance, sizeof(c->instance), "%s", host);
-    }
+    worker_control_instance_name(c->instance, sizeof(c->instance), o->instance, NULL);
     /* The instance in the resource: two workers writing the same XDR topic must not clear
      * each other's alarm. */
     snprintf(c->xdr_topic, sizeof(c->xdr_topic), "%s", o->xdr_topic ? o->xdr_topic : "XDR");

@@ -255,6 +255,14 @@ static void config_topic_split(const char *key, char *kind, size_t kind_size, co
     *id = slash + 1;
 }
 
+/* Hands one held record to on_upsert as if it had just arrived (the end of the first load). */
+static int config_topic_replay_one(void *arg, const char *kind, const char *id, json_t *rec)
+{
+    config_topic_t *ft = arg;
+    ft->on_upsert(ft->owner, kind, id, rec, NULL);
+    return 0;
+}
+
 void config_topic_finish_load(config_topic_t *ft)
 {
     if (ft->loaded)
@@ -265,16 +273,8 @@ void config_topic_finish_load(config_topic_t *ft)
     size_t n = json_object_size(ft->state);
     log_info("config topic %s: initial load complete, %zu key(s)", ft->topic, n);
     /* A callback may not touch the state (it cannot poll), so plain iteration is safe. */
-    const char *key;
-    json_t *rec;
-    json_object_foreach(ft->state, key, rec)
-    {
-        char kind[CONFIG_TOPIC_MAX_KIND + 1];
-        const char *id;
-        config_topic_split(key, kind, sizeof(kind), &id);
-        if (ft->on_upsert)
-            ft->on_upsert(ft->owner, kind, id, rec, NULL);
-    }
+    if (ft->on_upsert)
+        config_topic_foreach(ft, config_topic_replay_one, ft);
     if (ft->on_loaded)
         ft->on_loaded(ft->owner, n);
 }

@@ -511,26 +511,33 @@ const char *kafka_group_instance_id(char *out, size_t size, const char *instance
     return n > 0 && (size_t)n < size ? out : NULL;
 }
 
+/* The next record of the consumer, waiting *wait ms for the first one only (a poll drains
+ * what is there); error events are logged with where they happened and skipped. */
+static rd_kafka_message_t *kafka_consumer_next(kafka_consumer_t *c, int *wait)
+{
+    for (;;) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, *wait);
+        if (!m)
+            return NULL;
+        *wait = 0;
+        if (!m->err)
+            return m;
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            log_error("kafka consume %s [%d] at offset %lld: %s",
+                      m->rkt ? rd_kafka_topic_name(m->rkt) : "-", (int)m->partition,
+                      (long long)m->offset, rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+    }
+}
+
 size_t kafka_consumer_poll_batch(kafka_consumer_t *c, rd_kafka_message_t **out, size_t max,
                                  int timeout_ms)
 {
     size_t n = 0;
     int wait = timeout_ms;
-    while (n < max) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, wait);
-        if (!m)
-            break;
-        wait = 0;
-        if (m->err) {
-            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                log_error("kafka consume %s [%d] at offset %lld: %s",
-                          m->rkt ? rd_kafka_topic_name(m->rkt) : "-", (int)m->partition,
-                          (long long)m->offset, rd_kafka_message_errstr(m));
-            rd_kafka_message_destroy(m);
-            continue;
-        }
+    rd_kafka_message_t *m;
+    while (n < max && (m = kafka_consumer_next(c, &wait)))
         out[n++] = m;
-    }
     return n;
 }
 
@@ -539,19 +546,8 @@ size_t kafka_consumer_poll_each(kafka_consumer_t *c, size_t max, int timeout_ms,
 {
     size_t n = 0;
     int wait = timeout_ms;
-    while (n < max) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, wait);
-        if (!m)
-            break;
-        wait = 0;
-        if (m->err) {
-            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                log_error("kafka consume %s [%d] at offset %lld: %s",
-                          m->rkt ? rd_kafka_topic_name(m->rkt) : "-", (int)m->partition,
-                          (long long)m->offset, rd_kafka_message_errstr(m));
-            rd_kafka_message_destroy(m);
-            continue;
-        }
+    rd_kafka_message_t *m;
+    while (n < max && (m = kafka_consumer_next(c, &wait))) {
         n++;
         cb(owner, m);
     }

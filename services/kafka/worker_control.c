@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -40,6 +41,20 @@ static void worker_control_on_loaded(void *arg, size_t keys)
     worker_control_t *wc = arg;
     if (wc->on_loaded)
         wc->on_loaded(wc->owner, keys);
+}
+
+void worker_control_instance_name(char *out, size_t size, const char *given, const char *suffix)
+{
+    if (given && *given) {
+        snprintf(out, size, "%s", given);
+        return;
+    }
+    char host[64] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    if (suffix)
+        snprintf(out, size, "%.63s-%.60s", host, suffix);
+    else
+        snprintf(out, size, "%s", host);
 }
 
 int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, char *err,

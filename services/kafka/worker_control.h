@@ -72,6 +72,10 @@ typedef struct worker_control_stall {
 
 /* The monotonic (coarse) clock the control path runs on, in ms. */
 int64_t worker_control_now_ms(void);
+/* The instance name a worker's heartbeats and alarms carry: `given` when set, else the host
+ * name followed by "-suffix" when a suffix is given (unique per service and stable across
+ * restarts). */
+void worker_control_instance_name(char *out, size_t size, const char *given, const char *suffix);
 
 /* Fills wc and creates the followers that are on. -1 with err (wc is then closed). */
 int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, char *err,
