@@ -96,6 +96,17 @@ static void h2_schedule_teardown(h2_t *t, const char *reason)
     event_active(t->close_ev, 0, 0);
 }
 
+/* Closes now, or from the loop when nghttp2 is running (its session must outlive the call). */
+static void h2_close(h2_t *t, const char *reason)
+{
+    if (t->state == H2_DOWN)
+        return;
+    if (t->in_ng)
+        h2_schedule_teardown(t, reason);
+    else
+        h2_teardown(t, reason);
+}
+
 static void h2_req_release(h2_t *t, h2_req_t *r)
 {
     evtimer_del(&r->timer);
@@ -401,10 +412,7 @@ static void h2_eventcb(struct bufferevent *bev, short what, void *arg)
     }
     char why[320];
     conn_describe_event(bev, what, t->state == H2_CONNECTING, t->cfg.endpoint, why, sizeof why);
-    if (t->in_ng)
-        h2_schedule_teardown(t, why);
-    else
-        h2_teardown(t, why);
+    h2_close(t, why);
 }
 
 /* Closes the connection, fails every unreported request (retryable) and reports down. */
@@ -608,15 +616,7 @@ static bool h2_is_up(const transport_t *base)
 
 static void h2_disconnect(transport_t *base, const char *reason)
 {
-    h2_t *t = (h2_t *)base;
-    if (t->state == H2_DOWN)
-        return;
-    if (t->in_ng) {
-        h2_schedule_teardown(t, reason);
-        return;
-    }
-    t->state = H2_CLOSING;
-    h2_teardown(t, reason);
+    h2_close((h2_t *)base, reason);
 }
 
 static void h2_destroy(transport_t *base)

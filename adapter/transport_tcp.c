@@ -85,6 +85,17 @@ static void ftx_schedule_teardown(ftx_t *t, const char *reason)
     event_active(t->close_ev, 0, 0);
 }
 
+/* Closes now, or from the loop when a report is running (its caller still uses the ring). */
+static void ftx_close(ftx_t *t, const char *reason)
+{
+    if (t->state == FTX_DOWN)
+        return;
+    if (t->in_cb)
+        ftx_schedule_teardown(t, reason);
+    else
+        ftx_teardown(t, reason);
+}
+
 static void ftx_pop_dead(ftx_t *t)
 {
     while (t->count > 0 && ftx_at(t, 0)->dead) {
@@ -241,10 +252,7 @@ static void ftx_eventcb(struct bufferevent *bev, short what, void *arg)
     }
     char why[320];
     conn_describe_event(bev, what, t->state == FTX_CONNECTING, t->cfg.endpoint, why, sizeof why);
-    if (t->in_cb)
-        ftx_schedule_teardown(t, why);
-    else
-        ftx_teardown(t, why);
+    ftx_close(t, why);
 }
 
 static void ftx_teardown(ftx_t *t, const char *reason)
@@ -456,14 +464,7 @@ static bool ftx_is_up(const transport_t *base)
 
 static void ftx_disconnect(transport_t *base, const char *reason)
 {
-    ftx_t *t = (ftx_t *)base;
-    if (t->state == FTX_DOWN)
-        return;
-    if (t->in_cb) {
-        ftx_schedule_teardown(t, reason);
-        return;
-    }
-    ftx_teardown(t, reason);
+    ftx_close((ftx_t *)base, reason);
 }
 
 static void ftx_destroy(transport_t *base)
