@@ -103,35 +103,19 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
     }
     admin_obj_t *o = calloc(1, sizeof(*o));
     char *text = json_dumps(json, JSON_COMPACT);
-    if (!o || !text) {
-        free(o);
-        free(text);
-        json_decref(json);
-        return -1;
-    }
+    if (!o || !text)
+        goto oom;
     o->id = strdup(id);
     o->name = name ? strdup(name) : NULL;
-    if (!o->id || (name && !o->name)) {
-        free(o->id);
-        free(o->name);
-        free(o);
-        free(text);
-        json_decref(json);
-        return -1;
-    }
+    if (!o->id || (name && !o->name))
+        goto oom;
     o->version = json_integer_value(json_object_get(json, "version"));
-    o->json = json;
     /* Keep a trailing newline in the cached text so a read is one write of ready bytes. */
     size_t len = strlen(text);
     o->text = malloc(len + 2);
-    if (!o->text) {
-        free(o->id);
-        free(o->name);
-        free(o);
-        free(text);
-        json_decref(json);
-        return -1;
-    }
+    if (!o->text)
+        goto oom;
+    o->json = json;
     memcpy(o->text, text, len);
     o->text[len] = '\n';
     o->text[len + 1] = '\0';
@@ -149,6 +133,15 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
     }
     c->count++;
     return 0;
+oom:
+    if (o) {
+        free(o->id);
+        free(o->name);
+    }
+    free(o);
+    free(text);
+    json_decref(json);
+    return -1;
 }
 
 void admin_cache_remove(admin_cache_t *c, const char *id)
