@@ -79,6 +79,7 @@ struct h2 {
 };
 
 static void h2_teardown(h2_t *t, const char *reason);
+static void h2_disconnect(transport_t *base, const char *reason);
 
 static nghttp2_nv h2_nv(const char *name, const char *value)
 {
@@ -94,17 +95,6 @@ static void h2_schedule_teardown(h2_t *t, const char *reason)
     snprintf(t->close_reason, sizeof t->close_reason, "%s", reason);
     t->state = H2_CLOSING;
     event_active(t->close_ev, 0, 0);
-}
-
-/* Closes now, or from the loop when nghttp2 is running (its session must outlive the call). */
-static void h2_close(h2_t *t, const char *reason)
-{
-    if (t->state == H2_DOWN)
-        return;
-    if (t->in_ng)
-        h2_schedule_teardown(t, reason);
-    else
-        h2_teardown(t, reason);
 }
 
 static void h2_req_release(h2_t *t, h2_req_t *r)
@@ -412,7 +402,7 @@ static void h2_eventcb(struct bufferevent *bev, short what, void *arg)
     }
     char why[320];
     conn_describe_event(bev, what, t->state == H2_CONNECTING, t->cfg.endpoint, why, sizeof why);
-    h2_close(t, why);
+    h2_disconnect(&t->base, why);
 }
 
 /* Closes the connection, fails every unreported request (retryable) and reports down. */
@@ -616,7 +606,15 @@ static bool h2_is_up(const transport_t *base)
 
 static void h2_disconnect(transport_t *base, const char *reason)
 {
-    h2_close((h2_t *)base, reason);
+    h2_t *t = (h2_t *)base;
+    if (t->state == H2_DOWN)
+        return;
+    if (t->in_ng) {
+        h2_schedule_teardown(t, reason);
+        return;
+    }
+    t->state = H2_CLOSING;
+    h2_teardown(t, reason);
 }
 
 static void h2_destroy(transport_t *base)

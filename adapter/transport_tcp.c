@@ -63,6 +63,7 @@ typedef struct ftx {
 } ftx_t;
 
 static void ftx_teardown(ftx_t *t, const char *reason);
+static void ftx_disconnect(transport_t *base, const char *reason);
 
 static uint64_t ftx_now_ms(void)
 {
@@ -83,17 +84,6 @@ static void ftx_schedule_teardown(ftx_t *t, const char *reason)
     snprintf(t->close_reason, sizeof t->close_reason, "%s", reason);
     t->state = FTX_CLOSING;
     event_active(t->close_ev, 0, 0);
-}
-
-/* Closes now, or from the loop when a report is running (its caller still uses the ring). */
-static void ftx_close(ftx_t *t, const char *reason)
-{
-    if (t->state == FTX_DOWN)
-        return;
-    if (t->in_cb)
-        ftx_schedule_teardown(t, reason);
-    else
-        ftx_teardown(t, reason);
 }
 
 static void ftx_pop_dead(ftx_t *t)
@@ -252,7 +242,7 @@ static void ftx_eventcb(struct bufferevent *bev, short what, void *arg)
     }
     char why[320];
     conn_describe_event(bev, what, t->state == FTX_CONNECTING, t->cfg.endpoint, why, sizeof why);
-    ftx_close(t, why);
+    ftx_disconnect(&t->base, why);
 }
 
 static void ftx_teardown(ftx_t *t, const char *reason)
@@ -464,7 +454,14 @@ static bool ftx_is_up(const transport_t *base)
 
 static void ftx_disconnect(transport_t *base, const char *reason)
 {
-    ftx_close((ftx_t *)base, reason);
+    ftx_t *t = (ftx_t *)base;
+    if (t->state == FTX_DOWN)
+        return;
+    if (t->in_cb) {
+        ftx_schedule_teardown(t, reason);
+        return;
+    }
+    ftx_teardown(t, reason);
 }
 
 static void ftx_destroy(transport_t *base)
