@@ -54,7 +54,9 @@ for i in "${SRC_ITEMS[@]}"; do
     [[ -e $ROOT/$i ]] && cp -a "$ROOT/$i" "$CTX/src/"
 done
 # Build outputs a developer may keep inside the tree are not sources.
-find "$CTX/src" \( -name build -o -name 'build-*' -o -name '__pycache__' \) -prune -exec rm -rf {} +
+# node_modules is the console's toolchain, not part of the image (its built files, dist/, are).
+find "$CTX/src" \( -name build -o -name 'build-*' -o -name '__pycache__' -o -name node_modules \) \
+    -prune -exec rm -rf {} +
 cp "$HERE/Dockerfile" "$CTX/Dockerfile"
 HASH=$( (cd "$CTX" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
 HASH_TAG=localhost/ndd:src-$HASH
