@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "transport.h"
 #include "transport_url.h"
 
 typedef struct feed_metric_def {
@@ -152,4 +153,9 @@ void feed_metrics_remove(feed_t *f)
     metrics_family_t *fh = feed_latency_family(r);
     if (fh)
         metrics_family_remove_matching(fh, "feed", f->cfg->name);
+    /* the encoding's and the transport's own families (their handles died with the thread) */
+    if (f->cfg->encoding && f->cfg->encoding->metrics_remove)
+        f->cfg->encoding->metrics_remove(r, f->cfg->name);
+    if (f->cfg->transport && !strcmp(f->cfg->transport->name, "file"))
+        transport_file_metrics_remove(r, f->cfg->name);
 }

@@ -14,6 +14,10 @@
  * again and the transport comes back up when there is room. Retention deletes the oldest
  * closed files beyond retention_bytes in all or older than retention_seconds.
  *
+ * Metrics (label feed, docs/observability.md): files closed and their bytes, files removed
+ * by retention, .part files discarded (a crash's leftovers or a failed write); resolved once
+ * when the transport is created.
+ *
  * Every callback runs from the transport's own event (never inside send). */
 #include <dirent.h>
 #include <errno.h>
@@ -70,7 +74,45 @@ typedef struct ftf {
     char broken[1100]; /* a write failed: tear down with this reason */
     buf_t scratch;
     struct event *defer, *tick;
+    metrics_counter_t *m_closed, *m_bytes, *m_removed, *m_discarded;
 } ftf_t;
+
+static const struct {
+    const char *name, *help;
+} ftf_families[] = {
+    {"ndd_adapter_files_closed_total", "Files of the file transport fsynced, renamed and listed "
+                                       "in the manifest (their records acknowledged)"},
+    {"ndd_adapter_files_closed_bytes_total", "Bytes of the closed files"},
+    {"ndd_adapter_files_removed_total", "Closed files deleted by retention (bytes or age)"},
+    {"ndd_adapter_files_discarded_total", "Incomplete .part files deleted (left by a crash or a "
+                                          "stop, or a failed write; records written again)"},
+};
+#define FTF_FAMILIES (sizeof ftf_families / sizeof *ftf_families)
+
+static metrics_family_t *ftf_family(metrics_registry_t *r, size_t i)
+{
+    return metrics_counter_new(r, ftf_families[i].name, ftf_families[i].help, "feed");
+}
+
+static void ftf_metrics_bind(ftf_t *t)
+{
+    metrics_registry_t *r = t->cfg.metrics ? t->cfg.metrics : metrics_default_registry();
+    metrics_counter_t **h[FTF_FAMILIES] = {&t->m_closed, &t->m_bytes, &t->m_removed,
+                                           &t->m_discarded};
+    for (size_t i = 0; i < FTF_FAMILIES; i++) {
+        metrics_family_t *f = ftf_family(r, i);
+        *h[i] = f ? metrics_counter_labels(f, t->cfg.feed ? t->cfg.feed : "") : NULL;
+    }
+}
+
+void transport_file_metrics_remove(metrics_registry_t *r, const char *feed)
+{
+    for (size_t i = 0; i < FTF_FAMILIES; i++) {
+        metrics_family_t *f = ftf_family(r, i);
+        if (f)
+            metrics_family_remove_matching(f, "feed", feed);
+    }
+}
 
 static uint64_t ftf_now_ms(void)
 {
@@ -147,7 +189,8 @@ static void ftf_discard(ftf_t *t)
 {
     if (t->fd >= 0) {
         close(t->fd);
-        unlink(t->part);
+        if (unlink(t->part) == 0 && t->m_discarded)
+            metrics_counter_inc(t->m_discarded);
     }
     t->fd = -1;
 }
@@ -241,6 +284,10 @@ static int ftf_close_file(ftf_t *t)
     }
     if (m >= 0)
         close(m);
+    if (t->m_closed) {
+        metrics_counter_inc(t->m_closed);
+        metrics_counter_add(t->m_bytes, t->bytes);
+    }
     ftf_retention(t);
     return 0;
 }
@@ -307,6 +354,8 @@ static void ftf_retention(ftf_t *t)
         snprintf(p, sizeof p, "%s/%s", t->dir, names[i]);
         if (unlink(p) == 0) {
             total -= (uint64_t)sizes[i];
+            if (t->m_removed)
+                metrics_counter_inc(t->m_removed);
             log_info("feed %s: %s: retention removed %s", t->cfg.feed, t->cfg.endpoint, names[i]);
         }
     }
@@ -393,10 +442,13 @@ static void ftf_recover(ftf_t *t)
         if (ours(t, e->d_name, true)) {
             char p[800];
             snprintf(p, sizeof p, "%s/%s", t->dir, e->d_name);
-            if (unlink(p) == 0)
+            if (unlink(p) == 0) {
+                if (t->m_discarded)
+                    metrics_counter_inc(t->m_discarded);
                 log_warn("feed %s: %s: removed %s left by a crash (its records are written "
                          "again)",
                          t->cfg.feed, t->cfg.endpoint, e->d_name);
+            }
         }
         const char *dash = strrchr(e->d_name, '-');
         if (ours(t, e->d_name, false) && dash) {
@@ -455,6 +507,7 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
         transport_file_ops.destroy(&t->base);
         return NULL;
     }
+    ftf_metrics_bind(t);
     struct timeval one = {1, 0};
     evtimer_add(t->tick, &one);
     return &t->base;
