@@ -1,6 +1,7 @@
 /* The file transport (file:///dir, docs/adapter.md "File export"): the feed's batches go into
  * rotated files in a local directory, pcapng for the synthetic encoding, JSON lines for the
- * JSON envelope (one copy, or one xDR, per line). A file is written as <name>.part, rotated by
+ * JSON envelope (one copy per line) and for xdr-jsonl (one xDR per line, written as the
+ * encoding made them). A file is written as <name>.part, rotated by
  * size, age or record count, then fsynced, renamed to <name> and its directory fsynced; only
  * then are the sends it holds acknowledged, so the feed stores their offsets only once the
  * file is durable. A manifest line (manifest.jsonl: name, records, bytes, first and last
@@ -56,7 +57,7 @@ typedef struct ftf {
     transport_events_t ev;
     void *owner;
     char dir[256], prefix[64];
-    bool pcapng;
+    bool pcapng, ndjson; /* synthetic; xdr-jsonl (batches already JSON lines); else json */
     uint64_t max_bytes, max_records, retention_bytes, min_free;
     uint32_t max_seconds, retention_seconds;
     bool up, connecting;
@@ -482,6 +483,7 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     const char *pre = o ? json_string_value(json_object_get(o, "prefix")) : NULL;
     snprintf(t->prefix, sizeof t->prefix, "%s", pre && *pre ? pre : cfg->feed);
     t->pcapng = cfg->content_type && !strcmp(cfg->content_type, ENCODING_SYNTHETIC_CONTENT_TYPE);
+    t->ndjson = cfg->content_type && !strcmp(cfg->content_type, ENCODING_NDJSON_CONTENT_TYPE);
     t->max_bytes = opt_u64(o, "max_bytes", 64u << 20);
     t->max_seconds = (uint32_t)opt_u64(o, "max_seconds", 60);
     t->max_records = opt_u64(o, "max_records", 0);
@@ -554,6 +556,17 @@ static void ftf_note_positions(ftf_t *t, void *cookie)
     }
 }
 
+/* An xdr-jsonl batch: complete lines already, written as they are; counted. */
+static long ftf_lines(const uint8_t *p, size_t len)
+{
+    if (len == 0 || p[len - 1] != '\n')
+        return -1;
+    long n = 0;
+    for (const uint8_t *q = p; (q = memchr(q, '\n', (size_t)(p + len - q))); q++)
+        n++;
+    return n;
+}
+
 static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void *cookie)
 {
     ftf_t *t = (ftf_t *)base;
@@ -561,24 +574,31 @@ static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void 
         return -1;
     buf_t *b = &t->scratch;
     buf_reset(b);
-    long recs = t->pcapng ? pcapng_from_frame(b, payload, len) : jsonl_from_json(b, payload, len);
+    long recs = t->pcapng   ? pcapng_from_frame(b, payload, len)
+                : t->ndjson ? ftf_lines(payload, len)
+                            : jsonl_from_json(b, payload, len);
     if (recs < 0) {
         log_error("feed %s: %s: a payload of %zu bytes is not a %s batch; refused", t->cfg.feed,
-                  t->cfg.endpoint, len, t->pcapng ? "synthetic" : "JSON");
+                  t->cfg.endpoint, len,
+                  t->pcapng   ? "synthetic"
+                  : t->ndjson ? "JSON lines"
+                              : "JSON");
         return -1;
     }
+    const uint8_t *w = t->ndjson ? payload : b->data;
+    size_t wlen = t->ndjson ? len : b->len;
     t->cookies[t->n_cookies++] = cookie; /* accepted: acked with its file, or failed */
     if (t->fd < 0 && ftf_open(t) != 0) {
         ftf_kick(t);
         return 0;
     }
-    if (ftf_write_all(t->fd, b->data, b->len) != 0) {
+    if (ftf_write_all(t->fd, w, wlen) != 0) {
         snprintf(t->broken, sizeof t->broken, "writing %s: %s", t->part, strerror(errno));
         ftf_kick(t);
         return 0;
     }
-    EVP_DigestUpdate(t->sha, b->data, b->len);
-    t->bytes += b->len;
+    EVP_DigestUpdate(t->sha, w, wlen);
+    t->bytes += wlen;
     t->records += (uint64_t)recs;
     ftf_note_positions(t, cookie);
     if (t->bytes >= t->max_bytes || (t->max_records && t->records >= t->max_records) ||

@@ -5,6 +5,8 @@
  *            JSON array of objects (application/json either way)
  *   "frame"  one binary DATA frame (services/copy/frame.h) holding the batch's records
  *   "passthrough"  one record's value as it is (VES / HV-VES events from ndd-ingress)
+ *   "synthetic"    the packets of each copy (docs/synthetic.md)
+ *   "xdr-jsonl"    one JSON line per xDR record (a feed of the XDR topic)
  *
  * A batch is built straight into the caller's bounded buf_t: begin_batch, add per message,
  * end_batch. Nothing is allocated per message and the body is copied once, into the output.
@@ -89,6 +91,8 @@ extern const encoding_t encoding_frame;
 extern const encoding_t encoding_passthrough;
 extern const encoding_t encoding_synthetic; /* packets of the copies (docs/synthetic.md) */
 #define ENCODING_SYNTHETIC_CONTENT_TYPE "application/vnd.tcpdump.pcap"
+extern const encoding_t encoding_xdr_jsonl; /* JSON lines of xDRs (records of the XDR topic) */
+#define ENCODING_NDJSON_CONTENT_TYPE "application/x-ndjson"
 
 /* By name ("json", "frame", or a registered one); NULL when unknown. */
 const encoding_t *encoding_find(const char *name);

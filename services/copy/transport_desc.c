@@ -12,7 +12,7 @@ const transport_desc_t transport_desc_http2 = {
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_OPTIONAL,
     .alpn = "h2", /* https://; http:// is h2c with prior knowledge */
-    .encodings = {"json", "frame", "passthrough"},
+    .encodings = {"json", "frame", "passthrough", "xdr-jsonl"},
 };
 
 const transport_desc_t transport_desc_tcp = {
@@ -83,7 +83,7 @@ const transport_desc_t transport_desc_file = {
     .url_form = TRANSPORT_URL_LOCAL,
     .url_path = TRANSPORT_PATH_REQUIRED,
     .ack = TRANSPORT_ACK_DURABLE,
-    .encodings = {"json", "synthetic"},
+    .encodings = {"json", "synthetic", "xdr-jsonl"},
     .options = "file",
     .option_keys = transport_file_keys,
     .check_options = transport_file_check,
