@@ -86,7 +86,8 @@ static void *feed_thread(void *arg)
     pthread_setname_np(pthread_self(), tn);
     const encoding_t *enc = f->cfg->encoding;
     char eerr[300];
-    if (enc->thread_start && enc->thread_start(f->cfg->encoding_options, eerr, sizeof eerr))
+    if (enc->thread_start &&
+        enc->thread_start(f->cfg->encoding_options, f->cfg->name, f->rt.metrics, eerr, sizeof eerr))
         log_error("feed %s: encoding %s: %s (defaults used)", f->cfg->name, enc->name, eerr);
     endpoint_set_start(f->eps);
     event_base_dispatch(f->base);
@@ -313,7 +314,8 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
                                  .n_headers = cfg->n_headers,
                                  .fire_and_forget = dc->fire_and_forget,
                                  .options = cfg->transport_options,
-                                 .positions = feed_cookie_positions};
+                                 .positions = feed_cookie_positions,
+                                 .metrics = f->rt.metrics};
         memcpy(tc.headers, f->headers, sizeof tc.headers);
         endpoint_t *ep = endpoint_set_add(f->eps, &tc, ec->weight, e2, sizeof e2);
         if (!ep) {

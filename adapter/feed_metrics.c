@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "transport.h"
 #include "transport_url.h"
 
 typedef struct feed_metric_def {
@@ -98,14 +99,17 @@ static void feed_metric_bind(const feed_metric_def_t *d, metrics_family_t *fam, 
 }
 
 /* The endpoint label: host:port of the URL ([v6]:port), so that a label value names the
- * peer and not a path (docs/observability.md); the URL itself when it does not parse
+ * peer and not a path (docs/observability.md); a local URL (file:///dir) has no peer and is
+ * "file:<its index in the feed's endpoints>"; the URL itself when it does not parse
  * (feed_config refused those already, this is belt and braces). */
-static void feed_metric_endpoint(const char *url, char *out, size_t len)
+static void feed_metric_endpoint(const char *url, size_t index, char *out, size_t len)
 {
     transport_url_t u;
     char err[256];
     if (transport_url_parse(url, &u, err, sizeof err) != 0)
         snprintf(out, len, "%s", url);
+    else if (!u.host[0])
+        snprintf(out, len, "file:%zu", index);
     else
         snprintf(out, len, strchr(u.host, ':') ? "[%s]:%s" : "%s:%s", u.host, u.port);
 }
@@ -130,7 +134,7 @@ void feed_metrics_init(feed_t *f)
         metrics_family_t *fam = feed_metric_family(r, d);
         for (size_t e = 0; e < f->cfg->n_endpoints; e++) {
             char ep[300];
-            feed_metric_endpoint(f->cfg->endpoints[e].url, ep, sizeof ep);
+            feed_metric_endpoint(f->cfg->endpoints[e].url, e, ep, sizeof ep);
             feed_metric_bind(d, fam, &f->epm[e], n, ep);
         }
     }
@@ -152,4 +156,9 @@ void feed_metrics_remove(feed_t *f)
     metrics_family_t *fh = feed_latency_family(r);
     if (fh)
         metrics_family_remove_matching(fh, "feed", f->cfg->name);
+    /* the encoding's and the transport's own families (their handles died with the thread) */
+    if (f->cfg->encoding && f->cfg->encoding->metrics_remove)
+        f->cfg->encoding->metrics_remove(r, f->cfg->name);
+    if (f->cfg->transport && !strcmp(f->cfg->transport->name, "file"))
+        transport_file_metrics_remove(r, f->cfg->name);
 }

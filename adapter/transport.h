@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <openssl/ssl.h>
 
+#include "metrics.h"
 #include "transport_url.h" /* transport_desc_t, transport_url_t, transport_url_parse */
 
 /* ---- types ---- */
@@ -72,6 +73,9 @@ typedef struct transport_config {
     /* Source positions of the records of a send()'s cookie, into out[0..max); returns how
      * many (the file transport's manifest). NULL: unknown. */
     size_t (*positions)(void *cookie, transport_pos_t *out, size_t max);
+    /* The feed's registry for a transport's own families (label feed: the file transport's);
+     * NULL: metrics_default_registry(). */
+    metrics_registry_t *metrics;
 } transport_config_t;
 
 /* Why a request failed. */
@@ -129,6 +133,8 @@ struct transport {
 extern const transport_ops_t transport_h2_ops;
 extern const transport_ops_t transport_tcp_ops;  /* tcp:// and tls:// (a TLS connection layer) */
 extern const transport_ops_t transport_file_ops; /* file:///dir: rotated, fsync'ed files */
+/* Removes feed's series of the file transport's families (after its transports are gone). */
+void transport_file_metrics_remove(metrics_registry_t *r, const char *feed);
 
 /* The implementation bound to a row of the transport table; NULL when none is. */
 const transport_ops_t *transport_ops_for(const transport_desc_t *d);

@@ -1,6 +1,7 @@
 /* The file transport (file:///dir, docs/adapter.md "File export"): the feed's batches go into
  * rotated files in a local directory, pcapng for the synthetic encoding, JSON lines for the
- * JSON envelope (one copy, or one xDR, per line). A file is written as <name>.part, rotated by
+ * JSON envelope (one copy per line) and for xdr-jsonl (one xDR per line, written as the
+ * encoding made them). A file is written as <name>.part, rotated by
  * size, age or record count, then fsynced, renamed to <name> and its directory fsynced; only
  * then are the sends it holds acknowledged, so the feed stores their offsets only once the
  * file is durable. A manifest line (manifest.jsonl: name, records, bytes, first and last
@@ -13,6 +14,10 @@
  * endpoint-down alarm and holds the records; every reconnect attempt checks the free space
  * again and the transport comes back up when there is room. Retention deletes the oldest
  * closed files beyond retention_bytes in all or older than retention_seconds.
+ *
+ * Metrics (label feed, docs/observability.md): files closed and their bytes, files removed
+ * by retention, .part files discarded (a crash's leftovers or a failed write); resolved once
+ * when the transport is created.
  *
  * Every callback runs from the transport's own event (never inside send). */
 #include <dirent.h>
@@ -52,7 +57,7 @@ typedef struct ftf {
     transport_events_t ev;
     void *owner;
     char dir[256], prefix[64];
-    bool pcapng;
+    bool pcapng, ndjson; /* synthetic; xdr-jsonl (batches already JSON lines); else json */
     uint64_t max_bytes, max_records, retention_bytes, min_free;
     uint32_t max_seconds, retention_seconds;
     bool up, connecting;
@@ -70,7 +75,45 @@ typedef struct ftf {
     char broken[1100]; /* a write failed: tear down with this reason */
     buf_t scratch;
     struct event *defer, *tick;
+    metrics_counter_t *m_closed, *m_bytes, *m_removed, *m_discarded;
 } ftf_t;
+
+static const struct {
+    const char *name, *help;
+} ftf_families[] = {
+    {"ndd_adapter_files_closed_total", "Files of the file transport fsynced, renamed and listed "
+                                       "in the manifest (their records acknowledged)"},
+    {"ndd_adapter_files_closed_bytes_total", "Bytes of the closed files"},
+    {"ndd_adapter_files_removed_total", "Closed files deleted by retention (bytes or age)"},
+    {"ndd_adapter_files_discarded_total", "Incomplete .part files deleted (left by a crash or a "
+                                          "stop, or a failed write; records written again)"},
+};
+#define FTF_FAMILIES (sizeof ftf_families / sizeof *ftf_families)
+
+static metrics_family_t *ftf_family(metrics_registry_t *r, size_t i)
+{
+    return metrics_counter_new(r, ftf_families[i].name, ftf_families[i].help, "feed");
+}
+
+static void ftf_metrics_bind(ftf_t *t)
+{
+    metrics_registry_t *r = t->cfg.metrics ? t->cfg.metrics : metrics_default_registry();
+    metrics_counter_t **h[FTF_FAMILIES] = {&t->m_closed, &t->m_bytes, &t->m_removed,
+                                           &t->m_discarded};
+    for (size_t i = 0; i < FTF_FAMILIES; i++) {
+        metrics_family_t *f = ftf_family(r, i);
+        *h[i] = f ? metrics_counter_labels(f, t->cfg.feed ? t->cfg.feed : "") : NULL;
+    }
+}
+
+void transport_file_metrics_remove(metrics_registry_t *r, const char *feed)
+{
+    for (size_t i = 0; i < FTF_FAMILIES; i++) {
+        metrics_family_t *f = ftf_family(r, i);
+        if (f)
+            metrics_family_remove_matching(f, "feed", feed);
+    }
+}
 
 static uint64_t ftf_now_ms(void)
 {
@@ -147,7 +190,8 @@ static void ftf_discard(ftf_t *t)
 {
     if (t->fd >= 0) {
         close(t->fd);
-        unlink(t->part);
+        if (unlink(t->part) == 0 && t->m_discarded)
+            metrics_counter_inc(t->m_discarded);
     }
     t->fd = -1;
 }
@@ -241,6 +285,10 @@ static int ftf_close_file(ftf_t *t)
     }
     if (m >= 0)
         close(m);
+    if (t->m_closed) {
+        metrics_counter_inc(t->m_closed);
+        metrics_counter_add(t->m_bytes, t->bytes);
+    }
     ftf_retention(t);
     return 0;
 }
@@ -307,6 +355,8 @@ static void ftf_retention(ftf_t *t)
         snprintf(p, sizeof p, "%s/%s", t->dir, names[i]);
         if (unlink(p) == 0) {
             total -= (uint64_t)sizes[i];
+            if (t->m_removed)
+                metrics_counter_inc(t->m_removed);
             log_info("feed %s: %s: retention removed %s", t->cfg.feed, t->cfg.endpoint, names[i]);
         }
     }
@@ -393,10 +443,13 @@ static void ftf_recover(ftf_t *t)
         if (ours(t, e->d_name, true)) {
             char p[800];
             snprintf(p, sizeof p, "%s/%s", t->dir, e->d_name);
-            if (unlink(p) == 0)
+            if (unlink(p) == 0) {
+                if (t->m_discarded)
+                    metrics_counter_inc(t->m_discarded);
                 log_warn("feed %s: %s: removed %s left by a crash (its records are written "
                          "again)",
                          t->cfg.feed, t->cfg.endpoint, e->d_name);
+            }
         }
         const char *dash = strrchr(e->d_name, '-');
         if (ours(t, e->d_name, false) && dash) {
@@ -430,6 +483,7 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     const char *pre = o ? json_string_value(json_object_get(o, "prefix")) : NULL;
     snprintf(t->prefix, sizeof t->prefix, "%s", pre && *pre ? pre : cfg->feed);
     t->pcapng = cfg->content_type && !strcmp(cfg->content_type, ENCODING_SYNTHETIC_CONTENT_TYPE);
+    t->ndjson = cfg->content_type && !strcmp(cfg->content_type, ENCODING_NDJSON_CONTENT_TYPE);
     t->max_bytes = opt_u64(o, "max_bytes", 64u << 20);
     t->max_seconds = (uint32_t)opt_u64(o, "max_seconds", 60);
     t->max_records = opt_u64(o, "max_records", 0);
@@ -455,6 +509,7 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
         transport_file_ops.destroy(&t->base);
         return NULL;
     }
+    ftf_metrics_bind(t);
     struct timeval one = {1, 0};
     evtimer_add(t->tick, &one);
     return &t->base;
@@ -501,6 +556,17 @@ static void ftf_note_positions(ftf_t *t, void *cookie)
     }
 }
 
+/* An xdr-jsonl batch: complete lines already, written as they are; counted. */
+static long ftf_lines(const uint8_t *p, size_t len)
+{
+    if (len == 0 || p[len - 1] != '\n')
+        return -1;
+    long n = 0;
+    for (const uint8_t *q = p; (q = memchr(q, '\n', (size_t)(p + len - q))); q++)
+        n++;
+    return n;
+}
+
 static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void *cookie)
 {
     ftf_t *t = (ftf_t *)base;
@@ -508,24 +574,31 @@ static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void 
         return -1;
     buf_t *b = &t->scratch;
     buf_reset(b);
-    long recs = t->pcapng ? pcapng_from_frame(b, payload, len) : jsonl_from_json(b, payload, len);
+    long recs = t->pcapng   ? pcapng_from_frame(b, payload, len)
+                : t->ndjson ? ftf_lines(payload, len)
+                            : jsonl_from_json(b, payload, len);
     if (recs < 0) {
         log_error("feed %s: %s: a payload of %zu bytes is not a %s batch; refused", t->cfg.feed,
-                  t->cfg.endpoint, len, t->pcapng ? "synthetic" : "JSON");
+                  t->cfg.endpoint, len,
+                  t->pcapng   ? "synthetic"
+                  : t->ndjson ? "JSON lines"
+                              : "JSON");
         return -1;
     }
+    const uint8_t *w = t->ndjson ? payload : b->data;
+    size_t wlen = t->ndjson ? len : b->len;
     t->cookies[t->n_cookies++] = cookie; /* accepted: acked with its file, or failed */
     if (t->fd < 0 && ftf_open(t) != 0) {
         ftf_kick(t);
         return 0;
     }
-    if (ftf_write_all(t->fd, b->data, b->len) != 0) {
+    if (ftf_write_all(t->fd, w, wlen) != 0) {
         snprintf(t->broken, sizeof t->broken, "writing %s: %s", t->part, strerror(errno));
         ftf_kick(t);
         return 0;
     }
-    EVP_DigestUpdate(t->sha, b->data, b->len);
-    t->bytes += b->len;
+    EVP_DigestUpdate(t->sha, w, wlen);
+    t->bytes += wlen;
     t->records += (uint64_t)recs;
     ftf_note_positions(t, cookie);
     if (t->bytes >= t->max_bytes || (t->max_records && t->records >= t->max_records) ||

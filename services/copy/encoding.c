@@ -6,10 +6,8 @@
 #include <string.h>
 
 static const encoding_t *encoding_table[ENCODING_MAX] = {
-    &encoding_json,
-    &encoding_frame,
-    &encoding_passthrough,
-    &encoding_synthetic,
+    &encoding_json,      &encoding_frame,     &encoding_passthrough,
+    &encoding_synthetic, &encoding_xdr_jsonl,
 };
 /* Rows in use: the built-in ones above, then those registered, up to the first empty slot
  * (no count to keep in step with the list). */

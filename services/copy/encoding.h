@@ -5,6 +5,8 @@
  *            JSON array of objects (application/json either way)
  *   "frame"  one binary DATA frame (services/copy/frame.h) holding the batch's records
  *   "passthrough"  one record's value as it is (VES / HV-VES events from ndd-ingress)
+ *   "synthetic"    the packets of each copy (docs/synthetic.md)
+ *   "xdr-jsonl"    one JSON line per xDR record (a feed of the XDR topic)
  *
  * A batch is built straight into the caller's bounded buf_t: begin_batch, add per message,
  * end_batch. Nothing is allocated per message and the body is copied once, into the output.
@@ -22,6 +24,7 @@
 
 #include "buf.h"
 #include "codec-t.h"
+#include "metrics.h"
 
 typedef enum encoding_result {
     ENCODING_OK = 0,
@@ -70,11 +73,17 @@ typedef struct encoding {
     encoding_result_t (*end_batch)(encoding_batch_t *b);
     /* Optional: the encoding's own member of the feed object (e.g. "synthetic"), checked by
      * check_options when a feed is parsed, and given to thread_start on the feed's thread
-     * before its first batch (thread_stop when the thread ends). NULL: none. */
+     * before its first batch (thread_stop when the thread ends). NULL: none. thread_start
+     * also gets the feed's name and registry: the encoding's own families (label feed) are
+     * resolved there, once per feed; the adapter removes the feed's series when it stops. */
     const char *options;
     int (*check_options)(const json_t *options, char *err, size_t errlen);
-    int (*thread_start)(const json_t *options, char *err, size_t errlen);
+    int (*thread_start)(const json_t *options, const char *feed, metrics_registry_t *metrics,
+                        char *err, size_t errlen);
     void (*thread_stop)(void);
+    /* Optional: removes the feed's series of the families thread_start resolved (called by
+     * the adapter once the feed's thread has ended). NULL: the encoding has none. */
+    void (*metrics_remove)(metrics_registry_t *metrics, const char *feed);
 } encoding_t;
 
 extern const encoding_t encoding_json;
@@ -82,6 +91,8 @@ extern const encoding_t encoding_frame;
 extern const encoding_t encoding_passthrough;
 extern const encoding_t encoding_synthetic; /* packets of the copies (docs/synthetic.md) */
 #define ENCODING_SYNTHETIC_CONTENT_TYPE "application/vnd.tcpdump.pcap"
+extern const encoding_t encoding_xdr_jsonl; /* JSON lines of xDRs (records of the XDR topic) */
+#define ENCODING_NDJSON_CONTENT_TYPE "application/x-ndjson"
 
 /* By name ("json", "frame", or a registered one); NULL when unknown. */
 const encoding_t *encoding_find(const char *name);

@@ -11,7 +11,11 @@
  * thread through encoding_t.thread_start with the feed's "synthetic" member, or with defaults
  * on first use. The packets are built straight into the batch's output buffer; a copy whose
  * addresses neither its metadata nor the mapping table give is refused with the reason (the
- * feed dead-letters it). */
+ * feed dead-letters it).
+ *
+ * Metrics (docs/observability.md, label feed): the context's counters are published after
+ * each copy as deltas into handles resolved once, in thread_start; the adapter removes the
+ * feed's series when the feed stops (encoding_t.metrics_remove). */
 #include "encoding.h"
 #include "frame.h"
 #include "log.h"
@@ -21,6 +25,86 @@
 #include <string.h>
 
 static _Thread_local synth_ctx_t *synth_tls;
+
+/* The feed thread's series, and the counts already added to them. */
+typedef struct synth_metrics {
+    metrics_counter_t *packets, *opened, *evicted, *unmapped;
+    metrics_gauge_t *open;
+    synth_stats_t published;
+} synth_metrics_t;
+static _Thread_local synth_metrics_t synth_m;
+
+static const struct {
+    const char *name, *help;
+    bool gauge;
+} synth_families[] = {
+    {"ndd_adapter_synthetic_packets_total",
+     "Packets built by the synthetic encoding (handshakes, SETTINGS, ACKs and FINs included)",
+     false},
+    {"ndd_adapter_synthetic_connections_opened_total",
+     "Synthetic TCP connections opened (three-way handshake and HTTP/2 preface written)", false},
+    {"ndd_adapter_synthetic_connections_evicted_total",
+     "Synthetic connections closed with FIN to stay within synthetic.max_connections", false},
+    {"ndd_adapter_synthetic_messages_unmapped_total",
+     "Copies refused because neither their metadata nor the mapping table gave an address", false},
+    {"ndd_adapter_synthetic_connections_open", "Synthetic connections open now", true},
+};
+#define SYNTH_FAMILIES (sizeof synth_families / sizeof *synth_families)
+
+static metrics_family_t *synth_family(metrics_registry_t *r, size_t i)
+{
+    return synth_families[i].gauge
+               ? metrics_gauge_new(r, synth_families[i].name, synth_families[i].help, "feed")
+               : metrics_counter_new(r, synth_families[i].name, synth_families[i].help, "feed");
+}
+
+static void synthetic_metrics_bind(metrics_registry_t *r, const char *feed)
+{
+    memset(&synth_m, 0, sizeof synth_m);
+    if (!r || !feed)
+        return;
+    metrics_family_t *f[SYNTH_FAMILIES];
+    for (size_t i = 0; i < SYNTH_FAMILIES; i++)
+        f[i] = synth_family(r, i);
+    synth_m.packets = f[0] ? metrics_counter_labels(f[0], feed) : NULL;
+    synth_m.opened = f[1] ? metrics_counter_labels(f[1], feed) : NULL;
+    synth_m.evicted = f[2] ? metrics_counter_labels(f[2], feed) : NULL;
+    synth_m.unmapped = f[3] ? metrics_counter_labels(f[3], feed) : NULL;
+    synth_m.open = f[4] ? metrics_gauge_labels(f[4], feed) : NULL;
+    if (synth_m.open)
+        metrics_gauge_set(synth_m.open, 0);
+}
+
+static void synthetic_metrics_remove(metrics_registry_t *r, const char *feed)
+{
+    for (size_t i = 0; i < SYNTH_FAMILIES; i++) {
+        metrics_family_t *f = synth_family(r, i);
+        if (f)
+            metrics_family_remove_matching(f, "feed", feed);
+    }
+}
+
+/* The context's counts since the last call into the series (a few relaxed atomics). */
+static void synthetic_metrics_publish(const synth_ctx_t *c)
+{
+    if (!synth_m.packets)
+        return;
+    const synth_stats_t *s = synth_ctx_stats(c);
+    synth_stats_t *p = &synth_m.published;
+    if (s->packets != p->packets)
+        metrics_counter_add(synth_m.packets, s->packets - p->packets);
+    if (s->connections_opened != p->connections_opened) {
+        metrics_counter_add(synth_m.opened, s->connections_opened - p->connections_opened);
+        metrics_gauge_set(synth_m.open, (double)synth_ctx_open_connections(c));
+    }
+    if (s->connections_evicted != p->connections_evicted) {
+        metrics_counter_add(synth_m.evicted, s->connections_evicted - p->connections_evicted);
+        metrics_gauge_set(synth_m.open, (double)synth_ctx_open_connections(c));
+    }
+    if (s->unmapped != p->unmapped)
+        metrics_counter_add(synth_m.unmapped, s->unmapped - p->unmapped);
+    *p = *s;
+}
 
 synth_ctx_t *encoding_synthetic_context(void)
 {
@@ -33,8 +117,10 @@ synth_ctx_t *encoding_synthetic_context(void)
     return synth_tls;
 }
 
-static int synthetic_thread_start(const json_t *options, char *err, size_t errlen)
+static int synthetic_thread_start(const json_t *options, const char *feed,
+                                  metrics_registry_t *metrics, char *err, size_t errlen)
 {
+    synthetic_metrics_bind(metrics, feed); /* also for the defaults, when options are bad */
     synth_ctx_t *c = synth_ctx_new(options, err, errlen);
     if (!c)
         return -1;
@@ -47,6 +133,7 @@ static void synthetic_thread_stop(void)
 {
     synth_ctx_free(synth_tls);
     synth_tls = NULL;
+    memset(&synth_m, 0, sizeof synth_m);
 }
 
 static int synthetic_check(const json_t *options, char *err, size_t errlen)
@@ -110,6 +197,7 @@ static encoding_result_t synthetic_add(encoding_batch_t *b, const codec_msg_t *m
     size_t body_at = out->len;
     const char *reason = NULL;
     long n = synth_encode(c, m, out, &reason);
+    synthetic_metrics_publish(c);
     if (n < 0) {
         frame_data_record_abort(f);
         if (n == -1) {
@@ -153,4 +241,5 @@ const encoding_t encoding_synthetic = {
     .check_options = synthetic_check,
     .thread_start = synthetic_thread_start,
     .thread_stop = synthetic_thread_stop,
+    .metrics_remove = synthetic_metrics_remove,
 };

@@ -373,8 +373,8 @@ static int feed_head(feed_config_t *c, const json_t *j, const feed_config_opts_t
     return 0;
 }
 
-/* The transport's own member (transport_desc_t.options): an object of its option_keys, kept
- * for the implementation. */
+/* The transport's own member (transport_desc_t.options): an object of its option_keys whose
+ * values its check_options accepts, kept for the implementation. */
 static int feed_transport_options(feed_config_t *c, const json_t *j, jfield_err_t *err)
 {
     const transport_desc_t *d = c->transport;
@@ -386,7 +386,8 @@ static int feed_transport_options(feed_config_t *c, const json_t *j, jfield_err_
     if (!t)
         return 0;
     static const char *const none[] = {NULL};
-    if (jfield_unknown(t, d->option_keys ? d->option_keys : none, NULL, d->options, err))
+    if (jfield_unknown(t, d->option_keys ? d->option_keys : none, NULL, d->options, err) ||
+        (d->check_options && d->check_options(t, d->options, err)))
         return -1;
     c->transport_options = json_incref(t);
     return 0;

@@ -2,6 +2,7 @@
  * here (its description) plus its implementation in the adapter (docs/adapter.md). */
 #include "transport_desc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@ const transport_desc_t transport_desc_http2 = {
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_OPTIONAL,
     .alpn = "h2", /* https://; http:// is h2c with prior knowledge */
-    .encodings = {"json", "frame", "passthrough"},
+    .encodings = {"json", "frame", "passthrough", "xdr-jsonl"},
 };
 
 const transport_desc_t transport_desc_tcp = {
@@ -36,6 +37,44 @@ static const char *const transport_file_keys[] = {
     "prefix",          "max_bytes",         "max_seconds",    "max_records",
     "retention_bytes", "retention_seconds", "min_free_bytes", NULL};
 
+/* The file member's values (docs/adapter.md, "File export"): a wrong type or a value out of
+ * range is refused with its path, never replaced by the default. */
+static int transport_file_check(const json_t *o, const char *prefix, jfield_err_t *err)
+{
+    static const struct {
+        const char *key;
+        int64_t min, max;
+    } ints[] = {
+        {"max_bytes", 1, (int64_t)1 << 40},         /* a file's size before rotation */
+        {"max_seconds", 0, 7 * 86400},              /* 0: no rotation by age */
+        {"max_records", 0, (int64_t)1 << 40},       /* 0: no rotation by count */
+        {"retention_bytes", 0, INT64_MAX},          /* 0: no limit */
+        {"retention_seconds", 0, 10 * 366 * 86400}, /* 0: no limit */
+        {"min_free_bytes", 0, INT64_MAX},
+    };
+    int64_t v;
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if (jfield_int(o, ints[i].key, prefix, false, ints[i].min, ints[i].max, &v, err))
+            return -1;
+    const char *pre = NULL;
+    if (jfield_string(o, "prefix", prefix, false, 63, &pre, err))
+        return -1;
+    if (pre) {
+        /* a file name's first part: no directory, nothing the shell or a glob would read */
+        bool ok = *pre && *pre != '.';
+        for (const char *p = pre; ok && *p; p++)
+            ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                 *p == '-' || *p == '_' || *p == '.';
+        if (!ok) {
+            char path[128];
+            snprintf(path, sizeof path, "%s.prefix", prefix);
+            return jfield_fail(err, JFIELD_INVALID, path,
+                               "\"%s\": 1 to 63 of [A-Za-z0-9._-], not starting with '.'", pre);
+        }
+    }
+    return 0;
+}
+
 /* Rotated files in a local directory (adapter/transport_file.c): written as .part, fsynced,
  * renamed; the ack is the fsync of the file that holds the records. */
 const transport_desc_t transport_desc_file = {
@@ -44,9 +83,10 @@ const transport_desc_t transport_desc_file = {
     .url_form = TRANSPORT_URL_LOCAL,
     .url_path = TRANSPORT_PATH_REQUIRED,
     .ack = TRANSPORT_ACK_DURABLE,
-    .encodings = {"json", "synthetic"},
+    .encodings = {"json", "synthetic", "xdr-jsonl"},
     .options = "file",
     .option_keys = transport_file_keys,
+    .check_options = transport_file_check,
 };
 
 static const transport_desc_t *transport_table[TRANSPORT_MAX] = {

@@ -12,6 +12,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
+#include "jfield.h"
+
 /* ---- types ---- */
 
 #define TRANSPORT_MAX_SCHEMES 4
@@ -58,6 +62,9 @@ typedef struct transport_desc {
      * the implementation to read. */
     const char *options;
     const char *const *option_keys;
+    /* Optional: the values of that member (types, ranges), a field error with its path under
+     * prefix (the member's name) on the first bad one. NULL: only the keys are checked. */
+    int (*check_options)(const json_t *options, const char *prefix, jfield_err_t *err);
 } transport_desc_t;
 
 /* ---- functions ---- */

@@ -151,10 +151,12 @@ fi
 
 if want ndd-adapter adapter; then
     # One feed on MAIN to the sink (or to a closed port when there is no sink: the feed then
-    # counts failures, which must render just as well).
+    # counts failures, which must render just as well), and a synthetic file feed (the
+    # synthetic encoding's and the file transport's families).
     ep=${SINK_H2:-1}
-    printf '{"feeds":[{"name":"%s","source_topic":"%s","dlq_topic":"ndd-%s-dlq-feed","encoding":"json","transport":"http2","endpoints":[{"url":"http://127.0.0.1:%s/ingest","weight":1}]}]}\n' \
-        "m-$TAG" "$MAIN" "$TAG" "$ep" >"$T/feeds.json"
+    mkdir -p "$T/files"
+    printf '{"feeds":[{"name":"%s","source_topic":"%s","dlq_topic":"ndd-%s-dlq-feed","encoding":"json","transport":"http2","endpoints":[{"url":"http://127.0.0.1:%s/ingest","weight":1}]},{"name":"%s","source_topic":"%s","dlq_topic":"ndd-%s-dlq-file","encoding":"synthetic","transport":"file","endpoints":[{"url":"file://%s"}],"file":{"max_seconds":1}}]}\n' \
+        "m-$TAG" "$MAIN" "$TAG" "$ep" "f-$TAG" "$MAIN" "$TAG" "$T/files" >"$T/feeds.json"
     "$BUILD/adapter/ndd-adapter" --bootstrap "$BROKER" --feeds-file "$T/feeds.json" \
         --http.port 0 --http.port-file "$T/adapter.port" --kafka.auto.offset.reset earliest \
         >"$T/ndd-adapter.log" 2>&1 &

@@ -442,6 +442,57 @@ static void test_the_feeds_file_example_in_docs_adapter_md_is_accepted(void **st
     json_decref(doc);
 }
 
+#define FILE_FEED                                                                                  \
+    "{\"name\":\"f\",\"transport\":\"file\",\"endpoints\":[{\"url\":\"file:///tmp/x\"}]"
+
+/* A wrong type or an out-of-range value of the file member is refused with its path: before,
+ * the transport read a string "100" or -5 as "absent" and silently used its default. */
+static void test_file_options_of_wrong_type_or_range_are_refused_with_their_path(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        jfield_kind_t kind;
+        const char *path;
+    } cases[] = {
+        {"{\"max_bytes\":\"100\"}", JFIELD_WRONG_TYPE, "file.max_bytes"},
+        {"{\"max_bytes\":0}", JFIELD_RANGE, "file.max_bytes"},
+        {"{\"max_bytes\":1.5}", JFIELD_WRONG_TYPE, "file.max_bytes"},
+        {"{\"max_seconds\":-5}", JFIELD_RANGE, "file.max_seconds"},
+        {"{\"max_seconds\":true}", JFIELD_WRONG_TYPE, "file.max_seconds"},
+        {"{\"max_records\":null}", JFIELD_WRONG_TYPE, "file.max_records"},
+        {"{\"retention_bytes\":-1}", JFIELD_RANGE, "file.retention_bytes"},
+        {"{\"retention_seconds\":\"1d\"}", JFIELD_WRONG_TYPE, "file.retention_seconds"},
+        {"{\"retention_seconds\":400000000}", JFIELD_RANGE, "file.retention_seconds"},
+        {"{\"min_free_bytes\":[]}", JFIELD_WRONG_TYPE, "file.min_free_bytes"},
+        {"{\"prefix\":7}", JFIELD_WRONG_TYPE, "file.prefix"},
+        {"{\"prefix\":\"../up\"}", JFIELD_INVALID, "file.prefix"},
+        {"{\"prefix\":\"a/b\"}", JFIELD_INVALID, "file.prefix"},
+        {"{\"prefix\":\"\"}", JFIELD_INVALID, "file.prefix"},
+        {"{\"rotate\":1}", JFIELD_UNKNOWN, "file.rotate"},
+        {"[]", JFIELD_WRONG_TYPE, "file"},
+    };
+    char text[512];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(text, sizeof text, FILE_FEED ",\"file\":%s}", cases[i].file);
+        jfield_err_t fe = refusal(text, NULL);
+        if (fe.kind != cases[i].kind || strcmp(fe.path, cases[i].path))
+            fail_msg("case %zu (%s): got %s \"%s\" (%s), want %s \"%s\"", i, cases[i].file,
+                     jfield_kind_name(fe.kind), fe.path, fe.reason, jfield_kind_name(cases[i].kind),
+                     cases[i].path);
+    }
+    char err[512];
+    snprintf(text, sizeof text,
+             FILE_FEED ",\"file\":{\"prefix\":\"probe_1.a-b\",\"max_bytes\":1048576,"
+                       "\"max_seconds\":0,\"max_records\":10,\"retention_bytes\":0,"
+                       "\"retention_seconds\":86400,\"min_free_bytes\":0}}");
+    feed_config_t *c = parse(text, err, sizeof err);
+    if (!c)
+        fail_msg("refused: %s", err);
+    assert_int_equal(json_integer_value(json_object_get(c->transport_options, "max_records")), 10);
+    feed_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_feeds_document_is_validated_before_anything_changes),
         cmocka_unit_test(test_equal_json_means_unchanged_feed),
         cmocka_unit_test(test_the_feeds_file_example_in_docs_adapter_md_is_accepted),
+        cmocka_unit_test(test_file_options_of_wrong_type_or_range_are_refused_with_their_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

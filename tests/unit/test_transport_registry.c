@@ -319,7 +319,8 @@ static void test_wrong_scheme_encoding_or_options_are_refused_with_the_field(voi
                    "\"endpoints\":[{\"url\":\"http://h/\"}]}",
                    "transport", "\"http2\", \"tcp\", \"tls\", \"file\", \"memq\"");
     expect_refused("{\"name\":\"q\",\"encoding\":\"xml\",\"endpoints\":[{\"url\":\"http://h/\"}]}",
-                   "encoding", "\"json\", \"frame\", \"passthrough\", \"synthetic\", \"lines\"");
+                   "encoding",
+                   "\"json\", \"frame\", \"passthrough\", \"synthetic\", \"xdr-jsonl\", \"lines\"");
 }
 
 typedef struct deliver {
