@@ -1,4 +1,4 @@
-/* The console's built files (web-root, gui-api/web/dist): index.html for "/", the rest by
+/* The console's built files (web-root, BUILD/gui-api/console): index.html for "/", the rest by
  * path. The build names assets by content hash (assets/index-3f2a9c.js), so they are cached
  * for a year as immutable; index.html is revalidated every time, so a new build shows at the
  * next load. A precompressed NAME.gz (written by the build) is served to clients accepting

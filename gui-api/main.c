@@ -1,6 +1,7 @@
 /* ndd-gui-api: the web console's server (docs/console.md).
  *
- *   ndd-gui-api --admin-url http://127.0.0.1:9100 --web-root gui-api/web/dist [--http.port 9108]
+ *   ndd-gui-api --admin-url http://127.0.0.1:9100 --web-root build/gui-api/console [--http.port
+ * 9108]
  *
  * The spec table; the skeleton loads and checks the settings, gui_server.c serves the
  * console, the login, the proxy to ndd-admin and the live figures until SIGTERM/SIGINT. */
@@ -14,7 +15,7 @@ static gui_settings_t S;
 static const config_spec_t gui_specs[] = {
     {"admin-url", CONFIG_STRING, "http://127.0.0.1:9100", "ndd-admin's REST API (http://host:port)",
      0, AT(admin_url)},
-    {"web-root", CONFIG_STRING, NULL, "directory of the built console (gui-api/web/dist)", 0,
+    {"web-root", CONFIG_STRING, NULL, "directory of the built console (BUILD/gui-api/console)", 0,
      AT(web_root)},
     {"tls-cert", CONFIG_STRING, NULL, "PEM certificate: serve HTTPS (session cookies get Secure)",
      0, AT(tls_cert)},

@@ -57,6 +57,14 @@ done
 # node_modules is the console's toolchain, not part of the image (its built files, dist/, are).
 find "$CTX/src" \( -name build -o -name 'build-*' -o -name '__pycache__' -o -name node_modules \) \
     -prune -exec rm -rf {} +
+# The console's built files (the Dockerfile installs them for ndd-gui-api): from the build tree
+# that built the daemons being tested (NDD_BUILD_DIR), else build/.
+CONSOLE=${NDD_BUILD_DIR:-$ROOT/build}/gui-api/console
+if [[ -f $CONSOLE/index.html ]]; then
+    mkdir -p "$CTX/src/gui-api/web" && cp -a "$CONSOLE" "$CTX/src/gui-api/web/dist"
+else
+    say "no built console in $CONSOLE: the image carries ndd-gui-api without the console's files"
+fi
 cp "$HERE/Dockerfile" "$CTX/Dockerfile"
 HASH=$( (cd "$CTX" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
 HASH_TAG=localhost/ndd:src-$HASH

@@ -112,7 +112,7 @@ if ((DO_BUILD)); then
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNDD_WERROR=OFF >"$QS/cmake.log" 2>&1 ||
         { tail -20 "$QS/cmake.log" >&2; die "cmake configure failed ($QS/cmake.log)"; }
     cmake --build "$BUILD" -j"$(nproc)" --target ndd-admin ndd-aggregation ndd-adapter ndd-sink \
-        ndd-correlation ndd-nf-sim ndd-offsets ndd-travel ndd-gui-api \
+        ndd-correlation ndd-nf-sim ndd-offsets ndd-travel ndd-gui-api ndd-ingress \
         $(command -v npm >/dev/null && echo ndd_console) >"$QS/build.log" 2>&1 ||
         { grep -m5 -E 'error|FAILED' "$QS/build.log" >&2; die "build failed ($QS/build.log)"; }
 fi

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the console into dist/: npm ci from package-lock.json (packages from the cache
+# Builds the console into OUT (the first argument, default dist/): npm ci from package-lock.json (packages from the cache
 # ~/.cache/ndd/npm, so a second run downloads nothing), then tsc + vite build + gzip.
 # node_modules is reused while the lock file is unchanged.
 set -eu
@@ -10,4 +10,9 @@ if [ ! -f node_modules/.ndd-lock ] || ! cmp -s package-lock.json node_modules/.n
   npm ci --cache "$CACHE" --prefer-offline --no-audit --no-fund --loglevel=error
   cp package-lock.json node_modules/.ndd-lock
 fi
-npm run --silent build
+# Each build tree gets its own output (CMake passes <build>/gui-api/console): two trees that
+# shared web/dist emptied each other's assets.
+OUT="${1:-dist}"
+npx --no-install tsc --noEmit
+npx --no-install vite build --logLevel warn --outDir "$OUT" --emptyOutDir
+node gzip.mjs "$OUT"

@@ -12,4 +12,4 @@ function walk(dir) {
       writeFileSync(p + '.gz', gzipSync(readFileSync(p), { level: 9 }));
   }
 }
-walk('dist');
+walk(process.argv[2] || 'dist');

@@ -270,7 +270,10 @@ static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     }
     evbuffer_copyout(buf, head, hl);
     head[hl] = '\0';
-    if (strncmp(head, "HTTP/1.", 7) != 0 || !strcasestr(head, "\r\nContent-Type: text/html")) {
+    /* libevent's own pages are errors; a handler's HTML (ndd-gui-api serves the console's
+     * index.html) is a success and passes untouched. */
+    if (strncmp(head, "HTTP/1.", 7) != 0 || atoi(head + 9) < 400 ||
+        !strcasestr(head, "\r\nContent-Type: text/html")) {
         c->out_watch = false; /* one of ours */
         return;
     }

@@ -27,7 +27,9 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 CACHE=${NDD_NPM_CACHE:-$HOME/.cache/ndd/npm}
 WEB=$SRC/gui-api/web
-[ -f "$WEB/dist/index.html" ] || "$WEB/build.sh" || { echo "FAIL: console build"; exit 1; }
+# The build tree's console (gui-api/CMakeLists.txt's ndd_console), built here if missing.
+DIST=$BUILD/gui-api/console
+[ -f "$DIST/index.html" ] || "$WEB/build.sh" "$DIST" || { echo "FAIL: console build"; exit 1; }
 BT=$SRC/tests/browser
 if [ ! -f "$BT/node_modules/.ndd-lock" ] || ! cmp -s "$BT/package-lock.json" "$BT/node_modules/.ndd-lock"; then
     (cd "$BT" && npm ci --cache "$CACHE" --prefer-offline --no-audit --no-fund --loglevel=error &&
@@ -100,7 +102,7 @@ wait_port_file "$T/adapter.port" adapter
 AGG_M=http://127.0.0.1:$(cat "$T/agg.port")/metrics
 ADA_M=http://127.0.0.1:$(cat "$T/adapter.port")/metrics
 
-"$BUILD/gui-api/ndd-gui-api" --admin-url "$ADMIN" --web-root "$WEB/dist" --http.port 0 \
+"$BUILD/gui-api/ndd-gui-api" --admin-url "$ADMIN" --web-root "$DIST" --http.port 0 \
     --http.port-file "$T/gui.port" --metrics-urls "$ADA_M,$AGG_M" >"$T/gui-api.log" 2>&1 &
 PID[gui]=$!
 wait_port_file "$T/gui.port" gui

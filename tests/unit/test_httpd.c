@@ -149,6 +149,14 @@ static void big_handler(httpd_req_t *req, void *arg)
     free(b);
 }
 
+/* A page of the daemon's own (ndd-gui-api serves the console's index.html). */
+static void html_handler(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    static const char page[] = "<!doctype html><title>ok</title>";
+    httpd_reply(req, 200, "text/html; charset=utf-8", page, sizeof page - 1);
+}
+
 static int setup_routes(httpd_t *h, void *arg)
 {
     struct fixture *f = arg;
@@ -160,7 +168,8 @@ static int setup_routes(httpd_t *h, void *arg)
         httpd_route(h, "*", "/any", echo_handler, "any") ||
         httpd_route(h, "PUT", "/json", json_handler, NULL) ||
         httpd_route(h, "GET", "/silent", silent_handler, NULL) ||
-        httpd_route(h, "GET", "/big", big_handler, NULL))
+        httpd_route(h, "GET", "/big", big_handler, NULL) ||
+        httpd_route(h, "GET", "/page", html_handler, NULL))
         return -1;
     return 0;
 }
@@ -343,6 +352,17 @@ static void test_body_over_limit_is_413(void **state)
     /* the server still serves afterwards */
     r = do_request(f->port, "GET", "/healthz", NULL, NULL);
     assert_int_equal(status_of(r), 200);
+    free(r);
+}
+
+/* Only libevent's error pages become JSON: a handler's own HTML page passes untouched. */
+static void test_a_handlers_html_page_is_not_rewritten(void **state)
+{
+    struct fixture *f = *state;
+    char *r = do_request(f->port, "GET", "/page", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_non_null(strstr(r, "Content-Type: text/html; charset=utf-8\r\n"));
+    assert_string_equal(body_of(r), "<!doctype html><title>ok</title>");
     free(r);
 }
 
@@ -708,6 +728,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_post_body_reaches_handler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_over_limit_is_413, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jansson_reply_and_missing_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_handlers_html_page_is_not_rewritten, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_at_the_cap_a_new_connection_evicts_the_longest_waiting_one, setup, teardown),
         cmocka_unit_test(test_a_connection_that_trickles_its_header_is_closed_at_the_deadline),
