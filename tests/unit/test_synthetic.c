@@ -428,8 +428,9 @@ static void test_bad_settings_are_refused_with_the_field_named(void **state)
     (void)state;
     const char *bad[] = {"{\"mss\":10}", "{\"nope\":1}", "{\"mapping\":[{\"fqdn\":\"a\"}]}",
                          "{\"mapping\":[{\"fqdn\":\"a\",\"addr\":\"a:1\"}]}",
-                         "{\"mapping\":[{\"fqdn\":\"a\",\"addr\":\"1.2.3.4:1\"},"
-                         "{\"fqdn\":\"a\",\"addr\":\"1.2.3.4:2\"}]}"};
+                         /* the same FQDN twice */
+                         ("{\"mapping\":[{\"fqdn\":\"a\",\"addr\":\"1.2.3.4:1\"},{\"fqdn\":\"a\","
+                          "\"addr\":\"1.2.3.4:2\"}]}")};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *j = json_loads(bad[i], 0, NULL);
         char err[300] = "";
