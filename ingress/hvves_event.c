@@ -111,6 +111,16 @@ hvves_reason_t hvves_event_decode(hvves_arena_t *a, const uint8_t *p, size_t n, 
         return HVVES_ERR_PROTOBUF;
     out->key_len = org__onap__ves__common_event_header__pack(h, key);
     out->key = key;
+    /* The key is what consumers parse: a header protobuf-c accepted but that does not survive
+     * its own re-serialisation (a repeated header merged with invalid bytes in one copy, found
+     * by fuzz_hvves_event) would be a key no consumer can read, or one routed by a domain it
+     * does not carry. Such an event is refused as invalid protobuf. */
+    Org__Onap__Ves__CommonEventHeader *back =
+        org__onap__ves__common_event_header__unpack(&al, out->key_len, key);
+    if (!back || !back->domain || strcmp(back->domain, h->domain) != 0) {
+        out->field = "commonEventHeader";
+        return HVVES_ERR_PROTOBUF;
+    }
     out->domain = h->domain;
     out->last_epoch_us = h->lastepochmicrosec;
     return HVVES_OK;

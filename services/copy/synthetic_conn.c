@@ -135,7 +135,11 @@ static int parse_rule(synth_ctx_t *c, size_t i, const json_t *r, char *err, size
             addr = json_string_value(v);
             continue;
         }
-        kinds++;
+        if (kinds++) { /* a second match key: refused before its value replaces the first */
+            snprintf(err, errlen,
+                     "synthetic.mapping[%zu]: needs exactly one of fqdn, instance, and an addr", i);
+            return -1;
+        }
         rule->kind = (synth_match_t)k;
         rule->len = json_string_length(v);
         rule->value = malloc(rule->len + 1);
