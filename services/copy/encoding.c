@@ -79,3 +79,14 @@ void encoding_batch_open(encoding_batch_t *b, const encoding_t *e, buf_t *out, s
     b->start = out->len;
     b->max_count = (max_count == 0 || max_count > e->max_batch) ? e->max_batch : max_count;
 }
+
+encoding_result_t encoding_batch_close(encoding_batch_t *b)
+{
+    if (!b->out)
+        return ENCODING_ERROR;
+    if (b->count == 0) {
+        b->out->len = b->start;
+        return ENCODING_ERROR;
+    }
+    return ENCODING_OK;
+}

@@ -106,6 +106,9 @@ const encoding_t *encoding_at(size_t i);
 void encoding_names(char *out, size_t outlen);
 /* Common start of every begin_batch: the caller's fields set, the state zeroed. */
 void encoding_batch_open(encoding_batch_t *b, const encoding_t *e, buf_t *out, size_t max_count);
+/* The end_batch of an encoding whose batch is its records' bytes as added (no closing bytes):
+ * OK, or ERROR with the output rolled back when nothing was added or the batch failed. */
+encoding_result_t encoding_batch_close(encoding_batch_t *b);
 
 /* The JSON envelope of one message appended to out (no batch wrapping): used by the json
  * encoding and by tools. Returns 0, or -1 when out is full (out unchanged). */

@@ -474,12 +474,8 @@ static encoding_result_t json_add(encoding_batch_t *b, const codec_msg_t *m)
 
 static encoding_result_t json_end(encoding_batch_t *b)
 {
-    if (!b->out)
+    if (encoding_batch_close(b) != ENCODING_OK)
         return ENCODING_ERROR;
-    if (b->count == 0) {
-        b->out->len = b->start;
-        return ENCODING_ERROR;
-    }
     if (b->max_count > 1 && buf_append_u8(b->out, ']') != 0)
         return ENCODING_ERROR; /* cannot happen: add kept the byte free */
     return ENCODING_OK;

@@ -26,17 +26,6 @@ static encoding_result_t pass_add(encoding_batch_t *b, const codec_msg_t *m)
     return ENCODING_OK;
 }
 
-static encoding_result_t pass_end(encoding_batch_t *b)
-{
-    if (!b->out)
-        return ENCODING_ERROR;
-    if (b->count == 0) {
-        b->out->len = b->start;
-        return ENCODING_ERROR;
-    }
-    return ENCODING_OK;
-}
-
 const encoding_t encoding_passthrough = {
     .name = "passthrough",
     .content_type = "application/octet-stream",
@@ -45,5 +34,5 @@ const encoding_t encoding_passthrough = {
     .raw = true,
     .begin_batch = pass_begin,
     .add = pass_add,
-    .end_batch = pass_end,
+    .end_batch = encoding_batch_close,
 };

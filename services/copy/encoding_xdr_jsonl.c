@@ -74,17 +74,6 @@ static encoding_result_t xdrl_add(encoding_batch_t *b, const codec_msg_t *m)
     return ENCODING_OK;
 }
 
-static encoding_result_t xdrl_end(encoding_batch_t *b)
-{
-    if (!b->out)
-        return ENCODING_ERROR;
-    if (b->count == 0) {
-        b->out->len = b->start;
-        return ENCODING_ERROR;
-    }
-    return ENCODING_OK;
-}
-
 const encoding_t encoding_xdr_jsonl = {
     .name = "xdr-jsonl",
     .content_type = ENCODING_NDJSON_CONTENT_TYPE,
@@ -93,5 +82,5 @@ const encoding_t encoding_xdr_jsonl = {
     .raw = true,
     .begin_batch = xdrl_begin,
     .add = xdrl_add,
-    .end_batch = xdrl_end,
+    .end_batch = encoding_batch_close,
 };
