@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -514,6 +515,11 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
                  strerror(errno));
         goto fail;
     }
+    /* evhttp listens with a backlog of 128: a burst of reconnecting clients (a slowloris
+     * wave, a console reload by many operators) overflows it, the kernel drops the next SYN
+     * and a health probe waits the 1 s SYN retransmit. Listening again widens the queue. */
+    if (listen(evhttp_bound_socket_get_fd(h->sock), 1024) != 0)
+        log_warn("httpd: port %u: cannot widen the accept backlog: %s", port, strerror(errno));
     struct sockaddr_storage ss;
     ev_socklen_t sl = sizeof ss;
     if (getsockname(evhttp_bound_socket_get_fd(h->sock), (struct sockaddr *)&ss, &sl) == 0) {
