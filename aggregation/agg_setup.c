@@ -46,10 +46,10 @@ int agg_setup_check(daemon_t *d, FILE *out, char *err, size_t errlen)
     }
     if (s->filter_file && agg_check_filter(s->filter_file, out, err, errlen))
         return -1;
-    if (out)
-        fprintf(out, "worker: NF %s, topic %s -> %s (dead letters: %s), group %s\n", s->nf_type,
-                agg_setup_in_topic(s), s->main_topic, s->dlq_topic,
-                s->group ? s->group : "ndd-agg-<nf-type>");
+    if (out) /* the group the worker will join: agg_worker_new's default, spelled out */
+        fprintf(out, "worker: NF %s, topic %s -> %s (dead letters: %s), group %s%s\n", s->nf_type,
+                agg_setup_in_topic(s), s->main_topic, s->dlq_topic, s->group ? "" : "ndd-agg-",
+                s->group ? s->group : s->nf_type);
     return 0;
 }
 
