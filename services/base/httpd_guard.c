@@ -16,6 +16,8 @@
  * NDD ever sends: 413 for a body over the limit, 400, 431, 501) into the server's JSON error
  * body before they leave. */
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,6 +435,12 @@ static void guard_attach(evutil_socket_t fd, short what, void *arg)
     if (cbarg && !h->freeing) {
         c->evcon = cbarg;
         evhttp_connection_set_closecb(c->evcon, conn_closed, c);
+        /* evhttp writes a reply's headers and body as separate segments: with Nagle on, a
+         * reply larger than one segment waits for the client's delayed ACK (40 ms), so a
+         * 37 KB list answered at ~70/s on an idle server. */
+        int one = 1, sfd = bufferevent_getfd(bev);
+        if (sfd >= 0)
+            (void)setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         char *a = NULL;
         ev_uint16_t port = 0;
         evhttp_connection_get_peer(c->evcon, &a, &port);
