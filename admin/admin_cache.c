@@ -1,6 +1,7 @@
 /* The in-memory copy of every configuration object. Reads (GET) are served from here so that
  * they never touch PostgreSQL: fast, and still answered while the database is down. The
  * cache is written only after a database commit, so it never holds uncommitted state. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,7 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
     if (!o->id || (name && !o->name))
         goto oom;
     o->version = json_integer_value(json_object_get(json, "version"));
+    snprintf(o->etag, sizeof(o->etag), "\"%lld\"", (long long)o->version);
     /* Keep a trailing newline in the cached text so a read is one write of ready bytes. */
     size_t len = strlen(text);
     o->text = malloc(len + 2);

@@ -56,7 +56,31 @@ static void admin_send_object(admin_resp_t *resp, int status, const admin_obj_t 
 {
     admin_resp_text(resp, status, o->text, o->text_len);
     resp->content_type = "application/json";
-    admin_set_etag(resp, o->version);
+    memcpy(resp->etag, o->etag, sizeof(o->etag));
+}
+
+/* If-None-Match (RFC 9110 13.1.2): "*" or any listed tag equal to the current one, weak
+ * comparison (W/ ignored), means the client's copy is current. */
+static bool admin_if_none_match(const char *h, const char *etag)
+{
+    if (!h)
+        return false;
+    size_t elen = strlen(etag);
+    while (*h) {
+        while (*h == ' ' || *h == '\t' || *h == ',')
+            h++;
+        if (*h == '*')
+            return true;
+        if (strncmp(h, "W/", 2) == 0)
+            h += 2;
+        size_t n = strcspn(h, ",");
+        while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+            n--;
+        if (n == elen && memcmp(h, etag, elen) == 0)
+            return true;
+        h += strcspn(h, ",");
+    }
+    return false;
 }
 
 void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
@@ -72,7 +96,16 @@ void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin
                           id);
         return;
     }
-    admin_send_object(resp, 200, o);
+    memcpy(resp->etag, o->etag, sizeof(o->etag));
+    if (admin_if_none_match(req->if_none_match, o->etag)) {
+        resp->status = 304;
+        return;
+    }
+    /* The cached text itself, not a copy: a read allocates nothing here. */
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body_ref = o->text;
+    resp->body_ref_len = o->text_len;
 }
 
 typedef struct admin_list_acc {
