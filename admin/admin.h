@@ -171,6 +171,10 @@ int admin_query_get(const char *q, const char *key, char *out, size_t outlen);
 
 /* Handlers (admin_routes_objects.c, admin_routes_ops.c). */
 void admin_h_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+/* The list cursor: "c1" + hex of name '\n' id (admin_routes_list.c). 0, or -1 when the
+ * output does not fit / the text is not a cursor. */
+int admin_cursor_encode(const char *name, const char *id, char *out, size_t outlen);
+int admin_cursor_decode(const char *cursor, char *name, size_t namelen, char *id, size_t idlen);
 void admin_h_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_create(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_replace(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
