@@ -92,9 +92,24 @@ int admin_db_load(admin_db_t *db, admin_ctx_t *ctx, char *err, size_t errlen);
 int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
                    json_t *body, int64_t if_match, const char *who, json_t **out, json_t **before,
                    admin_err_t *err);
-/* Audit: newest first, optional filters (NULL = any); returns {"items":[…]} or NULL + err. */
-json_t *admin_db_audit_list(admin_db_t *db, const char *kind, const char *object_id,
-                            int64_t before_id, int limit, admin_err_t *err);
+/* An audit query: every filter optional (NULL / 0 = any); since/until are timestamps
+ * PostgreSQL reads as timestamptz (since inclusive, until exclusive). */
+typedef struct admin_audit_query {
+    const char *kind;
+    const char *object_id;
+    const char *who;
+    const char *since;
+    const char *until;
+    int64_t before_id;
+    int limit;
+} admin_audit_query_t;
+/* The statement the admin runs for q, with only the conditions q sets (so the planner picks
+ * the index of that condition; integration tests EXPLAIN exactly this text): fills sql and
+ * p[0..n-1] (num holds the numbers' text, kept alive by the caller), returns n or -1. */
+int admin_db_audit_sql(const admin_audit_query_t *q, char *sql, size_t sqllen, const char *p[7],
+                       char num[2][24]);
+/* Audit: newest first; returns {"items":[…]} or NULL + err. */
+json_t *admin_db_audit_list(admin_db_t *db, const admin_audit_query_t *q, admin_err_t *err);
 json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err);
 /* Tokens. */
 int admin_db_token_insert(admin_db_t *db, const char *id, const char *name, admin_role_t role,
