@@ -103,6 +103,10 @@ typedef struct admin_cache {
     size_t nbuckets;
     size_t count;
     size_t max;
+    /* Every object in (name, id) order, kept on each put/remove (writes are rare, a memmove
+     * of pointers): a list page is a binary search and a walk, never a sort. */
+    admin_obj_t **sorted;
+    size_t sorted_cap;
 } admin_cache_t;
 
 typedef struct admin_db admin_db_t;

@@ -73,6 +73,11 @@ void admin_cache_remove(admin_cache_t *c, const char *id);
 void admin_cache_clear(admin_cache_t *c);
 /* Calls fn for every object (order unspecified); stops when fn returns non-zero. */
 int admin_cache_foreach(const admin_cache_t *c, int (*fn)(admin_obj_t *, void *), void *arg);
+/* (name, id) order: a < b -> negative (an absent name sorts as ""). */
+int admin_obj_key_cmp(const char *aname, const char *aid, const char *bname, const char *bid);
+/* The index in c->sorted of the first object whose key is after (name, id); name NULL and id
+ * NULL: 0 (the first object). */
+size_t admin_cache_after(const admin_cache_t *c, const char *name, const char *id);
 
 /* ---- PostgreSQL (admin_db.c) ---- */
 /* Connects (conninfo as libpq takes it), creates the schema if needed, applies pending

@@ -2,7 +2,9 @@
  * and continued by an opaque cursor that holds the last (name, id) sent: the next page starts
  * strictly after that key, so objects created or deleted between two pages never make another
  * object appear twice or be skipped (an offset would shift under them). Filters: exact name,
- * name_prefix, state (enabled|disabled, from the object's "enabled", true when absent). */
+ * name_prefix, state (enabled|disabled, from the object's "enabled", true when absent). The
+ * cache keeps its objects in that order (admin_cache.c), so a page costs a binary search and
+ * a walk of the page, whatever the size of the collection. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,6 @@
 typedef enum { ADMIN_STATE_ANY, ADMIN_STATE_ENABLED, ADMIN_STATE_DISABLED } admin_state_filter_t;
 
 typedef struct admin_list_acc {
-    const admin_obj_t **items;
-    size_t n, max, total;
     const char *name;
     const char *prefix;
     size_t prefix_len;
@@ -30,37 +30,18 @@ typedef struct admin_list_acc {
     char after_id[160];
 } admin_list_acc_t;
 
-static int admin_list_key_cmp(const char *an, const char *aid, const char *bn, const char *bid)
+static bool admin_list_match(const admin_list_acc_t *a, const admin_obj_t *o)
 {
-    int c = strcmp(an ? an : "", bn ? bn : "");
-    return c ? c : strcmp(aid, bid);
-}
-
-static int admin_list_collect(admin_obj_t *o, void *arg)
-{
-    admin_list_acc_t *a = arg;
     if (a->name && (!o->name || strcmp(a->name, o->name) != 0))
-        return 0;
+        return false;
     if (a->prefix && (!o->name || strncmp(o->name, a->prefix, a->prefix_len) != 0))
-        return 0;
+        return false;
     if (a->state != ADMIN_STATE_ANY) {
-        json_t *en = json_object_get(o->json, "enabled");
-        bool enabled = !json_is_false(en);
+        bool enabled = !json_is_false(json_object_get(o->json, "enabled"));
         if (enabled != (a->state == ADMIN_STATE_ENABLED))
-            return 0;
+            return false;
     }
-    a->total++;
-    if (a->after && admin_list_key_cmp(o->name, o->id, a->after_name, a->after_id) <= 0)
-        return 0;
-    if (a->n < a->max)
-        a->items[a->n++] = o;
-    return 0;
-}
-
-static int admin_list_cmp(const void *x, const void *y)
-{
-    const admin_obj_t *a = *(const admin_obj_t *const *)x, *b = *(const admin_obj_t *const *)y;
-    return admin_list_key_cmp(a->name, a->id, b->name, b->id);
+    return true;
 }
 
 static int admin_query_int(const admin_req_t *req, const char *key, long def, long min, long max,
@@ -197,10 +178,9 @@ void admin_h_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admi
     if (admin_query_int(req, "limit", ADMIN_LIST_DEFAULT, 1, ADMIN_LIST_MAX, &limit, resp) ||
         admin_query_int(req, "offset", 0, 0, 100000000, &offset, resp))
         return;
-    admin_cache_t *c = &ctx->cache[kind];
+    const admin_cache_t *c = &ctx->cache[kind];
     admin_list_acc_t acc;
     memset(&acc, 0, sizeof(acc));
-    acc.max = c->count;
     char name[80], prefix[ADMIN_NAME_MAX + 1];
     if (admin_list_params(req, &acc, name, sizeof(name), prefix, sizeof(prefix), resp) != 0)
         return;
@@ -209,31 +189,46 @@ void admin_h_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admi
                           "offset and cursor cannot be combined");
         return;
     }
-    acc.items = calloc(acc.max ? acc.max : 1, sizeof(*acc.items));
-    if (!acc.items) {
-        admin_resp_errorf(resp, 503, "overloaded", "", "out of memory");
-        return;
-    }
-    admin_cache_foreach(c, admin_list_collect, &acc);
-    qsort(acc.items, acc.n, sizeof(*acc.items), admin_list_cmp);
-    /* Concatenates the cached texts: a list is never re-serialised. */
+    bool filtered = acc.name || acc.prefix || acc.state != ADMIN_STATE_ANY;
+    /* The cache keeps (name, id) order: the page starts at a binary search for the cursor
+     * and stops one match after the last item shown, allocating and sorting nothing. */
+    size_t total = 0;
+    if (!filtered)
+        total = c->count;
+    else
+        for (size_t k = 0; k < c->count; k++)
+            total += admin_list_match(&acc, c->sorted[k]);
     buf_reset(&resp->body);
     buf_append_str(&resp->body, "{\"items\":[");
-    size_t shown = 0, i = (size_t)offset;
-    for (; i < acc.n && shown < (size_t)limit; i++, shown++) {
+    size_t shown = 0, skipped = 0,
+           k = admin_cache_after(c, acc.after ? acc.after_name : NULL,
+                                 acc.after ? acc.after_id : NULL);
+    const admin_obj_t *last = NULL;
+    bool more = false;
+    for (; k < c->count; k++) {
+        const admin_obj_t *o = c->sorted[k];
+        if (filtered && !admin_list_match(&acc, o))
+            continue;
+        if (skipped < (size_t)offset) {
+            skipped++;
+            continue;
+        }
+        if (shown == (size_t)limit) {
+            more = true;
+            break;
+        }
         if (shown)
             buf_append_str(&resp->body, ",");
-        buf_append(&resp->body, acc.items[i]->text, acc.items[i]->text_len - 1);
+        buf_append(&resp->body, o->text, o->text_len - 1);
+        shown++;
+        last = o;
     }
-    int rc = buf_printf(&resp->body, "],\"count\":%zu,\"total\":%zu,\"offset\":%ld", shown,
-                        acc.total, offset);
+    int rc = buf_printf(&resp->body, "],\"count\":%zu,\"total\":%zu,\"offset\":%ld", shown, total,
+                        offset);
     char cursor[ADMIN_CURSOR_MAX + 1];
-    if (i < acc.n && shown &&
-        admin_cursor_encode(acc.items[i - 1]->name, acc.items[i - 1]->id, cursor, sizeof(cursor)) ==
-            0)
+    if (more && last && admin_cursor_encode(last->name, last->id, cursor, sizeof(cursor)) == 0)
         rc |= buf_printf(&resp->body, ",\"next_cursor\":\"%s\"", cursor);
     rc |= buf_append_str(&resp->body, "}\n");
-    free(acc.items);
     if (rc != 0) {
         admin_resp_errorf(resp, 503, "overloaded", "", "list too large; use limit");
         return;

@@ -132,6 +132,36 @@ static void test_filters_select_by_name_prefix_and_state(void **state)
     admin_ctx_free(&ctx);
 }
 
+/* Replacing (also renaming) and removing keep the cache's (name, id) order the pages walk. */
+static void test_cache_order_follows_replaces_renames_and_removes(void **state)
+{
+    admin_ctx_t ctx;
+    assert_int_equal(admin_ctx_init(&ctx, 64, 1024), 0);
+    char id[16], name[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof(id), "i%02d", (i * 17) % 40);
+        snprintf(name, sizeof(name), "n%02d", (i * 23) % 40);
+        put(&ctx, id, name, 1, -1);
+    }
+    put(&ctx, "i05", "a-first", 2, -1); /* rename to the front */
+    put(&ctx, "i06", "n06", 2, -1);     /* replace in place (or move) */
+    admin_cache_remove(&ctx.cache[ADMIN_KIND_SOURCE], "i07");
+    const admin_cache_t *c = &ctx.cache[ADMIN_KIND_SOURCE];
+    assert_int_equal(c->count, 39);
+    assert_string_equal(c->sorted[0]->name, "a-first");
+    for (size_t k = 1; k < c->count; k++)
+        assert_true(admin_obj_key_cmp(c->sorted[k - 1]->name, c->sorted[k - 1]->id,
+                                      c->sorted[k]->name, c->sorted[k]->id) < 0);
+    for (size_t k = 0; k < c->count; k++)
+        assert_ptr_equal(admin_cache_get(c, c->sorted[k]->id), c->sorted[k]);
+    admin_resp_t r;
+    json_t *j = list(&ctx, "limit=1000", 200, &r);
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), 39);
+    json_decref(j);
+    admin_resp_free(&r);
+    admin_ctx_free(&ctx);
+}
+
 static void test_bad_list_parameters_are_400_naming_the_parameter(void **state)
 {
     admin_ctx_t ctx;
@@ -200,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_cursor_round_trips_and_rejects_what_it_did_not_make),
         cmocka_unit_test(test_cursor_pages_return_each_object_once_across_inserts_and_deletes),
         cmocka_unit_test(test_filters_select_by_name_prefix_and_state),
+        cmocka_unit_test(test_cache_order_follows_replaces_renames_and_removes),
         cmocka_unit_test(test_bad_list_parameters_are_400_naming_the_parameter),
         cmocka_unit_test(test_get_sends_the_cached_text_and_304_for_a_current_etag),
     };
