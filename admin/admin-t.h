@@ -64,13 +64,19 @@ typedef struct admin_req {
     const char *query; /* after '?', may be NULL */
     const char *body;  /* may be NULL when body_len is 0 */
     size_t body_len;
-    const char *if_match; /* header value or NULL */
+    const char *if_match;      /* header value or NULL */
+    const char *if_none_match; /* header value or NULL: a matching ETag gets 304 */
     admin_principal_t principal;
 } admin_req_t;
 
 typedef struct admin_resp {
     int status;
     buf_t body; /* JSON text (or Prometheus text for /metrics) */
+    /* When set, the body is these bytes instead of `body`: a cached object's text, sent
+     * without copying it into a per-request buffer. Valid until the handler's caller returns
+     * (the cache is only written on the same thread, between requests). */
+    const char *body_ref;
+    size_t body_ref_len;
     const char *content_type;
     char etag[32];
     char location[192];
@@ -82,6 +88,7 @@ typedef struct admin_obj {
     char *id;
     char *name;
     int64_t version;
+    char etag[24]; /* "\"<version>\"", rendered once per version */
     json_t *json;
     char *text;
     size_t text_len;
@@ -96,6 +103,10 @@ typedef struct admin_cache {
     size_t nbuckets;
     size_t count;
     size_t max;
+    /* Every object in (name, id) order, kept on each put/remove (writes are rare, a memmove
+     * of pointers): a list page is a binary search and a walk, never a sort. */
+    admin_obj_t **sorted;
+    size_t sorted_cap;
 } admin_cache_t;
 
 typedef struct admin_db admin_db_t;

@@ -73,6 +73,11 @@ void admin_cache_remove(admin_cache_t *c, const char *id);
 void admin_cache_clear(admin_cache_t *c);
 /* Calls fn for every object (order unspecified); stops when fn returns non-zero. */
 int admin_cache_foreach(const admin_cache_t *c, int (*fn)(admin_obj_t *, void *), void *arg);
+/* (name, id) order: a < b -> negative (an absent name sorts as ""). */
+int admin_obj_key_cmp(const char *aname, const char *aid, const char *bname, const char *bid);
+/* The index in c->sorted of the first object whose key is after (name, id); name NULL and id
+ * NULL: 0 (the first object). */
+size_t admin_cache_after(const admin_cache_t *c, const char *name, const char *id);
 
 /* ---- PostgreSQL (admin_db.c) ---- */
 /* Connects (conninfo as libpq takes it), creates the schema if needed, applies pending
@@ -92,9 +97,24 @@ int admin_db_load(admin_db_t *db, admin_ctx_t *ctx, char *err, size_t errlen);
 int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
                    json_t *body, int64_t if_match, const char *who, json_t **out, json_t **before,
                    admin_err_t *err);
-/* Audit: newest first, optional filters (NULL = any); returns {"items":[…]} or NULL + err. */
-json_t *admin_db_audit_list(admin_db_t *db, const char *kind, const char *object_id,
-                            int64_t before_id, int limit, admin_err_t *err);
+/* An audit query: every filter optional (NULL / 0 = any); since/until are timestamps
+ * PostgreSQL reads as timestamptz (since inclusive, until exclusive). */
+typedef struct admin_audit_query {
+    const char *kind;
+    const char *object_id;
+    const char *who;
+    const char *since;
+    const char *until;
+    int64_t before_id;
+    int limit;
+} admin_audit_query_t;
+/* The statement the admin runs for q, with only the conditions q sets (so the planner picks
+ * the index of that condition; integration tests EXPLAIN exactly this text): fills sql and
+ * p[0..n-1] (num holds the numbers' text, kept alive by the caller), returns n or -1. */
+int admin_db_audit_sql(const admin_audit_query_t *q, char *sql, size_t sqllen, const char *p[7],
+                       char num[2][24]);
+/* Audit: newest first; returns {"items":[…]} or NULL + err. */
+json_t *admin_db_audit_list(admin_db_t *db, const admin_audit_query_t *q, admin_err_t *err);
 json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err);
 /* Tokens. */
 int admin_db_token_insert(admin_db_t *db, const char *id, const char *name, admin_role_t role,
@@ -171,6 +191,10 @@ int admin_query_get(const char *q, const char *key, char *out, size_t outlen);
 
 /* Handlers (admin_routes_objects.c, admin_routes_ops.c). */
 void admin_h_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+/* The list cursor: "c1" + hex of name '\n' id (admin_routes_list.c). 0, or -1 when the
+ * output does not fit / the text is not a cursor. */
+int admin_cursor_encode(const char *name, const char *id, char *out, size_t outlen);
+int admin_cursor_decode(const char *cursor, char *name, size_t namelen, char *id, size_t idlen);
 void admin_h_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_create(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_replace(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);

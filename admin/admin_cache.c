@@ -1,6 +1,7 @@
 /* The in-memory copy of every configuration object. Reads (GET) are served from here so that
  * they never touch PostgreSQL: fast, and still answered while the database is down. The
  * cache is written only after a database commit, so it never holds uncommitted state. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,33 @@ static void admin_obj_free(admin_obj_t *o)
     free(o);
 }
 
+int admin_obj_key_cmp(const char *aname, const char *aid, const char *bname, const char *bid)
+{
+    int r = strcmp(aname ? aname : "", bname ? bname : "");
+    return r ? r : strcmp(aid, bid);
+}
+
+/* First index whose key is >= (name, id) (strictly_after: > ). */
+static size_t admin_cache_bound(const admin_cache_t *c, const char *name, const char *id,
+                                bool strictly_after)
+{
+    size_t lo = 0, hi = c->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = admin_obj_key_cmp(c->sorted[mid]->name, c->sorted[mid]->id, name, id);
+        if (r < 0 || (strictly_after && r == 0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t admin_cache_after(const admin_cache_t *c, const char *name, const char *id)
+{
+    return id ? admin_cache_bound(c, name, id, true) : 0;
+}
+
 void admin_cache_clear(admin_cache_t *c)
 {
     for (size_t i = 0; c->buckets && i < c->nbuckets; i++) {
@@ -61,8 +89,11 @@ void admin_cache_free(admin_cache_t *c)
     admin_cache_clear(c);
     free(c->buckets);
     free(c->buckets_by_name);
+    free(c->sorted);
     c->buckets = NULL;
     c->buckets_by_name = NULL;
+    c->sorted = NULL;
+    c->sorted_cap = 0;
 }
 
 /* The object whose id (or name) is key: the two indexes are chained the same way. */
@@ -101,6 +132,18 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
         json_decref(json);
         return -1;
     }
+    if (!old && c->count >= c->sorted_cap) {
+        size_t cap = c->sorted_cap ? 2 * c->sorted_cap : 64;
+        if (cap > c->max)
+            cap = c->max;
+        admin_obj_t **s = realloc(c->sorted, cap * sizeof(*s));
+        if (!s) {
+            json_decref(json);
+            return -1;
+        }
+        c->sorted = s;
+        c->sorted_cap = cap;
+    }
     admin_obj_t *o = calloc(1, sizeof(*o));
     char *text = json_dumps(json, JSON_COMPACT);
     if (!o || !text)
@@ -110,6 +153,7 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
     if (!o->id || (name && !o->name))
         goto oom;
     o->version = json_integer_value(json_object_get(json, "version"));
+    snprintf(o->etag, sizeof(o->etag), "\"%lld\"", (long long)o->version);
     /* Keep a trailing newline in the cached text so a read is one write of ready bytes. */
     size_t len = strlen(text);
     o->text = malloc(len + 2);
@@ -131,6 +175,9 @@ int admin_cache_put(admin_cache_t *c, json_t *json)
         o->next_by_name = c->buckets_by_name[nb];
         c->buckets_by_name[nb] = o;
     }
+    size_t at = admin_cache_bound(c, o->name, o->id, false);
+    memmove(&c->sorted[at + 1], &c->sorted[at], (c->count - at) * sizeof(*c->sorted));
+    c->sorted[at] = o;
     c->count++;
     return 0;
 oom:
@@ -161,6 +208,10 @@ void admin_cache_remove(admin_cache_t *c, const char *id)
                 if (*np)
                     *np = o->next_by_name;
             }
+            size_t at = admin_cache_bound(c, o->name, o->id, false);
+            if (at < c->count && c->sorted[at] == o)
+                memmove(&c->sorted[at], &c->sorted[at + 1],
+                        (c->count - at - 1) * sizeof(*c->sorted));
             admin_obj_free(o);
             c->count--;
             return;

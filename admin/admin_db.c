@@ -7,6 +7,7 @@
  * goes away, the next statement fails, the call reports 503, and the following call tries
  * one PQreset: reads keep being served from the cache meanwhile. */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,20 +563,55 @@ static json_t *admin_db_audit_row(PGresult *r, int i)
     return o;
 }
 
-json_t *admin_db_audit_list(admin_db_t *db, const char *kind, const char *object_id,
-                            int64_t before_id, int limit, admin_err_t *err)
+int admin_db_audit_sql(const admin_audit_query_t *q, char *sql, size_t sqllen, const char *p[7],
+                       char num[2][24])
+{
+    static const struct {
+        size_t off;
+        const char *cond;
+    } conds[] = {
+        {offsetof(admin_audit_query_t, kind), "kind = $%d"},
+        {offsetof(admin_audit_query_t, object_id), "object_id = $%d"},
+        {offsetof(admin_audit_query_t, who), "who = $%d"},
+        {offsetof(admin_audit_query_t, since), "at >= $%d::timestamptz"},
+        {offsetof(admin_audit_query_t, until), "at < $%d::timestamptz"},
+    };
+    int n = 0;
+    size_t len = (size_t)snprintf(sql, sqllen, "SELECT " AUDIT_COLS " FROM audit");
+    for (size_t i = 0; i < sizeof(conds) / sizeof(*conds) && len < sqllen; i++) {
+        const char *v = *(const char *const *)((const char *)q + conds[i].off);
+        if (!v)
+            continue;
+        p[n++] = v;
+        len += (size_t)snprintf(sql + len, sqllen - len, "%s", n == 1 ? " WHERE " : " AND ");
+        if (len < sqllen)
+            len += (size_t)snprintf(sql + len, sqllen - len, conds[i].cond, n);
+    }
+    if (q->before_id > 0 && len < sqllen) {
+        snprintf(num[0], sizeof(num[0]), "%lld", (long long)q->before_id);
+        p[n++] = num[0];
+        len += (size_t)snprintf(sql + len, sqllen - len, "%sid < $%d::bigint",
+                                n == 1 ? " WHERE " : " AND ", n);
+    }
+    snprintf(num[1], sizeof(num[1]), "%d", q->limit);
+    p[n++] = num[1];
+    if (len < sqllen)
+        len += (size_t)snprintf(sql + len, sqllen - len, " ORDER BY id DESC LIMIT $%d::integer", n);
+    return len < sqllen ? n : -1;
+}
+
+json_t *admin_db_audit_list(admin_db_t *db, const admin_audit_query_t *q, admin_err_t *err)
 {
     if (admin_db_ensure(db, err) != 0)
         return NULL;
-    char before_s[24], limit_s[16];
-    snprintf(before_s, sizeof(before_s), "%lld", (long long)before_id);
-    snprintf(limit_s, sizeof(limit_s), "%d", limit);
-    const char *p[4] = {kind, object_id, before_id > 0 ? before_s : NULL, limit_s};
-    return admin_db_list(db,
-                         "SELECT " AUDIT_COLS " FROM audit WHERE ($1::text IS NULL OR kind = $1) "
-                         "AND ($2::text IS NULL OR object_id = $2) AND ($3::bigint IS NULL OR "
-                         "id < $3) ORDER BY id DESC LIMIT $4::integer",
-                         4, p, admin_db_audit_row, err);
+    char sql[512], num[2][24];
+    const char *p[7];
+    int n = admin_db_audit_sql(q, sql, sizeof(sql), p, num);
+    if (n < 0) {
+        admin_err_set(err, 500, "internal", "", "audit query too long");
+        return NULL;
+    }
+    return admin_db_list(db, sql, n, p, admin_db_audit_row, err);
 }
 
 json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err)

@@ -39,6 +39,7 @@ void admin_resp_free(admin_resp_t *resp)
 void admin_resp_error(admin_resp_t *resp, const admin_err_t *err)
 {
     buf_reset(&resp->body);
+    resp->body_ref = NULL;
     resp->status = err->status;
     resp->content_type = "application/json";
     buf_append_str(&resp->body, "{\"error\":\"");
@@ -72,6 +73,7 @@ static int admin_resp_dump_cb(const char *s, size_t n, void *arg)
 void admin_resp_json(admin_resp_t *resp, int status, json_t *json)
 {
     buf_reset(&resp->body);
+    resp->body_ref = NULL;
     resp->content_type = "application/json";
     if (!json || json_dump_callback(json, admin_resp_dump_cb, &resp->body, JSON_COMPACT) != 0) {
         json_decref(json);
@@ -86,6 +88,7 @@ void admin_resp_json(admin_resp_t *resp, int status, json_t *json)
 void admin_resp_text(admin_resp_t *resp, int status, const char *text, size_t len)
 {
     buf_reset(&resp->body);
+    resp->body_ref = NULL;
     if (buf_append(&resp->body, text, len) != 0) {
         admin_resp_errorf(resp, 500, "internal", "", "response too large");
         return;

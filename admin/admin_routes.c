@@ -121,24 +121,32 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *autho
     char id[160];
     const admin_route_t *route = NULL;
     bool path_known = false;
-    char allow[64] = "";
     for (size_t i = 0; i < n; i++) {
+        if (routes[i].method != req_in->method && path_known)
+            continue;
         if (!admin_route_match(routes[i].pattern, req_in->path, id, sizeof(id)))
             continue;
         path_known = true;
-        size_t l = strlen(allow);
-        snprintf(allow + l, sizeof(allow) - l, "%s%s", l ? ", " : "",
-                 admin_method_name(routes[i].method));
         if (routes[i].method == req_in->method) {
             route = &routes[i];
             break;
         }
     }
     if (!route || !route->handler) {
-        if (path_known && !route)
+        if (path_known && !route) {
+            /* The Allow list is built only for a 405: a served request never formats it. */
+            char allow[64] = "";
+            for (size_t i = 0; i < n; i++) {
+                if (!admin_route_match(routes[i].pattern, req_in->path, id, sizeof(id)))
+                    continue;
+                size_t l = strlen(allow);
+                snprintf(allow + l, sizeof(allow) - l, "%s%s", l ? ", " : "",
+                         admin_method_name(routes[i].method));
+            }
             admin_resp_errorf(resp, 405, "method not allowed", "", "allowed: %s", allow);
-        else
+        } else {
             admin_resp_errorf(resp, 404, "not found", "", "no such resource: %s", req_in->path);
+        }
         return;
     }
     admin_req_t req = *req_in;

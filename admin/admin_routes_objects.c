@@ -10,9 +10,6 @@
 #include "log.h"
 #include "metrics.h"
 
-#define ADMIN_LIST_DEFAULT 100
-#define ADMIN_LIST_MAX 1000
-
 /* The collection of a request: the segment after /api/v1/. */
 static int admin_req_kind(const admin_req_t *req, admin_kind_t *kind)
 {
@@ -56,7 +53,31 @@ static void admin_send_object(admin_resp_t *resp, int status, const admin_obj_t 
 {
     admin_resp_text(resp, status, o->text, o->text_len);
     resp->content_type = "application/json";
-    admin_set_etag(resp, o->version);
+    memcpy(resp->etag, o->etag, sizeof(o->etag));
+}
+
+/* If-None-Match (RFC 9110 13.1.2): "*" or any listed tag equal to the current one, weak
+ * comparison (W/ ignored), means the client's copy is current. */
+static bool admin_if_none_match(const char *h, const char *etag)
+{
+    if (!h)
+        return false;
+    size_t elen = strlen(etag);
+    while (*h) {
+        while (*h == ' ' || *h == '\t' || *h == ',')
+            h++;
+        if (*h == '*')
+            return true;
+        if (strncmp(h, "W/", 2) == 0)
+            h += 2;
+        size_t n = strcspn(h, ",");
+        while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+            n--;
+        if (n == elen && memcmp(h, etag, elen) == 0)
+            return true;
+        h += strcspn(h, ",");
+    }
+    return false;
 }
 
 void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
@@ -72,91 +93,16 @@ void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin
                           id);
         return;
     }
-    admin_send_object(resp, 200, o);
-}
-
-typedef struct admin_list_acc {
-    const admin_obj_t **items;
-    size_t n, max;
-    const char *name;
-} admin_list_acc_t;
-
-static int admin_list_collect(admin_obj_t *o, void *arg)
-{
-    admin_list_acc_t *a = arg;
-    if (a->name && (!o->name || strcmp(a->name, o->name) != 0))
-        return 0;
-    if (a->n < a->max)
-        a->items[a->n++] = o;
-    return 0;
-}
-
-static int admin_list_cmp(const void *x, const void *y)
-{
-    const admin_obj_t *a = *(const admin_obj_t *const *)x, *b = *(const admin_obj_t *const *)y;
-    int c = strcmp(a->name ? a->name : "", b->name ? b->name : "");
-    return c ? c : strcmp(a->id, b->id);
-}
-
-static int admin_query_int(const admin_req_t *req, const char *key, long def, long min, long max,
-                           long *out, admin_resp_t *resp)
-{
-    char v[32];
-    *out = def;
-    if (!admin_query_get(req->query, key, v, sizeof(v)))
-        return 0;
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || end == v || *end || n < min || n > max) {
-        admin_resp_errorf(resp, 400, "invalid parameter", key, "expected an integer %ld..%ld", min,
-                          max);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
-void admin_h_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
-{
-    admin_kind_t kind;
-    if (admin_req_kind(req, &kind) != 0) {
-        admin_resp_errorf(resp, 404, "not found", "", "unknown collection");
+    memcpy(resp->etag, o->etag, sizeof(o->etag));
+    if (admin_if_none_match(req->if_none_match, o->etag)) {
+        resp->status = 304;
         return;
     }
-    long limit, offset;
-    if (admin_query_int(req, "limit", ADMIN_LIST_DEFAULT, 1, ADMIN_LIST_MAX, &limit, resp) ||
-        admin_query_int(req, "offset", 0, 0, 100000000, &offset, resp))
-        return;
-    char name[80];
-    admin_cache_t *c = &ctx->cache[kind];
-    admin_list_acc_t acc = {.max = c->count, .name = NULL};
-    if (admin_query_get(req->query, "name", name, sizeof(name)))
-        acc.name = name;
-    acc.items = calloc(acc.max ? acc.max : 1, sizeof(*acc.items));
-    if (!acc.items) {
-        admin_resp_errorf(resp, 503, "overloaded", "", "out of memory");
-        return;
-    }
-    admin_cache_foreach(c, admin_list_collect, &acc);
-    qsort(acc.items, acc.n, sizeof(*acc.items), admin_list_cmp);
-    /* Concatenates the cached texts: a list is never re-serialised. */
-    buf_reset(&resp->body);
-    buf_append_str(&resp->body, "{\"items\":[");
-    size_t shown = 0;
-    for (size_t i = (size_t)offset; i < acc.n && shown < (size_t)limit; i++, shown++) {
-        if (shown)
-            buf_append_str(&resp->body, ",");
-        buf_append(&resp->body, acc.items[i]->text, acc.items[i]->text_len - 1);
-    }
-    int rc = buf_printf(&resp->body, "],\"count\":%zu,\"total\":%zu,\"offset\":%ld}\n", shown,
-                        acc.n, offset);
-    free(acc.items);
-    if (rc != 0) {
-        admin_resp_errorf(resp, 503, "overloaded", "", "list too large; use limit");
-        return;
-    }
+    /* The cached text itself, not a copy: a read allocates nothing here. */
     resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body_ref = o->text;
+    resp->body_ref_len = o->text_len;
 }
 
 /* After a commit: cache, publish, and for a filter the feeds that embed it. */

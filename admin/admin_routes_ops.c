@@ -122,6 +122,20 @@ void admin_h_alarms_ack(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     admin_resp_json(resp, 200, j);
 }
 
+/* YYYY-MM-DD, then optionally T/space hh:mm[:ss[.frac]] and Z or +hh:mm: checked here so a
+ * typo is a 400 naming the parameter rather than a database error. */
+static bool admin_timestamp_ok(const char *s)
+{
+    static const char shape[] = "dddd-dd-dd";
+    for (size_t i = 0; i < sizeof(shape) - 1; i++)
+        if (shape[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != shape[i])
+            return false;
+    for (const char *c = s + 10; *c; c++)
+        if (!strchr("0123456789:.+-TZ ", *c))
+            return false;
+    return strlen(s) <= 40;
+}
+
 void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         admin_resp_t *resp)
 {
@@ -137,7 +151,17 @@ void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id
                           "expected feed, filter, source or correlation");
         return;
     }
+    char who[80], since[48], until[48];
     bool has_obj = admin_query_get(req->query, "object_id", object_id, sizeof(object_id));
+    bool has_who = admin_query_get(req->query, "who", who, sizeof(who));
+    bool has_since = admin_query_get(req->query, "since", since, sizeof(since));
+    bool has_until = admin_query_get(req->query, "until", until, sizeof(until));
+    if ((has_since && !admin_timestamp_ok(since)) || (has_until && !admin_timestamp_ok(until))) {
+        admin_resp_errorf(resp, 400, "invalid parameter",
+                          has_since && !admin_timestamp_ok(since) ? "since" : "until",
+                          "expected an RFC 3339 timestamp, e.g. 2026-12-01T10:00:00Z");
+        return;
+    }
     if (admin_query_get(req->query, "before", before, sizeof(before)) &&
         admin_parse_id64(before, &before_id) != 0) {
         admin_resp_errorf(resp, 400, "invalid parameter", "before",
@@ -145,8 +169,14 @@ void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id
         return;
     }
     admin_err_t err;
-    json_t *j = admin_db_audit_list(ctx->db, has_kind ? kind : NULL, has_obj ? object_id : NULL,
-                                    before_id, limit, &err);
+    admin_audit_query_t q = {.kind = has_kind ? kind : NULL,
+                             .object_id = has_obj ? object_id : NULL,
+                             .who = has_who ? who : NULL,
+                             .since = has_since ? since : NULL,
+                             .until = has_until ? until : NULL,
+                             .before_id = before_id,
+                             .limit = limit};
+    json_t *j = admin_db_audit_list(ctx->db, &q, &err);
     admin_ops_reply(resp, j, &err);
 }
 

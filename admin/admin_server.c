@@ -39,6 +39,7 @@ static void admin_http_cb(httpd_req_t *hr, void *arg)
     req.query = uri ? evhttp_uri_get_query(uri) : NULL;
     req.body = httpd_req_body(hr, &req.body_len);
     req.if_match = httpd_req_header(hr, "If-Match");
+    req.if_none_match = req.method == ADMIN_GET ? httpd_req_header(hr, "If-None-Match") : NULL;
     admin_resp_t resp;
     if (admin_resp_init(&resp) != 0) {
         httpd_reply_error(hr, 503, "out of memory");
@@ -51,8 +52,11 @@ static void admin_http_cb(httpd_req_t *hr, void *arg)
         httpd_resp_header(hr, "Location", resp.location);
     if (resp.status == 401)
         httpd_resp_header(hr, "WWW-Authenticate", "Bearer realm=\"ndd-admin\"");
-    httpd_reply(hr, resp.status, resp.status == 204 ? NULL : resp.content_type, resp.body.data,
-                resp.body.len);
+    bool empty = resp.status == 204 || resp.status == 304;
+    const void *body = resp.body_ref ? (const void *)resp.body_ref : (const void *)resp.body.data;
+    size_t body_len = resp.body_ref ? resp.body_ref_len : resp.body.len;
+    httpd_reply(hr, resp.status, empty ? NULL : resp.content_type, empty ? NULL : body,
+                empty ? 0 : body_len);
     int cls = resp.status / 100;
     if (cls >= 1 && cls <= 5 && srv->requests[req.method][cls])
         metrics_counter_inc(srv->requests[req.method][cls]);

@@ -3,8 +3,9 @@
 # HTTP/1.1 keep-alive, authenticated with a viewer token (every request is authorised).
 #
 #   NDD_PG=<conninfo> bench/admin/run.sh [--build DIR] [--requests N] [--clients "1 4 16"]
-#                                         [--tool h2load|wrk] [--api-port P]
+#                                         [--tool h2load|wrk] [--api-port P] [--if-none-match]
 #
+# --if-none-match sends the ETag back: every read is a 304 without a body (a polling console).
 # Uses its own schema (dropped at the end) and no Kafka (reads never touch it). Prints one
 # line per client count and a Markdown table for docs/benchmarks.md. Needs Debian packages
 # nghttp2-client (h2load) or wrk, and postgresql-client (psql) for the clean-up.
@@ -15,6 +16,7 @@ REQUESTS=200000
 CLIENTS="1 4 16"
 TOOL=""
 PORT=28110
+INM=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -22,6 +24,7 @@ while [ $# -gt 0 ]; do
     --clients) CLIENTS=$2; shift 2 ;;
     --tool) TOOL=$2; shift 2 ;;
     --api-port) PORT=$2; shift 2 ;;
+    --if-none-match) INM=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -56,6 +59,12 @@ ID=$(curl -sf -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: applicat
 [ -n "$ID" ] || { echo "creating the feed failed; see $WORK/admin.log" >&2; cat "$WORK/admin.log" >&2; exit 1; }
 TARGET="$URL/api/v1/feeds/$ID"
 BYTES=$(curl -sf -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET" | wc -c)
+HDR=()
+if [ "$INM" = 1 ]; then
+  ETAG=$(curl -sf -D - -o /dev/null -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET" |
+    tr -d '\r' | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')
+  HDR=(-H "If-None-Match: $ETAG")
+fi
 
 # Other work on the machine skews reads/s (not CPU per read): say how busy it was.
 echo "ndd-admin read benchmark: GET /api/v1/feeds/{id} ($BYTES-byte body), $TOOL, $(nproc) CPUs,"\
@@ -69,12 +78,12 @@ for c in $CLIENTS; do
   t=$(( c < $(nproc) ? c : $(nproc) ))
   cpu0=$(admin_cpu)
   if [ "$TOOL" = h2load ]; then
-    out=$(h2load --h1 -n "$REQUESTS" -c "$c" -t "$t" -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET" 2>&1)
+    out=$(h2load --h1 -n "$REQUESTS" -c "$c" -t "$t" -H "Authorization: Bearer $VIEW_TOKEN" "${HDR[@]}" "$TARGET" 2>&1)
     echo "$out" | grep -q "$REQUESTS succeeded" || { echo "$out" >&2; echo "failed requests at $c clients" >&2; exit 1; }
     rps=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
     lat=$(echo "$out" | awk '/^time for request:/ {print $6}')
   else
-    out=$(wrk -t "$t" -c "$c" -d 10s -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET")
+    out=$(wrk -t "$t" -c "$c" -d 10s -H "Authorization: Bearer $VIEW_TOKEN" "${HDR[@]}" "$TARGET")
     rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
     lat=$(echo "$out" | awk '/Latency/ {print $2}')
   fi
