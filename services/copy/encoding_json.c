@@ -66,7 +66,9 @@ static int jv_hex(uint8_t c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-static int jv_string(jv_t *v)
+/* Inlined into both call sites (key and value): NF bodies are hundreds of short strings, and
+ * the call cost as much as scanning one. */
+static inline __attribute__((always_inline)) int jv_string(jv_t *v)
 {
     v->p++; /* opening quote */
     while (v->p < v->end) {
