@@ -113,6 +113,42 @@ int buf_printf(buf_t *b, const char *fmt, ...)
     return 0;
 }
 
+size_t buf_format_u64(char *dst, uint64_t v)
+{
+    /* Two digits per division, written backwards into a scratch then moved to the front. */
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
+    char tmp[BUF_DEC_MAX];
+    char *e = tmp + sizeof tmp, *p = e;
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = pairs[d + 1];
+        *--p = pairs[d];
+    }
+    if (v >= 10) {
+        *--p = pairs[v * 2 + 1];
+        *--p = pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    size_t n = (size_t)(e - p);
+    memcpy(dst, p, n);
+    dst[n] = '\0';
+    return n;
+}
+
+size_t buf_format_i64(char *dst, int64_t v)
+{
+    if (v >= 0)
+        return buf_format_u64(dst, (uint64_t)v);
+    dst[0] = '-';
+    /* The magnitude in unsigned arithmetic: -INT64_MIN does not fit an int64_t. */
+    return 1 + buf_format_u64(dst + 1, 0 - (uint64_t)v);
+}
+
 /* OpenSSL's encoder (RFC 4648, padded). EVP_EncodeBlock NUL-terminates what it writes, so all
  * but the last group are encoded in place (each NUL lands where the next group goes) and the
  * last group through a small buffer: the output needs exactly its own bytes in b, as it did

@@ -33,6 +33,12 @@ int buf_append_be16(buf_t *b, uint16_t v);
 int buf_append_be32(buf_t *b, uint32_t v);
 int buf_append_be64(buf_t *b, uint64_t v);
 int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* v in decimal into dst (room for BUF_DEC_MAX bytes), NUL-terminated; returns the length. The
+ * bytes printf's "%" PRIu64 / PRId64 would write, without its format parsing: the aggregation
+ * writes three such numbers into every record's headers. */
+#define BUF_DEC_MAX 21
+size_t buf_format_u64(char *dst, uint64_t v);
+size_t buf_format_i64(char *dst, int64_t v);
 /* Standard base64 (RFC 4648, with padding). */
 int buf_append_base64(buf_t *b, const void *p, size_t n);
 /* Standard base64 s[0..n) decoded into out (cap bytes); the padding may be absent. Returns the

@@ -4,6 +4,8 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include "buf.h"
 
@@ -144,6 +146,83 @@ static void test_consume_drops_prefix(void **state)
     buf_free(&b);
 }
 
+/* The scanner's reference: the byte-at-a-time definition the SSE2 and SWAR loops must match. */
+static size_t plain_run_reference(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
+static void test_json_plain_run_stops_at_every_stop_byte_at_every_position(void **state)
+{
+    (void)state;
+    /* One byte of each class that ends a run (and the edges of the classes) at every position
+     * of every length up to 70, at every start alignment: covers the 16-byte, 8-byte and
+     * byte-wise loops and their hand-overs. */
+    static const uint8_t stops[] = {'"', '\\', 0x00, 0x1F, 0x0A, 0x80, 0xC3, 0xFF, 0x7F, 0x20};
+    uint8_t buf[96];
+    for (size_t align = 0; align < 8; align++)
+        for (size_t n = 0; n <= 70; n++)
+            for (size_t at = 0; at <= n; at++)
+                for (size_t k = 0; k < sizeof stops; k++) {
+                    uint8_t *s = buf + align;
+                    for (size_t i = 0; i < n; i++)
+                        s[i] = (uint8_t)('a' + (i % 26));
+                    if (at < n)
+                        s[at] = stops[k];
+                    assert_int_equal(buf_json_plain_run(s, n), plain_run_reference(s, n));
+                }
+}
+
+static void test_format_decimal_matches_printf(void **state)
+{
+    (void)state;
+    const uint64_t u[] = {0,
+                          1,
+                          9,
+                          10,
+                          11,
+                          99,
+                          100,
+                          101,
+                          999,
+                          1000,
+                          123456789,
+                          4294967295u,
+                          4294967296ull,
+                          999999999999999999ull,
+                          1000000000000000000ull,
+                          UINT64_MAX - 1,
+                          UINT64_MAX};
+    char got[BUF_DEC_MAX], want[32];
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        size_t n = buf_format_u64(got, u[i]);
+        snprintf(want, sizeof want, "%" PRIu64, u[i]);
+        assert_string_equal(got, want);
+        assert_int_equal(n, strlen(want));
+    }
+    const int64_t v[] = {
+        0,         1,         -1,           9, -9, 10, -10, 1764620000123456ll, -1764620000123456ll,
+        INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t n = buf_format_i64(got, v[i]);
+        snprintf(want, sizeof want, "%" PRId64, v[i]);
+        assert_string_equal(got, want);
+        assert_int_equal(n, strlen(want));
+    }
+    /* Every power of ten and its neighbours: the digit-pair loop's hand-over to the last one
+     * or two digits. */
+    for (uint64_t p = 1; p <= 1000000000000000000ull; p *= 10)
+        for (uint64_t d = 0; d < 3; d++) {
+            uint64_t x = p - 1 + d;
+            buf_format_u64(got, x);
+            snprintf(want, sizeof want, "%" PRIu64, x);
+            assert_string_equal(got, want);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +235,8 @@ int main(void)
         cmocka_unit_test(test_json_escape_handles_quotes_controls_and_invalid_utf8),
         cmocka_unit_test(test_printf_formats_long_strings),
         cmocka_unit_test(test_consume_drops_prefix),
+        cmocka_unit_test(test_json_plain_run_stops_at_every_stop_byte_at_every_position),
+        cmocka_unit_test(test_format_decimal_matches_printf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
