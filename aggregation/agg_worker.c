@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "agg_filter.h"
+#include "buf.h"
 #include "codec.h"
 #include "filter.h"
 #include "kafka_wake.h"
@@ -388,7 +389,8 @@ static int agg_header_put(rd_kafka_headers_t *h, const codec_msg_t *cm, codec_me
 /* Decides what a NEW slot becomes: AGG_GO when it is READY to produce, AGG_FINISHED when
  * nothing is to be produced (filtered, or consumed before a revoke) and the caller frees it,
  * AGG_WAIT when it must wait (offset window full, or out of memory with w->fatal set). */
-static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int64_t now_us)
+static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, const char *ts,
+                       size_t tlen)
 {
     rd_kafka_message_t *m = s->src;
     if (!partitions_assigned(w->ledger, m->partition) ||
@@ -436,17 +438,16 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, int6
         char origin[300];
         int olen =
             codec_format_origin(origin, sizeof(origin), w->in_topic, m->partition, m->offset);
-        char ts[24], seq[24];
-        int tlen = snprintf(ts, sizeof(ts), "%" PRId64, now_us);
+        char seq[BUF_DEC_MAX];
         agg_part_t *p = partitions_user(w->ledger, m->partition);
-        int qlen = snprintf(seq, sizeof(seq), "%" PRIu64, p->seq + 1);
+        size_t qlen = buf_format_u64(seq, p->seq + 1);
         /* A copy keyed only by its key gets the header too; one with only the header gets
          * it as key at produce time (agg_produce_key), so MAIN records carry both. */
         if ((codec_msg_cid_needs_header(&cm) &&
              rd_kafka_header_add(h, codec_meta_name(CODEC_META_CORRELATION_ID), -1, cm.key.ptr,
                                  (ssize_t)cm.key.len) != RD_KAFKA_RESP_ERR_NO_ERROR) ||
-            agg_header_put(h, &cm, CODEC_META_AGG_TIMESTAMP, ts, (size_t)tlen) ||
-            agg_header_put(h, &cm, CODEC_META_AGG_SEQ, seq, (size_t)qlen) ||
+            agg_header_put(h, &cm, CODEC_META_AGG_TIMESTAMP, ts, tlen) ||
+            agg_header_put(h, &cm, CODEC_META_AGG_SEQ, seq, qlen) ||
             agg_header_put(h, &cm, CODEC_META_ORIGIN, origin, olen > 0 ? (size_t)olen : 0))
             goto nomem;
         p->seq++;
@@ -512,11 +513,14 @@ static void agg_process_fifo(agg_worker_t *w)
         return;
     filter_t *flt = filter_slot_acquire(w->filter);
     int64_t now_us = agg_now_ns(CLOCK_REALTIME) / 1000, now_ns = agg_now_ns(CLOCK_MONOTONIC);
+    /* One clock read per batch, so its @agg-timestamp-us text is formatted once per batch too. */
+    char ts[BUF_DEC_MAX];
+    size_t tlen = buf_format_i64(ts, now_us);
     while (w->fifo_head && !w->fatal) {
         agg_slot_t *s = w->fifo_head;
         int r = AGG_GO;
         if (s->state == AGG_SLOT_NEW)
-            r = agg_prepare(w, s, flt, now_us);
+            r = agg_prepare(w, s, flt, ts, tlen);
         if (r == AGG_GO)
             r = agg_produce(w, s, now_ns);
         if (r == AGG_WAIT)

@@ -1,11 +1,14 @@
 /* ndd-bench-encoding: what one egress message costs the encoders, in encodes per CPU-second.
  *
- *   ndd-bench-encoding [--seconds S] [--body BYTES] [--vectors DIR]
+ *   ndd-bench-encoding [--seconds S] [--body BYTES] [--vectors DIR] [--count N]
  *
  * Every valid test vector (tests/vectors/valid) is decoded, and its copy gets a synthetic
  * NF-style JSON body of BYTES bytes (default 3,400, the adapter's h2c feed). Each copy is then
  * encoded one message per envelope / per DATA frame by the current encoders, for about S
- * CPU-seconds per row (default 1, at most 30); any encode failure exits 1. The output bytes
+ * CPU-seconds per row (default 1, at most 30), or exactly N encodes per row with --count (for
+ * instruction counts under callgrind: the work no longer depends on the machine's speed, so
+ * the inclusive cost of json_now / frame_now divided by N is instructions per encode); any
+ * encode failure exits 1. The output bytes
  * are guarded elsewhere (tests/unit/golden/encoding, tests/fuzz/fuzz_encoding_json.c); the
  * pre-optimisation figures in docs/encodings.md came from a baseline copy that lived in this
  * folder until it was removed (see the doc for the commit that still has it).
@@ -116,7 +119,7 @@ static int frame_now(buf_t *out, const codec_msg_t *m)
 /* Encodes every selected copy round-robin for about `seconds` of CPU time; returns encodes
  * per CPU-second and the mean output size. The loop is bounded by time and by a count. */
 static double run(bench_fn fn, buf_t *out, bench_copy_t *c, size_t n, int only_embedded,
-                  double seconds, double *mean_out)
+                  double seconds, unsigned long long count, double *mean_out)
 {
     size_t sel[1024], ns = 0;
     *mean_out = 0; /* an empty selection (no copy embeds its body) prints a 0 row */
@@ -128,6 +131,20 @@ static double run(bench_fn fn, buf_t *out, bench_copy_t *c, size_t n, int only_e
     unsigned long long done = 0, bytes = 0;
     const unsigned long long cap = 200000000ull;
     double t0 = cpu_now(), t;
+    if (count > 0) {
+        for (unsigned long long k = 0; k < count; k++) {
+            bench_copy_t *cp = &c[sel[k % ns]];
+            buf_reset(out);
+            if (fn(out, &cp->m) != 0) {
+                fprintf(stderr, "encode failed for %s\n", cp->v.name);
+                exit(1);
+            }
+            bytes += out->len;
+        }
+        t = cpu_now() - t0;
+        *mean_out = (double)bytes / (double)count;
+        return t > 0 ? (double)count / t : 0;
+    }
     do {
         for (int rep = 0; rep < 256; rep++) {
             for (size_t k = 0; k < ns; k++) {
@@ -150,6 +167,7 @@ int main(int argc, char **argv)
 {
     double seconds = 1.0;
     size_t body_len = 3400;
+    unsigned long long count = 0;
     char dir[1024];
     vectors_dir("valid", dir, sizeof dir);
     for (int i = 1; i < argc; i++) {
@@ -157,18 +175,22 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         } else if (strcmp(argv[i], "--body") == 0 && i + 1 < argc) {
             body_len = (size_t)strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+            count = strtoull(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--vectors") == 0 && i + 1 < argc) {
             snprintf(dir, sizeof dir, "%s", argv[++i]);
         } else {
             fprintf(stderr,
                     "usage: %s [--seconds S (0.05..30)] [--body BYTES (64..%u)] "
-                    "[--vectors DIR]\n",
+                    "[--vectors DIR] [--count N]\n",
                     argv[0], BENCH_MAX_BODY);
             return 2;
         }
     }
-    if (seconds < 0.05 || seconds > 30 || body_len < 64 || body_len > BENCH_MAX_BODY) {
-        fprintf(stderr, "--seconds must be 0.05..30 and --body 64..%u\n", BENCH_MAX_BODY);
+    if (seconds < 0.05 || seconds > 30 || body_len < 64 || body_len > BENCH_MAX_BODY ||
+        count > 100000000ull) {
+        fprintf(stderr, "--seconds must be 0.05..30, --body 64..%u and --count at most 1e8\n",
+                BENCH_MAX_BODY);
         return 2;
     }
 
@@ -237,7 +259,7 @@ int main(int argc, char **argv)
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         double mean;
-        double rate = run(rows[r].fn, &x, c, n, rows[r].only_embedded, seconds, &mean);
+        double rate = run(rows[r].fn, &x, c, n, rows[r].only_embedded, seconds, count, &mean);
         printf("%-14s %14.0f %11.0f\n", rows[r].name, rate, mean);
     }
     for (size_t i = 0; i < n; i++)

@@ -7,6 +7,8 @@
  * reason and field. */
 #include "codec.h"
 
+#include "buf.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -788,9 +790,9 @@ int codec_headers_set_meta(rd_kafka_headers_t *hdrs, codec_meta_t m, const void 
 
 int codec_headers_set_meta_u64(rd_kafka_headers_t *hdrs, codec_meta_t m, uint64_t v)
 {
-    char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
-    return codec_headers_set_meta(hdrs, m, tmp, (size_t)n);
+    char tmp[BUF_DEC_MAX];
+    size_t n = buf_format_u64(tmp, v);
+    return codec_headers_set_meta(hdrs, m, tmp, n);
 }
 
 bool codec_msg_cid_needs_header(const codec_msg_t *m)
@@ -820,10 +822,23 @@ int codec_headers_correlation_id(const rd_kafka_headers_t *hdrs, const void **va
 int codec_format_origin(char *dst, size_t dstlen, const char *topic, int32_t partition,
                         int64_t offset)
 {
-    int n = snprintf(dst, dstlen, "%s/%" PRId32 "/%" PRId64, topic, partition, offset);
-    if (n < 0 || (size_t)n >= dstlen)
+    /* "topic/partition/offset" as snprintf would write it, formatted directly: the aggregation
+     * writes one into every record it forwards. */
+    size_t tl = strlen(topic);
+    char num[2 * BUF_DEC_MAX + 2];
+    size_t nl = 0;
+    num[nl++] = '/';
+    nl += buf_format_i64(num + nl, partition);
+    num[nl++] = '/';
+    nl += buf_format_i64(num + nl, offset);
+    if (tl >= dstlen || nl >= dstlen - tl) {
+        if (dstlen > 0)
+            dst[0] = '\0';
         return -1;
-    return n;
+    }
+    memcpy(dst, topic, tl);
+    memcpy(dst + tl, num, nl + 1);
+    return (int)(tl + nl);
 }
 
 int codec_dlq_headers(rd_kafka_headers_t *hdrs, const codec_error_t *err, const char *origin)

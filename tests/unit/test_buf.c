@@ -4,8 +4,12 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include "buf.h"
+
+#include <openssl/evp.h>
 
 static void test_append_refuses_growth_past_max_and_keeps_contents(void **state)
 {
@@ -144,6 +148,106 @@ static void test_consume_drops_prefix(void **state)
     buf_free(&b);
 }
 
+/* The scanner's reference: the byte-at-a-time definition the SSE2 and SWAR loops must match. */
+static size_t plain_run_reference(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
+static void test_json_plain_run_stops_at_every_stop_byte_at_every_position(void **state)
+{
+    (void)state;
+    /* One byte of each class that ends a run (and the edges of the classes) at every position
+     * of every length up to 70, at every start alignment: covers the 16-byte, 8-byte and
+     * byte-wise loops and their hand-overs. */
+    static const uint8_t stops[] = {'"', '\\', 0x00, 0x1F, 0x0A, 0x80, 0xC3, 0xFF, 0x7F, 0x20};
+    uint8_t buf[96];
+    for (size_t align = 0; align < 8; align++)
+        for (size_t n = 0; n <= 70; n++)
+            for (size_t at = 0; at <= n; at++)
+                for (size_t k = 0; k < sizeof stops; k++) {
+                    uint8_t *s = buf + align;
+                    for (size_t i = 0; i < n; i++)
+                        s[i] = (uint8_t)('a' + (i % 26));
+                    if (at < n)
+                        s[at] = stops[k];
+                    assert_int_equal(buf_json_plain_run(s, n), plain_run_reference(s, n));
+                }
+}
+
+static void test_format_decimal_matches_printf(void **state)
+{
+    (void)state;
+    const uint64_t u[] = {0,
+                          1,
+                          9,
+                          10,
+                          11,
+                          99,
+                          100,
+                          101,
+                          999,
+                          1000,
+                          123456789,
+                          4294967295u,
+                          4294967296ull,
+                          999999999999999999ull,
+                          1000000000000000000ull,
+                          UINT64_MAX - 1,
+                          UINT64_MAX};
+    char got[BUF_DEC_MAX], want[32];
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        size_t n = buf_format_u64(got, u[i]);
+        snprintf(want, sizeof want, "%" PRIu64, u[i]);
+        assert_string_equal(got, want);
+        assert_int_equal(n, strlen(want));
+    }
+    const int64_t v[] = {
+        0,         1,         -1,           9, -9, 10, -10, 1764620000123456ll, -1764620000123456ll,
+        INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t n = buf_format_i64(got, v[i]);
+        snprintf(want, sizeof want, "%" PRId64, v[i]);
+        assert_string_equal(got, want);
+        assert_int_equal(n, strlen(want));
+    }
+    /* Every power of ten and its neighbours: the digit-pair loop's hand-over to the last one
+     * or two digits. */
+    for (uint64_t p = 1; p <= 1000000000000000000ull; p *= 10)
+        for (uint64_t d = 0; d < 3; d++) {
+            uint64_t x = p - 1 + d;
+            buf_format_u64(got, x);
+            snprintf(want, sizeof want, "%" PRIu64, x);
+            assert_string_equal(got, want);
+        }
+}
+
+static void test_base64_matches_openssl_on_every_length(void **state)
+{
+    /* The table encoder against OpenSSL's (what this used before): every length up to 200, a
+     * input whose first 256 bytes are every byte value in a scrambled order, at every start
+     * alignment; the output must be the same bytes, and its length exactly theirs. */
+    (void)state;
+    uint8_t in[264];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (uint8_t)(i * 167u + (i >> 8));
+    unsigned char want[400];
+    for (size_t align = 0; align < 8; align++)
+        for (size_t n = 0; n <= 256; n++) {
+            buf_t b;
+            assert_int_equal(buf_init(&b, 16, 4096), 0);
+            assert_int_equal(buf_append_u8(&b, 'x'), 0);
+            assert_int_equal(buf_append_base64(&b, in + align, n), 0);
+            int wl = EVP_EncodeBlock(want, in + align, (int)n);
+            assert_int_equal(b.len, 1 + (size_t)wl);
+            assert_memory_equal(b.data + 1, want, (size_t)wl);
+            buf_free(&b);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +260,9 @@ int main(void)
         cmocka_unit_test(test_json_escape_handles_quotes_controls_and_invalid_utf8),
         cmocka_unit_test(test_printf_formats_long_strings),
         cmocka_unit_test(test_consume_drops_prefix),
+        cmocka_unit_test(test_json_plain_run_stops_at_every_stop_byte_at_every_position),
+        cmocka_unit_test(test_format_decimal_matches_printf),
+        cmocka_unit_test(test_base64_matches_openssl_on_every_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -315,6 +315,12 @@ static void test_headers_set_meta_replaces_existing_value(void **state)
     assert_int_equal(g_msg.meta[CODEC_META_ORIGIN].len, strlen("SCP/3/123456"));
     assert_memory_equal(g_msg.meta[CODEC_META_ORIGIN].ptr, "SCP/3/123456", 12);
     assert_int_equal(codec_format_origin(origin, 8, "SCP", 3, 123456), -1);
+    /* Exactly the bytes snprintf wrote: the NUL must fit, a negative number keeps its sign. */
+    assert_int_equal(codec_format_origin(origin, 13, "SCP", 3, 123456), 12);
+    assert_string_equal(origin, "SCP/3/123456");
+    assert_int_equal(codec_format_origin(origin, 12, "SCP", 3, 123456), -1);
+    assert_int_equal(codec_format_origin(origin, sizeof origin, "MAIN", -1, INT64_MAX), 27);
+    assert_string_equal(origin, "MAIN/-1/9223372036854775807");
     rd_kafka_headers_destroy(h);
 }
 
