@@ -62,6 +62,19 @@ grep -q 'copy connection #2 .*: frame 1 refused: ' "$T/ing.log" || fail "bad fra
 kill "$ING_PID" && wait "$ING_PID" 2>/dev/null || true
 ING_PID=
 
+# ---- Kafka's queue full (max-in-flight 2): the rest of a frame waits for room, nothing lost ----
+start_ingress "$T/ing.log" --tcp.port "$TCP" --copy.topic-prefix "ndd-$TAG-full-" \
+    --copy.dlq-topic "$DLQ" --max-in-flight 2 --tcp.max-pending 4
+got=$("${SEND[@]}" --port "$TCP" --frames 20 --per-frame 10 --prefix f) || fail "full-queue sender: $got"
+[ "$got" = "acked 20 nacked 0" ] || fail "full-queue sender got: $got"
+[ "$(count "ndd-$TAG-full-NRF")" -eq 200 ] || fail "full-queue NRF topic holds $(count "ndd-$TAG-full-NRF"), want 200"
+[ "$(kcat -b "$BROKER" -C -t "ndd-$TAG-full-NRF" -e -q -f '%k\n' | sort -u | wc -l)" -eq 200 ] ||
+    fail "full-queue keys not each once"
+full=$(metric 'ndd_ingress_produce_errors_total{transport="tcp-copy",reason="queue-full"}')
+[ "${full:-0}" != 0 ] || fail "the queue never filled: the waiting path was not exercised"
+kill "$ING_PID" && wait "$ING_PID" 2>/dev/null || true
+ING_PID=
+
 # ---- TLS with client certificates ----
 (
     cd "$T"
