@@ -5,7 +5,7 @@ asking for an acknowledgement; it waits for one ACK or NACK per frame and prints
 "acked N nacked M". Used by tests/e2e/test_ingress_copy_tcp.sh against ndd-ingress.
 
   frame_sender.py --port P --frames F --per-frame R [--bad B] [--tls --ca CA --cert C --key K]
-                  [--prefix ID] [--raw-bad-magic]
+                  [--prefix ID] [--raw-bad-magic] [--body-bytes N] [--window W]
 
 Record i of the run is a request copy from an NRF with correlation id <prefix>-<i> as its key;
 the last B records of every frame lack @nf-type (the codec refuses them: missing-field).
@@ -54,6 +54,9 @@ def main():
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--raw-bad-magic", action="store_true", help="send one frame with a bad magic")
+    ap.add_argument("--body-bytes", type=int, default=0, help="pad each body to this size")
+    ap.add_argument("--window", type=int, default=0,
+                    help="frames sent ahead of their answers (0: all, then read the answers)")
     a = ap.parse_args()
     s = socket.create_connection((a.host, a.port), timeout=60)
     if a.tls:
@@ -69,6 +72,24 @@ def main():
             print("closed")
         return 0
     n = 0
+    acked = nacked = last = 0
+
+    def read_answer():
+        nonlocal acked, nacked, last
+        magic, ver, typ, flags, plen, fid = struct.unpack(">IBBHIQ", recv_exact(s, 20))
+        payload = recv_exact(s, plen)
+        if magic != MAGIC:
+            raise ValueError("bad answer magic %x" % magic)
+        if typ == ACK:
+            acked += fid - last  # ACK is cumulative
+            last = fid
+        elif typ == NACK:
+            status, rl = struct.unpack(">HH", payload[:4])
+            print("nack frame %d: %d %s" % (fid, status, payload[4:4 + rl].decode()), file=sys.stderr)
+            nacked += 1
+            last = fid
+
+    pad = b"x" * max(0, a.body_bytes - 16)
     for f in range(1, a.frames + 1):
         recs = []
         for r in range(a.per_frame):
@@ -78,25 +99,14 @@ def main():
                     (b":path", b"/nnrf-disc/v1/nf-instances"), (b"user-agent", b"smf-1")]
             if r < a.per_frame - a.bad:
                 hdrs.insert(3, (b"@nf-type", b"NRF"))
-            recs.append(record(key, hdrs, b'{"n":%d}' % n))
+            body = b'{"n":%d' % n + (b',"p":"' + pad + b'"' if pad else b"") + b"}"
+            recs.append(record(key, hdrs, body))
             n += 1
         s.sendall(frame(f, recs))
-    acked = nacked = 0
-    last = 0
+        while a.window and f - (acked + nacked) >= a.window:
+            read_answer()
     while acked + nacked < a.frames:
-        magic, ver, typ, flags, plen, fid = struct.unpack(">IBBHIQ", recv_exact(s, 20))
-        payload = recv_exact(s, plen)
-        if magic != MAGIC:
-            print("bad answer magic %x" % magic)
-            return 1
-        if typ == ACK:
-            acked += fid - last  # ACK is cumulative
-            last = fid
-        elif typ == NACK:
-            status, rl = struct.unpack(">HH", payload[:4])
-            print("nack frame %d: %d %s" % (fid, status, payload[4:4 + rl].decode()), file=sys.stderr)
-            nacked += 1
-            last = fid
+        read_answer()
     print("acked %d nacked %d" % (acked, nacked))
     return 0
 
