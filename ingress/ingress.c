@@ -21,10 +21,12 @@ static const ingress_listener_kind_t *const listener_table[] = {
     &ingress_listener_h2,
     &ingress_listener_ves,
     &ingress_listener_hvves,
+    &ingress_listener_tcp,
 };
 #define N_LISTENERS (sizeof listener_table / sizeof listener_table[0])
 
-static const char *const transport_names[INGRESS_T__COUNT] = {"h2-copy", "ves", "hv-ves"};
+static const char *const transport_names[INGRESS_T__COUNT] = {"h2-copy", "ves", "hv-ves",
+                                                              "tcp-copy"};
 
 int64_t ingress_now_us(void)
 {
@@ -172,11 +174,30 @@ static int metrics_setup(ingress_t *g)
     return 0;
 }
 
+int ingress_on_room_add(ingress_t *g, void (*fn)(void *), void *arg)
+{
+    for (size_t i = 0; i < INGRESS_MAX_ON_ROOM; i++)
+        if (!g->on_room[i].fn) {
+            g->on_room[i].fn = fn;
+            g->on_room[i].arg = arg;
+            return 0;
+        }
+    return -1;
+}
+
+void ingress_on_room_remove(ingress_t *g, void (*fn)(void *), void *arg)
+{
+    for (size_t i = 0; i < INGRESS_MAX_ON_ROOM; i++)
+        if (g->on_room[i].fn == fn && g->on_room[i].arg == arg)
+            g->on_room[i].fn = NULL;
+}
+
 static void serve_reports(ingress_t *g)
 {
     kafka_producer_poll(g->prod, 0);
-    if (g->on_room)
-        g->on_room(g->on_room_arg);
+    for (size_t i = 0; i < INGRESS_MAX_ON_ROOM; i++)
+        if (g->on_room[i].fn)
+            g->on_room[i].fn(g->on_room[i].arg);
 }
 
 static void on_pipe(evutil_socket_t fd, short what, void *arg)
@@ -216,7 +237,7 @@ int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen)
 {
     const ingress_settings_t *S = d->def->settings;
     bool any_tls = (S->h2_tls && S->h2_port >= 0) || (S->ves_tls && S->ves_port >= 0) ||
-                   (S->hvves_tls && S->hvves_port >= 0);
+                   (S->hvves_tls && S->hvves_port >= 0) || (S->tcp_tls && S->tcp_port >= 0);
     if (any_tls && (!S->tls_cert || !S->tls_key)) {
         snprintf(err, errlen, "tls.cert-file and tls.key-file are required with a TLS listener");
         return -1;
@@ -300,7 +321,7 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
     struct timeval tv = {0, 100000};
     event_add(tick, &tv);
     /* VES first: the HTTP/2 listener serves VES's paths through its state. */
-    static const size_t order[N_LISTENERS] = {1, 0, 2};
+    static const size_t order[N_LISTENERS] = {1, 0, 2, 3};
     for (size_t k = 0; k < N_LISTENERS; k++) {
         size_t i = order[k];
         if (!listener_table[i]->enabled(S) && !(i == 1 && ingress_listener_h2.enabled(S)))

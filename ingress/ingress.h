@@ -22,11 +22,12 @@ struct event_base;
 typedef struct ingress_settings {
     daemon_settings_t common;
     const char *listen;
-    int64_t h2_port, ves_port, hvves_port; /* -1: that listener is off */
-    bool h2_tls, ves_tls, hvves_tls;
+    int64_t h2_port, ves_port, hvves_port, tcp_port; /* -1: that listener is off */
+    bool h2_tls, ves_tls, hvves_tls, tcp_tls;
     const char *tls_cert, *tls_key, *tls_ca;
     bool tls_client_cert; /* mTLS on every TLS listener (HV-VES requires it with TLS) */
-    const char *copy_topic_prefix;
+    const char *copy_topic_prefix, *copy_dlq_topic;
+    int64_t tcp_max_frame, tcp_max_pending;
     int64_t max_body, hvves_max_payload, h2_max_streams, max_in_flight;
     int64_t produce_timeout_ms;
     const char *ves_user, *ves_password;
@@ -49,6 +50,7 @@ typedef enum ingress_transport {
     INGRESS_T_H2_COPY = 0, /* "h2-copy" */
     INGRESS_T_VES,         /* "ves" */
     INGRESS_T_HVVES,       /* "hv-ves" */
+    INGRESS_T_TCP_COPY,    /* "tcp-copy": copies in binary frames over TCP or TLS */
     INGRESS_T__COUNT
 } ingress_transport_t;
 
@@ -73,7 +75,9 @@ typedef struct ingress_listener_kind {
 } ingress_listener_kind_t;
 
 extern const ingress_listener_kind_t ingress_listener_h2, ingress_listener_ves,
-    ingress_listener_hvves;
+    ingress_listener_hvves, ingress_listener_tcp;
+
+#define INGRESS_MAX_ON_ROOM 4
 
 struct ingress {
     daemon_t *d;
@@ -87,9 +91,15 @@ struct ingress {
     produced_t *free_produced;
     void *ves_h2; /* the VES handler state, shared with the HTTP/2 listener */
     /* Called after every delivery batch: listeners paused by a full queue resume here. */
-    void (*on_room)(void *arg);
-    void *on_room_arg;
+    struct {
+        void (*fn)(void *arg);
+        void *arg;
+    } on_room[INGRESS_MAX_ON_ROOM];
 };
+
+/* Registers (removes) a listener's resume callback: 0, or -1 when the table is full. */
+int ingress_on_room_add(ingress_t *g, void (*fn)(void *), void *arg);
+void ingress_on_room_remove(ingress_t *g, void (*fn)(void *), void *arg);
 
 /* Produce one record whose acknowledgement a reply waits for. value is borrowed (alive until
  * done ran) unless copy. KAFKA_PRODUCE_FULL also when in_flight reached max-in-flight. */

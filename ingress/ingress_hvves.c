@@ -220,7 +220,7 @@ static void hv_stop(void *p)
         evconnlistener_free(l->lst);
     while (l->conns)
         conn_close(l->conns);
-    l->g->on_room = NULL;
+    ingress_on_room_remove(l->g, on_room, l);
     hvves_arena_free(&l->arena);
     free(l);
 }
@@ -248,8 +248,7 @@ static void *hv_start(ingress_t *g, char *err, size_t errlen)
         free(l);
         return NULL;
     }
-    g->on_room = on_room;
-    g->on_room_arg = l;
+    ingress_on_room_add(g, on_room, l);
     log_info("HV-VES (%s) on %s", g->S->hvves_tls ? "TLS, client certificates" : "TCP", spec);
     return l;
 }

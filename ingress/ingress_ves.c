@@ -89,8 +89,9 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
     ves_error_t e;
     bool batch = !strcmp(in->path, "/eventListener/v7/eventBatch");
     if (!batch && strcmp(in->path, "/eventListener/v7")) {
-        ves_error_set(&e, 404, "ServiceException", "SVC0002",
-                      "Bad Parameter (Incorrect request api version)", NULL, NULL);
+        ves_error_set(&e, 404, "ServiceException", "SVC2000",
+                      "The following service error occurred: %1. Error code is %2", "Not Found",
+                      "404");
         return reply_error(v, r, &e);
     }
     if (strcmp(in->method, "POST")) {
@@ -119,7 +120,8 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
     }
     ves_parsed_t p;
     if (ves_validate(in->body, in->len, batch, &p, &e)) {
-        ingress_dropped(g, INGRESS_T_VES, e.var1[0] == 'C' ? "bad-json" : "schema");
+        ingress_dropped(g, INGRESS_T_VES,
+                        !strcmp(e.text, "Incorrect JSON payload") ? "bad-json" : "schema");
         return reply_error(v, r, &e);
     }
     char topic[256];
@@ -128,7 +130,7 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
         ingress_dropped(g, INGRESS_T_VES, "unrouted");
         ves_error_set(&e, 400, "ServiceException", "SVC2000",
                       "The following service error occurred: %1. Error code is %2",
-                      "No topic for this domain", "400");
+                      "No domain defined for stream id", "400");
         ves_parsed_free(&p);
         return reply_error(v, r, &e);
     }

@@ -26,8 +26,6 @@ static const char *const domains[] = {
 };
 static const char *const priorities[] = {"High", "Medium", "Normal", "Low"};
 
-static const char *const svc2000 = "The following service error occurred: %1. Error code is %2";
-
 void ves_error_set(ves_error_t *err, int status, const char *kind, const char *id, const char *text,
                    const char *var1, const char *var2)
 {
@@ -39,12 +37,21 @@ void ves_error_set(ves_error_t *err, int status, const char *kind, const char *i
     snprintf(err->var2, sizeof err->var2, "%s", var2 ? var2 : "");
 }
 
+/* ONAP's SCHEMA_VALIDATION_FAILED (SVC0002, no variables in ONAP's body); NDD adds one
+ * variable naming the field and what is wrong with it, which ONAP's clients ignore. */
 static int schema_error(ves_error_t *err, const char *what, const char *field)
 {
     char v[192];
-    snprintf(v, sizeof v, "Incorrect message content: %s %s", field, what);
-    ves_error_set(err, 400, "ServiceException", "SVC2000", svc2000, v, "400");
+    snprintf(v, sizeof v, "%s %s", field, what);
+    ves_error_set(err, 400, "ServiceException", "SVC0002",
+                  "Bad Parameter (JSON does not conform to schema)", v, NULL);
     return -1;
+}
+
+/* ONAP's INVALID_JSON_INPUT: not JSON, or not the shape of the path (event / eventList). */
+static void json_input_error(ves_error_t *err, const char *detail)
+{
+    ves_error_set(err, 400, "ServiceException", "SVC0002", "Incorrect JSON payload", detail, NULL);
 }
 
 static bool in_set(const char *s, const char *const *set, size_t n)
@@ -147,19 +154,18 @@ int ves_validate(const uint8_t *body, size_t len, bool batch, ves_parsed_t *out,
     json_error_t je;
     json_t *root = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        ves_error_set(err, 400, "ServiceException", "SVC2000", svc2000,
-                      "Couldn't parse JSON object", "400");
+        json_input_error(err, NULL);
         return -1;
     }
     out->root = root;
     if (!json_is_object(root)) {
-        schema_error(err, "is not an object", "body");
+        json_input_error(err, "the body is not an object");
         goto bad;
     }
     if (!batch) {
         json_t *ev = json_object_get(root, "event");
         if (!ev) {
-            schema_error(err, "is missing", "event");
+            json_input_error(err, "event is missing");
             goto bad;
         }
         out->one[0] = ev;
@@ -168,7 +174,7 @@ int ves_validate(const uint8_t *body, size_t len, bool batch, ves_parsed_t *out,
     } else {
         json_t *list = json_object_get(root, "eventList");
         if (!list) {
-            schema_error(err, "is missing", "eventList");
+            json_input_error(err, "eventList is missing");
             goto bad;
         }
         if (!json_is_array(list) || json_array_size(list) == 0) {
@@ -197,8 +203,8 @@ int ves_validate(const uint8_t *body, size_t len, bool batch, ves_parsed_t *out,
             out->domain = d;
             out->domain_len = strlen(d);
         } else if (strcmp(d, out->domain)) {
-            ves_error_set(err, 400, "ServiceException", "SVC2000", svc2000,
-                          "Different value of domain fields in Batch Event", "400");
+            ves_error_set(err, 400, "ServiceException", "SVC0001",
+                          "Different value of domain fields in Batch Event", NULL, NULL);
             goto bad;
         }
     }
@@ -230,8 +236,14 @@ size_t ves_error_body(const ves_error_t *err, char *out, size_t outlen)
         json_array_append_new(vars, json_string(err->var1));
     if (err->var2[0])
         json_array_append_new(vars, json_string(err->var2));
-    json_t *o = json_pack("{s:{s:{s:s,s:s,s:o}}}", "requestError", err->kind, "messageId",
-                          err->message_id, "text", err->text, "variables", vars);
+    /* As ONAP's ApiException.toJSON: "variables" only when there are some. */
+    json_t *o = json_array_size(vars)
+                    ? json_pack("{s:{s:{s:s,s:s,s:o}}}", "requestError", err->kind, "messageId",
+                                err->message_id, "text", err->text, "variables", vars)
+                    : json_pack("{s:{s:{s:s,s:s}}}", "requestError", err->kind, "messageId",
+                                err->message_id, "text", err->text);
+    if (!json_array_size(vars))
+        json_decref(vars);
     size_t n = o ? json_dumpb(o, out, outlen - 1, JSON_COMPACT) : 0;
     if (n >= outlen)
         n = 0;

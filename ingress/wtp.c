@@ -20,7 +20,8 @@ wtp_result_t wtp_parse(const uint8_t *buf, size_t len, uint32_t max_payload, wtp
     if (len < f->size)
         return WTP_NEED_MORE;
     f->payload = buf + WTP_HEADER_SIZE;
-    if (f->major != 1 || f->minor != 0)
+    /* As HV-VES: only the major version is checked; minor versions are forward compatible. */
+    if (f->major != 1)
         return WTP_SKIP_VERSION;
     if (f->payload_type != WTP_PAYLOAD_VES_EVENT)
         return WTP_SKIP_TYPE;

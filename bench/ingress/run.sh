@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ndd-ingress benchmark (docs/benchmarks.md, "Ingress (issue 17)"): h2load for the HTTP/2 copy
-# ingest and for VES over HTTP/1.1 (--h1) and HTTP/2, the Python HV-VES client for WTP; every
+# ingest, tests/common/frame_sender.py for copies in binary frames over TCP, and for VES over HTTP/1.1 (--h1) and HTTP/2, the Python HV-VES client for WTP; every
 # figure from the daemon's own CPU-seconds (/proc/<pid>/stat) and its ack-latency histogram.
 #   NDD_KAFKA=host:port bench/ingress/run.sh [BUILD_DIR] [N]
 # N: requests per run (default 20000). One JSON line per run on stdout.
@@ -11,11 +11,11 @@ N=${2:-20000}
 BROKER=${NDD_KAFKA:?NDD_KAFKA=host:port of a broker}
 PY=${NDD_CACHE:-$HOME/.cache/ndd}/ingress-venv/bin/python
 T=$(mktemp -d /tmp/ndd-ingress-bench.XXXXXX)
-mapfile -t p < <("$SRC/deploy/local/stack.sh" free-ports 4)
-H2=${p[0]} VES=${p[1]} HV=${p[2]} HTTP=${p[3]}
+mapfile -t p < <("$SRC/deploy/local/stack.sh" free-ports 5)
+H2=${p[0]} VES=${p[1]} HV=${p[2]} HTTP=${p[3]} TCP=${p[4]}
 TAG=bench-$$
 "$BUILD/ingress/ndd-ingress" --bootstrap "$BROKER" --h2.port "$H2" --ves.port "$VES" \
-    --hvves.port "$HV" --http.port "$HTTP" --copy.topic-prefix "$TAG-" \
+    --hvves.port "$HV" --http.port "$HTTP" --tcp.port "$TCP" --copy.topic-prefix "$TAG-" \
     --ves.topic-prefix "$TAG-ves." --hvves.routes "perf3gpp=$TAG-hv" >"$T/log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null; rm -rf "$T"' EXIT
@@ -46,6 +46,7 @@ run() { # NAME TRANSPORT COMMAND...
     local ok
     ok=$(awk '/succeeded/ {print $8}' "$T/out")
     [ -n "$ok" ] || ok=$(grep -o '"frames": [0-9]*' "$T/out" | awk '{print $2}' || true)
+    [ -n "$ok" ] || ok=$(awk '/^acked/ {print $2 * R}' R="${RECS_PER_FRAME:-1}" "$T/out")
     local mb
     mb=$(grep -o '"payload_bytes": [0-9]*' "$T/out" | awk '{print $2}' || true)
     awk -v n="$name" -v ok="$ok" -v c="$(echo "$c1 - $c0" | bc)" -v w="$(echo "$t1 - $t0" | bc)" \
@@ -59,11 +60,14 @@ HDRS=(-H 'x-ndd-correlation-id: c-1' -H 'x-ndd-timestamp-us: 1700000000000000'
     -H 'x-ndd-method: POST' -H 'x-ndd-path: /nnrf-disc/v1/nf-instances' -H 'x-ndd-h-content-type: application/json')
 head -c 1000 /dev/zero | tr '\0' 'a' | sed 's/^/{"d":"/; s/$/"}/' >"$T/copy.json"
 printf '{"event":{"commonEventHeader":{"domain":"measurement","eventId":"e1","eventName":"m","lastEpochMicrosec":1700000000000000,"priority":"Normal","reportingEntityName":"r1","sequence":1,"sourceName":"src1","startEpochMicrosec":1700000000000000,"version":"4.1","vesEventListenerVersion":"7.2.1"},"measurementFields":{"measurementInterval":60,"measurementFieldsVersion":"4.0"}}}' >"$T/ves.json"
+SENDER=(python3 "$SRC/tests/common/frame_sender.py" --port "$TCP")
 # warm-up: the idempotent producer's id and the topics' metadata, outside the measured runs
 h2load -n 100 -c 1 -m 10 "${HDRS[@]}" -d "$T/copy.json" "http://127.0.0.1:$H2/ndd/v1/copy" >/dev/null 2>&1
 h2load --h1 -n 100 -c 1 -H 'content-type: application/json' -d "$T/ves.json" "http://127.0.0.1:$VES/eventListener/v7" >/dev/null 2>&1
 "$PY" "$SRC/bench/ingress/hvves_client.py" --port "$HV" --count 10 >/dev/null
+"${SENDER[@]}" --frames 2 --per-frame 10 >/dev/null
 sleep 1
+RECS_PER_FRAME=100 run tcp-copy tcp-copy "${SENDER[@]}" --frames $((N / 100)) --per-frame 100 --body-bytes 1000 --window 8
 run h2-copy h2-copy h2load -n "$N" -c 4 -m 50 "${HDRS[@]}" -d "$T/copy.json" "http://127.0.0.1:$H2/ndd/v1/copy"
 run ves-h1 ves h2load --h1 -n "$N" -c 16 -m 1 -H 'content-type: application/json' -d "$T/ves.json" "http://127.0.0.1:$VES/eventListener/v7"
 run hv-ves hv-ves "$PY" "$SRC/bench/ingress/hvves_client.py" --port "$HV" --producers 4 --count $((N / 2)) --payload-bytes 2000

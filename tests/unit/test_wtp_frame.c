@@ -81,6 +81,20 @@ static void test_wtp_unknown_version_and_type_are_skipped_whole(void **s)
     assert_int_equal(f.size, 16);
 }
 
+/* HV-VES (wire_frame.kt) checks only the major version: a minor version is forward
+ * compatible, so 1.1 is a frame, 2.0 is not. */
+static void test_wtp_minor_version_is_forward_compatible(void **s)
+{
+    uint8_t b[64];
+    wtp_frame_t f;
+    size_t n = frame(b, 0xAA, 1, 1, 4);
+    b[2] = 1; /* version 1.1 */
+    assert_int_equal(wtp_parse(b, n, 100, &f), WTP_FRAME);
+    assert_int_equal(f.minor, 1);
+    b[1] = 2; /* version 2.1 */
+    assert_int_equal(wtp_parse(b, n, 100, &f), WTP_SKIP_VERSION);
+}
+
 static size_t pack_event(uint8_t *out, const char *listener, const char *source, bool header)
 {
     Org__Onap__Ves__VesEvent ev = ORG__ONAP__VES__VES_EVENT__INIT;
@@ -146,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_wtp_bad_magic_is_seen_on_the_first_byte),
         cmocka_unit_test(test_wtp_oversized_refused_from_the_header_alone),
         cmocka_unit_test(test_wtp_unknown_version_and_type_are_skipped_whole),
+        cmocka_unit_test(test_wtp_minor_version_is_forward_compatible),
         cmocka_unit_test(test_hvves_valid_event_key_is_the_serialised_header),
         cmocka_unit_test(test_hvves_invalid_events_are_refused_by_cause),
     };

@@ -1,0 +1,442 @@
+/* The TCP/TLS copy listener (docs/ingress.md, "Copies over TCP and TLS"): message copies in
+ * NDD binary frames (services/copy/frame.h, what ndd-adapter's tcp and tls transports send),
+ * over TCP or TLS (mTLS with tls.client-cert). Each record of a DATA frame is one copy: its
+ * headers are the copy's Kafka headers, its key and body the record's. Every record is
+ * decoded by the codec as the HTTP/2 listener decodes a request (codec_decode_parts); a valid
+ * copy is produced to <copy.topic-prefix><NF type> keyed by its correlation id, a refused one
+ * to the dead-letter topic (copy.dlq-topic) with the @dlq-* headers naming reason and field,
+ * and logged with the connection, frame id and record index.
+ *
+ * A frame asking for an acknowledgement gets ACK once Kafka acknowledged every record of it
+ * (the dead letters included), NACK 503 "kafka-unavailable" when one was not acknowledged;
+ * answers go in frame order (ACK is cumulative). A frame the parser refuses (bad magic,
+ * version, length over tcp.max-frame, a malformed record, an id that does not increase) closes
+ * the connection, logged with the parser's reason.
+ *
+ * Memory of a connection is bounded: its input by a read watermark of one largest frame, its
+ * frames awaiting acknowledgement by tcp.max-pending (reading stops while that many wait), and
+ * its output by reading stopping while more than 64 KiB of answers are unread. When Kafka's
+ * queue is full the frame's remaining records wait (reading stops; TCP pushes back) and
+ * resume on the next delivery report. The body is copied once, by librdkafka, as HV-VES's. */
+#include "codec.h"
+#include "frame.h"
+#include "ingress.h"
+
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/listener.h>
+
+#include "log.h"
+#include "tls.h"
+
+#define OUT_HIGH (64u * 1024u)
+
+typedef struct tconn tconn_t;
+typedef struct tlisten tlisten_t;
+
+/* One DATA frame awaiting its records' acknowledgements. */
+typedef struct pend {
+    ingress_ack_t ack; /* done runs once per record produced with it */
+    tconn_t *c;
+    uint64_t id;
+    bool want_ack, submitted, failed;
+    uint32_t outstanding;
+} pend_t;
+
+struct tlisten {
+    ingress_t *g;
+    struct evconnlistener *lst;
+    tconn_t *conns;
+    uint64_t next_conn;
+};
+
+struct tconn {
+    tlisten_t *l;
+    struct bufferevent *bev; /* NULL once closed while records are still outstanding */
+    char peer[64];
+    frame_parser_t parser;
+    pend_t *ring; /* tcp.max-pending slots */
+    buf_t ob;     /* one ACK or NACK being built */
+    size_t head, n;
+    /* The frame being produced when Kafka's queue filled: its size and the records done. */
+    size_t cur_size;
+    uint32_t cur_done;
+    bool blocked; /* waiting for room in Kafka's queue */
+    uint32_t outstanding;
+    tconn_t *next, *prev;
+};
+
+static size_t max_pending(const tconn_t *c)
+{
+    return (size_t)c->l->g->S->tcp_max_pending;
+}
+
+static void conn_unlink(tconn_t *c)
+{
+    tlisten_t *l = c->l;
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (l->conns == c)
+        l->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+}
+
+/* Closes the socket now; the state goes when its last record's report came. */
+static void conn_close(tconn_t *c, const char *why)
+{
+    if (c->bev) {
+        log_info("copy connection %s closed: %s", c->peer, why);
+        conn_unlink(c);
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+    }
+    if (!c->outstanding) {
+        buf_free(&c->ob);
+        free(c->ring);
+        free(c);
+    }
+}
+
+static bool conn_process(tconn_t *c);
+
+/* Answers the frames at the head whose records are all acknowledged, in frame order. */
+static void conn_answer(tconn_t *c)
+{
+    while (c->n) {
+        pend_t *p = &c->ring[c->head];
+        if (!p->submitted || p->outstanding)
+            break;
+        if (p->want_ack && c->bev) {
+            struct evbuffer *out = bufferevent_get_output(c->bev);
+            static const char why[] = "kafka-unavailable";
+            buf_reset(&c->ob);
+            if (p->failed ? frame_build_nack(&c->ob, p->id, 503, why, sizeof why - 1)
+                          : frame_build_ack(&c->ob, p->id))
+                break;
+            evbuffer_add(out, c->ob.data, c->ob.len);
+        }
+        c->head = (c->head + 1) % max_pending(c);
+        c->n--;
+    }
+}
+
+static void pend_done(ingress_ack_t *a, const rd_kafka_message_t *rkm)
+{
+    pend_t *p = (pend_t *)a;
+    tconn_t *c = p->c;
+    if (rkm->err)
+        p->failed = true;
+    p->outstanding--;
+    c->outstanding--;
+    if (!c->bev) {
+        if (!c->outstanding)
+            conn_close(c, "gone");
+        return;
+    }
+    conn_answer(c);
+}
+
+/* Produces record i of the frame (a copy, or its dead letter). 1 when Kafka's queue is full. */
+static int produce_record(tconn_t *c, pend_t *p, const frame_record_t *rec, uint32_t i)
+{
+    ingress_t *g = c->l->g;
+    rd_kafka_headers_t *h = rd_kafka_headers_new(rec->header_count ? rec->header_count : 1);
+    frame_header_iter_t hi;
+    codec_slice_t name, value;
+    frame_headers(rec, &hi);
+    while (frame_header_next(&hi, &name, &value))
+        rd_kafka_header_add(h, (const char *)name.ptr, (ssize_t)name.len, value.ptr,
+                            (ssize_t)value.len);
+    codec_msg_t m;
+    codec_error_t ce;
+    char topic[192];
+    const void *key;
+    size_t klen;
+    bool bad = codec_decode_parts(&m, rec->key.ptr, rec->key.len, rec->body.ptr, rec->body.len, h,
+                                  &ce) != CODEC_OK;
+    if (bad) {
+        char origin[160];
+        snprintf(origin, sizeof origin, "tcp:%s/frame %llu/record %u", c->peer,
+                 (unsigned long long)p->id, i);
+        if (codec_dlq_headers(h, &ce, origin)) {
+            rd_kafka_headers_destroy(h);
+            return 1; /* out of memory: retried on the next report */
+        }
+        snprintf(topic, sizeof topic, "%s", g->S->copy_dlq_topic);
+        key = rec->key.ptr;
+        klen = rec->key.len;
+    } else {
+        snprintf(topic, sizeof topic, "%s%s", g->S->copy_topic_prefix, codec_nf_name(m.nf));
+        key = m.key.ptr;
+        klen = m.key.len;
+    }
+    kafka_produce_result_t pr = ingress_produce(g, INGRESS_T_TCP_COPY, topic, key, klen,
+                                                rec->body.ptr, rec->body.len, h, true, &p->ack);
+    if (pr == KAFKA_PRODUCE_FULL) {
+        rd_kafka_headers_destroy(h);
+        return 1;
+    }
+    metrics_counter_inc(g->m.received[INGRESS_T_TCP_COPY]);
+    metrics_counter_add(g->m.received_bytes[INGRESS_T_TCP_COPY], rec->body.len);
+    if (bad) {
+        ingress_dropped(g, INGRESS_T_TCP_COPY, codec_reason_name(ce.reason));
+        log_warn("copy connection %s, frame %llu, record %u: %s (field %s: %s): dead-lettered",
+                 c->peer, (unsigned long long)p->id, i, codec_reason_name(ce.reason), ce.field,
+                 ce.detail);
+    }
+    if (pr != KAFKA_PRODUCE_OK) {
+        rd_kafka_headers_destroy(h);
+        ingress_dropped(g, INGRESS_T_TCP_COPY, "produce-refused");
+        log_warn("copy connection %s, frame %llu, record %u: produce to %s refused", c->peer,
+                 (unsigned long long)p->id, i, topic);
+        p->failed = true;
+        return 0;
+    }
+    p->outstanding++;
+    c->outstanding++;
+    return 0;
+}
+
+/* Produces the records of the frame at the head of the input from cur_done on. 1 when full. */
+static int frame_produce(tconn_t *c, const frame_t *f)
+{
+    pend_t *p = &c->ring[(c->head + c->n - 1) % max_pending(c)];
+    frame_record_iter_t it;
+    frame_record_t rec;
+    frame_records(f, &it);
+    for (uint32_t i = 0; frame_record_next(&it, &rec); i++) {
+        if (i < c->cur_done)
+            continue;
+        if (produce_record(c, p, &rec, i))
+            return 1;
+        c->cur_done = i + 1;
+    }
+    p->submitted = true;
+    return 0;
+}
+
+static void set_blocked(tconn_t *c, bool b)
+{
+    if (c->blocked == b)
+        return;
+    c->blocked = b;
+    if (b)
+        bufferevent_disable(c->bev, EV_READ);
+    else
+        bufferevent_enable(c->bev, EV_READ);
+}
+
+static bool conn_process(tconn_t *c)
+{
+    ingress_t *g = c->l->g;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    for (;;) {
+        frame_t f;
+        if (c->cur_size) {
+            /* Resuming a frame already parsed (and its id checked): parse it again unchecked. */
+            frame_parser_t again;
+            size_t used;
+            frame_parser_init(&again, (uint32_t)g->S->tcp_max_frame, false);
+            const uint8_t *d = evbuffer_pullup(in, (ssize_t)c->cur_size);
+            frame_parse(&again, d, c->cur_size, &f, &used);
+        } else {
+            if (c->n >= max_pending(c) ||
+                evbuffer_get_length(bufferevent_get_output(c->bev)) > OUT_HIGH) {
+                set_blocked(c, true); /* resumed by a report (on_room) or the output draining */
+                return true;
+            }
+            size_t len = evbuffer_get_length(in), used = 0;
+            if (len < FRAME_HEADER_LEN)
+                break;
+            frame_header_t fh;
+            frame_header_read(evbuffer_pullup(in, FRAME_HEADER_LEN), &fh);
+            size_t want = (size_t)FRAME_HEADER_LEN + fh.payload_len;
+            /* Until the whole frame is in, its header alone is parsed (an oversized or bad
+             * header is refused at once): no pull-up per read of a large frame. */
+            size_t have = len < want ? FRAME_HEADER_LEN : want;
+            const uint8_t *d = evbuffer_pullup(in, (ssize_t)have);
+            frame_status_t st = frame_parse(&c->parser, d, have, &f, &used);
+            if (st == FRAME_NEED_MORE)
+                break;
+            if (st == FRAME_ERROR) {
+                ingress_dropped(g, INGRESS_T_TCP_COPY, "bad-frame");
+                log_warn("copy connection %s: frame %llu refused: %s", c->peer,
+                         (unsigned long long)c->parser.frames + 1, c->parser.error);
+                conn_close(c, c->parser.error);
+                return false;
+            }
+            if (f.hdr.type != FRAME_TYPE_DATA) {
+                ingress_dropped(g, INGRESS_T_TCP_COPY, "bad-frame");
+                log_warn("copy connection %s: frame %llu is %s, not DATA", c->peer,
+                         (unsigned long long)f.hdr.id, frame_type_name(f.hdr.type));
+                conn_close(c, "not a DATA frame");
+                return false;
+            }
+            pend_t *p = &c->ring[(c->head + c->n) % max_pending(c)];
+            *p = (pend_t){.ack.done = pend_done,
+                          .c = c,
+                          .id = f.hdr.id,
+                          .want_ack = f.hdr.flags & FRAME_FLAG_ACK_REQUESTED};
+            c->n++;
+            c->cur_size = used;
+            c->cur_done = 0;
+        }
+        if (frame_produce(c, &f)) {
+            set_blocked(c, true);
+            return true;
+        }
+        evbuffer_drain(in, c->cur_size);
+        c->cur_size = 0;
+        conn_answer(c);
+    }
+    set_blocked(c, false);
+    return true;
+}
+
+static void on_room(void *arg)
+{
+    tlisten_t *l = arg;
+    for (tconn_t *c = l->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->blocked && l->g->in_flight < l->g->S->max_in_flight)
+            conn_process(c);
+    }
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+    tconn_t *c = arg;
+    if (!c->blocked)
+        conn_process(c);
+}
+
+static void conn_write(struct bufferevent *bev, void *arg)
+{
+    tconn_t *c = arg;
+    if (c->blocked)
+        conn_process(c);
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    tconn_t *c = arg;
+    if (what & BEV_EVENT_ERROR)
+        return conn_close(c, "connection error");
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_TIMEOUT)) {
+        /* Frames already in are still produced before the connection goes. */
+        if (c->blocked || conn_process(c))
+            conn_close(c, "closed by the peer");
+    }
+}
+
+static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    tlisten_t *l = arg;
+    ingress_t *g = l->g;
+    tconn_t *c = calloc(1, sizeof *c);
+    pend_t *ring = calloc((size_t)g->S->tcp_max_pending, sizeof *ring);
+    if (!c || !ring || buf_init(&c->ob, 128, 256)) {
+        if (c)
+            buf_free(&c->ob);
+        free(c);
+        free(ring);
+        evutil_closesocket(fd);
+        return;
+    }
+    c->l = l;
+    c->ring = ring;
+    frame_parser_init(&c->parser, (uint32_t)g->S->tcp_max_frame, true);
+    char host[48] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+        evutil_inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+        port = ntohs(s4->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+        evutil_inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+        port = ntohs(s6->sin6_port);
+    }
+    snprintf(c->peer, sizeof c->peer, "#%llu %s:%d", (unsigned long long)++l->next_conn, host,
+             port);
+    if (g->S->tcp_tls) {
+        char err[256];
+        SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
+        c->bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                      BEV_OPT_CLOSE_ON_FREE)
+                     : NULL;
+    } else {
+        c->bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (!c->bev) {
+        evutil_closesocket(fd);
+        buf_free(&c->ob);
+        free(ring);
+        free(c);
+        return;
+    }
+    c->next = l->conns;
+    if (l->conns)
+        l->conns->prev = c;
+    l->conns = c;
+    bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0,
+                             (size_t)g->S->tcp_max_frame + FRAME_HEADER_LEN + 65536);
+    bufferevent_setwatermark(c->bev, EV_WRITE, OUT_HIGH / 2, 0);
+    bufferevent_enable(c->bev, EV_READ);
+}
+
+static bool tcp_enabled(const ingress_settings_t *S)
+{
+    return S->tcp_port >= 0;
+}
+
+static void tcp_stop(void *p)
+{
+    tlisten_t *l = p;
+    if (l->lst)
+        evconnlistener_free(l->lst);
+    /* The producer is closed first (ingress_run): no record is outstanding any more. */
+    while (l->conns) {
+        tconn_t *c = l->conns;
+        c->outstanding = 0;
+        conn_close(c, "stopping");
+    }
+    ingress_on_room_remove(l->g, on_room, l);
+    free(l);
+}
+
+static void *tcp_start(ingress_t *g, char *err, size_t errlen)
+{
+    tlisten_t *l = calloc(1, sizeof *l);
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->g = g;
+    char spec[160];
+    snprintf(spec, sizeof spec, strchr(g->S->listen, ':') ? "[%s]:%lld" : "%s:%lld", g->S->listen,
+             (long long)g->S->tcp_port);
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) ||
+        !(l->lst = evconnlistener_new_bind(g->base, on_accept, l,
+                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
+                                           (struct sockaddr *)&ss, sl))) {
+        snprintf(err, errlen, "cannot listen on %s", spec);
+        free(l);
+        return NULL;
+    }
+    ingress_on_room_add(g, on_room, l);
+    log_info("copies over %s on %s", g->S->tcp_tls ? "TLS" : "TCP", spec);
+    return l;
+}
+
+const ingress_listener_kind_t ingress_listener_tcp = {
+    .name = "tcp", .enabled = tcp_enabled, .start = tcp_start, .stop = tcp_stop};
