@@ -42,14 +42,19 @@ static int teardown_all(void **state)
 
 /* Records first..first+n-1: key k-(i % N_KEYS), @seq i, every third one an SCP copy (the
  * feed's filter drops those). */
-static void produce(const char *topic, int first, int n)
+static void produce(const char *topic, int first, int n, int big_seq)
 {
+    static char body[4000];
     rd_kafka_t *p = ktu_producer_new(NULL, 0);
     for (int i = first; i < first + n; i++) {
-        char key[16], seq[16], body[64];
+        char key[16], seq[16];
         snprintf(key, sizeof key, "k-%d", i % N_KEYS);
         snprintf(seq, sizeof seq, "%d", i);
         int bl = snprintf(body, sizeof body, "body-%d", i);
+        if (i == big_seq) { /* above the feed topic's max.message.bytes */
+            memset(body + bl, 'x', 3000);
+            bl += 3000;
+        }
         char ts[32];
         snprintf(ts, sizeof ts, "%lld", 1764486000000000LL + i);
         const char *h[] = {"@seq",
@@ -80,17 +85,18 @@ static void produce(const char *topic, int first, int n)
     rd_kafka_destroy(p);
 }
 
-static void write_feed(const char *ff, const char *feed, const char *src, const char *dst)
+static void write_feed(const char *ff, const char *feed, const char *src, const char *dst,
+                       int batch_max)
 {
     char doc[2000];
     snprintf(doc, sizeof doc,
              "{\"feeds\":[{\"name\":\"%s\",\"source_topic\":\"%s\",\"transport\":\"kafka\","
              "\"encoding\":\"frame\",\"endpoints\":[{\"url\":\"kafka://%s/%s\"}],"
-             "\"delivery\":{\"batch_max\":32,\"backoff_max_ms\":500},"
+             "\"delivery\":{\"batch_max\":%d,\"backoff_max_ms\":500},"
              "\"filter\":{\"name\":\"no-scp\",\"default\":\"allow\",\"rules\":[{\"name\":"
              "\"drop-scp\",\"action\":\"drop\",\"match\":{\"field\":\"@nf-type\",\"op\":"
              "\"equals\",\"value\":\"SCP\"}}]}}]}",
-             feed, src, ktu_brokers(), dst);
+             feed, src, ktu_brokers(), dst, batch_max);
     assert_int_equal(atu_write_file(ff, doc), 0);
 }
 
@@ -159,8 +165,8 @@ test_kafka_feed_delivers_exactly_the_filtered_records_with_key_headers_and_order
     snprintf(group, sizeof group, "ndd-feed-%s", feed);
     assert_int_equal(ktu_create_topic(src, 2), 0);
     assert_int_equal(ktu_create_topic(dst, 3), 0);
-    produce(src, 0, N);
-    write_feed(ff, feed, src, dst);
+    produce(src, 0, N, -1);
+    write_feed(ff, feed, src, dst, 32);
     pid_t a = atu_start_adapter(ff, atu_free_port(27100, 27999), log, NULL);
     if (a <= 0)
         fail_msg("ndd-adapter did not start (log %s)", log);
@@ -194,8 +200,8 @@ static void test_kafka_feed_kill_9_mid_stream_loses_nothing(void **st)
     snprintf(group, sizeof group, "ndd-feed-%s", feed);
     assert_int_equal(ktu_create_topic(src, 2), 0);
     assert_int_equal(ktu_create_topic(dst, 3), 0);
-    produce(src, 0, N);
-    write_feed(ff, feed, src, dst);
+    produce(src, 0, N, -1);
+    write_feed(ff, feed, src, dst, 32);
     int mport = atu_free_port(27100, 27999);
     pid_t a = atu_start_adapter(ff, mport, log, NULL);
     if (a <= 0)
@@ -229,12 +235,67 @@ static void test_kafka_feed_kill_9_mid_stream_loses_nothing(void **st)
     free(g.seen);
 }
 
+/* A record the feed topic refuses for good (above its max.message.bytes) goes to the feed's
+ * DLQ with the broker's reason; the feed goes on, and no record is lost: each is in the feed
+ * topic or in the DLQ (the broker refuses a whole produce batch, so neighbours of the big
+ * record in the same batch may be dead-lettered with it). */
+static void test_kafka_feed_record_too_large_goes_to_the_dlq_with_the_reason(void **st)
+{
+    (void)st;
+    enum { N = 60, BIG = 31 };
+    char src[128], dst[128], feed[96], ff[400], log[400], group[200], dlq[200];
+    ktu_unique_name("kfb-src", src, sizeof src);
+    ktu_unique_name("kfb-dst", dst, sizeof dst);
+    ktu_unique_name("kfeedb", feed, sizeof feed);
+    snprintf(ff, sizeof ff, "%s/%s.json", tmpdir, feed);
+    snprintf(log, sizeof log, "%s/%s.log", tmpdir, feed);
+    snprintf(group, sizeof group, "ndd-feed-%s", feed);
+    snprintf(dlq, sizeof dlq, "ndd.dlq.%s", feed);
+    static const char *const small[] = {"max.message.bytes=2000"};
+    assert_int_equal(ktu_create_topic(src, 1), 0);
+    assert_int_equal(ktu_create_topic_cfg(dst, 1, small, 1), 0);
+    produce(src, 0, N, BIG);
+    write_feed(ff, feed, src, dst, 1);
+    pid_t a = atu_start_adapter(ff, atu_free_port(27100, 27999), log, NULL);
+    if (a <= 0)
+        fail_msg("ndd-adapter did not start (log %s)", log);
+    if (!atu_group_caught_up(src, group, 90000))
+        fail_msg("feed did not catch up (log %s)", log);
+    atu_stop(a, SIGTERM);
+    got_t g;
+    read_back(dst, N, &g);
+    assert_int_equal(g.seen[BIG], 0);
+    char out[700], cmd[1200];
+    snprintf(out, sizeof out, "%s/%s.kcat", tmpdir, dlq);
+    snprintf(cmd, sizeof cmd, "kcat -C -b %s -t %s -o beginning -e -q -f '%%h|%%s\\n' > %s",
+             ktu_brokers(), dlq, out);
+    assert_int_equal(system(cmd), 0);
+    char *d = atu_read_file(out);
+    assert_non_null(d);
+    if (!strstr(d, "MSG_SIZE_TOO_LARGE"))
+        fail_msg("the DLQ lacks the broker's reason: %.500s", d);
+    char want[32];
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 0)
+            continue;
+        snprintf(want, sizeof want, "@seq=%d,", i);
+        bool in_dlq = strstr(d, want) != NULL;
+        if (i == BIG && !in_dlq)
+            fail_msg("the too-large record %d is not in the DLQ", i);
+        if (g.seen[i] + in_dlq < 1)
+            fail_msg("@seq %d neither in the feed topic nor in the DLQ", i);
+    }
+    free(d);
+    free(g.seen);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(
             test_kafka_feed_delivers_exactly_the_filtered_records_with_key_headers_and_order),
         cmocka_unit_test(test_kafka_feed_kill_9_mid_stream_loses_nothing),
+        cmocka_unit_test(test_kafka_feed_record_too_large_goes_to_the_dlq_with_the_reason),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
