@@ -66,6 +66,7 @@ typedef struct ktx {
     ktx_slot_t *slots;
     unsigned cap, live;
     bool down_pending; /* every broker down / fatal error: tear down from the loop */
+    bool in_poll;      /* inside rd_kafka_poll: the producer cannot be destroyed now */
     char down_reason[640];
 } ktx_t;
 
@@ -167,8 +168,11 @@ static void ktx_io_cb(evutil_socket_t fd, short what, void *arg)
     char b[64];
     while (read(fd, b, sizeof b) > 0)
         ;
-    if (t->rk)
+    if (t->rk) {
+        t->in_poll = true;
         rd_kafka_poll(t->rk, 0); /* delivery reports and errors, on this thread */
+        t->in_poll = false;
+    }
     if (t->state == KTX_UP && t->ev.on_writable && t->live < t->cap)
         t->ev.on_writable(t->owner);
 }
@@ -450,7 +454,16 @@ static bool ktx_is_up(const transport_t *base)
 
 static void ktx_disconnect(transport_t *base, const char *reason)
 {
-    ktx_teardown((ktx_t *)base, reason);
+    ktx_t *t = (ktx_t *)base;
+    if (t->in_poll) { /* from an ack/fail callback: librdkafka forbids destroy in a callback */
+        if (!t->down_pending && t->state != KTX_DOWN) {
+            snprintf(t->down_reason, sizeof t->down_reason, "%s", reason);
+            t->down_pending = true;
+            event_active(t->check_ev, 0, 0);
+        }
+        return;
+    }
+    ktx_teardown(t, reason);
 }
 
 static void ktx_destroy(transport_t *base)
