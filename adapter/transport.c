@@ -20,6 +20,7 @@ static transport_binding_t transport_bindings[TRANSPORT_MAX] = {
     {&transport_desc_tcp, &transport_tcp_ops},
     {&transport_desc_tls, &transport_tcp_ops}, /* tcp with a TLS connection layer */
     {&transport_desc_file, &transport_file_ops},
+    {&transport_desc_kafka, &transport_kafka_ops}, /* produce to a topic */
 };
 /* Rows in use: the built-in ones above, then those registered, up to the first empty slot
  * (no count to keep in step with the list). */

@@ -131,8 +131,9 @@ struct transport {
 /* ---- functions ---- */
 
 extern const transport_ops_t transport_h2_ops;
-extern const transport_ops_t transport_tcp_ops;  /* tcp:// and tls:// (a TLS connection layer) */
-extern const transport_ops_t transport_file_ops; /* file:///dir: rotated, fsync'ed files */
+extern const transport_ops_t transport_tcp_ops;   /* tcp:// and tls:// (a TLS connection layer) */
+extern const transport_ops_t transport_file_ops;  /* file:///dir: rotated, fsync'ed files */
+extern const transport_ops_t transport_kafka_ops; /* kafka://host:port/topic: produce */
 /* Removes feed's series of the file transport's families (after its transports are gone). */
 void transport_file_metrics_remove(metrics_registry_t *r, const char *feed);
 

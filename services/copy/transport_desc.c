@@ -89,11 +89,44 @@ const transport_desc_t transport_desc_file = {
     .check_options = transport_file_check,
 };
 
+static const char *const transport_kafka_keys[] = {"config", NULL};
+
+/* kafka.config: librdkafka properties for the target cluster (security.protocol, sasl.*,
+ * ssl.*), every value a string as librdkafka takes them. */
+static int transport_kafka_check(const json_t *o, const char *prefix, jfield_err_t *err)
+{
+    const json_t *c = json_object_get(o, "config");
+    char path[160];
+    snprintf(path, sizeof path, "%s.config", prefix);
+    if (c && !json_is_object(c))
+        return jfield_fail(err, JFIELD_INVALID, path, "must be an object of librdkafka properties");
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)c, k, v) if (!json_is_string(v))
+    {
+        snprintf(path, sizeof path, "%s.config.%s", prefix, k);
+        return jfield_fail(err, JFIELD_INVALID, path, "must be a string");
+    }
+    return 0;
+}
+
+/* Records produced to a Kafka topic, kafka://host:port/topic (adapter/transport_kafka.c,
+ * docs/kafka-feed.md): the ack is an idempotent acks=all produce of every record of a batch. */
+const transport_desc_t transport_desc_kafka = {
+    .name = "kafka",
+    .schemes = {{"kafka", false, "9092"}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_REQUIRED,
+    .ack = TRANSPORT_ACK_DURABLE,
+    .encodings = {"frame"},
+    .options = "kafka",
+    .option_keys = transport_kafka_keys,
+    .check_options = transport_kafka_check,
+};
+
 static const transport_desc_t *transport_table[TRANSPORT_MAX] = {
-    &transport_desc_http2,
-    &transport_desc_tcp,
-    &transport_desc_tls,
-    &transport_desc_file,
+    &transport_desc_http2, &transport_desc_tcp,   &transport_desc_tls,
+    &transport_desc_file,  &transport_desc_kafka,
 };
 /* Rows in use: the built-in ones above, then those registered, up to the first empty slot
  * (no count to keep in step with the list). */

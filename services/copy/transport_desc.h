@@ -70,7 +70,7 @@ typedef struct transport_desc {
 /* ---- functions ---- */
 
 extern const transport_desc_t transport_desc_http2, transport_desc_tcp, transport_desc_tls,
-    transport_desc_file;
+    transport_desc_file, transport_desc_kafka;
 
 /* Adds a row at run time (the built-in rows are the table's first entries). Call before any
  * thread parses a feed: the table is read without a lock. -1 with the reason in err when the

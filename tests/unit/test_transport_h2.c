@@ -413,7 +413,7 @@ static void test_url_parse_ipv6_literals_and_bad_syntax(void **state)
     url_refused("tcp://h:1/x", "a tcp endpoint has no path");
     url_refused("tcp://h:1?x", "a tcp endpoint has no path");
     url_refused("http://h/x#frag", "fragment");
-    url_refused("gopher://h/", "unknown scheme \"gopher\" (http, https, tcp, tls, file)");
+    url_refused("gopher://h/", "unknown scheme \"gopher\" (http, https, tcp, tls, file, kafka)");
     url_refused("http://h/%zz", "not a valid URL");
 }
 

@@ -317,7 +317,7 @@ static void test_wrong_scheme_encoding_or_options_are_refused_with_the_field(voi
                    "delivery.fire_and_forget", "\"tcp\", \"tls\", \"memq\"");
     expect_refused("{\"name\":\"q\",\"transport\":\"carrier-pigeon\","
                    "\"endpoints\":[{\"url\":\"http://h/\"}]}",
-                   "transport", "\"http2\", \"tcp\", \"tls\", \"file\", \"memq\"");
+                   "transport", "\"http2\", \"tcp\", \"tls\", \"file\", \"kafka\", \"memq\"");
     expect_refused("{\"name\":\"q\",\"encoding\":\"xml\",\"endpoints\":[{\"url\":\"http://h/\"}]}",
                    "encoding",
                    "\"json\", \"frame\", \"passthrough\", \"synthetic\", \"xdr-jsonl\", \"lines\"");
