@@ -6,7 +6,8 @@
 #   and the aggregation), then tests/browser/console.test.mjs drives Debian's chromium with
 #   playwright-core through every scenario of the issue, runs axe-core on every page, checks
 #   the CSP header and that no CSP violation or console error happened, and saves a
-#   screenshot of every page to docs/console/ (CONSOLE_SHOTS_DIR overrides).
+#   screenshot of every page to a scratch folder (CONSOLE_SHOTS_DIR=docs/console refreshes the
+#   documentation's screenshots; a test run never writes into the source tree).
 # Installs: chromium (apt, once) when /usr/bin/chromium is missing; the console build and the
 # browser test's npm packages come from their lock files with the npm cache ~/.cache/ndd/npm
 # (a second run downloads nothing). Everything started is stopped by PID on exit.
@@ -120,7 +121,7 @@ echo "stack up after ${SECONDS}s: admin $ADMIN, console $GUI"
 
 SINK_PORT=$(free_port)
 export CONSOLE_URL=$GUI ADMIN_URL=$ADMIN ADMIN_TOKEN VIEWER_TOKEN SINK_PORT MAIN_TOPIC=$MAIN \
-    SINK_BIN=$BUILD/bench/sink/ndd-sink SHOTS_DIR=${CONSOLE_SHOTS_DIR:-$SRC/docs/console} \
+    SINK_BIN=$BUILD/bench/sink/ndd-sink SHOTS_DIR=${CONSOLE_SHOTS_DIR:-$T/shots} \
     NODE_PATH=$BT/node_modules
 timeout -k 5 270 node "$BT/console.test.mjs" 2>&1 | tee "$T/browser.out"
 rc=${PIPESTATUS[0]}
