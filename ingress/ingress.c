@@ -7,7 +7,9 @@
  * bounded (produce-timeout, 5 s) so a client gets its 503 while the broker is away. */
 #include "ingress.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +35,25 @@ int64_t ingress_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+struct evconnlistener *ingress_listen(ingress_t *g, long long port, evconnlistener_cb cb, void *arg,
+                                      char *err, size_t errlen)
+{
+    char spec[160];
+    snprintf(spec, sizeof spec, strchr(g->S->listen, ':') ? "[%s]:%lld" : "%s:%lld", g->S->listen,
+             port);
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    struct evconnlistener *lst = NULL;
+    /* A backlog of 1,024: a wave of reconnecting sources after a network blip must not
+     * overflow the accept queue (a dropped SYN costs its source a 1 s retransmit). */
+    if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) == 0)
+        lst = evconnlistener_new_bind(g->base, cb, arg, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+                                      1024, (struct sockaddr *)&ss, sl);
+    if (!lst)
+        snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
+    return lst;
 }
 
 const char *ingress_route(const config_list_t *routes, const char *prefix, const char *domain,

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <event2/listener.h>
+
 #include "daemon.h"
 #include "h2server.h"
 #include "kafka.h"
@@ -112,6 +114,10 @@ void ingress_request_done(ingress_t *g, ingress_transport_t t, int status);
 const char *ingress_route(const config_list_t *routes, const char *prefix, const char *domain,
                           size_t dlen, char *out, size_t outlen);
 int64_t ingress_now_us(void);
+/* A TCP listener on the ingress's listen address and port for one of its listeners; NULL
+ * with err naming the address when it cannot be bound. */
+struct evconnlistener *ingress_listen(ingress_t *g, long long port, evconnlistener_cb cb, void *arg,
+                                      char *err, size_t errlen);
 
 /* The daemon's check hook and its run (main.c). */
 int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen);

@@ -234,22 +234,14 @@ static void *hv_start(ingress_t *g, char *err, size_t errlen)
         return NULL;
     }
     l->g = g;
-    char spec[160];
-    snprintf(spec, sizeof spec, strchr(g->S->listen, ':') ? "[%s]:%lld" : "%s:%lld", g->S->listen,
-             (long long)g->S->hvves_port);
-    struct sockaddr_storage ss;
-    int sl = sizeof ss;
-    if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) ||
-        !(l->lst = evconnlistener_new_bind(g->base, on_accept, l,
-                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
-                                           (struct sockaddr *)&ss, sl))) {
-        snprintf(err, errlen, "cannot listen on %s", spec);
+    if (!(l->lst = ingress_listen(g, (long long)g->S->hvves_port, on_accept, l, err, errlen))) {
         hvves_arena_free(&l->arena);
         free(l);
         return NULL;
     }
     ingress_on_room_add(g, on_room, l);
-    log_info("HV-VES (%s) on %s", g->S->hvves_tls ? "TLS, client certificates" : "TCP", spec);
+    log_info("HV-VES (%s) on %s port %lld", g->S->hvves_tls ? "TLS, client certificates" : "TCP",
+             g->S->listen, (long long)g->S->hvves_port);
     return l;
 }
 

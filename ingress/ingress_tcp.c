@@ -420,21 +420,13 @@ static void *tcp_start(ingress_t *g, char *err, size_t errlen)
         return NULL;
     }
     l->g = g;
-    char spec[160];
-    snprintf(spec, sizeof spec, strchr(g->S->listen, ':') ? "[%s]:%lld" : "%s:%lld", g->S->listen,
-             (long long)g->S->tcp_port);
-    struct sockaddr_storage ss;
-    int sl = sizeof ss;
-    if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) ||
-        !(l->lst = evconnlistener_new_bind(g->base, on_accept, l,
-                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
-                                           (struct sockaddr *)&ss, sl))) {
-        snprintf(err, errlen, "cannot listen on %s", spec);
+    if (!(l->lst = ingress_listen(g, (long long)g->S->tcp_port, on_accept, l, err, errlen))) {
         free(l);
         return NULL;
     }
     ingress_on_room_add(g, on_room, l);
-    log_info("copies over %s on %s", g->S->tcp_tls ? "TLS" : "TCP", spec);
+    log_info("copies over %s on %s port %lld", g->S->tcp_tls ? "TLS" : "TCP", g->S->listen,
+             (long long)g->S->tcp_port);
     return l;
 }
 
