@@ -348,9 +348,13 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg)
  * then idle ones, oldest first. Partial requests go first because a probe's connection is
  * idle between its accept and its request (one packet), while a slowloris's sits on a
  * partial header: a flood of new slow connections then evicts its own kind, not the probe. */
+static bool whole_request_waiting(const httpd_conn_t *c);
+
 static httpd_conn_t *evictable(httpd_t *h, const httpd_conn_t *except, const char *addr)
 {
-    httpd_conn_t *best = NULL;
+    httpd_conn_t *best;
+again:
+    best = NULL;
     for (httpd_conn_t *x = h->conns; x; x = x->next) {
         if (x == except || x->serving || x->reserve || !x->evcon || x->request_pending)
             continue;
@@ -360,6 +364,13 @@ static httpd_conn_t *evictable(httpd_t *h, const httpd_conn_t *except, const cha
         if (!best || (partial && !best_partial) ||
             (partial == best_partial && x->since_ms <= best->since_ms))
             best = x;
+    }
+    /* An idle pick may be a probe whose request arrived after its admission and is not read
+     * yet (a burst of accepts runs before any read): looked at again, it is spared. Each
+     * look marks one connection, so this ends. */
+    if (best && best->state == GC_IDLE && whole_request_waiting(best)) {
+        best->request_pending = true;
+        goto again;
     }
     return best;
 }
