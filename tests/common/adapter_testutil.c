@@ -159,6 +159,18 @@ static int atu_rm_one(const char *path, const struct stat *st, int flag, struct 
     return remove(path);
 }
 
+int atu_scratch_make(char *dir, size_t size, const char *name)
+{
+    int n = snprintf(dir, size, "/tmp/ndd-%s.XXXXXX", name);
+    return n > 0 && (size_t)n < size && mkdtemp(dir) ? 0 : -1;
+}
+
+void atu_scratch_remove(const char *dir)
+{
+    if (!getenv("NDD_TEST_KEEP_LOGS"))
+        atu_remove_tree(dir);
+}
+
 void atu_remove_tree(const char *dir)
 {
     if (dir && dir[0] == '/' && strncmp(dir, "/tmp/", 5) == 0)

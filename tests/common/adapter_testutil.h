@@ -28,6 +28,10 @@ bool atu_run_until(struct event_base *base, bool (*cond)(void *), void *arg, int
 uint64_t atu_now_ms(void);
 /* rm -rf of a test's temporary directory (best effort). */
 void atu_remove_tree(const char *dir);
+/* A test file's scratch folder, /tmp/ndd-NAME.XXXXXX (mkdtemp's template), for its logs and
+ * feeds files: 0, or -1. atu_scratch_remove deletes it unless NDD_TEST_KEEP_LOGS keeps it. */
+int atu_scratch_make(char *dir, size_t size, const char *name);
+void atu_scratch_remove(const char *dir);
 /* Whole file into a NUL-terminated heap string (NULL when unreadable). */
 char *atu_read_file(const char *path);
 

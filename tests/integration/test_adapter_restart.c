@@ -29,15 +29,13 @@ static int setup_all(void **state)
     log_setup("test_adapter_restart", LOG_LEVEL_WARN, 0);
     signal(SIGPIPE, SIG_IGN);
     (void)ktu_brokers(); /* fails the run clearly when NDD_TEST_KAFKA is unset */
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ndd-adapter-restart.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return atu_scratch_make(tmpdir, sizeof tmpdir, "adapter-restart");
 }
 
 static int teardown_all(void **state)
 {
     (void)state;
-    if (!getenv("NDD_TEST_KEEP_LOGS"))
-        atu_remove_tree(tmpdir);
+    atu_scratch_remove(tmpdir);
     return 0;
 }
 

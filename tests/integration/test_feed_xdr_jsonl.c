@@ -32,15 +32,13 @@ static int setup_all(void **state)
     (void)state;
     log_setup("test_feed_xdr_jsonl", LOG_LEVEL_WARN, 0);
     (void)ktu_brokers();
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ndd-xdr-jsonl.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return atu_scratch_make(tmpdir, sizeof tmpdir, "xdr-jsonl");
 }
 
 static int teardown_all(void **state)
 {
     (void)state;
-    if (!getenv("NDD_TEST_KEEP_LOGS"))
-        atu_remove_tree(tmpdir);
+    atu_scratch_remove(tmpdir);
     return 0;
 }
 

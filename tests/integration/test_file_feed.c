@@ -40,15 +40,13 @@ static int setup_all(void **state)
     signal(SIGPIPE, SIG_IGN);
     (void)ktu_brokers();
     have_tshark = system("command -v tshark >/dev/null 2>&1") == 0;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ndd-file-feed.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return atu_scratch_make(tmpdir, sizeof tmpdir, "file-feed");
 }
 
 static int teardown_all(void **state)
 {
     (void)state;
-    if (!getenv("NDD_TEST_KEEP_LOGS"))
-        atu_remove_tree(tmpdir);
+    atu_scratch_remove(tmpdir);
     return 0;
 }
 

@@ -28,15 +28,13 @@ static int setup_all(void **state)
     log_setup("test_kafka_feed", LOG_LEVEL_WARN, 0);
     signal(SIGPIPE, SIG_IGN);
     (void)ktu_brokers();
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ndd-kafka-feed.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return atu_scratch_make(tmpdir, sizeof tmpdir, "kafka-feed");
 }
 
 static int teardown_all(void **state)
 {
     (void)state;
-    if (!getenv("NDD_TEST_KEEP_LOGS"))
-        atu_remove_tree(tmpdir);
+    atu_scratch_remove(tmpdir);
     return 0;
 }
 
