@@ -292,6 +292,21 @@ assigned_partitions() {
 fmt() { LC_ALL=C printf "%'.${2:-0}f" "$1"; }
 
 if ((!REPORT_ONLY)); then
+# ---- disk: the run must fit ----
+# Each copy is written twice (its NF topic, then MAIN). The stack's broker keeps at most
+# log.retention.bytes (2 GiB) per partition of each; a longer run needs no more than that.
+# A one-hour soak once filled the disk and stopped the broker mid-run: refuse instead.
+if ! ((REPORT_ONLY)); then
+    copy_bytes=$([[ $SIZE == natural ]] && echo 3700 || echo "$SIZE")
+    need_mb=$(( RATE * DURATION / 1024 * (copy_bytes + 600) * 2 / 1024 ))
+    cap_mb=$(( 2 * PARTITIONS * (2048 + 64) ))
+    ((need_mb > cap_mb)) && need_mb=$cap_mb
+    free_mb=$(df -Pm "$WORK" | awk 'NR==2 {print $4}')
+    if [[ -n $free_mb ]] && ((free_mb < need_mb + 2048)); then
+        die "the run needs about $need_mb MB of Kafka log (plus 2 GB to spare) and $WORK's file system has $free_mb MB free"
+    fi
+fi
+
 # ---- stack ----
 if "$ROOT/deploy/local/stack.sh" status --dir "$STACK_DIR" --no-pg >/dev/null 2>&1; then
     say "reusing the stack in $STACK_DIR"

@@ -134,6 +134,8 @@ void corr_setup_worker(const daemon_t *d, const corr_settings_map_t *s, const co
     cc->dlq_topic = s->dlq_topic;
     cc->group = s->group;
     cc->client_id = s->client_id;
+    cc->instance = s->instance;
+    cc->http_port = (int)s->common.http_port;
     cc->props = d->props;
     cc->n_props = d->n_props;
     cc->batch = (uint32_t)s->batch;

@@ -72,6 +72,7 @@ typedef struct corr_metrics {
 struct corr_worker {
     corr_config_t cfg;
     char main_topic[256], xdr_topic[256], dlq_topic[256], group[256], client_id[256];
+    char member_id[512]; /* group.instance.id, when static membership applies */
     kafka_consumer_t *consumer;
     kafka_producer_t *producer;
     correlate_t *engine;
@@ -640,27 +641,31 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
     }
 
     const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"}};
-    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
-                            .client_id = w->client_id,
-                            .group_id = w->group,
-                            .topic = w->main_topic,
-                            .cooperative = cfg->cooperative,
-                            .props = cfg->props,
-                            .n_props = cfg->n_props,
-                            .consumer_defaults = cdefs,
-                            .n_consumer_defaults = 1,
-                            .on_delivery = corr_on_delivery,
-                            .on_rebalance = corr_on_rebalance,
-                            .on_consumer_stats = corr_on_stats,
-                            .owner = w};
+    kafka_pair_opts_t ko = {
+        .brokers = cfg->brokers,
+        .client_id = w->client_id,
+        .group_id = w->group,
+        .topic = w->main_topic,
+        .cooperative = cfg->cooperative,
+        .instance_id = kafka_group_instance_id(w->member_id, sizeof(w->member_id), cfg->instance,
+                                               "ndd-correlation", NULL, cfg->http_port),
+        .props = cfg->props,
+        .n_props = cfg->n_props,
+        .consumer_defaults = cdefs,
+        .n_consumer_defaults = 1,
+        .on_delivery = corr_on_delivery,
+        .on_rebalance = corr_on_rebalance,
+        .on_consumer_stats = corr_on_stats,
+        .owner = w};
     if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
-    log_info("correlation: consuming %s in group %s, xDRs (%s) to %s, dead letters to %s; "
+    log_info("correlation: consuming %s in group %s (%s%s), xDRs (%s) to %s, dead letters to %s; "
              "timeout %" PRId64 " ms, at most %u open transactions per partition, %s rebalancing "
              "(%s on revoke)",
-             w->main_topic, w->group, cfg->format == CORR_FORMAT_BINARY ? "binary" : "json",
-             w->xdr_topic, w->dlq_topic, w->timeout_us / 1000,
-             ec.max_open ? ec.max_open : CORRELATE_DEFAULT_MAX_OPEN,
+             w->main_topic, w->group, ko.instance_id ? "static member " : "dynamic member",
+             ko.instance_id ? ko.instance_id : "",
+             cfg->format == CORR_FORMAT_BINARY ? "binary" : "json", w->xdr_topic, w->dlq_topic,
+             w->timeout_us / 1000, ec.max_open ? ec.max_open : CORRELATE_DEFAULT_MAX_OPEN,
              cfg->cooperative ? "cooperative" : "eager",
              cfg->revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over");
     return w;

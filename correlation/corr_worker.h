@@ -32,6 +32,11 @@ typedef struct corr_config {
     const char *dlq_topic;
     const char *group;
     const char *client_id;
+    /* Static group membership (group.instance.id) from the instance name, else host, service
+     * and HTTP port: a restarted worker takes its partitions back at once instead of waiting
+     * for the dead member's session to time out. NULL and port <= 0: dynamic membership. */
+    const char *instance;
+    int http_port;
     const kafka_prop_t *props; /* kafka.* pass-through: "consumer.X" / "producer.X" go to one
                                   client only (as X), anything else to both */
     size_t n_props;
