@@ -68,7 +68,14 @@ const char *ingress_route(const config_list_t *routes, const char *prefix, const
     }
     if (!prefix || !*prefix)
         return NULL; /* only the listed domains are routed */
-    snprintf(out, outlen, "%s%.*s", prefix, (int)dlen, domain);
+    size_t pl = strlen(prefix);
+    if (pl + dlen < outlen) { /* per event: memcpy, not snprintf */
+        memcpy(out, prefix, pl);
+        memcpy(out + pl, domain, dlen);
+        out[pl + dlen] = 0;
+    } else {
+        snprintf(out, outlen, "%s%.*s", prefix, (int)dlen, domain);
+    }
     return out;
 }
 

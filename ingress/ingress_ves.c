@@ -242,7 +242,10 @@ static void h1_request(struct evhttp_request *req, void *arg)
     const char *uri = evhttp_request_get_uri(req);
     char path[256];
     size_t pl = strcspn(uri, "?");
-    snprintf(path, sizeof path, "%.*s", (int)(pl < sizeof path ? pl : sizeof path - 1), uri);
+    if (pl >= sizeof path)
+        pl = sizeof path - 1;
+    memcpy(path, uri, pl);
+    path[pl] = 0;
     ves_in_t vi = {.method = cmd == EVHTTP_REQ_POST ? "POST" : "OTHER",
                    .path = path,
                    .authorization = evhttp_find_header(ih, "Authorization"),

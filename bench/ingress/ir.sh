@@ -82,5 +82,5 @@ for f in "$W"/cg.out.*-*; do
 done
 awk -v t="$tot" -v n="$ok" -v m="$MOCK" 'BEGIN { printf "all threads but /metrics (librdkafka%s): %.0f Ir/message\n", m, t / n }'
 echo "event loop, top functions by self cost:"
-callgrind_annotate --inclusive=no --threshold=100 "$main_file" 2>/dev/null |
+callgrind_annotate --auto=no --inclusive=no --threshold=100 "$main_file" 2>/dev/null |
     awk '/^-+$/ {s++; next} s >= 3 && NF && !/\(100\.0%\)|\(99\.[0-9]+%\)/' | head -"$TOP"
