@@ -5,8 +5,9 @@
 # peak); every figure from the daemon's own CPU-seconds (/proc/<pid>/stat) and its ack-latency
 # histogram (this run's buckets only: the difference of two scrapes). First a same-run
 # baseline: librdkafka alone (ndd-kafka-baseline --mode produce) with records like the copies.
-#   NDD_KAFKA=host:port bench/ingress/run.sh [BUILD_DIR] [N]
-# N: requests per run (default 20000). One JSON line per run on stdout.
+#   NDD_KAFKA=host:port [NDD_INGRESS_BIN=path] bench/ingress/run.sh [BUILD_DIR] [N]
+# N: requests per run (default 20000). One JSON line per run on stdout. NDD_INGRESS_BIN: the
+# daemon of another build (a before/after in one session; the clients stay BUILD_DIR's).
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${1:-$SRC/build}
@@ -17,7 +18,7 @@ T=$(mktemp -d /tmp/ndd-ingress-bench.XXXXXX)
 mapfile -t p < <("$SRC/deploy/local/stack.sh" free-ports 5)
 H2=${p[0]} VES=${p[1]} HV=${p[2]} HTTP=${p[3]} TCP=${p[4]}
 TAG=bench-$$
-"$BUILD/ingress/ndd-ingress" --bootstrap "$BROKER" --h2.port "$H2" --ves.port "$VES" \
+"${NDD_INGRESS_BIN:-$BUILD/ingress/ndd-ingress}" --bootstrap "$BROKER" --h2.port "$H2" --ves.port "$VES" \
     --hvves.port "$HV" --http.port "$HTTP" --tcp.port "$TCP" --copy.topic-prefix "$TAG-" \
     --ves.topic-prefix "$TAG-ves." --hvves.routes "perf3gpp=$TAG-hv" >"$T/log" 2>&1 &
 PID=$!

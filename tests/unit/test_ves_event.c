@@ -100,7 +100,8 @@ static void test_ves_single_event_fast_path_answers_as_jansson(void **s)
         "{\"event\":" HDR("fault", ",\"eventType\":\"\xc3\xa9\"") "}",
         "{\"event\":" HDR("fault", ",\"eventType\":\"\xc3\"") "}",
         "{\"event\":" HDR("fault", ",\"eventType\":\"a\x7f\x1f\"") "}",
-        "{\"event\":" HDR("fault", ",\"eventType\":\"a\x7f" "b\"") "}",
+        "{\"event\":" HDR("fault", ",\"eventType\":\"a\x7f"
+                                   "b\"") "}",
         "{\"event\":" HDR("fault", ",\"x\":1e3") "}",
         "{\"event\":" HDR("fault", ",\"x\":123456789012345678901234567890") "}",
         "{\"event\":" HDR("fault", ",\"x\":-0,\"y\":-0.0") "}",
