@@ -187,7 +187,8 @@ printf '{"feeds":[{"name":"pt","source_topic":"%s","dlq_topic":"ndd-%s-pt-dlq","
 AD_PID=$!
 got=0
 for _ in $(seq 100); do
-    got=$(curl -s "http://127.0.0.1:${sp[1]}/metrics" | awk '$1 == "ndd_sink_messages_received_total{transport=\"h2\"}" {print $2}')
+    # the sink may not listen yet: curl's refusal must not end the test (pipefail)
+    got=$({ curl -s "http://127.0.0.1:${sp[1]}/metrics" || true; } | awk '$1 == "ndd_sink_messages_received_total{transport=\"h2\"}" {print $2}')
     [ "${got:-0}" -ge 405 ] && break
     sleep 0.2
 done
