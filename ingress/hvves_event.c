@@ -1,7 +1,11 @@
-/* HV-VES event validation (hvves_event.h). A header is valid when it is present, domain,
- * eventId, eventName, sourceName, reportingEntityName and version are not empty, the priority
- * is given, startEpochMicrosec and lastEpochMicrosec are set, and vesEventListenerVersion is
- * "7" or "7.<n>[.<n>]" (HV-VES's rule). */
+/* HV-VES event validation (hvves_event.h), HV-VES's own (dcaegen2-collectors-hv-ves,
+ * hv-collector-domain/.../domain/validation.kt and hv-collector-core/.../impl/
+ * HeaderValidator.kt): the header is present, each of headerRequiredFieldDescriptors
+ * (version, domain, priority, eventId, eventName, lastEpochMicrosec, startEpochMicrosec,
+ * reportingEntityName, sourceName, vesEventListenerVersion; "sequence" deliberately not)
+ * "has" a value, which for these proto3 fields means not the default (a non-empty string, a
+ * priority other than PRIORITY_NOT_PROVIDED, a non-zero epoch), and vesEventListenerVersion
+ * matches 7\.[0-9].* (listener_version_ok). */
 #include "hvves_event.h"
 
 #include <stdlib.h>
@@ -41,23 +45,23 @@ void hvves_arena_free(hvves_arena_t *a)
     a->mem = NULL;
 }
 
+/* HV-VES's rule (hv-collector-domain/.../domain/validation.kt, vesEventListenerVersionRegex
+ * """7\.[0-9].*""", matched whole by Kotlin's Regex.matches): "7." and a digit, then anything
+ * but a line terminator (a regex "." does not match \n, \r, U+0085, U+2028 or U+2029). So
+ * "7.0.2" and "7.1-rc1" pass, "7" and "7.x" do not. */
 static int listener_version_ok(const char *v)
 {
-    if (v[0] != '7')
+    if (v[0] != '7' || v[1] != '.' || v[2] < '0' || v[2] > '9')
         return 0;
-    if (!v[1])
-        return 1;
-    const char *p = v + 1;
-    int groups = 0;
-    while (*p == '.') {
-        p++;
-        if (*p < '0' || *p > '9')
+    for (const unsigned char *p = (const unsigned char *)v + 3; *p; p++) {
+        if (*p == '\n' || *p == '\r')
             return 0;
-        while (*p >= '0' && *p <= '9')
-            p++;
-        groups++;
+        if (p[0] == 0xc2 && p[1] == 0x85)
+            return 0;
+        if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+            return 0;
     }
-    return !*p && groups <= 2;
+    return 1;
 }
 
 hvves_reason_t hvves_event_decode(hvves_arena_t *a, const uint8_t *p, size_t n, hvves_event_t *out)

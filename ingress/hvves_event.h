@@ -13,7 +13,7 @@ typedef enum hvves_reason {
     HVVES_ERR_PROTOBUF,      /* "invalid-protobuf": the payload does not decode */
     HVVES_ERR_NO_HEADER,     /* "missing-header": no commonEventHeader */
     HVVES_ERR_MISSING_FIELD, /* "missing-field": a required header field is empty */
-    HVVES_ERR_VERSION,       /* "bad-listener-version": vesEventListenerVersion is not 7.x */
+    HVVES_ERR_VERSION,       /* "bad-listener-version": vesEventListenerVersion not 7\.[0-9].* */
     HVVES_REASON__COUNT
 } hvves_reason_t;
 

@@ -68,7 +68,14 @@ const char *ingress_route(const config_list_t *routes, const char *prefix, const
     }
     if (!prefix || !*prefix)
         return NULL; /* only the listed domains are routed */
-    snprintf(out, outlen, "%s%.*s", prefix, (int)dlen, domain);
+    size_t pl = strlen(prefix);
+    if (pl + dlen < outlen) { /* per event: memcpy, not snprintf */
+        memcpy(out, prefix, pl);
+        memcpy(out + pl, domain, dlen);
+        out[pl + dlen] = 0;
+    } else {
+        snprintf(out, outlen, "%s%.*s", prefix, (int)dlen, domain);
+    }
     return out;
 }
 
@@ -144,9 +151,20 @@ void ingress_dropped(ingress_t *g, ingress_transport_t t, const char *reason)
 
 void ingress_request_done(ingress_t *g, ingress_transport_t t, int status)
 {
+    /* The child of each (transport, status) is looked up once (the label lookup and its
+     * snprintf cost more than the rest of the metrics of a request). */
+    metrics_counter_t **slot =
+        status >= 100 && status < 600 ? &g->m.requests_by_status[t][status - 100] : NULL;
+    if (slot && *slot) {
+        metrics_counter_inc(*slot);
+        return;
+    }
     char code[8];
     snprintf(code, sizeof code, "%d", status);
-    metrics_counter_inc(metrics_counter_labels(g->m.requests, transport_names[t], code));
+    metrics_counter_t *c = metrics_counter_labels(g->m.requests, transport_names[t], code);
+    if (slot)
+        *slot = c;
+    metrics_counter_inc(c);
 }
 
 static int metrics_setup(ingress_t *g)

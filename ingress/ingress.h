@@ -60,9 +60,10 @@ typedef struct ingress_metrics {
     metrics_counter_t *received[INGRESS_T__COUNT];
     metrics_counter_t *received_bytes[INGRESS_T__COUNT];
     metrics_counter_t *acked[INGRESS_T__COUNT];
-    metrics_family_t *dropped;        /* transport, reason */
-    metrics_family_t *produce_errors; /* transport, reason */
-    metrics_family_t *requests;       /* transport, status_code */
+    metrics_family_t *dropped;                                    /* transport, reason */
+    metrics_family_t *produce_errors;                             /* transport, reason */
+    metrics_family_t *requests;                                   /* transport, status_code */
+    metrics_counter_t *requests_by_status[INGRESS_T__COUNT][500]; /* children, 100..599 */
     metrics_histogram_t *ack_latency[INGRESS_T__COUNT];
     metrics_histogram_t *travel; /* HV-VES: lastEpochMicrosec to acknowledgement */
     metrics_gauge_t *in_flight;

@@ -30,15 +30,26 @@ typedef struct ves_parsed {
     json_t **events; /* borrowed from root: the event objects */
     size_t n_events;
     json_t *one[1];     /* storage for a single event */
-    const char *domain; /* of every event */
+    const char *domain; /* of every event (NUL-terminated) */
     size_t domain_len;
+    /* A single event validated without a tree (root and events NULL): its domain is copied
+     * here, its sourceName points into the request body. */
+    char domain_buf[32];
+    const char *source;
+    size_t source_len;
 } ves_parsed_t;
 
 /* Validates body as a single event (batch false) or an eventBatch. 0 with *out filled (free it
  * with ves_parsed_free), or -1 with *err set (nothing to free). */
 int ves_validate(const uint8_t *body, size_t len, bool batch, ves_parsed_t *out, ves_error_t *err);
+/* The same with jansson's tree only (no fast path): what ves_validate falls back to, and
+ * what fuzz_ves_json compares it with. */
+int ves_validate_tree(const uint8_t *body, size_t len, bool batch, ves_parsed_t *out,
+                      ves_error_t *err);
+/* The sourceName of event i of a valid request (the Kafka key), not NUL-terminated. */
+const char *ves_parsed_source(const ves_parsed_t *p, size_t i, size_t *len);
 void ves_parsed_free(ves_parsed_t *p);
-/* The header of a valid event, for keys. */
+/* The sourceName of one event of a tree (ves_validate_tree's events). */
 const char *ves_event_source_name(json_t *event);
 
 /* Fills err with an ONAP error by kind of failure. */

@@ -31,7 +31,8 @@
 typedef struct h2conn h2conn_t;
 
 struct h2server_stream {
-    h2conn_t *conn; /* NULL once the connection is gone */
+    h2conn_t *conn;  /* NULL once the connection is gone */
+    h2server_t *srv; /* for the pool: set while the server lives */
     int32_t id;
     bool closed;    /* nghttp2 closed the stream (or the connection went away) */
     bool handed;    /* given to on_request: the owner must respond */
@@ -44,7 +45,7 @@ struct h2server_stream {
     size_t body_len, body_cap;
     uint8_t *resp; /* response body being sent */
     size_t resp_len, resp_off;
-    h2server_stream_t *next, *prev; /* the connection's streams */
+    h2server_stream_t *next, *prev; /* the connection's streams (or the server's pool) */
     h2server_request_t req;
 };
 
@@ -56,6 +57,9 @@ struct h2conn {
     char peer[64];
     bool in_ng;   /* inside mem_recv/mem_send */
     bool closing; /* flush the output, then free */
+    bool reading; /* EV_READ enabled on bev (enable/disable only on a change) */
+    bool flush_pending;
+    struct event *flush_ev; /* responses given outside a read: one flush per loop turn */
     h2server_stream_t *streams;
     h2conn_t *next, *prev;
 };
@@ -68,7 +72,15 @@ struct h2server {
     size_t n_conns;
     size_t buffered; /* bodies held */
     h2conn_t *conns;
+    /* Released streams kept for the next requests (their header buffer too): no calloc of
+     * a stream and its request record per request once warm. At most POOL_MAX, each header
+     * buffer at most POOL_HDR_MAX. */
+    h2server_stream_t *pool;
+    size_t n_pool;
 };
+
+#define POOL_MAX 256
+#define POOL_HDR_MAX 4096
 
 static void conn_free(h2conn_t *c);
 static int conn_flush(h2conn_t *c);
@@ -89,13 +101,46 @@ static void stream_release(h2server_stream_t *st)
         if (c->sess && !st->closed)
             nghttp2_session_set_stream_user_data(c->sess, st->id, NULL);
     }
-    free(st->hdr);
     free(st->body);
     free(st->resp);
+    h2server_t *srv = st->srv;
+    if (srv && srv->n_pool < POOL_MAX && st->hdr_cap <= POOL_HDR_MAX) {
+        st->next = srv->pool;
+        srv->pool = st;
+        srv->n_pool++;
+        return;
+    }
+    free(st->hdr);
     free(st);
 }
 
-static int append(char **buf, size_t *len, size_t *cap, const void *p, size_t n, size_t limit)
+/* A stream for a new request: from the pool (its header buffer kept) or new. */
+static h2server_stream_t *stream_new(h2server_t *srv)
+{
+    h2server_stream_t *st = srv->pool;
+    if (!st) {
+        st = malloc(sizeof *st);
+        if (!st)
+            return NULL;
+        st->hdr = NULL;
+        st->hdr_cap = 0;
+    } else {
+        srv->pool = st->next;
+        srv->n_pool--;
+    }
+    /* Everything but the request record, which stream_dispatch fills (it is 2.6 KB: clearing
+     * it per request was the largest memset of the copy path). */
+    char *hdr = st->hdr;
+    size_t hdr_cap = st->hdr_cap;
+    memset(st, 0, offsetof(h2server_stream_t, req));
+    st->hdr = hdr;
+    st->hdr_cap = hdr_cap;
+    st->srv = srv;
+    return st;
+}
+
+/* Room for n more bytes at *buf + *len (capacity doubling, at most limit); 0 or -1. */
+static int reserve(char **buf, size_t *len, size_t *cap, size_t n, size_t limit)
 {
     if (*len + n > limit)
         return -1;
@@ -111,6 +156,13 @@ static int append(char **buf, size_t *len, size_t *cap, const void *p, size_t n,
         *buf = nb;
         *cap = nc;
     }
+    return 0;
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const void *p, size_t n, size_t limit)
+{
+    if (reserve(buf, len, cap, n, limit))
+        return -1;
     memcpy(*buf + *len, p, n);
     *len += n;
     return 0;
@@ -137,7 +189,14 @@ static int stream_submit(h2server_stream_t *st, int status, const h2server_heade
     h2conn_t *c = st->conn;
     nghttp2_nv nv[32];
     char code[8];
-    snprintf(code, sizeof code, "%d", status);
+    if (status >= 100 && status <= 999) {
+        code[0] = (char)('0' + status / 100);
+        code[1] = (char)('0' + status / 10 % 10);
+        code[2] = (char)('0' + status % 10);
+        code[3] = 0;
+    } else {
+        snprintf(code, sizeof code, "%d", status);
+    }
     size_t n = 0;
     nv[n++] =
         (nghttp2_nv){(uint8_t *)":status", (uint8_t *)code, 7, strlen(code), NGHTTP2_NV_FLAG_NONE};
@@ -169,8 +228,15 @@ int h2server_respond(h2server_stream_t *st, int status, const h2server_header_t 
     free(st->body);
     st->body = NULL;
     st->body_cap = st->body_len = 0;
+    h2conn_t *c = st->conn;
     int rc = stream_submit(st, status, hdrs, n_hdrs, body, body_len);
-    conn_flush(st->conn);
+    /* Inside a read (an immediate answer) conn_read flushes when nghttp2 is done; a deferred
+     * answer (Kafka's acknowledgements come in batches) is flushed once per loop turn, so the
+     * responses of one batch leave in one write instead of one each. */
+    if (!c->in_ng && !c->flush_pending) {
+        c->flush_pending = true;
+        event_active(c->flush_ev, EV_WRITE, 1);
+    }
     return rc;
 }
 
@@ -186,7 +252,7 @@ static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void 
     h2conn_t *c = user;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    h2server_stream_t *st = calloc(1, sizeof *st);
+    h2server_stream_t *st = stream_new(c->srv);
     if (!st)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     st->conn = c;
@@ -207,12 +273,26 @@ static int on_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_
     if (!st || f->hd.type != NGHTTP2_HEADERS)
         return 0;
     /* The header list size is bounded by SETTINGS_MAX_HEADER_LIST_SIZE already. */
-    if (append(&st->hdr, &st->hdr_len, &st->hdr_cap, name, namelen, 1 << 17) ||
-        append(&st->hdr, &st->hdr_len, &st->hdr_cap, "", 1, 1 << 17) ||
-        append(&st->hdr, &st->hdr_len, &st->hdr_cap, value, valuelen, 1 << 17) ||
-        append(&st->hdr, &st->hdr_len, &st->hdr_cap, "", 1, 1 << 17))
+    size_t at = st->hdr_len;
+    if (reserve(&st->hdr, &st->hdr_len, &st->hdr_cap, namelen + valuelen + 2, 1 << 17))
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    st->hdr_len += namelen + valuelen + 2;
+    memcpy(st->hdr + at, name, namelen);
+    st->hdr[at + namelen] = 0;
+    memcpy(st->hdr + at + namelen + 1, value, valuelen);
+    st->hdr[at + namelen + 1 + valuelen] = 0;
     st->n_pairs++;
+    /* The body buffer at its announced size: one allocation instead of a doubling series
+     * (a longer body still grows it; above max_body it is refused in on_data). */
+    if (namelen == 14 && !memcmp(name, "content-length", 14) && !st->body && valuelen <= 9) {
+        size_t cl = 0;
+        for (size_t i = 0; i < valuelen && value[i] >= '0' && value[i] <= '9'; i++)
+            cl = cl * 10 + (size_t)(value[i] - '0');
+        if (cl > 0 && cl <= st->conn->srv->o.max_body && (st->body = malloc(cl))) {
+            st->body_cap = cl;
+            st->conn->srv->buffered += cl;
+        }
+    }
     return 0;
 }
 
@@ -242,7 +322,8 @@ static int on_data(nghttp2_session *sess, uint8_t flags, int32_t id, const uint8
 static void stream_dispatch(h2conn_t *c, h2server_stream_t *st)
 {
     h2server_request_t *r = &st->req;
-    memset(r, 0, sizeof *r);
+    r->n_fields = 0;
+    r->too_many_fields = false;
     r->method = "";
     r->path = "";
     const char *p = st->hdr;
@@ -304,6 +385,7 @@ static void conn_free(h2conn_t *c)
         s->buffered -= st->body_cap;
         if (st->handed) { /* its owner still responds; then it is freed */
             st->conn = NULL;
+            st->srv = NULL; /* not pooled: the server may be gone by then */
             st->closed = true;
         } else {
             st->conn = NULL;
@@ -312,6 +394,8 @@ static void conn_free(h2conn_t *c)
     }
     if (c->sess)
         nghttp2_session_del(c->sess);
+    if (c->flush_ev)
+        event_free(c->flush_ev);
     if (c->bev)
         bufferevent_free(c->bev); /* closes the socket (and frees the SSL) */
     if (c->prev)
@@ -345,10 +429,14 @@ static int conn_flush(h2conn_t *c)
     }
     c->in_ng = false;
     /* Over the bound: stop reading until the client took some of it (conn_write). */
-    if (evbuffer_get_length(out) >= c->srv->o.out_max)
-        bufferevent_disable(c->bev, EV_READ);
-    else if (!c->closing)
+    if (evbuffer_get_length(out) >= c->srv->o.out_max) {
+        if (c->reading)
+            bufferevent_disable(c->bev, EV_READ);
+        c->reading = false;
+    } else if (!c->closing && !c->reading) {
         bufferevent_enable(c->bev, EV_READ);
+        c->reading = true;
+    }
     if (!nghttp2_session_want_read(c->sess) && !nghttp2_session_want_write(c->sess))
         c->closing = true;
     if (c->closing && evbuffer_get_length(out) == 0) {
@@ -396,6 +484,14 @@ static void conn_write(struct bufferevent *bev, void *arg)
         conn_read(bev, c);
 }
 
+/* The deferred flush of responses given outside a read (h2server_respond). */
+static void conn_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    h2conn_t *c = arg;
+    c->flush_pending = false;
+    conn_write(c->bev, c);
+}
+
 static int conn_session(h2conn_t *c)
 {
     nghttp2_session_callbacks *cb;
@@ -421,7 +517,12 @@ static int conn_session(h2conn_t *c)
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, win < 65535 ? 65535 : win},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 65536},
     };
-    return nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 3) ? -1 : 0;
+    if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 3))
+        return -1;
+    /* The connection's receive window: 1 MiB instead of HTTP/2's 64 KiB, so many streams'
+     * small bodies do not wait for a WINDOW_UPDATE every 32 KiB. Memory stays bounded by
+     * the streams (max_streams, each at most max_body), not by this window. */
+    return nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, 1 << 20) ? -1 : 0;
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
@@ -486,11 +587,17 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     s->conns = c;
     if (++s->n_conns == s->o.max_connections)
         evconnlistener_disable(s->lst);
+    c->flush_ev = event_new(s->base, -1, 0, conn_flush_cb, c);
+    if (!c->flush_ev) {
+        conn_free(c);
+        return;
+    }
     bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, s->o.out_max / 2, 0);
     struct timeval tv = {s->o.idle_timeout_s, 0};
     bufferevent_set_timeouts(c->bev, &tv, NULL);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->reading = true;
     if (!c->ssl)
         conn_event(c->bev, BEV_EVENT_CONNECTED, c);
 }
@@ -551,6 +658,12 @@ void h2server_free(h2server_t *s)
     s->lst = NULL;
     while (s->conns)
         conn_free(s->conns);
+    while (s->pool) {
+        h2server_stream_t *st = s->pool;
+        s->pool = st->next;
+        free(st->hdr);
+        free(st);
+    }
     free(s);
 }
 

@@ -152,6 +152,28 @@ static void test_hvves_invalid_events_are_refused_by_cause(void **s)
     hvves_arena_free(&a);
 }
 
+/* HV-VES's vesEventListenerVersionRegex 7\.[0-9].* (hv-collector-domain validation.kt),
+ * matched whole: "7." and a digit, then anything but a line terminator. */
+static void test_hvves_listener_version_follows_hv_ves_regex(void **s)
+{
+    hvves_arena_t a;
+    assert_int_equal(hvves_arena_init(&a, 4096), 0);
+    uint8_t b[512];
+    hvves_event_t ev;
+    static const char *const ok[] = {"7.0", "7.2.1", "7.0.2.4", "7.1-rc1", "7.9x"};
+    static const char *const bad[] = {"7",      "7.",    "7.x",         "70.1", "5.4",
+                                      "7.1\nx", "7.1\r", "7.1\xc2\x85", " 7.1", "7.1\xe2\x80\xa8"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t n = pack_event(b, ok[i], "src", true);
+        assert_int_equal(hvves_event_decode(&a, b, n, &ev), HVVES_OK);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t n = pack_event(b, bad[i], "src", true);
+        assert_int_equal(hvves_event_decode(&a, b, n, &ev), HVVES_ERR_VERSION);
+    }
+    hvves_arena_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_wtp_minor_version_is_forward_compatible),
         cmocka_unit_test(test_hvves_valid_event_key_is_the_serialised_header),
         cmocka_unit_test(test_hvves_invalid_events_are_refused_by_cause),
+        cmocka_unit_test(test_hvves_listener_version_follows_hv_ves_regex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
