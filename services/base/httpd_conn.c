@@ -24,6 +24,7 @@
  * handshake selected ALPN "h2", is handed to httpd_h2.c with the bytes read so far. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -432,7 +433,9 @@ static bool method_known(const char *m, size_t n)
 
 /* An error the server answers itself, then closes the connection (its input cannot be
  * trusted to be in step any more). */
-static void conn_error(httpd_conn_t *c, int status, const char *fmt, const char *arg)
+static void conn_error(httpd_conn_t *c, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void conn_error(httpd_conn_t *c, int status, const char *fmt, ...)
 {
     httpd_req_t req;
     httpd_req_init(&req, c->h);
@@ -442,7 +445,10 @@ static void conn_error(httpd_conn_t *c, int status, const char *fmt, const char 
     req.peer = c->peer;
     req.close = true;
     char msg[256];
-    snprintf(msg, sizeof msg, fmt, arg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     log_info("httpd: port %u: %s: %d %s", c->h->port, c->peer, status, msg);
     httpd_reply_error(&req, status, "%s", msg);
     c->closing = true;
@@ -576,12 +582,12 @@ static int conn_request(httpd_conn_t *c)
         if (!hl) {
             c->scan_off = n > 3 ? n - 3 : 0;
             if (n > h->max_header)
-                conn_error(c, 431, "request header over the limit of %s bytes", "max_header");
+                conn_error(c, 431, "request header over the limit of %zu bytes", h->max_header);
             return 0;
         }
         c->scan_off = 0;
         if (hl > h->max_header) {
-            conn_error(c, 431, "request header over the limit of %s bytes", "max_header");
+            conn_error(c, 431, "request header over the limit of %zu bytes", h->max_header);
             return 0;
         }
         c->hdr_len = hl;
@@ -597,7 +603,7 @@ static int conn_request(httpd_conn_t *c)
     char *sp2 = sp1 ? memchr(sp1 + 1, ' ', ll - (size_t)(sp1 + 1 - p)) : NULL;
     if (!sp1 || !sp2 || sp2 == sp1 + 1 || (size_t)(p + ll - (sp2 + 1)) != 8 ||
         memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
-        conn_error(c, 400, "malformed request line%s", "");
+        conn_error(c, 400, "malformed request line");
         return 0;
     }
     int minor = sp2[8] - '0';
@@ -609,7 +615,7 @@ static int conn_request(httpd_conn_t *c)
         return 0;
     }
     if (sp1[1] != '/') {
-        conn_error(c, 400, "request target must be a path starting with '/'%s", "");
+        conn_error(c, 400, "request target must be a path starting with '/'");
         return 0;
     }
     /* header fields */
@@ -627,16 +633,16 @@ static int conn_request(httpd_conn_t *c)
         if (l == 0)
             break;
         if (*q == ' ' || *q == '\t') {
-            conn_error(c, 400, "obsolete header line folding%s", "");
+            conn_error(c, 400, "obsolete header line folding");
             return 0;
         }
         char *colon = memchr(q, ':', l);
         if (!colon || colon == q) {
-            conn_error(c, 400, "malformed header line%s", "");
+            conn_error(c, 400, "malformed header line");
             return 0;
         }
         if (nf == HTTPD_MAX_FIELDS) {
-            conn_error(c, 431, "more than %s header fields", "80");
+            conn_error(c, 431, "more than %d header fields", HTTPD_MAX_FIELDS);
             return 0;
         }
         size_t nl = (size_t)(colon - q);
@@ -668,6 +674,7 @@ static int conn_request(httpd_conn_t *c)
             val[vl] = '\0';
         }
         if (!mine) {
+            /* for the handler only */
         } else if (nl == 6) {
             if (strcasecmp(val, "100-continue") == 0)
                 expect = true;
@@ -681,7 +688,7 @@ static int conn_request(httpd_conn_t *c)
             errno = 0;
             long long x = strtoll(val, &end, 10);
             if (end == val || *end || x < 0 || errno || (cl >= 0 && cl != x)) {
-                conn_error(c, 400, "bad Content-Length%s", "");
+                conn_error(c, 400, "bad Content-Length");
                 return 0;
             }
             cl = x;
@@ -696,13 +703,11 @@ static int conn_request(httpd_conn_t *c)
         q = e + 1;
     }
     if (chunked && cl >= 0) {
-        conn_error(c, 400, "both Content-Length and Transfer-Encoding%s", "");
+        conn_error(c, 400, "both Content-Length and Transfer-Encoding");
         return 0;
     }
     if (cl > (int64_t)h->max_body) {
-        char lim[32];
-        snprintf(lim, sizeof lim, "%zu", h->max_body);
-        conn_error(c, 413, "request body exceeds the limit of %s bytes", lim);
+        conn_error(c, 413, "request body exceeds the limit of %zu bytes", h->max_body);
         return 0;
     }
     /* the body */
@@ -712,13 +717,11 @@ static int conn_request(httpd_conn_t *c)
         size_t consumed, decoded;
         int r = chunked_body(body, n - hl, h->max_body, false, &consumed, &decoded);
         if (r == -2) {
-            char lim[32];
-            snprintf(lim, sizeof lim, "%zu", h->max_body);
-            conn_error(c, 413, "request body exceeds the limit of %s bytes", lim);
+            conn_error(c, 413, "request body exceeds the limit of %zu bytes", h->max_body);
             return 0;
         }
         if (r < 0) {
-            conn_error(c, 400, "malformed chunked body%s", "");
+            conn_error(c, 400, "malformed chunked body");
             return 0;
         }
         if (r == 0)
