@@ -1,7 +1,7 @@
 /* Types of ndd-admin shared by its modules. Functions live in admin.h.
  *
  * The request handling core is transport-free: a request is a method, a path, a query, a
- * body and a few headers; a response is a status, a JSON body and a few headers. The evhttp
+ * body and a few headers; a response is a status, a JSON body and a few headers. The HTTP
  * glue (admin_server.c), the unit tests and the fuzzer all drive the same admin_handle(). */
 #ifndef NDD_ADMIN_T_H
 #define NDD_ADMIN_T_H

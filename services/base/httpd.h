@@ -14,7 +14,7 @@
  * methods: 405 with an Allow header. A body past the limit: 413. Every error the server
  * itself produces (413, 400, 431, 501) has the JSON body of httpd_set_error_format.
  *
- * Bounded, and guarded against slow clients (httpd_guard.c; docs/observability.md):
+ * Bounded, and guarded against slow clients (httpd_conn.c; docs/observability.md):
  *   - a request's header must be read whole within header_timeout_s (10 s) of its first
  *     byte, and its body within header_timeout_s more plus 1 s per 64 KiB of Content-Length;
  *     a connection that trickles bytes is closed at that deadline, however often bytes come
