@@ -385,7 +385,12 @@ int httpd_req_begin(httpd_req_t *req, const char *uri)
             return -1;
         out = req->pathalloc;
     }
-    uri_decode(uri, pl, out, false);
+    if (memchr(uri, '%', pl)) {
+        uri_decode(uri, pl, out, false);
+    } else {
+        memcpy(out, uri, pl);
+        out[pl] = '\0';
+    }
     req->path = out;
     return 0;
 }

@@ -610,7 +610,10 @@ static int conn_request(httpd_conn_t *c)
     size_t ml = (size_t)(sp1 - p);
     if (!method_known(p, ml)) {
         char m[16];
-        snprintf(m, sizeof m, "%.*s", (int)(ml < 15 ? ml : 15), p);
+        size_t k = ml < 15 ? ml : 15;
+        for (size_t i = 0; i < k; i++) /* a client's bytes, printable in the log */
+            m[i] = p[i] > ' ' && p[i] < 127 ? p[i] : '?';
+        m[k] = '\0';
         conn_error(c, 501, "method %s not implemented", m);
         return 0;
     }
@@ -695,6 +698,9 @@ static int conn_request(httpd_conn_t *c)
         } else {
             if (!has_token(val, "chunked") || strcasestr(val, "gzip") ||
                 strcasestr(val, "deflate") || strcasestr(val, "compress")) {
+                for (char *x = val; *x; x++)
+                    if (*x < ' ' || *x >= 127)
+                        *x = '?';
                 conn_error(c, 501, "transfer coding %s not implemented", val);
                 return 0;
             }
@@ -886,7 +892,7 @@ static int conn_read(httpd_conn_t *c)
         }
         c->request_pending = false;
         c->in_len += (size_t)r;
-        if ((size_t)r < space && !c->ssl)
+        if ((size_t)r < space && (!c->ssl || !SSL_has_pending(c->ssl)))
             break; /* drained (level-triggered: the next read event says when more came) */
     }
     if (conn_process(c) < 0)
