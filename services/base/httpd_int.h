@@ -17,7 +17,7 @@
 #include "httpd.h"
 
 #define HTTPD_MAX_FIELDS H2SERVER_MAX_HEADERS /* request header fields, both protocols */
-#define HTTPD_RESP_HDRS 1024                  /* bytes of handler-added response headers */
+#define HTTPD_RESP_HDRS 4096                  /* bytes of handler-added response headers */
 
 typedef struct httpd_route {
     char method[12]; /* "*" = any */
