@@ -15,11 +15,11 @@
  * itself produces (413, 400, 431, 501) has the JSON body of httpd_set_error_format.
  *
  * Bounded, and guarded against slow clients (httpd_conn.c; docs/observability.md):
- *   - a request's header must be read whole within header_timeout_s (10 s) of its first
- *     byte, and its body within header_timeout_s more plus 1 s per 64 KiB of Content-Length;
- *     a connection that trickles bytes is closed at that deadline, however often bytes come
- *     (request_timeout_s restarts with every byte read or written: it bounds idle
- *     keep-alive connections and slow readers only);
+ *   - a request's header (and a TLS handshake) must be read whole within header_timeout_s
+ *     (10 s) of its first byte, and its body within header_timeout_s more plus 1 s per 64 KiB of
+ * Content-Length; a connection that trickles bytes is closed at that deadline, however often bytes
+ * come (request_timeout_s restarts with every byte read or written: it bounds idle keep-alive
+ * connections and slow readers only);
  *   - at most max_per_client connections from one client address, and max_connections in
  *     all. A new connection over either cap evicts a connection (of that address, or of any)
  *     without a request in service: the one part-way through a request longest, else the one
@@ -88,7 +88,7 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
                       size_t errlen);
 void httpd_free(httpd_t *h);
 uint16_t httpd_port(const httpd_t *h);
-/* Connections open now (any thread). */
+/* HTTP/1.1 connections open now (any thread); HTTP/2 ones are the HTTP/2 side's. */
 size_t httpd_connections(const httpd_t *h);
 
 void httpd_set_metrics(httpd_t *h, metrics_registry_t *reg);
