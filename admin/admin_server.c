@@ -35,6 +35,9 @@ static void admin_http_cb(httpd_req_t *hr, void *arg)
     req.method = admin_method_parse(httpd_req_method(hr));
     req.path = httpd_req_path(hr);
     req.query = httpd_req_query_string(hr);
+    _Static_assert(sizeof(admin_token_memo_t) <= HTTPD_CONN_MEMO_BYTES,
+                   "the token memo fits the HTTP server's per-connection memo");
+    req.token_memo = httpd_req_conn_memo(hr);
     req.body = httpd_req_body(hr, &req.body_len);
     req.if_match = httpd_req_header(hr, "If-Match");
     req.if_none_match = req.method == ADMIN_GET ? httpd_req_header(hr, "If-None-Match") : NULL;

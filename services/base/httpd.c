@@ -356,6 +356,11 @@ const char *httpd_req_body(httpd_req_t *req, size_t *len)
     return req->body ? req->body : "";
 }
 
+void *httpd_req_conn_memo(httpd_req_t *req)
+{
+    return req->c ? httpd_conn_memo(req->c) : NULL;
+}
+
 const char *httpd_req_peer(const httpd_req_t *req)
 {
     return req->peer ? req->peer : "?";

@@ -127,6 +127,14 @@ const char *httpd_req_uri(const httpd_req_t *req);
 /* The raw query string after '?', NULL without one. */
 const char *httpd_req_query_string(const httpd_req_t *req);
 
+/* Memory that belongs to the request's connection, HTTPD_CONN_MEMO_BYTES of it: zero when the
+ * connection opens, kept across its requests, wiped (OPENSSL_cleanse) when it closes. A
+ * handler keeps there what it worked out about the connection's client, so that the next
+ * request of a keep-alive client need not work it out again (ndd-admin: the token it last
+ * verified). NULL for an HTTP/2 request. */
+#define HTTPD_CONN_MEMO_BYTES 256
+void *httpd_req_conn_memo(httpd_req_t *req);
+
 /* Adds a response header before a reply (e.g. Location, WWW-Authenticate). */
 void httpd_resp_header(httpd_req_t *req, const char *name, const char *value);
 /* Each request gets exactly one reply; a handler that returns without replying gets 500. */

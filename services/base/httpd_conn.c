@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -94,7 +96,13 @@ struct httpd_conn {
     bool chunked, expect_continue;
     char *out;
     size_t out_len, out_off, out_cap;
+    _Alignas(max_align_t) unsigned char memo[HTTPD_CONN_MEMO_BYTES]; /* httpd_req_conn_memo */
 };
+
+void *httpd_conn_memo(httpd_conn_t *c)
+{
+    return c->memo;
+}
 
 static int64_t mono_ms(void)
 {
@@ -138,6 +146,7 @@ static void conn_unlink(httpd_conn_t *c)
         event_free(c->timer);
     free(c->in);
     free(c->out);
+    OPENSSL_cleanse(c->memo, sizeof c->memo); /* a handler may keep a credential there */
 }
 
 /* Closes the connection now. Callers return at once: c is gone. */

@@ -107,6 +107,7 @@ const char *httpd_reason_phrase(int status);
 const char *httpd_date(httpd_t *h);
 
 /* httpd_conn.c */
+void *httpd_conn_memo(httpd_conn_t *c);
 void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa, int salen);
 void httpd_conn_close_all(httpd_t *h);
 /* Writes the reply of an HTTP/1.1 request to its connection's output. */

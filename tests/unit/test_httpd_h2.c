@@ -56,10 +56,24 @@ static void echo_handler(httpd_req_t *req, void *arg)
     httpd_reply_text(req, 200, out);
 }
 
+/* Counts the requests of its connection in the connection's memo. */
+static void memo_handler(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    unsigned *n = httpd_req_conn_memo(req);
+    char out[32];
+    if (n)
+        snprintf(out, sizeof out, "n=%u", ++*n);
+    else
+        snprintf(out, sizeof out, "n=none");
+    httpd_reply_text(req, 200, out);
+}
+
 static int setup_routes(httpd_t *h, void *arg)
 {
     (void)arg;
-    return httpd_route(h, "*", "/api/v1/feeds*", echo_handler, NULL);
+    return httpd_route(h, "*", "/api/v1/feeds*", echo_handler, NULL) ||
+           httpd_route(h, "GET", "/memo", memo_handler, NULL);
 }
 
 static SSL_CTX *self_signed_ctx(void)
@@ -343,6 +357,51 @@ static void test_keep_alive_pipelined_requests_are_answered_in_order(void **stat
     httpd_thread_stop(t);
 }
 
+static void recv_until(int fd, char *buf, size_t cap, const char *want)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 50 && !strstr(buf, want); i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) != 1)
+            continue;
+        ssize_t r = recv(fd, buf + len, cap - 1 - len, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        buf[len] = '\0';
+    }
+}
+
+/* The memo lives as long as the connection: zero on a new one, kept across its requests. */
+static void test_connection_memo_is_kept_across_a_connections_requests(void **state)
+{
+    (void)state;
+    uint16_t port;
+    httpd_thread_t *t = start(NULL, &port);
+    const char *get = "GET /memo HTTP/1.1\r\nHost: x\r\n\r\n";
+    char buf[4096];
+    int fd = connect_port(port);
+    for (unsigned i = 1; i <= 3; i++) {
+        assert_int_equal(send(fd, get, strlen(get), 0), (ssize_t)strlen(get));
+        char want[16];
+        snprintf(want, sizeof want, "n=%u", i);
+        recv_until(fd, buf, sizeof buf, want);
+        assert_non_null(strstr(buf, want));
+    }
+    int fd2 = connect_port(port);
+    assert_int_equal(send(fd2, get, strlen(get), 0), (ssize_t)strlen(get));
+    recv_until(fd2, buf, sizeof buf, "n=1");
+    assert_non_null(strstr(buf, "n=1"));
+    close(fd2);
+    close(fd);
+    h2c_t c = {.fd = connect_port(port)};
+    h2c_request(&c, "GET", "/memo", NULL);
+    assert_string_equal(c.body, "n=none"); /* HTTP/2: no memo */
+    close(c.fd);
+    httpd_thread_stop(t);
+}
+
 int main(void)
 {
     log_setup("test_httpd_h2", getenv("NDD_TEST_LOG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_OFF, 0);
@@ -350,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_h2c_prior_knowledge_is_served_on_the_http1_port),
         cmocka_unit_test(test_tls_alpn_h2_and_http11_share_the_listener),
         cmocka_unit_test(test_keep_alive_pipelined_requests_are_answered_in_order),
+        cmocka_unit_test(test_connection_memo_is_kept_across_a_connections_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
