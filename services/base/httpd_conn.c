@@ -50,6 +50,7 @@
 #define GUARD_BODY_RATE (64 * 1024) /* bytes/s a body must average, past header_timeout_s */
 #define GUARD_RESERVE_TIMEOUT_S 2   /* a probe-reserve connection's whole request */
 #define GUARD_WARN_EVERY_MS 10000
+#define GUARD_LINGER_MS 2000 /* reading what follows an error reply, before the close */
 
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define H2_PREFACE_LEN 24
@@ -79,6 +80,8 @@ struct httpd_conn {
     bool reserve;         /* admitted past the caps: probes only */
     bool request_pending; /* a whole request was waiting in the socket at admission */
     bool closing;         /* close once the output is sent */
+    bool linger;          /* ... after reading what the client still sends (an error reply) */
+    bool lingering;       /* reply sent, write side shut: input is read and dropped */
     bool fresh;           /* no request yet: the HTTP/2 preface may come */
     bool read_wants_write, write_wants_read; /* TLS */
     int64_t since_ms;                        /* when the current state began: the eviction order */
@@ -217,6 +220,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     int64_t now = mono_ms();
     c->timer_at_ms = 0;
+    if (c->lingering && now >= c->deadline_ms) {
+        conn_free(c);
+        return;
+    }
     if (c->deadline_ms && now >= c->deadline_ms) {
         if (c->serving) {
             c->deadline_ms = now + 1000; /* a pipelined request waits for the reply before it */
@@ -328,6 +335,19 @@ static int conn_flush(httpd_conn_t *c)
         c->serving = false;
         if (c->state == HC_IDLE)
             c->since_ms = mono_ms();
+    }
+    if (c->closing && c->linger && !c->ssl && !c->lingering && shutdown(c->fd, SHUT_WR) == 0) {
+        /* An error reply usually leaves part of the request unread (a body over the limit):
+         * closing now would answer the client's next segment with a reset, which can discard
+         * the reply before the client reads it. So the write side is shut (the client sees
+         * the end of the reply) and what it still sends is read and dropped, for at most
+         * GUARD_LINGER_MS or until it closes too. */
+        c->lingering = true;
+        c->deadline_ms = mono_ms() + GUARD_LINGER_MS;
+        want_write(c, false);
+        want_read(c, true);
+        timer_arm(c);
+        return 0;
     }
     if (c->closing) {
         conn_free(c);
@@ -461,6 +481,7 @@ static void conn_error(httpd_conn_t *c, int status, const char *fmt, ...)
     log_info("httpd: port %u: %s: %d %s", c->h->port, c->peer, status, msg);
     httpd_reply_error(&req, status, "%s", msg);
     c->closing = true;
+    c->linger = true;
     c->in_off = c->in_len = 0;
 }
 
@@ -957,6 +978,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (c->state == HC_HANDSHAKE) {
         conn_handshake(c);
+        return;
+    }
+    if (c->lingering) {
+        char drop[16384];
+        ssize_t r;
+        while ((r = recv(c->fd, drop, sizeof drop, 0)) > 0)
+            ;
+        if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            conn_free(c); /* the client closed too (or the connection failed) */
         return;
     }
     if (c->write_wants_read) {
