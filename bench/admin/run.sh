@@ -72,11 +72,11 @@ env -u NDD_KAFKA "$ADMIN" --db-schema "$SCHEMA" --http.port "$PORT" "${TLSARGS[@
   >"$WORK/admin.log" 2>&1 &
 ADMIN_PID=$!
 URL=$SCHEME://127.0.0.1:$PORT
-for _ in $(seq 1 100); do "${CURL[@]}" "$URL/healthz" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 300); do "${CURL[@]}" "$URL/healthz" >/dev/null && break; sleep 0.1; done
 
 FEED='{"name":"bench-feed","transport":"http2","encoding":"json","endpoints":[{"url":"http://127.0.0.1:8080/ingest","weight":1},{"url":"http://127.0.0.1:8081/ingest","weight":1}],"delivery":{"max_in_flight":256,"timeout_ms":5000}}'
 ID=$("${CURL[@]}" -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
-  -d "$FEED" "$URL/api/v1/feeds" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+  -d "$FEED" "$URL/api/v1/feeds" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' || true)
 [ -n "$ID" ] || { echo "creating the feed failed; see $WORK/admin.log" >&2; cat "$WORK/admin.log" >&2; exit 1; }
 TARGET="$URL/api/v1/feeds/$ID"
 BYTES=$("${CURL[@]}" -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET" | wc -c)
