@@ -1,7 +1,7 @@
 /* Types of ndd-admin shared by its modules. Functions live in admin.h.
  *
  * The request handling core is transport-free: a request is a method, a path, a query, a
- * body and a few headers; a response is a status, a JSON body and a few headers. The evhttp
+ * body and a few headers; a response is a status, a JSON body and a few headers. The HTTP
  * glue (admin_server.c), the unit tests and the fuzzer all drive the same admin_handle(). */
 #ifndef NDD_ADMIN_T_H
 #define NDD_ADMIN_T_H
@@ -58,6 +58,19 @@ typedef struct admin_principal {
     bool unverifiable;
 } admin_principal_t;
 
+/* The token a connection last presented and what verifying it gave (kept in the HTTP
+ * server's per-connection memo): the next request of that keep-alive connection with the same
+ * Authorization is compared against it byte for byte instead of hashed again. It expires when
+ * the token cache's entry does (token-ttl), so revocation takes effect as before. */
+typedef struct admin_token_memo {
+    char token[128];
+    size_t len; /* 0: empty */
+    admin_role_t role;
+    char name[64];
+    char id[32];
+    int64_t expires_ms;
+} admin_token_memo_t;
+
 typedef struct admin_req {
     admin_method_t method;
     const char *path;  /* without query, not decoded */
@@ -67,6 +80,7 @@ typedef struct admin_req {
     const char *if_match;      /* header value or NULL */
     const char *if_none_match; /* header value or NULL: a matching ETag gets 304 */
     admin_principal_t principal;
+    admin_token_memo_t *token_memo; /* the connection's, or NULL */
 } admin_req_t;
 
 typedef struct admin_resp {

@@ -60,6 +60,10 @@ void admin_tokens_free(admin_tokens_t *t);
 /* Resolves "Bearer <token>" into a principal; role NONE when absent or invalid. */
 void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization,
                                admin_principal_t *out);
+/* The same, consulting and then updating memo (may be NULL): the connection's last verified
+ * token, compared in constant time, until the cache entry it came from expires. */
+void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization,
+                                    admin_token_memo_t *memo, admin_principal_t *out);
 
 /* ---- in-memory cache (admin_cache.c) ---- */
 int admin_cache_init(admin_cache_t *c, size_t max);

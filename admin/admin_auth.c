@@ -189,7 +189,30 @@ void admin_tokens_free(admin_tokens_t *t)
     free(t);
 }
 
+static void admin_memo_keep(admin_token_memo_t *memo, const char *token, size_t tl,
+                            const admin_principal_t *p, int64_t expires_ms)
+{
+    if (!memo)
+        return;
+    if (tl >= sizeof(memo->token)) {
+        OPENSSL_cleanse(memo, sizeof(*memo));
+        return;
+    }
+    memcpy(memo->token, token, tl);
+    memo->len = tl;
+    memo->role = p->role;
+    memcpy(memo->name, p->name, sizeof(memo->name));
+    memcpy(memo->id, p->token_id, sizeof(memo->id));
+    memo->expires_ms = expires_ms;
+}
+
 void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization, admin_principal_t *out)
+{
+    admin_tokens_authenticate_memo(t, authorization, NULL, out);
+}
+
+void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization,
+                                    admin_token_memo_t *memo, admin_principal_t *out)
 {
     memset(out, 0, sizeof(*out));
     if (!t || !authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
@@ -197,10 +220,18 @@ void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization, adm
     const char *token = authorization + 7;
     while (*token == ' ')
         token++;
+    size_t tl = strlen(token);
+    if (memo && memo->len && memo->len == tl && memo->expires_ms > admin_now_ms() &&
+        CRYPTO_memcmp(memo->token, token, tl) == 0) {
+        out->role = memo->role;
+        memcpy(out->name, memo->name, sizeof(out->name));
+        memcpy(out->token_id, memo->id, sizeof(out->token_id));
+        return;
+    }
     unsigned char digest[32];
     unsigned int dlen = 0;
     if (EVP_DigestInit_ex2(t->mdctx, t->sha256, NULL) != 1 ||
-        EVP_DigestUpdate(t->mdctx, token, strlen(token)) != 1 ||
+        EVP_DigestUpdate(t->mdctx, token, tl) != 1 ||
         EVP_DigestFinal_ex(t->mdctx, digest, &dlen) != 1 || dlen != 32)
         return;
     size_t slot = (((size_t)digest[0] << 8) | digest[1]) % t->max;
@@ -212,6 +243,7 @@ void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization, adm
         out->role = e->role;
         memcpy(out->name, e->name, sizeof(out->name));
         memcpy(out->token_id, e->id, sizeof(out->token_id));
+        admin_memo_keep(memo, token, tl, out, e->expires_ms);
         return;
     }
     char id[32], name[64], salt[65], hash[65];
@@ -247,4 +279,5 @@ void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization, adm
     out->role = role;
     snprintf(out->name, sizeof(out->name), "%s", name);
     snprintf(out->token_id, sizeof(out->token_id), "%s", id);
+    admin_memo_keep(memo, token, tl, out, e->expires_ms);
 }

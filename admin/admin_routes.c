@@ -151,7 +151,7 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *autho
     }
     admin_req_t req = *req_in;
     if (!route->anonymous) {
-        admin_tokens_authenticate(ctx->tokens, authorization, &req.principal);
+        admin_tokens_authenticate_memo(ctx->tokens, authorization, req.token_memo, &req.principal);
         if (req.principal.role == ADMIN_ROLE_NONE && req.principal.unverifiable) {
             metrics_counter_inc(ctx->db_unavailable);
             admin_resp_errorf(resp, 503, "database unavailable", "",

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "admin.h"
 #include "admin_server.h"
@@ -35,8 +34,10 @@ static void admin_http_cb(httpd_req_t *hr, void *arg)
     memset(&req, 0, sizeof(req));
     req.method = admin_method_parse(httpd_req_method(hr));
     req.path = httpd_req_path(hr);
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(httpd_req_evhttp(hr));
-    req.query = uri ? evhttp_uri_get_query(uri) : NULL;
+    req.query = httpd_req_query_string(hr);
+    _Static_assert(sizeof(admin_token_memo_t) <= HTTPD_CONN_MEMO_BYTES,
+                   "the token memo fits the HTTP server's per-connection memo");
+    req.token_memo = httpd_req_conn_memo(hr);
     req.body = httpd_req_body(hr, &req.body_len);
     req.if_match = httpd_req_header(hr, "If-Match");
     req.if_none_match = req.method == ADMIN_GET ? httpd_req_header(hr, "If-None-Match") : NULL;
@@ -219,15 +220,16 @@ int admin_serve(const admin_settings_t *s)
         tls_config_t tc = {.cert_file = s->tls_cert,
                            .key_file = s->tls_key,
                            .ca_file = s->tls_ca,
-                           .require_client_cert = s->tls_client_auth};
+                           .require_client_cert = s->tls_client_auth,
+                           .alpn = "h2,http/1.1"};
         ssl = tls_server_ctx_new(&tc, err, sizeof(err));
         if (!ssl) {
             log_error("admin: TLS: %s", err);
             goto out;
         }
     }
-    /* The changelist coalesces evhttp's enable/disable of read and write events within one
-     * loop turn: about a fifth less CPU per read (docs/api.md, bench/admin). */
+    /* The changelist coalesces enable/disable of read and write events within one loop turn
+     * (docs/api.md, bench/admin). */
     struct event_config *ecfg = event_config_new();
     if (ecfg)
         event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <event2/http.h>
 #include <openssl/crypto.h>
 
 #include "gui.h"
@@ -40,7 +39,7 @@ void gui_proxy_handle(httpd_req_t *req, void *arg)
         OPENSSL_cleanse(&who, sizeof(who));
         return;
     }
-    const char *uri = evhttp_request_get_uri(httpd_req_evhttp(req));
+    const char *uri = httpd_req_uri(req);
     char hdr[768];
     const char *im = httpd_req_header(req, "If-Match");
     int hl = snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\n%s%s%s%s", who.token,

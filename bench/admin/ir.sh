@@ -2,11 +2,13 @@
 # Instructions per read of ndd-admin, counted by callgrind: independent of other work on a
 # shared machine (reads/s and CPU-seconds are not). Same read as run.sh (GET /api/v1/feeds/{id},
 # viewer token, HTTP/1.1 keep-alive); the counters are zeroed after start-up and the feed's
-# creation, so the figure is the read path alone (evhttp, token check, routing, reply).
+# creation, so the figure is the read path alone (HTTP server, token check, routing, reply).
 #
 #   NDD_PG=<conninfo> bench/admin/ir.sh [--build DIR | --admin BINARY] [--requests N]
 #                                       [--clients C] [--if-none-match] [--api-port P]
+#                                       [--protocol h1|h2]
 #
+# --protocol h2: HTTP/2 h2c with prior knowledge (default h1: HTTP/1.1 keep-alive).
 # --if-none-match sends the ETag back, so every read is a 304 without a body.
 set -euo pipefail
 
@@ -16,6 +18,7 @@ REQUESTS=20000
 CLIENTS=16
 INM=0
 PORT=28111
+PROTO=h1
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
     --clients) CLIENTS=$2; shift 2 ;;
     --if-none-match) INM=1; shift ;;
     --api-port) PORT=$2; shift 2 ;;
+    --protocol) PROTO=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -62,7 +66,9 @@ HDR=()
 # Warm the token cache, then count only the measured reads.
 curl -sf -o /dev/null -H "Authorization: Bearer $VIEW_TOKEN" "$TARGET"
 callgrind_control -z "$ADMIN_PID" >/dev/null 2>&1
-out=$(h2load --h1 -n "$REQUESTS" -c "$CLIENTS" -t 1 -H "Authorization: Bearer $VIEW_TOKEN" \
+H1=(--h1)
+[ "$PROTO" = h2 ] && H1=()
+out=$(h2load "${H1[@]}" -n "$REQUESTS" -c "$CLIENTS" -t 1 -H "Authorization: Bearer $VIEW_TOKEN" \
   "${HDR[@]}" "$TARGET" 2>&1)
 echo "$out" | grep -q "$REQUESTS succeeded" || { echo "$out" >&2; exit 1; }
 callgrind_control -d "$ADMIN_PID" >/dev/null 2>&1
@@ -70,5 +76,5 @@ callgrind_control -d "$ADMIN_PID" >/dev/null 2>&1
 sleep 1
 IR=$(cat "$WORK"/cg.out.* 2>/dev/null | awk '/^summary:/ {s += $2} END {print s}')
 codes=$(echo "$out" | sed -n 's/^status codes: //p')
-echo "ndd-admin $(basename "$ADMIN"): $REQUESTS reads, $CLIENTS clients, status codes: $codes"
+echo "ndd-admin $(basename "$ADMIN"): $REQUESTS reads ($PROTO), $CLIENTS clients, status codes: $codes"
 awk -v ir="$IR" -v n="$REQUESTS" 'BEGIN {printf "instructions per read: %.0f\n", ir / n}'

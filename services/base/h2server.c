@@ -649,6 +649,80 @@ h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts
     return s;
 }
 
+h2server_t *h2server_new_detached(struct event_base *base, const h2server_options_t *opts,
+                                  char *err, size_t errlen)
+{
+    h2server_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->base = base;
+    s->o = *opts;
+    s->o.ssl_ctx = NULL;
+    if (!s->o.max_streams)
+        s->o.max_streams = 100;
+    if (!s->o.max_body)
+        s->o.max_body = 1 << 20;
+    if (!s->o.out_max)
+        s->o.out_max = 256 << 10;
+    if (!s->o.max_connections)
+        s->o.max_connections = 1024;
+    if (!s->o.idle_timeout_s)
+        s->o.idle_timeout_s = 60;
+    return s;
+}
+
+int h2server_adopt(h2server_t *s, int fd, SSL *ssl, const char *peer, const void *data, size_t len)
+{
+    h2conn_t *c = s->n_conns < s->o.max_connections ? calloc(1, sizeof *c) : NULL;
+    if (!c) {
+        if (ssl)
+            SSL_free(ssl);
+        evutil_closesocket(fd);
+        return -1;
+    }
+    c->srv = s;
+    c->ssl = ssl;
+    snprintf(c->peer, sizeof c->peer, "%s", peer ? peer : "?");
+    c->bev = ssl ? bufferevent_openssl_socket_new(s->base, fd, ssl, BUFFEREVENT_SSL_OPEN,
+                                                  BEV_OPT_CLOSE_ON_FREE)
+                 : bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->bev) {
+        if (ssl)
+            SSL_free(ssl);
+        evutil_closesocket(fd);
+        free(c);
+        return -1;
+    }
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->n_conns++;
+    bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
+    bufferevent_setwatermark(c->bev, EV_WRITE, s->o.out_max / 2, 0);
+    struct timeval tv = {s->o.idle_timeout_s, 0};
+    bufferevent_set_timeouts(c->bev, &tv, NULL);
+    if (conn_session(c)) {
+        conn_free(c);
+        return -1;
+    }
+    if (len) {
+        c->in_ng = true;
+        ssize_t n = nghttp2_session_mem_recv(c->sess, data, len);
+        c->in_ng = false;
+        if (n < 0) {
+            log_debug("h2server: %s: %s", c->peer, nghttp2_strerror((int)n));
+            conn_free(c);
+            return -1;
+        }
+    }
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    conn_flush(c);
+    return 0;
+}
+
 void h2server_free(h2server_t *s)
 {
     if (!s)

@@ -74,6 +74,17 @@ typedef struct h2server_options {
 
 h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts, char *err,
                          size_t errlen);
+/* A server without a listener of its own: its connections come from h2server_adopt (the
+ * HTTP server, httpd.c, serves HTTP/1.1 and HTTP/2 on one port and hands over the HTTP/2
+ * connections). opts->bind_addr, port and ssl_ctx are not used. */
+h2server_t *h2server_new_detached(struct event_base *base, const h2server_options_t *opts,
+                                  char *err, size_t errlen);
+/* Takes over an accepted, non-blocking connection: ssl is NULL (h2c) or a server session on
+ * fd whose handshake is done and selected ALPN "h2"; data/len are the bytes already read from
+ * it (the start of the client's connection preface; nothing after a TLS handshake). fd and
+ * ssl belong to the server from here, on failure too. 0, or -1 when refused (max_connections
+ * reached, out of memory, or the bytes are not HTTP/2). */
+int h2server_adopt(h2server_t *s, int fd, SSL *ssl, const char *peer, const void *data, size_t len);
 /* Closes every connection; pending streams are dropped (a deferred response still to come
  * must not be sent afterwards: stop the producers of responses first). */
 void h2server_free(h2server_t *s);

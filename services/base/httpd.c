@@ -1,25 +1,24 @@
-/* HTTP/1.1 server on libevent evhttp (see httpd.h): routing, replies, the built-in routes and
- * the server's life cycle. Connections are counted, capped and given deadlines by the guard
- * (httpd_guard.c), which makes every connection's bufferevent (evhttp_set_bevcb). */
+/* The HTTP server (see httpd.h): routing, replies, the built-in routes and the server's life
+ * cycle. HTTP/1.1 connections (reading, parsing, writing, the guard) are httpd_conn.c's; a
+ * connection that opens with the HTTP/2 preface, or negotiates "h2" by ALPN, is handed to
+ * httpd_h2.c. Both build an httpd_req_t and call httpd_dispatch. */
 #include "httpd.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/queue.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <time.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
 #include <event2/util.h>
@@ -35,25 +34,25 @@
 #define HTTPD_DEFAULT_MAX_BODY (1024 * 1024)
 #define HTTPD_METRICS_MAX (64u * 1024 * 1024) /* a scrape larger than this is refused (500) */
 
-struct httpd_req {
-    httpd_t *h;
-    struct evhttp_request *ev;
-    const char *method;
-    char *path;
-    const char *subpath;
-    struct evkeyvalq query;
-    bool query_parsed;
-    char *body;
-    size_t body_len;
-    bool replied;
-    char peer[80];
-};
-
 /* ---- replies ---- */
 
 void httpd_resp_header(httpd_req_t *req, const char *name, const char *value)
 {
-    evhttp_add_header(evhttp_request_get_output_headers(req->ev), name, value);
+    size_t nl = strlen(name), vl = strlen(value);
+    if (req->resp_hdrs_len + nl + vl + 4 > sizeof req->resp_hdrs || strpbrk(value, "\r\n")) {
+        log_error("httpd: %s %s: response header %s dropped (over %zu bytes of headers, or a "
+                  "line break in its value)",
+                  req->method, req->path, name, sizeof req->resp_hdrs);
+        return;
+    }
+    char *p = req->resp_hdrs + req->resp_hdrs_len;
+    memcpy(p, name, nl);
+    p[nl] = ':';
+    p[nl + 1] = ' ';
+    memcpy(p + nl + 2, value, vl);
+    p[nl + 2 + vl] = '\r';
+    p[nl + 3 + vl] = '\n';
+    req->resp_hdrs_len += nl + vl + 4;
 }
 
 void httpd_reply(httpd_req_t *req, int status, const char *content_type, const void *body,
@@ -64,20 +63,10 @@ void httpd_reply(httpd_req_t *req, int status, const char *content_type, const v
         return;
     }
     req->replied = true;
-    struct evbuffer *out = evbuffer_new();
-    if (content_type)
-        httpd_resp_header(req, "Content-Type", content_type);
-    if (strcmp(req->method, "HEAD") == 0) {
-        /* libevent 2.1 would send the body after a HEAD response: send only its length */
-        char cl[32];
-        snprintf(cl, sizeof cl, "%zu", len);
-        httpd_resp_header(req, "Content-Length", cl);
-    } else if (out && len) {
-        evbuffer_add(out, body, len);
-    }
-    evhttp_send_reply(req->ev, status, NULL, out);
-    if (out)
-        evbuffer_free(out);
+    if (req->st)
+        httpd_h2_reply(req, status, content_type, body, len);
+    else
+        httpd_conn_reply(req, status, content_type, body, len);
 }
 
 void httpd_reply_text(httpd_req_t *req, int status, const char *text)
@@ -134,6 +123,88 @@ const char *httpd_status_kind(int status)
     }
 }
 
+const char *httpd_reason_phrase(int status)
+{
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Entity";
+    case 428:
+        return "Precondition Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return status >= 500 ? "Error" : status >= 400 ? "Client Error" : "OK";
+    }
+}
+
+const char *httpd_date(httpd_t *h)
+{
+    time_t now = time(NULL);
+    if (now != h->date_at) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(h->date, sizeof h->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        h->date_at = now;
+    }
+    return h->date;
+}
+
 void httpd_error_body(httpd_t *h, int status, const char *message, buf_t *out)
 {
     if (h->errfn) {
@@ -184,81 +255,164 @@ const char *httpd_req_subpath(const httpd_req_t *req)
     return req->subpath ? req->subpath : "";
 }
 
+const char *httpd_req_uri(const httpd_req_t *req)
+{
+    return req->uri;
+}
+
+const char *httpd_req_query_string(const httpd_req_t *req)
+{
+    return req->query;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) into out (at least n + 1 bytes); '+' is a space when plus. */
+static size_t uri_decode(const char *s, size_t n, char *out, bool plus)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int hi, lo;
+        if (s[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
+            (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (plus && s[i] == '+') {
+            out[o++] = ' ';
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
 const char *httpd_req_query(httpd_req_t *req, const char *name)
 {
-    if (!req->query_parsed) {
-        const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
-        const char *q = u ? evhttp_uri_get_query(u) : NULL;
-        TAILQ_INIT(&req->query);
-        if (q && evhttp_parse_query_str(q, &req->query) != 0)
-            evhttp_clear_headers(&req->query);
-        req->query_parsed = true;
+    const char *q = req->query;
+    if (!q)
+        return NULL;
+    size_t nl = strlen(name);
+    while (*q) {
+        size_t pl = strcspn(q, "&");
+        const char *eq = memchr(q, '=', pl);
+        size_t kl = eq ? (size_t)(eq - q) : pl;
+        /* names are compared decoded (a%5Fb is a_b) */
+        char kbuf[128];
+        if (kl < sizeof kbuf) {
+            size_t dk = uri_decode(q, kl, kbuf, true);
+            if (dk == nl && memcmp(kbuf, name, nl) == 0) {
+                const char *v = eq ? eq + 1 : q + pl;
+                size_t vl = eq ? pl - kl - 1 : 0;
+                if (req->qdec_len + vl + 1 > req->qdec_cap) {
+                    /* Values handed out earlier stay valid: a new block, the old one kept in
+                     * its first bytes' chain. */
+                    size_t cap = 256;
+                    while (cap < vl + 1 + sizeof(char *))
+                        cap *= 2;
+                    char *nb = malloc(cap);
+                    if (!nb)
+                        return NULL;
+                    memcpy(nb, &req->qdec, sizeof(char *));
+                    req->qdec = nb;
+                    req->qdec_len = sizeof(char *);
+                    req->qdec_cap = cap;
+                }
+                char *out = req->qdec + req->qdec_len;
+                size_t dl = uri_decode(v, vl, out, true);
+                req->qdec_len += dl + 1;
+                return out;
+            }
+        }
+        q += pl;
+        if (*q == '&')
+            q++;
     }
-    return evhttp_find_header(&req->query, name);
+    return NULL;
 }
 
 const char *httpd_req_header(const httpd_req_t *req, const char *name)
 {
-    return evhttp_find_header(evhttp_request_get_input_headers(req->ev), name);
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < req->nfields; i++)
+        if (req->fields[i].name_len == nl && strncasecmp(req->fields[i].name, name, nl) == 0)
+            return req->fields[i].value;
+    return NULL;
 }
 
 const char *httpd_req_body(httpd_req_t *req, size_t *len)
 {
-    if (!req->body) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
-        size_t n = in ? evbuffer_get_length(in) : 0;
-        req->body = malloc(n + 1);
-        if (!req->body) {
-            if (len)
-                *len = 0;
-            return "";
-        }
-        if (n)
-            evbuffer_copyout(in, req->body, n);
-        req->body[n] = '\0';
-        req->body_len = n;
-    }
     if (len)
         *len = req->body_len;
-    return req->body;
+    return req->body ? req->body : "";
+}
+
+void *httpd_req_conn_memo(httpd_req_t *req)
+{
+    return req->c ? httpd_conn_memo(req->c) : NULL;
 }
 
 const char *httpd_req_peer(const httpd_req_t *req)
 {
-    return req->peer;
+    return req->peer ? req->peer : "?";
 }
 
-struct evhttp_request *httpd_req_evhttp(httpd_req_t *req)
+void httpd_req_init(httpd_req_t *req, httpd_t *h)
 {
-    return req->ev;
+    memset(req, 0, offsetof(httpd_req_t, resp_hdrs));
+    req->h = h;
+    req->minor = 1;
+}
+
+int httpd_req_begin(httpd_req_t *req, const char *uri)
+{
+    req->uri = uri;
+    const char *qm = strchr(uri, '?');
+    size_t pl = qm ? (size_t)(qm - uri) : strlen(uri);
+    req->query = qm ? qm + 1 : NULL;
+    if (pl == 0) {
+        req->path = "/";
+        return 0;
+    }
+    char *out = req->pathbuf;
+    if (pl + 1 > sizeof req->pathbuf) {
+        req->pathalloc = malloc(pl + 1);
+        if (!req->pathalloc)
+            return -1;
+        out = req->pathalloc;
+    }
+    if (memchr(uri, '%', pl)) {
+        uri_decode(uri, pl, out, false);
+    } else {
+        memcpy(out, uri, pl);
+        out[pl] = '\0';
+    }
+    req->path = out;
+    return 0;
+}
+
+void httpd_req_end(httpd_req_t *req)
+{
+    while (req->qdec) {
+        char *prev;
+        memcpy(&prev, req->qdec, sizeof prev);
+        free(req->qdec);
+        req->qdec = prev;
+    }
+    free(req->pathalloc);
+    req->pathalloc = NULL;
 }
 
 /* ---- routing ---- */
-
-static const char *method_name(enum evhttp_cmd_type t)
-{
-    switch (t) {
-    case EVHTTP_REQ_GET:
-        return "GET";
-    case EVHTTP_REQ_POST:
-        return "POST";
-    case EVHTTP_REQ_HEAD:
-        return "HEAD";
-    case EVHTTP_REQ_PUT:
-        return "PUT";
-    case EVHTTP_REQ_DELETE:
-        return "DELETE";
-    case EVHTTP_REQ_OPTIONS:
-        return "OPTIONS";
-    case EVHTTP_REQ_PATCH:
-        return "PATCH";
-    case EVHTTP_REQ_TRACE:
-        return "TRACE";
-    case EVHTTP_REQ_CONNECT:
-        return "CONNECT";
-    }
-    return "UNKNOWN";
-}
 
 static bool method_ok(const char *m)
 {
@@ -367,7 +521,7 @@ static bool serve_builtin(httpd_req_t *req)
     return true;
 }
 
-static void dispatch(httpd_req_t *req)
+void httpd_dispatch(httpd_req_t *req)
 {
     httpd_t *h = req->h;
     if (serve_builtin(req))
@@ -411,50 +565,14 @@ static void dispatch(httpd_req_t *req)
     httpd_reply_error(req, 404, "no such resource: %s", req->path);
 }
 
-static void on_request(struct evhttp_request *ev, void *arg)
-{
-    httpd_t *h = arg;
-    httpd_req_t req;
-    memset(&req, 0, sizeof req);
-    req.h = h;
-    req.ev = ev;
-    req.method = method_name(evhttp_request_get_command(ev));
-    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(ev);
-    const char *raw = u ? evhttp_uri_get_path(u) : NULL;
-    req.path = evhttp_uridecode(raw && *raw ? raw : "/", 0, NULL);
-    struct evhttp_connection *con = evhttp_request_get_connection(ev);
-    if (con) {
-        char *addr = NULL;
-        ev_uint16_t port = 0;
-        evhttp_connection_get_peer(con, &addr, &port);
-        snprintf(req.peer, sizeof req.peer, "%s:%u", addr ? addr : "?", port);
-    }
-    if (!req.path) {
-        req.path = strdup("/");
-        if (!req.path) {
-            evhttp_send_error(ev, 500, NULL);
-            return;
-        }
-    }
-    if (httpd_guard_request(h, ev)) {
-        /* admitted from the probe reserve: one probe, then the slot is free again */
-        httpd_resp_header(&req, "Connection", "close");
-        if ((strcmp(req.path, "/healthz") != 0 && strcmp(req.path, "/readyz") != 0)) {
-            httpd_resp_header(&req, "Retry-After", "1");
-            httpd_reply_error(&req, 503,
-                              "server busy: every connection slot is in use; only /healthz and "
-                              "/readyz are served now");
-        }
-    }
-    if (!req.replied)
-        dispatch(&req);
-    if (req.query_parsed)
-        evhttp_clear_headers(&req.query);
-    free(req.body);
-    free(req.path);
-}
-
 /* ---- lifecycle ---- */
+
+static void httpd_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                            int salen, void *arg)
+{
+    (void)l;
+    httpd_conn_accept(arg, fd, sa, salen);
+}
 
 httpd_t *httpd_new(struct event_base *base, const char *bind_addr, uint16_t port, char *err,
                    size_t errlen)
@@ -486,49 +604,51 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
         h->max_per_client = h->max_conn;
     h->probe_reserve =
         opts && opts->probe_reserve ? opts->probe_reserve : HTTPD_DEFAULT_PROBE_RESERVE;
+    h->request_timeout_s =
+        opts && opts->request_timeout_s > 0 ? opts->request_timeout_s : HTTPD_DEFAULT_TIMEOUT_S;
+    h->max_header =
+        opts && opts->max_header_bytes ? opts->max_header_bytes : HTTPD_DEFAULT_MAX_HEADER;
     pthread_mutex_init(&h->mu, NULL);
     snprintf(h->reason, sizeof h->reason, "starting");
     buf_init(&h->scrape, 0, HTTPD_METRICS_MAX);
-    if (httpd_guard_init(h) != 0) {
-        snprintf(err, errlen, "httpd: out of memory");
+    if (httpd_h2_init(h, err, errlen) != 0)
         goto fail;
-    }
-    h->http = evhttp_new(base);
-    if (!h->http) {
-        snprintf(err, errlen, "httpd: evhttp_new failed");
-        goto fail;
-    }
-    evhttp_set_timeout(h->http, opts && opts->request_timeout_s > 0 ? opts->request_timeout_s
-                                                                    : HTTPD_DEFAULT_TIMEOUT_S);
-    evhttp_set_max_headers_size(h->http, (ev_ssize_t)(opts && opts->max_header_bytes
-                                                          ? opts->max_header_bytes
-                                                          : HTTPD_DEFAULT_MAX_HEADER));
-    evhttp_set_max_body_size(h->http, (ev_ssize_t)h->max_body);
-    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-    evhttp_set_gencb(h->http, on_request, h);
-    evhttp_set_bevcb(h->http, httpd_guard_bev, h);
-    h->sock = evhttp_bind_socket_with_handle(h->http, addr, port);
-    if (!h->sock) {
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC,
+                                    .ai_socktype = SOCK_STREAM,
+                                    .ai_protocol = IPPROTO_TCP,
+                                    .ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG};
+    struct evutil_addrinfo *ai = NULL;
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%u", port);
+    int gai = evutil_getaddrinfo(addr, portstr, &hints, &ai);
+    if (gai != 0 || !ai) {
         snprintf(err, errlen, "httpd: cannot listen on %s port %u: %s", addr, port,
-                 strerror(errno));
+                 gai ? evutil_gai_strerror(gai) : "no address");
         goto fail;
     }
-    /* evhttp listens with a backlog of 128: a burst of reconnecting clients (a slowloris
-     * wave, a console reload by many operators) overflows it, the kernel drops the next SYN
-     * and a health probe waits the 1 s SYN retransmit. Listening again widens the queue. */
-    if (listen(evhttp_bound_socket_get_fd(h->sock), 1024) != 0)
-        log_warn("httpd: port %u: cannot widen the accept backlog: %s", port, strerror(errno));
+    /* A backlog of 1,024: a burst of reconnecting clients (a slowloris wave, a console
+     * reload by many operators) would overflow a short queue, the kernel drop the next SYN
+     * and a health probe wait the 1 s SYN retransmit. */
+    h->lst = evconnlistener_new_bind(
+        base, httpd_on_accept, h, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+        1024, ai->ai_addr, (int)ai->ai_addrlen);
+    int bind_errno = errno;
+    evutil_freeaddrinfo(ai);
+    if (!h->lst) {
+        snprintf(err, errlen, "httpd: cannot listen on %s port %u: %s", addr, port,
+                 strerror(bind_errno));
+        goto fail;
+    }
     struct sockaddr_storage ss;
     ev_socklen_t sl = sizeof ss;
-    if (getsockname(evhttp_bound_socket_get_fd(h->sock), (struct sockaddr *)&ss, &sl) == 0) {
+    if (getsockname(evconnlistener_get_fd(h->lst), (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET)
             h->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
         else if (ss.ss_family == AF_INET6)
             h->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
-    log_info("httpd: listening on %s port %u (%s)", addr, h->port, h->ssl_ctx ? "TLS" : "plain");
+    log_info("httpd: listening on %s port %u (%s, HTTP/1.1 and HTTP/2)", addr, h->port,
+             h->ssl_ctx ? "TLS" : "plain");
     return h;
 fail:
     httpd_free(h);
@@ -540,9 +660,10 @@ void httpd_free(httpd_t *h)
     if (!h)
         return;
     h->freeing = true;
-    if (h->http)
-        evhttp_free(h->http); /* closes connections: the guard still sees a valid h */
-    httpd_guard_free(h);
+    if (h->lst)
+        evconnlistener_free(h->lst);
+    httpd_conn_close_all(h);
+    httpd_h2_free(h);
     for (size_t i = 0; i < h->nroutes; i++)
         free(h->routes[i].pattern);
     free(h->routes);

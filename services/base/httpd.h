@@ -1,5 +1,8 @@
-/* A small HTTP/1.1 server on libevent's evhttp: every daemon's /metrics, /healthz and
- * /readyz, and the base the admin REST API is built on.
+/* A small HTTP server: every daemon's /metrics, /healthz and /readyz, and the base the admin
+ * REST API is built on. HTTP/1.1 (keep-alive, pipelining) and HTTP/2 on the same port: h2c
+ * with prior knowledge (a connection that opens with the HTTP/2 preface) and, on a TLS
+ * listener, ALPN "h2" (the SSL_CTX offers "h2,http/1.1"; a client that negotiates nothing
+ * speaks HTTP/1.1). Handlers see one request API for both.
  *
  * Built-in routes:
  *   GET /metrics  the registry given by httpd_set_metrics() (text format 0.0.4)
@@ -9,15 +12,14 @@
  * ("/api/v1/feeds*" matches /api/v1/feeds and /api/v1/feeds/f1); the longest pattern wins.
  * A path that matches no route: 404 with a JSON body. A path that matches only for other
  * methods: 405 with an Allow header. A body past the limit: 413. Every error the server
- * itself produces, libevent's own included (413, 400, 431, 501), has the JSON body of
- * httpd_set_error_format, never libevent's HTML page.
+ * itself produces (413, 400, 431, 501) has the JSON body of httpd_set_error_format.
  *
- * Bounded, and guarded against slow clients (httpd_guard.c; docs/observability.md):
- *   - a request's header must be read whole within header_timeout_s (10 s) of its first
- *     byte, and its body within header_timeout_s more plus 1 s per 64 KiB of Content-Length;
- *     a connection that trickles bytes is closed at that deadline, however often bytes come
- *     (request_timeout_s, libevent's own timeout, restarts with every byte: it bounds idle
- *     keep-alive connections and slow readers only);
+ * Bounded, and guarded against slow clients (httpd_conn.c; docs/observability.md):
+ *   - a request's header (and a TLS handshake) must be read whole within header_timeout_s
+ *     (10 s) of its first byte, and its body within header_timeout_s more plus 1 s per 64 KiB of
+ * Content-Length; a connection that trickles bytes is closed at that deadline, however often bytes
+ * come (request_timeout_s restarts with every byte read or written: it bounds idle keep-alive
+ * connections and slow readers only);
  *   - at most max_per_client connections from one client address, and max_connections in
  *     all. A new connection over either cap evicts a connection (of that address, or of any)
  *     without a request in service: the one part-way through a request longest, else the one
@@ -28,6 +30,10 @@
  *     503), must send the request within 2 s, and are closed after the reply: liveness and
  *     readiness still answer when the caps are full. Beyond that, new connections are closed.
  *   - max_header_bytes, max_body_bytes.
+ * An HTTP/2 connection is counted and capped by the HTTP/2 side (h2server.c: at most
+ * max_connections of them, closed after request_timeout_s without a byte, bodies bounded by
+ * max_body_bytes and flow control); the guard above covers HTTP/1.1, which is what a
+ * slowloris of partial headers speaks.
  *
  * Threading: an httpd_t belongs to the thread running its event_base. httpd_set_ready and
  * httpd_set_ready_reason may be called from any thread. httpd_thread_start() runs a server on
@@ -46,7 +52,6 @@
 #include "metrics.h"
 
 struct event_base;
-struct evhttp_request;
 
 typedef struct httpd httpd_t;
 typedef struct httpd_req httpd_req_t;
@@ -83,7 +88,7 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
                       size_t errlen);
 void httpd_free(httpd_t *h);
 uint16_t httpd_port(const httpd_t *h);
-/* Connections open now (any thread). */
+/* HTTP/1.1 connections open now (any thread); HTTP/2 ones are the HTTP/2 side's. */
 size_t httpd_connections(const httpd_t *h);
 
 void httpd_set_metrics(httpd_t *h, metrics_registry_t *reg);
@@ -117,8 +122,18 @@ const char *httpd_req_header(const httpd_req_t *req, const char *name);
 const char *httpd_req_body(httpd_req_t *req, size_t *len);
 /* The peer address as "ip:port" (for logs and audit). */
 const char *httpd_req_peer(const httpd_req_t *req);
-/* The underlying libevent request, for anything not covered here. */
-struct evhttp_request *httpd_req_evhttp(httpd_req_t *req);
+/* The request target as sent, path and query still encoded ("/api/v1/feeds?limit=5"). */
+const char *httpd_req_uri(const httpd_req_t *req);
+/* The raw query string after '?', NULL without one. */
+const char *httpd_req_query_string(const httpd_req_t *req);
+
+/* Memory that belongs to the request's connection, HTTPD_CONN_MEMO_BYTES of it: zero when the
+ * connection opens, kept across its requests, wiped (OPENSSL_cleanse) when it closes. A
+ * handler keeps there what it worked out about the connection's client, so that the next
+ * request of a keep-alive client need not work it out again (ndd-admin: the token it last
+ * verified). NULL for an HTTP/2 request. */
+#define HTTPD_CONN_MEMO_BYTES 256
+void *httpd_req_conn_memo(httpd_req_t *req);
 
 /* Adds a response header before a reply (e.g. Location, WWW-Authenticate). */
 void httpd_resp_header(httpd_req_t *req, const char *name, const char *value);

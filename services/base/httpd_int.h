@@ -1,5 +1,7 @@
-/* Private to services/base/httpd*.c: the server object and the connection guard
- * (httpd_guard.c) that httpd.c calls. Not for use outside these files. */
+/* Private to services/base/httpd*.c: the server object, a connection, a request, and the
+ * calls between httpd.c (API, routing, replies, life cycle), httpd_conn.c (HTTP/1.1 on a
+ * socket: reading, parsing, writing, and the connection guard) and httpd_h2.c (HTTP/2 on the
+ * same port, by h2server.c). Not for use outside these files. */
 #ifndef NDD_HTTPD_INT_H
 #define NDD_HTTPD_INT_H
 
@@ -9,9 +11,13 @@
 #include <stdint.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
+#include <event2/listener.h>
 
+#include "h2server.h"
 #include "httpd.h"
+
+#define HTTPD_MAX_FIELDS H2SERVER_MAX_HEADERS /* request header fields, both protocols */
+#define HTTPD_RESP_HDRS 4096                  /* bytes of handler-added response headers */
 
 typedef struct httpd_route {
     char method[12]; /* "*" = any */
@@ -26,13 +32,11 @@ typedef struct httpd_conn httpd_conn_t;
 
 struct httpd {
     struct event_base *base;
-    struct evhttp *http;
-    struct evhttp_bound_socket *sock;
+    struct evconnlistener *lst;
     uint16_t port;
     SSL_CTX *ssl_ctx;
     size_t max_conn;
     _Atomic size_t nconn; /* written on the server thread, read by httpd_connections() */
-    bool listener_paused;
     bool freeing;
     metrics_registry_t *reg;
     buf_t scrape;
@@ -41,29 +45,82 @@ struct httpd {
     pthread_mutex_t mu; /* ready + reason: set from other threads */
     bool ready;
     char reason[256];
-    /* the guard (httpd_guard.c) */
+    /* limits and the guard (httpd_conn.c) */
+    int request_timeout_s;
     int header_timeout_s;
+    size_t max_header;
     size_t max_body;
     size_t max_per_client;
     size_t probe_reserve;
     size_t nreserve;
-    httpd_conn_t *conns; /* every connection, newest first */
-    httpd_conn_t **hash; /* by bufferevent */
-    size_t hash_mask;
+    httpd_conn_t *conns; /* every HTTP/1.1 connection, newest first */
     int64_t warned_ms;
     httpd_error_fn errfn;
     void *errarg;
+    /* the Date header, rendered once a second */
+    time_t date_at;
+    char date[40];
+    /* HTTP/2 connections, handed over by httpd_conn.c (httpd_h2.c) */
+    h2server_t *h2;
 };
 
-/* evhttp_set_bevcb callback: the connection's bufferevent, watched by the guard. */
-struct bufferevent *httpd_guard_bev(struct event_base *base, void *arg);
-/* A request was read whole and is about to be handled: its connection is in service (not
- * evicted, no deadline) until the reply is sent. Returns true when the connection was
- * admitted from the probe reserve (only /healthz and /readyz, then close). */
-bool httpd_guard_request(httpd_t *h, struct evhttp_request *ev);
-int httpd_guard_init(httpd_t *h);
-void httpd_guard_free(httpd_t *h);
+/* One request of either protocol, on the stack of the code that dispatches it. Everything
+ * points into the connection's input (HTTP/1.1) or the stream (HTTP/2). */
+struct httpd_req {
+    httpd_t *h;
+    httpd_conn_t *c;       /* HTTP/1.1 */
+    h2server_stream_t *st; /* HTTP/2 */
+    const char *method;
+    const char *path; /* decoded */
+    const char *subpath;
+    const char *uri;   /* the raw request target */
+    const char *query; /* the raw query string, NULL without '?' */
+    const h2server_field_t *fields;
+    size_t nfields;
+    const char *body;
+    size_t body_len;
+    const char *peer;
+    bool head;
+    bool replied;
+    bool close; /* HTTP/1.1: close the connection after this reply */
+    int minor;  /* HTTP/1.x */
+    char *qdec; /* decoded query values handed out (malloc'd, only when asked) */
+    size_t qdec_len, qdec_cap;
+    char *pathalloc;
+    size_t resp_hdrs_len;
+    /* not cleared per request (httpd_req_init): */
+    char resp_hdrs[HTTPD_RESP_HDRS]; /* "Name: value\r\n" ... */
+    char pathbuf[256];
+};
+
+/* Clears what a new request needs cleared (not its buffers). */
+void httpd_req_init(httpd_req_t *req, httpd_t *h);
+/* Routes and answers a request (httpd.c). */
+void httpd_dispatch(httpd_req_t *req);
+/* Sets up req's fields common to both protocols: decodes the path of uri. -1 on OOM. */
+int httpd_req_begin(httpd_req_t *req, const char *uri);
+void httpd_req_end(httpd_req_t *req);
 /* The error body in the server's format (httpd_set_error_format). */
 void httpd_error_body(httpd_t *h, int status, const char *message, buf_t *out);
+const char *httpd_reason_phrase(int status);
+/* The Date header value of now. */
+const char *httpd_date(httpd_t *h);
+
+/* httpd_conn.c */
+void *httpd_conn_memo(httpd_conn_t *c);
+void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa, int salen);
+void httpd_conn_close_all(httpd_t *h);
+/* Writes the reply of an HTTP/1.1 request to its connection's output. */
+void httpd_conn_reply(httpd_req_t *req, int status, const char *content_type, const void *body,
+                      size_t len);
+
+/* httpd_h2.c */
+int httpd_h2_init(httpd_t *h, char *err, size_t errlen);
+void httpd_h2_free(httpd_t *h);
+/* Hands a connection to HTTP/2: fd and ssl are owned by the HTTP/2 side from here. */
+int httpd_h2_adopt(httpd_t *h, evutil_socket_t fd, SSL *ssl, const char *peer, const void *data,
+                   size_t len);
+void httpd_h2_reply(httpd_req_t *req, int status, const char *content_type, const void *body,
+                    size_t len);
 
 #endif

@@ -145,6 +145,51 @@ static void test_cache_put_get_replace_remove_and_limit(void **state)
     admin_cache_free(&c);
 }
 
+/* The connection's memo answers only for the very token it holds, and only until it expires:
+ * without a database (nothing else can verify a token here) a memo hit is the only way to a
+ * role, so each case below proves which path was taken. */
+static void test_token_memo_answers_only_for_its_token_until_it_expires(void **state)
+{
+    (void)state;
+    admin_tokens_t *t = admin_tokens_new(NULL, 16, 30000);
+    assert_non_null(t);
+    char id[32], tok[160], salt[65], hash[65];
+    assert_int_equal(admin_token_generate(id, tok, salt, hash), 0);
+    admin_token_memo_t memo;
+    memset(&memo, 0, sizeof(memo));
+    memcpy(memo.token, tok, strlen(tok));
+    memo.len = strlen(tok);
+    memo.role = ADMIN_ROLE_VIEWER;
+    snprintf(memo.name, sizeof(memo.name), "console");
+    snprintf(memo.id, sizeof(memo.id), "%s", id);
+    memo.expires_ms = admin_now_ms() + 60000;
+    char auth[200];
+    snprintf(auth, sizeof(auth), "Bearer %s", tok);
+    admin_principal_t p;
+    admin_tokens_authenticate_memo(t, auth, &memo, &p);
+    assert_int_equal(p.role, ADMIN_ROLE_VIEWER);
+    assert_string_equal(p.name, "console");
+    assert_string_equal(p.token_id, id);
+    /* one character changed: not the memo's token */
+    char other[200];
+    snprintf(other, sizeof(other), "%s", auth);
+    other[strlen(other) - 1] = other[strlen(other) - 1] == 'a' ? 'b' : 'a';
+    admin_tokens_authenticate_memo(t, other, &memo, &p);
+    assert_int_equal(p.role, ADMIN_ROLE_NONE);
+    /* a prefix of it: not the memo's token either */
+    other[strlen(other) - 1] = '\0';
+    admin_tokens_authenticate_memo(t, other, &memo, &p);
+    assert_int_equal(p.role, ADMIN_ROLE_NONE);
+    /* expired: the token must be verified again (here: cannot be) */
+    memo.expires_ms = admin_now_ms() - 1;
+    admin_tokens_authenticate_memo(t, auth, &memo, &p);
+    assert_int_equal(p.role, ADMIN_ROLE_NONE);
+    /* without a memo, as before */
+    admin_tokens_authenticate_memo(t, auth, NULL, &p);
+    assert_int_equal(p.role, ADMIN_ROLE_NONE);
+    admin_tokens_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_401_404_405_without_database),
         cmocka_unit_test(test_query_parameters_are_decoded),
         cmocka_unit_test(test_cache_put_get_replace_remove_and_limit),
+        cmocka_unit_test(test_token_memo_answers_only_for_its_token_until_it_expires),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

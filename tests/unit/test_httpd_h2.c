@@ -1,0 +1,415 @@
+/* HTTP server: HTTP/1.1 keep-alive and pipelining on the server's own parser, and HTTP/2 on
+ * the same port: h2c with prior knowledge and TLS with ALPN "h2" (nghttp2's client session as
+ * the independent peer), one request API for both, and ALPN "http/1.1" still HTTP/1.1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "httpd.h"
+#include "log.h"
+#include "tls.h"
+
+static int connect_port(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+/* ---- server ---- */
+
+static void echo_handler(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
+    const char *q = httpd_req_query(req, "name");
+    const char *hdr = httpd_req_header(req, "X-Test");
+    char out[1024];
+    snprintf(out, sizeof out, "method=%s path=%s sub=%s q=%s hdr=%s len=%zu body=%s",
+             httpd_req_method(req), httpd_req_path(req), httpd_req_subpath(req), q ? q : "-",
+             hdr ? hdr : "-", len, body);
+    httpd_resp_header(req, "X-Reply", "yes");
+    httpd_reply_text(req, 200, out);
+}
+
+/* Counts the requests of its connection in the connection's memo. */
+static void memo_handler(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    unsigned *n = httpd_req_conn_memo(req);
+    char out[32];
+    if (n)
+        snprintf(out, sizeof out, "n=%u", ++*n);
+    else
+        snprintf(out, sizeof out, "n=none");
+    httpd_reply_text(req, 200, out);
+}
+
+static int setup_routes(httpd_t *h, void *arg)
+{
+    (void)arg;
+    return httpd_route(h, "*", "/api/v1/feeds*", echo_handler, NULL) ||
+           httpd_route(h, "GET", "/memo", memo_handler, NULL);
+}
+
+static SSL_CTX *self_signed_ctx(void)
+{
+    EVP_PKEY *pkey = EVP_EC_gen("P-256");
+    assert_non_null(pkey);
+    X509 *x = X509_new();
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, pkey);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
+                               0);
+    X509_set_issuer_name(x, name);
+    assert_true(X509_sign(x, pkey, EVP_sha256()) > 0);
+    /* the context the daemons make: tls.c's ALPN selection, "h2" first */
+    char dir[] = "/tmp/test_httpd_h2_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cert[128], key[128];
+    snprintf(cert, sizeof cert, "%s/c.pem", dir);
+    snprintf(key, sizeof key, "%s/k.pem", dir);
+    FILE *f = fopen(cert, "w");
+    PEM_write_X509(f, x);
+    fclose(f);
+    f = fopen(key, "w");
+    PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL);
+    fclose(f);
+    X509_free(x);
+    EVP_PKEY_free(pkey);
+    char err[256];
+    tls_config_t tc = {.cert_file = cert, .key_file = key, .alpn = "h2,http/1.1"};
+    SSL_CTX *ctx = tls_server_ctx_new(&tc, err, sizeof err);
+    if (!ctx)
+        fail_msg("%s", err);
+    unlink(cert);
+    unlink(key);
+    rmdir(dir);
+    return ctx;
+}
+
+static httpd_thread_t *start(SSL_CTX *ctx, uint16_t *port)
+{
+    httpd_options_t o = {.port = 0, .max_body_bytes = 1024, .ssl_ctx = ctx};
+    char err[256];
+    httpd_thread_t *t = httpd_thread_start(&o, setup_routes, NULL, err, sizeof err);
+    if (!t)
+        fail_msg("%s", err);
+    *port = httpd_port(httpd_thread_server(t));
+    return t;
+}
+
+/* ---- an HTTP/2 client: nghttp2's session over a socket, plain or TLS ---- */
+
+typedef struct h2c {
+    int fd;
+    SSL *ssl;
+    int status;
+    char body[4096];
+    size_t body_len;
+    char x_reply[16];
+    bool done;
+} h2c_t;
+
+static ssize_t h2c_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *u)
+{
+    (void)s;
+    (void)flags;
+    h2c_t *c = u;
+    int n = c->ssl ? SSL_write(c->ssl, data, (int)len) : (int)send(c->fd, data, len, MSG_NOSIGNAL);
+    return n > 0 ? n : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static int h2c_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nl,
+                      const uint8_t *value, size_t vl, uint8_t flags, void *u)
+{
+    (void)s;
+    (void)f;
+    (void)flags;
+    h2c_t *c = u;
+    if (nl == 7 && memcmp(name, ":status", 7) == 0)
+        c->status = atoi((const char *)value);
+    if (nl == 7 && memcmp(name, "x-reply", 7) == 0 && vl < sizeof c->x_reply) {
+        memcpy(c->x_reply, value, vl);
+        c->x_reply[vl] = '\0';
+    }
+    return 0;
+}
+
+static int h2c_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *d, size_t len,
+                    void *u)
+{
+    (void)s;
+    (void)flags;
+    (void)id;
+    h2c_t *c = u;
+    if (c->body_len + len < sizeof c->body) {
+        memcpy(c->body + c->body_len, d, len);
+        c->body_len += len;
+        c->body[c->body_len] = '\0';
+    }
+    return 0;
+}
+
+static int h2c_close(nghttp2_session *s, int32_t id, uint32_t code, void *u)
+{
+    (void)s;
+    (void)id;
+    (void)code;
+    ((h2c_t *)u)->done = true;
+    return 0;
+}
+
+typedef struct h2c_src {
+    const char *p;
+    size_t len, off;
+} h2c_src_t;
+
+static ssize_t h2c_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                        nghttp2_data_source *src, void *u)
+{
+    (void)s;
+    (void)id;
+    (void)u;
+    h2c_src_t *b = src->ptr;
+    size_t n = b->len - b->off < len ? b->len - b->off : len;
+    memcpy(buf, b->p + b->off, n);
+    b->off += n;
+    if (b->off == b->len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+/* One request on a fresh HTTP/2 session over fd (and ssl); fills c. */
+static void h2c_request(h2c_t *c, const char *method, const char *path, const char *body)
+{
+    nghttp2_session_callbacks *cb;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_send_callback(cb, h2c_send);
+    nghttp2_session_callbacks_set_on_header_callback(cb, h2c_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, h2c_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, h2c_close);
+    nghttp2_session *s;
+    assert_int_equal(nghttp2_session_client_new(&s, cb, c), 0);
+    nghttp2_session_callbacks_del(cb);
+    assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)method, 7, strlen(method), 0},
+        {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
+        {(uint8_t *)":scheme", (uint8_t *)(c->ssl ? "https" : "http"), 7, c->ssl ? 5 : 4, 0},
+        {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
+        {(uint8_t *)"x-test", (uint8_t *)"hi", 6, 2, 0},
+    };
+    h2c_src_t src = {body, body ? strlen(body) : 0, 0};
+    nghttp2_data_provider dp = {.source.ptr = &src, .read_callback = h2c_read};
+    assert_true(nghttp2_submit_request(s, NULL, nv, 5, body ? &dp : NULL, NULL) > 0);
+    for (int i = 0; i < 200 && !c->done; i++) {
+        assert_int_equal(nghttp2_session_send(s), 0);
+        uint8_t buf[16384];
+        int n = c->ssl ? SSL_read(c->ssl, buf, sizeof buf) : (int)recv(c->fd, buf, sizeof buf, 0);
+        if (n <= 0)
+            break;
+        assert_true(nghttp2_session_mem_recv(s, buf, (size_t)n) == n);
+    }
+    nghttp2_session_del(s);
+    assert_true(c->done);
+}
+
+/* ---- tests ---- */
+
+static void test_h2c_prior_knowledge_is_served_on_the_http1_port(void **state)
+{
+    (void)state;
+    uint16_t port;
+    httpd_thread_t *t = start(NULL, &port);
+    h2c_t c = {.fd = connect_port(port)};
+    h2c_request(&c, "GET", "/api/v1/feeds/f%201?name=a%26b", NULL);
+    assert_int_equal(c.status, 200);
+    assert_string_equal(c.x_reply, "yes");
+    assert_string_equal(c.body,
+                        "method=GET path=/api/v1/feeds/f 1 sub=f 1 q=a&b hdr=hi len=0 body=");
+    close(c.fd);
+    h2c_t p = {.fd = connect_port(port)};
+    h2c_request(&p, "POST", "/api/v1/feeds", "{\"name\":\"f1\"}");
+    assert_int_equal(p.status, 200);
+    assert_non_null(strstr(p.body, "len=13 body={\"name\":\"f1\"}"));
+    close(p.fd);
+    h2c_t n = {.fd = connect_port(port)};
+    h2c_request(&n, "GET", "/nope", NULL);
+    assert_int_equal(n.status, 404);
+    assert_non_null(strstr(n.body, "\"status\":404"));
+    close(n.fd);
+    httpd_thread_stop(t);
+}
+
+static void test_tls_alpn_h2_and_http11_share_the_listener(void **state)
+{
+    (void)state;
+    SSL_CTX *sctx = self_signed_ctx();
+    uint16_t port;
+    httpd_thread_t *t = start(sctx, &port);
+    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(cctx, SSL_VERIFY_NONE, NULL); /* self-signed test certificate */
+    static const unsigned char h2[] = "\x02h2", h11[] = "\x08http/1.1";
+
+    h2c_t c = {.fd = connect_port(port)};
+    c.ssl = SSL_new(cctx);
+    SSL_set_alpn_protos(c.ssl, h2, sizeof h2 - 1);
+    SSL_set_fd(c.ssl, c.fd);
+    assert_int_equal(SSL_connect(c.ssl), 1);
+    h2c_request(&c, "GET", "/api/v1/feeds/x?name=tls", NULL);
+    assert_int_equal(c.status, 200);
+    assert_non_null(strstr(c.body, "path=/api/v1/feeds/x sub=x q=tls"));
+    SSL_free(c.ssl);
+    close(c.fd);
+
+    int fd = connect_port(port);
+    SSL *ssl = SSL_new(cctx);
+    SSL_set_alpn_protos(ssl, h11, sizeof h11 - 1);
+    SSL_set_fd(ssl, fd);
+    assert_int_equal(SSL_connect(ssl), 1);
+    const char *req = "GET /api/v1/feeds/y HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_int_equal(SSL_write(ssl, req, (int)strlen(req)), (int)strlen(req));
+    char resp[2048];
+    int len = 0, n;
+    while ((n = SSL_read(ssl, resp + len, (int)sizeof resp - 1 - len)) > 0)
+        len += n;
+    resp[len] = '\0';
+    assert_non_null(strstr(resp, "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(resp, "path=/api/v1/feeds/y sub=y"));
+    SSL_free(ssl);
+    close(fd);
+    SSL_CTX_free(cctx);
+    httpd_thread_stop(t);
+    SSL_CTX_free(sctx);
+}
+
+/* Three requests in one segment (one with a body), answered in order on one connection; a
+ * fourth in a second segment on the same connection; "Connection: close" ends it. */
+static void test_keep_alive_pipelined_requests_are_answered_in_order(void **state)
+{
+    (void)state;
+    uint16_t port;
+    httpd_thread_t *t = start(NULL, &port);
+    int fd = connect_port(port);
+    const char *three = "GET /api/v1/feeds/a HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "POST /api/v1/feeds/b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz"
+                        "GET /api/v1/feeds/c HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(fd, three, strlen(three), 0), (ssize_t)strlen(three));
+    char buf[8192];
+    size_t len = 0;
+    for (int i = 0; i < 50; i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) == 1) {
+            ssize_t r = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+            assert_true(r > 0);
+            len += (size_t)r;
+            buf[len] = '\0';
+        }
+        const char *c = strstr(buf, "sub=c");
+        if (c)
+            break;
+    }
+    const char *a = strstr(buf, "sub=a"), *b = strstr(buf, "sub=b"), *c = strstr(buf, "sub=c");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    assert_true(a < b && b < c);
+    assert_non_null(strstr(b, "len=3 body=xyz"));
+    assert_null(strstr(buf, "Connection: close"));
+    const char *last = "GET /api/v1/feeds/d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_int_equal(send(fd, last, strlen(last), 0), (ssize_t)strlen(last));
+    len = 0;
+    ssize_t r;
+    while ((r = recv(fd, buf + len, sizeof buf - 1 - len, 0)) > 0)
+        len += (size_t)r;
+    buf[len] = '\0';
+    assert_non_null(strstr(buf, "sub=d"));
+    assert_non_null(strstr(buf, "Connection: close\r\n"));
+    close(fd);
+    httpd_thread_stop(t);
+}
+
+static void recv_until(int fd, char *buf, size_t cap, const char *want)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 50 && !strstr(buf, want); i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) != 1)
+            continue;
+        ssize_t r = recv(fd, buf + len, cap - 1 - len, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        buf[len] = '\0';
+    }
+}
+
+/* The memo lives as long as the connection: zero on a new one, kept across its requests. */
+static void test_connection_memo_is_kept_across_a_connections_requests(void **state)
+{
+    (void)state;
+    uint16_t port;
+    httpd_thread_t *t = start(NULL, &port);
+    const char *get = "GET /memo HTTP/1.1\r\nHost: x\r\n\r\n";
+    char buf[4096];
+    int fd = connect_port(port);
+    for (unsigned i = 1; i <= 3; i++) {
+        assert_int_equal(send(fd, get, strlen(get), 0), (ssize_t)strlen(get));
+        char want[16];
+        snprintf(want, sizeof want, "n=%u", i);
+        recv_until(fd, buf, sizeof buf, want);
+        assert_non_null(strstr(buf, want));
+    }
+    int fd2 = connect_port(port);
+    assert_int_equal(send(fd2, get, strlen(get), 0), (ssize_t)strlen(get));
+    recv_until(fd2, buf, sizeof buf, "n=1");
+    assert_non_null(strstr(buf, "n=1"));
+    close(fd2);
+    close(fd);
+    h2c_t c = {.fd = connect_port(port)};
+    h2c_request(&c, "GET", "/memo", NULL);
+    assert_string_equal(c.body, "n=none"); /* HTTP/2: no memo */
+    close(c.fd);
+    httpd_thread_stop(t);
+}
+
+int main(void)
+{
+    log_setup("test_httpd_h2", getenv("NDD_TEST_LOG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_OFF, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_h2c_prior_knowledge_is_served_on_the_http1_port),
+        cmocka_unit_test(test_tls_alpn_h2_and_http11_share_the_listener),
+        cmocka_unit_test(test_keep_alive_pipelined_requests_are_answered_in_order),
+        cmocka_unit_test(test_connection_memo_is_kept_across_a_connections_requests),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
