@@ -221,6 +221,10 @@ int admin_prop_worker(admin_prop_t *p, const char *service, const char *instance
     admin_prop_worker_t *w = admin_prop_worker_find(p, service, instance, true);
     if (!w)
         return -1;
+    /* A heartbeat's copy of the state is taken before it is produced: a config event sent in
+     * between arrives first. An older state than the one held is stale, not a step back. */
+    if (w->nparts > 0 && json_integer_value(applied) < w->applied_ms)
+        return 0;
     unsigned mask = 0;
     size_t i;
     json_t *v;

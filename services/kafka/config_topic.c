@@ -349,8 +349,8 @@ void config_topic_mark_applied(config_topic_t *ft)
     if (!ft->loaded)
         return;
     int parts = ft->rk ? atomic_load(&ft->assigned) : 0;
-    for (int p = 0; p < CONFIG_TOPIC_MAX_PARTITIONS; p++)
-        if (ft->next[p] > 0 && p >= parts)
+    for (int p = 0; !ft->rk && p < CONFIG_TOPIC_MAX_PARTITIONS; p++)
+        if (ft->next[p] > 0)
             parts = p + 1; /* offline followers: the partitions applied records came from */
     bool moved =
         ft->report_due || parts != ft->applied_parts || ft->n_pending || ft->untimed_pending;

@@ -292,6 +292,34 @@ static int stop_child(pid_t *pid, const char *what, const char *log)
     return 0;
 }
 
+/* Best effort: this run's consumer groups (the feeds', the admin's events group) off the
+ * shared broker, once the daemons left them. */
+static void delete_groups(void)
+{
+    char errstr[256], g[3][128];
+    snprintf(g[0], sizeof(g[0]), "ndd-feed-%s", fx.feed[0]);
+    snprintf(g[1], sizeof(g[1]), "ndd-feed-%s", fx.feed[1]);
+    snprintf(g[2], sizeof(g[2]), "%s", fx.events_group);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", ktu_brokers(), errstr, sizeof(errstr));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        return;
+    }
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteGroup_t *del[3];
+    for (int i = 0; i < 3; i++)
+        del[i] = rd_kafka_DeleteGroup_new(g[i]);
+    rd_kafka_DeleteGroups(rk, del, 3, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 10000);
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_DeleteGroup_destroy_array(del, 3);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
 static int teardown(void **state)
 {
     int rc = 0;
@@ -299,6 +327,7 @@ static int teardown(void **state)
         rc |= stop_child(&fx.adapter[i], "ndd-adapter", fx.adapter_log[i]);
     rc |= stop_child(&fx.admin, "ndd-admin", fx.admin_log);
     ptu_drop_schema(fx.schema);
+    delete_groups();
     ktu_delete_topic(fx.config_topic);
     ktu_delete_topic(fx.events_topic);
     ktu_delete_topic(fx.source);
