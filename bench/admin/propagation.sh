@@ -86,7 +86,7 @@ for i in $(seq 1 "$WORKERS"); do
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$WORK" "$WORKERS" "$a0" "$a1" "$w0" "$w1" "$RATE" <<'EOF'
+python3 - "$WORK" "$WORKERS" "$a0" "$a1" "$w0" "$w1" "$RATE" "$FEEDS" <<'EOF'
 import json, sys
 work, workers = sys.argv[1], int(sys.argv[2])
 a0, a1, w0, w1 = map(float, sys.argv[3:7])
@@ -112,8 +112,8 @@ for line in open(work + "/workers.metrics"):
 n = len(changes)
 print("changes=%d applied-by-all=%d incomplete=%d p50=%sms p99=%sms max=%sms" %
       (n, len(ms), missing, pct(50), pct(99), ms[-1] if ms else None))
-print("workers' own histograms: %d observations (want %d), mean %.1f ms" %
-      (wc, n * workers, ws / wc * 1000 if wc else 0))
+print("workers' own histograms: %d observations (want %d: the updates and the feeds' creation), mean %.1f ms" %
+      (wc, (n + int(sys.argv[8])) * workers, ws / wc * 1000 if wc else 0))
 print("CPU per change: admin %.0f us, all workers together %.0f us" %
       ((a1 - a0) * 1e6 / max(n, 1), (w1 - w0) * 1e6 / max(n, 1)))
 print()

@@ -682,6 +682,10 @@ static int config_topic_connect(config_topic_t *ft, const config_topic_opts_t *o
         /* Bounded prefetch: the topic is small, a config change is rare. */
         {"queued.max.messages.kbytes", "4096"},
         {"queued.min.messages", "1000"},
+        /* The broker holds an empty fetch this long; on this topic (one fetch per worker, a
+         * few hundred bytes) it is what a change waits before it is read: the default 500 ms
+         * made half a second of the propagation time (docs/control-path.md). */
+        {"fetch.wait.max.ms", "50"},
     };
     const kafka_prop_t forced[] = {
         {"group.id", "ndd-config-follower"},   {"enable.auto.commit", "false"},
