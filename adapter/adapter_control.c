@@ -22,6 +22,7 @@ typedef struct adapter_control {
     kafka_prop_t *kp; /* the daemon's kafka.* properties */
     size_t nkp;
     struct event *cfg_ev, *tick, *watch, *sigs[3];
+    struct event *cfg_flush; /* one-shot: sends a config event held back by its period */
     feed_manager_t *fm;
     const char *feeds_file;
     struct timespec mtime;
@@ -106,6 +107,25 @@ static void app_feeds_loaded(void *owner, size_t n)
     log_info("configuration topic loaded: %zu feed record(s), %zu running", n,
              feed_manager_count(a->fm));
     daemon_hold(a->d, DAEMON_COND_CONFIG, true);
+}
+
+/* Feeds apply inside their callbacks: the follower marks them applied at the end of each
+ * poll, and the admin learns it from this event (propagation, docs/control-path.md). */
+static void app_on_applied(void *owner, json_t *state)
+{
+    app_t *a = owner;
+    if (a->ev && events_config_applied(a->ev, state) == 1 && a->cfg_flush &&
+        !evtimer_pending(a->cfg_flush, NULL)) {
+        struct timeval tv = {0, EVENTS_CONFIG_MIN_MS * 1000};
+        evtimer_add(a->cfg_flush, &tv);
+    }
+}
+
+static void app_on_cfg_flush(evutil_socket_t fd, short what, void *arg)
+{
+    app_t *a = arg;
+    if (a->ev)
+        events_tick(a->ev);
 }
 
 static void app_on_config(evutil_socket_t fd, short what, void *arg)
@@ -225,6 +245,7 @@ adapter_control_t *adapter_control_new(daemon_t *d, const adapter_settings_t *s,
         adapter_control_free(ap);
         return NULL;
     }
+    ap->cfg_flush = evtimer_new(ap->base, app_on_cfg_flush, ap);
     if (!s->feeds_file) {
         static const char *const kinds[] = {"feed"};
         config_topic_opts_t co = {.brokers = d->brokers,
@@ -236,6 +257,7 @@ adapter_control_t *adapter_control_new(daemon_t *d, const adapter_settings_t *s,
                                   .on_upsert = app_feed_upsert,
                                   .on_delete = app_feed_delete,
                                   .on_loaded = app_feeds_loaded,
+                                  .on_applied = app_on_applied,
                                   .owner = ap,
                                   .metrics = d->metrics};
         char e1[512];
@@ -288,6 +310,8 @@ void adapter_control_free(adapter_control_t *a)
         return;
     if (a->cfg_ev)
         event_free(a->cfg_ev);
+    if (a->cfg_flush)
+        event_free(a->cfg_flush);
     config_topic_free(a->ft);
     feed_manager_free(a->fm);
     /* After the feeds: their threads raise and clear alarms until they stop. */

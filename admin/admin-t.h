@@ -126,6 +126,7 @@ typedef struct admin_cache {
 typedef struct admin_db admin_db_t;
 typedef struct admin_publisher admin_publisher_t;
 typedef struct admin_events admin_events_t;
+typedef struct admin_prop admin_prop_t;
 typedef struct admin_tokens admin_tokens_t;
 
 /* Everything a request handler may reach. */

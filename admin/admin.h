@@ -162,7 +162,10 @@ void admin_publisher_poll(admin_publisher_t *p, admin_ctx_t *ctx);
 /* Feeds referencing the filter named `name` are republished (their spec embeds it). */
 void admin_publish_feeds_using(admin_publisher_t *p, admin_ctx_t *ctx, const char *filter_name);
 uint64_t admin_publisher_failed(const admin_publisher_t *p);
-/* Creates topic if missing (an existing topic is fine); compact selects cleanup.policy. */
+/* Delivered records are handed to prop (NULL: none), which tracks when workers applied them. */
+void admin_publisher_track(admin_publisher_t *p, admin_prop_t *prop);
+/* Creates topic if missing (an existing topic keeps its settings); compact selects the
+ * compacted configuration of ndd.config (ADMIN_CONFIG_TOPIC_SETTINGS, docs/control-path.md). */
 int admin_kafka_create_topic(const char *bootstrap, const char *topic, int partitions,
                              int replication, bool compact, char *err, size_t errlen);
 
@@ -182,6 +185,22 @@ void admin_events_check(admin_events_t *ev, int64_t now_ms);
 /* {"workers":[…],"feeds":[…]} */
 json_t *admin_events_status(admin_events_t *ev, int64_t now_ms);
 int64_t admin_now_ms(void);
+/* The consumer's propagation tracker (never NULL once made). */
+admin_prop_t *admin_events_prop(admin_events_t *ev);
+
+/* ---- propagation of configuration changes (admin_prop.c) ---- */
+admin_prop_t *admin_prop_new(void);
+void admin_prop_free(admin_prop_t *p);
+/* A record of ndd.config was delivered (publisher's delivery report). version 0: tombstone. */
+void admin_prop_published(admin_prop_t *p, const char *key, size_t key_len, int64_t version,
+                          int32_t partition, int64_t offset, int64_t publish_ms);
+/* A worker's applied state, the "config" object of its config event or heartbeat
+ * ({"kinds":[…],"offsets":[…],"applied_ms":W}). 0, or -1 when malformed or over the bound. */
+int admin_prop_worker(admin_prop_t *p, const char *service, const char *instance, json_t *config);
+/* A worker is down (no heartbeat) or back: followers that are down are not waited for. */
+void admin_prop_worker_down(admin_prop_t *p, const char *service, const char *instance, bool down);
+/* {"followers":{kind:n},"changes_pending":n,"changes":[newest first, at most `changes`]} */
+json_t *admin_prop_status(admin_prop_t *p, int changes);
 
 /* ---- routing (admin_routes.c) ---- */
 const admin_route_t *admin_routes(size_t *count);

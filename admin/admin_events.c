@@ -53,6 +53,7 @@ struct admin_events {
      * several in one process, on the one registry). */
     metrics_counter_t *m_applied, *m_rejected;
     uint64_t base_applied, base_rejected;
+    admin_prop_t *prop; /* when workers applied the configuration changes */
 };
 
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
@@ -77,7 +78,9 @@ admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const
         ev->m_rejected = metrics_counter_labels(fe, "rejected");
     }
     ev->restored = json_object();
-    if (!ev->workers || !ev->topic || !ev->m_applied || !ev->m_rejected || !ev->restored) {
+    ev->prop = admin_prop_new();
+    if (!ev->workers || !ev->topic || !ev->m_applied || !ev->m_rejected || !ev->restored ||
+        !ev->prop) {
         admin_events_free(ev);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -141,8 +144,14 @@ void admin_events_free(admin_events_t *ev)
     json_decref(ev->endpoints_down);
     json_decref(ev->restored);
     json_decref(ev->pending_alarms);
+    admin_prop_free(ev->prop);
     free(ev->topic);
     free(ev);
+}
+
+admin_prop_t *admin_events_prop(admin_events_t *ev)
+{
+    return ev ? ev->prop : NULL;
 }
 
 int admin_events_restore(admin_events_t *ev)
@@ -331,6 +340,7 @@ static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
         w->down = false;
         log_info("admin events: %s is back", res);
         admin_alarm(ev, false, "service-down", res, NULL, NULL);
+        admin_prop_worker_down(ev->prop, w->service, w->instance, false);
     }
     json_int_t interval = json_integer_value(json_object_get(j, "interval_ms"));
     w->interval_ms = interval > 0 ? interval : ADMIN_DEFAULT_INTERVAL_MS;
@@ -356,7 +366,22 @@ static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
         admin_alarm(ev, false, "dead-letter-surge", res, NULL, NULL);
     }
     admin_heartbeat_endpoints(ev, w->feeds);
+    json_t *cfg = json_object_get(j, "config");
+    if (cfg && admin_prop_worker(ev->prop, service, instance, cfg) != 0)
+        log_warn("admin events: heartbeat of %s: \"config\" is not an applied state (ignored)",
+                 res);
     return 0;
+}
+
+/* A worker applied configuration changes (docs/control-path.md, "Propagation"). Not a sign of
+ * life for the service-down check: that stays with the heartbeats. */
+static int admin_apply_config(admin_events_t *ev, json_t *j)
+{
+    const char *service = json_string_value(json_object_get(j, "service"));
+    const char *instance = json_string_value(json_object_get(j, "instance"));
+    if (!service || !instance || !*service || !*instance)
+        return -1;
+    return admin_prop_worker(ev->prop, service, instance, json_object_get(j, "config"));
 }
 
 static int admin_apply_alarm(admin_events_t *ev, json_t *j)
@@ -391,6 +416,8 @@ int admin_events_apply(admin_events_t *ev, const char *text, size_t len, int64_t
         rc = admin_apply_heartbeat(ev, j, now_ms);
     else if (type && strcmp(type, "alarm") == 0)
         rc = admin_apply_alarm(ev, j);
+    else if (type && strcmp(type, "config") == 0)
+        rc = admin_apply_config(ev, j);
     json_decref(j);
     metrics_counter_inc(rc == 0 ? ev->m_applied : ev->m_rejected);
     return rc;
@@ -409,6 +436,7 @@ void admin_events_check(admin_events_t *ev, int64_t now_ms)
         snprintf(text, sizeof(text), "no heartbeat from %s for %lld ms", res,
                  (long long)(now_ms - w->last_seen_ms));
         admin_alarm(ev, true, "service-down", res, "critical", text);
+        admin_prop_worker_down(ev->prop, w->service, w->instance, true);
     }
 }
 

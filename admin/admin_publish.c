@@ -3,6 +3,7 @@
  * bytes), a tombstone (null value) on delete. PostgreSQL stays the source of truth: when a
  * delivery fails the publisher is marked dirty and a reconcile makes the topic match the
  * database again; the same reconcile runs at every start. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,19 @@
 #define ADMIN_RECONCILE_RETRY_MS 5000
 #define ADMIN_RECONCILE_RETRY_MAX_MS 60000
 #define ADMIN_RECONCILE_TIMEOUT_MS 10000
+
+/* How ndd.config is created (docs/control-path.md, "The topic stays small"): compacted, its
+ * active segment rolled every hour (compaction never touches the active segment, and a
+ * configuration topic would otherwise not reach the 1 GiB default roll for years), cleaned
+ * once a tenth of it is superseded records, tombstones kept a day (a follower reading the
+ * topic from its start must see the tombstone of a record it has read: a full read takes
+ * seconds, a day is the margin for a follower stalled mid-load). */
+static const char *const admin_config_topic_settings[][2] = {
+    {"cleanup.policy", "compact"},
+    {"segment.ms", "3600000"},
+    {"min.cleanable.dirty.ratio", "0.1"},
+    {"delete.retention.ms", "86400000"},
+};
 
 /* A background reconcile: the thread only reads the topic and compares it with a snapshot of
  * the records the caches wanted; the keys that differ come back to the event loop, which
@@ -43,6 +57,7 @@ struct admin_publisher {
     int replication;
     pthread_t thread;
     admin_reconcile_job_t *job; /* non-NULL while a background reconcile runs */
+    admin_prop_t *prop;         /* delivered records are tracked there (NULL: not tracked) */
 };
 
 int64_t admin_now_ms(void)
@@ -60,7 +75,18 @@ static void admin_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         p->dirty = true;
         log_error("admin publish: record %.*s to %s failed: %s (will reconcile)", (int)m->key_len,
                   (const char *)m->key, p->topic, rd_kafka_err2str(m->err));
+        return;
     }
+    /* The record's timestamp is the publish time we set; the opaque its object version. */
+    if (p->prop && m->key)
+        admin_prop_published(p->prop, m->key, m->key_len, (int64_t)(intptr_t)m->_private,
+                             m->partition, m->offset, rd_kafka_message_timestamp(m, NULL));
+}
+
+void admin_publisher_track(admin_publisher_t *p, admin_prop_t *prop)
+{
+    if (p)
+        p->prop = prop;
 }
 
 int admin_kafka_create_topic(const char *bootstrap, const char *topic, int partitions,
@@ -81,8 +107,12 @@ int admin_kafka_create_topic(const char *bootstrap, const char *topic, int parti
     }
     rd_kafka_NewTopic_t *nt =
         rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
-    if (compact)
-        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    for (size_t i = 0;
+         compact && nt &&
+         i < sizeof(admin_config_topic_settings) / sizeof(*admin_config_topic_settings);
+         i++)
+        rd_kafka_NewTopic_set_config(nt, admin_config_topic_settings[i][0],
+                                     admin_config_topic_settings[i][1]);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_operation_timeout(opt, 10000, errstr, sizeof(errstr));
@@ -213,12 +243,15 @@ json_t *admin_config_record(admin_ctx_t *ctx, admin_kind_t kind, json_t *obj)
     return rec;
 }
 
-static int admin_produce(admin_publisher_t *p, const char *key, const char *value)
+/* version: the object's (0 for a tombstone), handed to the delivery report as the opaque. The
+ * record timestamp is the publish time: the workers measure propagation from it. */
+static int admin_produce(admin_publisher_t *p, const char *key, const char *value, int64_t version)
 {
-    rd_kafka_resp_err_t e =
-        rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(p->topic), RD_KAFKA_V_KEY(key, strlen(key)),
-                          RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
-                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_TOPIC(p->topic), RD_KAFKA_V_KEY(key, strlen(key)),
+        RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(admin_now_ms()),
+        RD_KAFKA_V_OPAQUE((void *)(intptr_t)version), RD_KAFKA_V_END);
     if (e) {
         p->failed++;
         p->dirty = true;
@@ -251,7 +284,8 @@ int admin_publish(admin_publisher_t *p, admin_ctx_t *ctx, admin_kind_t kind, con
             return -1;
         }
     }
-    int rc = admin_produce(p, key, text);
+    int64_t version = json ? (int64_t)json_integer_value(json_object_get(json, "version")) : 0;
+    int rc = admin_produce(p, key, text, version);
     free(text);
     rd_kafka_poll(p->rk, 0);
     return rc;
@@ -452,7 +486,7 @@ static int admin_reconcile_apply(admin_publisher_t *p, admin_ctx_t *ctx, json_t 
     tombstone:
         /* A key the database does not have (or not of our shape): remove it. */
         log_debug("admin reconcile: tombstoning %s", key);
-        if (admin_produce(p, key, NULL) == 0)
+        if (admin_produce(p, key, NULL, 0) == 0)
             produced++;
     }
     return produced;

@@ -36,8 +36,24 @@ static int admin_limit(const admin_req_t *req, int def, int *out, admin_resp_t *
 
 void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
 {
+    /* ?changes=N: the last N configuration changes with their propagation (default 10). */
+    char v[16];
+    int changes = 10;
+    if (admin_query_get(req->query, "changes", v, sizeof(v))) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 0 || n > 1024) {
+            admin_resp_errorf(resp, 400, "invalid parameter", "changes",
+                              "expected an integer 0..1024");
+            return;
+        }
+        changes = (int)n;
+    }
     json_t *st = ctx->events ? admin_events_status(ctx->events, admin_now_ms())
                              : json_pack("{s:[],s:[]}", "workers", "feeds");
+    if (ctx->events)
+        json_object_set_new(st, "config",
+                            admin_prop_status(admin_events_prop(ctx->events), changes));
     json_object_set_new(st, "database", json_string(admin_db_ok(ctx->db) ? "up" : "down"));
     admin_resp_json(resp, 200, st);
 }

@@ -213,6 +213,7 @@ int admin_serve(const admin_settings_t *s)
                       err);
             goto out;
         }
+        admin_publisher_track(srv.ctx.pub, admin_events_prop(srv.ctx.events));
     } else {
         log_warn("admin: no --brokers: configuration is not published to ndd.config");
     }

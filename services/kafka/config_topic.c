@@ -41,6 +41,8 @@ struct config_topic {
     config_topic_upsert_fn on_upsert;
     config_topic_delete_fn on_delete;
     config_topic_loaded_fn on_loaded;
+    config_topic_applied_fn on_applied;
+    bool defer_applied;
     void *owner;
 
     json_t *state; /* "<kind>/<id>" -> record, insertion (topic) order */
@@ -50,6 +52,18 @@ struct config_topic {
     uint8_t eof[CONFIG_TOPIC_MAX_PARTITIONS];
     int64_t next[CONFIG_TOPIC_MAX_PARTITIONS];
     config_topic_stats_t stats;
+
+    /* Propagation (owner thread): live changes handled and not yet marked applied, with
+     * their publish time and the histogram child of their kind; the offsets last reported. */
+    struct {
+        int64_t ts_ms;
+        metrics_histogram_t *h;
+    } pending[CONFIG_TOPIC_POLL_MAX];
+    size_t n_pending;
+    bool untimed_pending; /* a change beyond pending[] waits too */
+    int64_t applied_next[CONFIG_TOPIC_MAX_PARTITIONS];
+    int applied_parts;
+    bool report_due; /* the first mark after the load reports even if nothing moved */
 
     /* Shared with the discovery thread. */
     pthread_t thread;
@@ -67,7 +81,14 @@ struct config_topic {
     metrics_counter_t *m_results[CONFIG_TOPIC_RESULT_COUNT];
     metrics_gauge_t *m_keys;
     metrics_gauge_t *m_loaded;
+    metrics_family_t *f_prop;
+    metrics_counter_t *m_untimed;
 };
+
+/* Publish-to-apply buckets, seconds: a change is applied within milliseconds on a quiet
+ * cluster; the tail shows a broker or worker stall. */
+static const double config_topic_prop_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                   0.25,  0.5,    1,     2.5,  5,     10,   30};
 
 static const char *const config_topic_result_names[CONFIG_TOPIC_RESULT_COUNT] = {
     "upsert", "delete", "unchanged", "ignored", "too_large", "max_keys", "invalid"};
@@ -163,10 +184,40 @@ static config_topic_result_t config_topic_count(config_topic_t *ft, config_topic
     return r;
 }
 
+static int64_t config_topic_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A live change handed to the owner: it waits for the next mark. */
+static void config_topic_pending_add(config_topic_t *ft, const char *kind, int64_t ts_ms)
+{
+    if (ts_ms <= 0 || ft->n_pending >= CONFIG_TOPIC_POLL_MAX) {
+        ft->untimed_pending = true;
+        ft->stats.changes_untimed++;
+        metrics_counter_inc(ft->m_untimed);
+        return;
+    }
+    ft->pending[ft->n_pending].ts_ms = ts_ms;
+    ft->pending[ft->n_pending].h = metrics_histogram_labels(ft->f_prop, ft->topic, kind);
+    ft->n_pending++;
+}
+
 config_topic_result_t config_topic_apply(config_topic_t *ft, const void *key, size_t key_len,
                                          const void *value, size_t value_len, int32_t partition,
                                          int64_t offset)
 {
+    return config_topic_apply_timed(ft, key, key_len, value, value_len, partition, offset, 0);
+}
+
+config_topic_result_t config_topic_apply_timed(config_topic_t *ft, const void *key, size_t key_len,
+                                               const void *value, size_t value_len,
+                                               int32_t partition, int64_t offset, int64_t ts_ms)
+{
+    if (partition >= 0 && partition < CONFIG_TOPIC_MAX_PARTITIONS && offset >= ft->next[partition])
+        ft->next[partition] = offset + 1;
     char kind[CONFIG_TOPIC_MAX_KIND + 1], id[CONFIG_TOPIC_MAX_KEY + 1];
     char skey[CONFIG_TOPIC_MAX_KEY + 1], why[256];
     if (config_topic_parse_key(key, key_len, kind, sizeof(kind), id, sizeof(id)) != 0) {
@@ -193,6 +244,7 @@ config_topic_result_t config_topic_apply(config_topic_t *ft, const void *key, si
                      (long long)offset);
             if (ft->on_delete)
                 ft->on_delete(ft->owner, kind, id, prev);
+            config_topic_pending_add(ft, kind, ts_ms);
         }
         json_decref(prev);
         return CONFIG_TOPIC_DELETE;
@@ -237,6 +289,7 @@ config_topic_result_t config_topic_apply(config_topic_t *ft, const void *key, si
                  prev ? "changed" : "added", (long long)v, (long long)offset);
         if (ft->on_upsert)
             ft->on_upsert(ft->owner, kind, id, rec, prev);
+        config_topic_pending_add(ft, kind, ts_ms);
     }
     json_decref(prev);
     json_decref(rec);
@@ -277,6 +330,53 @@ void config_topic_finish_load(config_topic_t *ft)
         config_topic_foreach(ft, config_topic_replay_one, ft);
     if (ft->on_loaded)
         ft->on_loaded(ft->owner, n);
+    ft->report_due = true;
+}
+
+json_t *config_topic_applied_state(const config_topic_t *ft)
+{
+    json_t *kinds = json_array(), *offsets = json_array();
+    for (size_t i = 0; i < ft->n_kinds; i++)
+        json_array_append_new(kinds, json_string(ft->kinds[i]));
+    for (int p = 0; p < ft->applied_parts; p++)
+        json_array_append_new(offsets, json_integer(ft->applied_next[p]));
+    return json_pack("{s:s,s:o,s:o,s:I}", "topic", ft->topic, "kinds", kinds, "offsets", offsets,
+                     "applied_ms", (json_int_t)ft->stats.applied_ms);
+}
+
+void config_topic_mark_applied(config_topic_t *ft)
+{
+    if (!ft->loaded)
+        return;
+    int parts = ft->rk ? atomic_load(&ft->assigned) : 0;
+    for (int p = 0; !ft->rk && p < CONFIG_TOPIC_MAX_PARTITIONS; p++)
+        if (ft->next[p] > 0)
+            parts = p + 1; /* offline followers: the partitions applied records came from */
+    bool moved =
+        ft->report_due || parts != ft->applied_parts || ft->n_pending || ft->untimed_pending;
+    for (int p = 0; p < parts && !moved; p++)
+        moved = ft->applied_next[p] != ft->next[p];
+    if (!moved)
+        return;
+    int64_t now = config_topic_wall_ms();
+    for (size_t i = 0; i < ft->n_pending; i++) {
+        int64_t d = now - ft->pending[i].ts_ms;
+        /* Clocks of two hosts: a publish "after" the apply reads as instantaneous. */
+        metrics_histogram_observe(ft->pending[i].h, d > 0 ? (double)d / 1000.0 : 0.0);
+    }
+    ft->stats.changes_applied += ft->n_pending;
+    ft->n_pending = 0;
+    ft->untimed_pending = false;
+    ft->report_due = false;
+    memcpy(ft->applied_next, ft->next, sizeof(ft->applied_next[0]) * (size_t)parts);
+    ft->applied_parts = parts;
+    ft->stats.applied_ms = now;
+    if (ft->on_applied) {
+        json_t *st = config_topic_applied_state(ft);
+        if (st)
+            ft->on_applied(ft->owner, st);
+        json_decref(st);
+    }
 }
 
 json_t *config_topic_get(const config_topic_t *ft, const char *kind, const char *id)
@@ -496,7 +596,10 @@ static void config_topic_handle(config_topic_t *ft, rd_kafka_message_t *m)
     }
     if (m->partition >= 0 && m->partition < CONFIG_TOPIC_MAX_PARTITIONS)
         ft->next[m->partition] = m->offset + 1;
-    config_topic_apply(ft, m->key, m->key_len, m->payload, m->len, m->partition, m->offset);
+    rd_kafka_timestamp_type_t tt;
+    int64_t ts = rd_kafka_message_timestamp(m, &tt);
+    config_topic_apply_timed(ft, m->key, m->key_len, m->payload, m->len, m->partition, m->offset,
+                             tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? 0 : ts);
 }
 
 int config_topic_poll(config_topic_t *ft, int timeout_ms)
@@ -525,6 +628,8 @@ int config_topic_poll(config_topic_t *ft, int timeout_ms)
         }
     }
     config_topic_check_loaded(ft);
+    if (!ft->defer_applied)
+        config_topic_mark_applied(ft);
     if (full) {
         uint64_t one = 1;
         if (ft->efd >= 0 && write(ft->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
@@ -577,6 +682,10 @@ static int config_topic_connect(config_topic_t *ft, const config_topic_opts_t *o
         /* Bounded prefetch: the topic is small, a config change is rare. */
         {"queued.max.messages.kbytes", "4096"},
         {"queued.min.messages", "1000"},
+        /* The broker holds an empty fetch this long; on this topic (one fetch per worker, a
+         * few hundred bytes) it is what a change waits before it is read: the default 500 ms
+         * made half a second of the propagation time (docs/control-path.md). */
+        {"fetch.wait.max.ms", "50"},
     };
     const kafka_prop_t forced[] = {
         {"group.id", "ndd-config-follower"},   {"enable.auto.commit", "false"},
@@ -648,6 +757,8 @@ config_topic_t *config_topic_new(const config_topic_opts_t *o, char *err, size_t
     ft->on_upsert = o->on_upsert;
     ft->on_delete = o->on_delete;
     ft->on_loaded = o->on_loaded;
+    ft->on_applied = o->on_applied;
+    ft->defer_applied = o->defer_applied;
     ft->owner = o->owner;
     if (!ft->topic || !ft->state)
         goto oom;
@@ -675,7 +786,17 @@ config_topic_t *config_topic_new(const config_topic_opts_t *o, char *err, size_t
                                              "Configuration keys held from the topic", "topic");
     metrics_family_t *fl = metrics_gauge_new(
         reg, "ndd_config_loaded", "1 once the initial load of the topic is complete", "topic");
-    if (!fr || !fk || !fl) {
+    ft->f_prop = metrics_histogram_new(
+        reg, "ndd_config_propagation_seconds",
+        "Time from the admin's publish of a configuration change to this worker having applied it",
+        "topic,kind", config_topic_prop_buckets,
+        sizeof(config_topic_prop_buckets) / sizeof(*config_topic_prop_buckets));
+    metrics_family_t *fu = metrics_counter_new(
+        reg, "ndd_config_propagation_untimed_total",
+        "Configuration changes applied without a propagation time (no record timestamp, or more "
+        "than one poll's worth waiting)",
+        "topic");
+    if (!fr || !fk || !fl || !ft->f_prop || !fu) {
         snprintf(err, errlen, "config topic: cannot register its metrics");
         config_topic_free(ft);
         return NULL;
@@ -684,6 +805,7 @@ config_topic_t *config_topic_new(const config_topic_opts_t *o, char *err, size_t
         ft->m_results[r] = metrics_counter_labels(fr, ft->topic, config_topic_result_names[r]);
     ft->m_keys = metrics_gauge_labels(fk, ft->topic);
     ft->m_loaded = metrics_gauge_labels(fl, ft->topic);
+    ft->m_untimed = metrics_counter_labels(fu, ft->topic);
     metrics_gauge_set(ft->m_keys, 0);
     metrics_gauge_set(ft->m_loaded, 0);
 

@@ -31,7 +31,17 @@
  * (result="invalid"). librdkafka's prefetch is capped at 4 MiB.
  *
  * Kafka unreachable: librdkafka reconnects for ever; the state and everything applied stay as
- * they are (a worker keeps its configuration while the broker or the admin is away). */
+ * they are (a worker keeps its configuration while the broker or the admin is away).
+ *
+ * Propagation (docs/control-path.md): every live change (upsert or delete handed to the
+ * owner) waits, with the record's Kafka timestamp (the admin's publish time), until it is
+ * applied: at the end of the config_topic_poll that handled it, or, with defer_applied, when
+ * the owner calls config_topic_mark_applied (after it resolved its configuration). Then the
+ * time from publish to apply goes into ndd_config_propagation_seconds{topic,kind}, and
+ * on_applied gets the follower's applied state (the next offset of every partition, all
+ * records below it applied) for the owner's events publisher. At most CONFIG_TOPIC_POLL_MAX
+ * changes wait (one poll's worth); more before a mark are applied all the same but not
+ * timed (counted in ndd_config_propagation_untimed_total). */
 #ifndef NDD_CONFIG_TOPIC_H
 #define NDD_CONFIG_TOPIC_H
 
@@ -71,6 +81,10 @@ typedef void (*config_topic_delete_fn)(void *owner, const char *kind, const char
                                        json_t *previous);
 /* The initial load is complete; keys: how many keys were handed to on_upsert before. */
 typedef void (*config_topic_loaded_fn)(void *owner, size_t keys);
+/* The applied state moved (borrowed, build with config_topic_applied_state):
+ * {"topic":T,"kinds":[...],"offsets":[next offset of partition 0, 1, ...],"applied_ms":W}
+ * where applied_ms is the wall-clock time of this mark. */
+typedef void (*config_topic_applied_fn)(void *owner, json_t *state);
 
 typedef struct config_topic_opts {
     const char *brokers;   /* NULL: an offline follower (config_topic_apply only, for tests) */
@@ -87,9 +101,13 @@ typedef struct config_topic_opts {
      * enable.auto.offset.store and enable.partition.eof are forced: see the file comment. */
     const kafka_prop_t *props;
     size_t n_props;
-    config_topic_upsert_fn on_upsert; /* may be NULL */
-    config_topic_delete_fn on_delete; /* may be NULL */
-    config_topic_loaded_fn on_loaded; /* may be NULL */
+    config_topic_upsert_fn on_upsert;   /* may be NULL */
+    config_topic_delete_fn on_delete;   /* may be NULL */
+    config_topic_loaded_fn on_loaded;   /* may be NULL */
+    config_topic_applied_fn on_applied; /* may be NULL */
+    /* false: a change counts as applied when its callback returned (end of the poll); true:
+     * when the owner calls config_topic_mark_applied. */
+    bool defer_applied;
     void *owner;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
 } config_topic_opts_t;
@@ -110,7 +128,10 @@ typedef struct config_topic_stats {
     uint64_t results[CONFIG_TOPIC_RESULT_COUNT]; /* records by result */
     uint64_t errors;                             /* consumer errors reported by librdkafka */
     size_t keys;                                 /* keys held */
-    int partitions;                              /* partitions assigned */
+    uint64_t changes_applied; /* live changes applied and timed (the histogram's count) */
+    uint64_t changes_untimed; /* live changes applied without timing (see the file comment) */
+    int64_t applied_ms;       /* wall clock of the last mark that moved the offsets; 0: none */
+    int partitions;           /* partitions assigned */
     bool loaded;
 } config_topic_stats_t;
 
@@ -151,6 +172,17 @@ config_topic_stats_t config_topic_stats(const config_topic_t *ft);
 config_topic_result_t config_topic_apply(config_topic_t *ft, const void *key, size_t key_len,
                                          const void *value, size_t value_len, int32_t partition,
                                          int64_t offset);
+/* Same, with the record's timestamp (wall-clock ms of the admin's publish; <= 0: unknown,
+ * the change is applied but not timed). */
+config_topic_result_t config_topic_apply_timed(config_topic_t *ft, const void *key, size_t key_len,
+                                               const void *value, size_t value_len,
+                                               int32_t partition, int64_t offset, int64_t ts_ms);
+/* Every change handled so far is applied (the owner resolved its configuration): observes
+ * their propagation times and calls on_applied when the offsets moved. Cheap when nothing
+ * moved. Before the initial load completes it does nothing. */
+void config_topic_mark_applied(config_topic_t *ft);
+/* The applied state (new reference) in on_applied's shape. */
+json_t *config_topic_applied_state(const config_topic_t *ft);
 /* Marks the initial load complete: on_upsert for every held key, then on_loaded. Called by
  * config_topic_poll when every partition reached its end; offline followers call it
  * themselves. A second call does nothing. */

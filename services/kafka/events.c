@@ -51,6 +51,9 @@ struct events {
     events_alarm_t *alarms;
     size_t max_alarms;
     events_stats_t stats;
+    json_t *config;      /* the applied configuration state (own copy), NULL until told */
+    bool config_due;     /* config holds a state not sent yet */
+    int64_t config_next; /* monotonic: no config event before */
 
     bool own_thread;
     bool stopping;
@@ -108,13 +111,19 @@ json_t *events_heartbeat_build(events_t *ev, int64_t now_ms)
         ev->collect(ev->owner, counters, feeds);
     pthread_mutex_lock(&ev->lock);
     uint64_t seq = ++ev->hb_seq;
+    json_t *config = ev->config ? json_deep_copy(ev->config) : NULL;
     pthread_mutex_unlock(&ev->lock);
-    return json_pack("{s:s,s:s,s:s,s:I,s:s,s:I,s:I,s:s,s:I,s:I,s:o,s:o}", "type", "heartbeat",
-                     "service", ev->service, "instance", ev->instance, "interval_ms",
-                     (json_int_t)ev->interval_ms, "version", ev->version, "uptime_ms",
-                     (json_int_t)(events_mono_ms() - ev->start_ms), "pid", (json_int_t)getpid(),
-                     "host", ev->host, "ts_ms", (json_int_t)now_ms, "seq", (json_int_t)seq,
-                     "counters", counters, "feeds", feeds);
+    json_t *hb = json_pack("{s:s,s:s,s:s,s:I,s:s,s:I,s:I,s:s,s:I,s:I,s:o,s:o}", "type", "heartbeat",
+                           "service", ev->service, "instance", ev->instance, "interval_ms",
+                           (json_int_t)ev->interval_ms, "version", ev->version, "uptime_ms",
+                           (json_int_t)(events_mono_ms() - ev->start_ms), "pid",
+                           (json_int_t)getpid(), "host", ev->host, "ts_ms", (json_int_t)now_ms,
+                           "seq", (json_int_t)seq, "counters", counters, "feeds", feeds);
+    if (hb && config)
+        json_object_set_new(hb, "config", config);
+    else
+        json_decref(config);
+    return hb;
 }
 
 json_t *events_alarm_build(const events_t *ev, bool raise, const char *alarm, const char *resource,
@@ -297,15 +306,57 @@ int events_heartbeat_now(events_t *ev)
     return events_heartbeat_send(ev);
 }
 
+static void events_config_send(events_t *ev, int64_t now);
+
 static void events_resend(events_t *ev, int64_t now)
 {
     pthread_mutex_lock(&ev->lock);
+    events_config_send(ev, now);
     for (size_t i = 0; i < ev->max_alarms; i++) {
         events_alarm_t *a = &ev->alarms[i];
         if (a->used && !a->delivered && !a->inflight && now >= a->retry_ms)
             events_alarm_send(ev, a, now);
     }
     pthread_mutex_unlock(&ev->lock);
+}
+
+/* Under ev->lock: sends the held config state when it is due and its period has passed. */
+static void events_config_send(events_t *ev, int64_t now)
+{
+    if (!ev->config_due || now < ev->config_next || !ev->p)
+        return;
+    json_t *j =
+        json_pack("{s:s,s:s,s:s,s:I,s:O}", "type", "config", "service", ev->service, "instance",
+                  ev->instance, "ts_ms", (json_int_t)events_wall_ms(), "config", ev->config);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    /* Not tracked by delivery: a lost one is repaired by the next heartbeat's copy. */
+    if (text && events_produce(ev, text, strlen(text))) {
+        ev->config_due = false;
+        ev->config_next = now + EVENTS_CONFIG_MIN_MS;
+        ev->stats.config_sent++;
+    } else {
+        ev->config_next = now + EVENTS_CONFIG_MIN_MS; /* queue full: retry at a later tick */
+    }
+    free(text);
+}
+
+int events_config_applied(events_t *ev, json_t *state)
+{
+    json_t *copy = json_deep_copy(state);
+    if (!copy)
+        return -1;
+    int64_t now = events_mono_ms();
+    pthread_mutex_lock(&ev->lock);
+    if (ev->config_due)
+        ev->stats.config_coalesced++;
+    json_decref(ev->config);
+    ev->config = copy;
+    ev->config_due = true;
+    events_config_send(ev, now);
+    int rc = ev->config_due ? 1 : 0;
+    pthread_mutex_unlock(&ev->lock);
+    return rc;
 }
 
 int events_tick(events_t *ev)
@@ -658,6 +709,7 @@ void events_free(events_t *ev, int timeout_ms)
     for (size_t i = 0; ev->alarms && i < ev->max_alarms; i++)
         free(ev->alarms[i].text);
     free(ev->alarms);
+    json_decref(ev->config);
     free(ev->topic);
     free(ev->version);
     pthread_mutex_destroy(&ev->lock);

@@ -4,7 +4,13 @@
  *   heartbeat: {"type":"heartbeat","service":S,"instance":I,"interval_ms":N,
  *               "version":V,"uptime_ms":U,"pid":P,"host":H,"ts_ms":T,"seq":Q,
  *               "counters":{name:number,...},
- *               "feeds":{feed:{name:number,...,"endpoints":{url:"up"|"down"}},...}}
+ *               "feeds":{feed:{name:number,...,"endpoints":{url:"up"|"down"}},...},
+ *               "config":C}                      (C once the worker follows ndd.config)
+ *   config:    {"type":"config","service":S,"instance":I,"ts_ms":T,"config":C}
+ *              C = {"topic":"ndd.config","kinds":[...],"offsets":[next offset applied of
+ *              partition 0, ...],"applied_ms":W}: sent as soon as the worker applied a
+ *              configuration change (at most one per EVENTS_CONFIG_MIN_MS; the latest state
+ *              always goes), so the admin can tell when every worker applied a change.
  *   alarm:     {"type":"alarm","action":"raise"|"clear","alarm":A,"resource":R,
  *               "severity":"critical"|"major"|"minor"|"warning","text":T,
  *               "service":S,"instance":I,"ts_ms":T}
@@ -46,6 +52,9 @@
 #define EVENTS_MAX_ALARM_NAME 63
 #define EVENTS_MAX_RESOURCE 383
 #define EVENTS_MAX_TEXT 1023
+/* Config events of one worker are this far apart at least (a burst of changes makes one per
+ * period; the last state is sent by the first events_tick after it). */
+#define EVENTS_CONFIG_MIN_MS 20
 
 typedef struct events events_t;
 
@@ -92,6 +101,8 @@ typedef struct events_stats {
     uint64_t alarms_acked;
     uint64_t alarms_failed;    /* delivery failed or dropped (re-sent at the next tick) */
     uint64_t alarms_untracked; /* table full: sent once, best effort */
+    uint64_t config_sent;      /* config events handed to librdkafka */
+    uint64_t config_coalesced; /* config states replaced by a newer one before being sent */
     size_t alarms_active;      /* alarms currently raised */
 } events_stats_t;
 
@@ -121,6 +132,13 @@ int events_alarm_raise(events_t *ev, const char *alarm, const char *resource,
 int events_alarm_clear(events_t *ev, const char *alarm, const char *resource);
 /* True while the alarm is raised (as told by the owner, whether or not delivered yet). */
 bool events_alarm_active(events_t *ev, const char *alarm, const char *resource);
+
+/* The worker's applied configuration state moved (config_topic's on_applied; state is
+ * copied). Thread-safe, never blocks. Sends a config event now and returns 0, or, within
+ * EVENTS_CONFIG_MIN_MS of the previous one (or when the queue refused it), keeps it for the
+ * next events_tick and returns 1: the owner then ticks within that time. Heartbeats carry the
+ * latest state too (a lost config event is repaired by the next heartbeat). */
+int events_config_applied(events_t *ev, json_t *state);
 
 /* Serves delivery reports for up to timeout_ms until nothing is in flight: 0, or -1 when
  * something is still in flight. */

@@ -43,6 +43,21 @@ static void worker_control_on_loaded(void *arg, size_t keys)
         wc->on_loaded(wc->owner, keys);
 }
 
+/* The configuration applied moved: the admin learns it on ndd.events (propagation). */
+static void worker_control_on_applied(void *arg, json_t *state)
+{
+    worker_control_t *wc = arg;
+    if (wc->ev)
+        events_config_applied(wc->ev, state);
+}
+
+/* A change is applied once the owner resolved the configuration it belongs to. */
+static void worker_control_mark(worker_control_t *wc)
+{
+    if (wc->ft && !wc->dirty)
+        config_topic_mark_applied(wc->ft);
+}
+
 void worker_control_instance_name(char *out, size_t size, const char *given, const char *suffix)
 {
     if (given && *given) {
@@ -100,6 +115,8 @@ int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, ch
             .on_upsert = worker_control_on_upsert,
             .on_delete = worker_control_on_delete,
             .on_loaded = worker_control_on_loaded,
+            .on_applied = worker_control_on_applied,
+            .defer_applied = o->resolve != NULL,
             .owner = wc,
             .metrics = o->metrics};
         wc->ft = config_topic_new(&co, err, errlen);
@@ -120,6 +137,7 @@ void worker_control_step(worker_control_t *wc, int poll_ms)
         config_topic_poll(wc->ft, poll_ms);
         if (wc->dirty && wc->resolve && config_topic_loaded(wc->ft))
             wc->resolve(wc->owner);
+        worker_control_mark(wc);
     }
     if (wc->ev) {
         events_tick(wc->ev);
@@ -139,6 +157,7 @@ int worker_control_wait_loaded(worker_control_t *wc, int timeout_ms)
     }
     if (wc->ft && wc->dirty && wc->resolve && config_topic_loaded(wc->ft))
         wc->resolve(wc->owner);
+    worker_control_mark(wc);
     return !wc->ft || config_topic_loaded(wc->ft) ? 0 : -1;
 }
 

@@ -1,6 +1,7 @@
 /* ndd.events handling without Kafka or PostgreSQL: heartbeats into per-worker and per-feed
  * status, rates from counter deltas, missing heartbeats into "down", dead-letter surges,
- * and refusal of records that are not events. */
+ * refusal of records that are not events, and the propagation of configuration changes
+ * (published records against the offsets workers report applied). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +145,108 @@ static void test_records_that_are_not_events_are_counted_as_rejected(void **stat
     admin_events_free(ev);
 }
 
+/* The change of key in the status's "config" part. */
+static json_t *change(json_t *status, const char *key)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(status, "config"), "changes"), i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "key")), key) == 0)
+            return c;
+    }
+    fail_msg("change %s not in status", key);
+    return NULL;
+}
+
+static json_t *prop_status(admin_events_t *ev)
+{
+    json_t *st = json_object();
+    json_object_set_new(st, "config", admin_prop_status(admin_events_prop(ev), 10));
+    return st;
+}
+
+static void config_event(admin_events_t *ev, const char *instance, const char *kinds, int next,
+                         int64_t applied_ms)
+{
+    char j[512];
+    snprintf(j, sizeof(j),
+             "{\"type\":\"config\",\"service\":\"ndd-adapter\",\"instance\":\"%s\","
+             "\"ts_ms\":1,\"config\":{\"topic\":\"ndd.config\",\"kinds\":%s,\"offsets\":[%d],"
+             "\"applied_ms\":%lld}}",
+             instance, kinds, next, (long long)applied_ms);
+    apply(ev, j, applied_ms);
+}
+
+static void test_config_change_completes_when_every_follower_of_its_kind_applied_it(void **state)
+{
+    admin_events_t *ev = events_new(0);
+    admin_prop_t *p = admin_events_prop(ev);
+    /* Two adapters follow feeds (one learnt from its heartbeat), one worker filters only. */
+    apply(ev,
+          "{\"type\":\"heartbeat\",\"service\":\"ndd-adapter\",\"instance\":\"a\","
+          "\"interval_ms\":1000,\"config\":{\"topic\":\"ndd.config\",\"kinds\":[\"feed\"],"
+          "\"offsets\":[5],\"applied_ms\":1000}}",
+          1000);
+    apply(ev,
+          "{\"type\":\"heartbeat\",\"service\":\"ndd-adapter\",\"instance\":\"b\","
+          "\"interval_ms\":1000}",
+          1000);
+    config_event(ev, "b", "[\"feed\"]", 5, 1000);
+    config_event(ev, "f", "[\"filter\",\"source\"]", 5, 1000);
+
+    admin_prop_published(p, "feed/x", 6, 3, 0, 5, 2000);
+    json_t *st = prop_status(ev);
+    json_t *c = change(st, "feed/x");
+    assert_int_equal(json_integer_value(json_object_get(c, "applied_by")), 0);
+    assert_int_equal(json_integer_value(json_object_get(c, "workers")), 2);
+    assert_int_equal(json_integer_value(json_object_get(c, "version")), 3);
+    assert_true(json_is_null(json_object_get(c, "propagation_ms")));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(st, "config"), "changes_pending")), 1);
+    json_decref(st);
+
+    config_event(ev, "a", "[\"feed\"]", 6, 2040);
+    config_event(ev, "f", "[\"filter\",\"source\"]", 6, 2010); /* not a follower of feeds */
+    st = prop_status(ev);
+    assert_int_equal(json_integer_value(json_object_get(change(st, "feed/x"), "applied_by")), 1);
+    json_decref(st);
+    /* The last follower's apply time makes the propagation; a later report changes nothing. */
+    config_event(ev, "b", "[\"feed\"]", 6, 2090);
+    config_event(ev, "a", "[\"feed\"]", 6, 2500);
+    st = prop_status(ev);
+    c = change(st, "feed/x");
+    assert_int_equal(json_integer_value(json_object_get(c, "applied_by")), 2);
+    assert_int_equal(json_integer_value(json_object_get(c, "propagation_ms")), 90);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(st, "config"), "followers"), "feed")),
+                     2);
+    json_decref(st);
+
+    /* A tombstone that adapter a applies while b stops heartbeating: once b is down it is not
+     * waited for. A worker may report before the delivery report reaches the admin. */
+    config_event(ev, "a", "[\"feed\"]", 7, 3030);
+    admin_prop_published(p, "feed/x", 6, 0, 0, 6, 3000);
+    st = prop_status(ev);
+    c = json_array_get(json_object_get(json_object_get(st, "config"), "changes"), 0);
+    assert_true(json_is_true(json_object_get(c, "deleted")));
+    assert_true(json_is_null(json_object_get(c, "propagation_ms")));
+    json_decref(st);
+    apply(ev,
+          "{\"type\":\"heartbeat\",\"service\":\"ndd-adapter\",\"instance\":\"a\","
+          "\"interval_ms\":1000}",
+          3500);
+    admin_events_check(ev, 1000 + 3001); /* b's last heartbeat: 1000, interval 1000 */
+    st = prop_status(ev);
+    c = json_array_get(json_object_get(json_object_get(st, "config"), "changes"), 0);
+    assert_int_equal(json_integer_value(json_object_get(c, "propagation_ms")), 30);
+    assert_int_equal(json_integer_value(json_object_get(c, "workers")), 1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(st, "config"), "changes_pending")), 0);
+    json_decref(st);
+    admin_events_free(ev);
+}
+
 int main(void)
 {
     log_setup("test_admin_events", LOG_LEVEL_ERROR, 0);
@@ -152,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_rates_and_dead_letter_surge_from_counter_deltas),
         cmocka_unit_test(test_feed_status_sums_workers_and_flags_down_endpoints),
         cmocka_unit_test(test_records_that_are_not_events_are_counted_as_rejected),
+        cmocka_unit_test(test_config_change_completes_when_every_follower_of_its_kind_applied_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

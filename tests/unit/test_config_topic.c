@@ -1,6 +1,7 @@
 /* The ndd.config follower's state machine without Kafka (an offline follower fed with
  * config_topic_apply): key and record parsing, last version wins during the initial load,
- * tombstones, unchanged records, kind filtering and the bounds (max keys, record size). */
+ * tombstones, unchanged records, kind filtering and the bounds (max keys, record size), and
+ * the propagation bookkeeping (changes timed once marked applied, the applied offsets). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -339,6 +341,121 @@ static void test_foreach_visits_held_records_in_topic_order_and_stops_early(void
     fixture_free(f);
 }
 
+/* The follower's applied states as on_applied reported them. */
+typedef struct applied {
+    json_t *states[8];
+    size_t n;
+} applied_t;
+
+static void on_applied(void *owner, json_t *state)
+{
+    applied_t *a = owner;
+    assert_true(a->n < 8);
+    a->states[a->n++] = json_deep_copy(state);
+}
+
+static void nop_upsert(void *owner, const char *kind, const char *id, json_t *rec, json_t *prev) {}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static config_topic_result_t put_at(config_topic_t *ft, const char *id, const char *name,
+                                    int version, int64_t offset, int64_t ts_ms)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "feed/%s", id);
+    char *v = record("feed", id, name, version);
+    config_topic_result_t r =
+        config_topic_apply_timed(ft, key, strlen(key), v, strlen(v), 0, offset, ts_ms);
+    free(v);
+    return r;
+}
+
+static void
+test_live_changes_are_timed_once_marked_applied_and_reported_with_their_offsets(void **state)
+{
+    metrics_registry_t *reg = metrics_registry_new();
+    applied_t seen = {0};
+    static const char *const kinds[] = {"feed"};
+    config_topic_opts_t o = {.topic = "ndd.config.unit",
+                             .kinds = kinds,
+                             .n_kinds = 1,
+                             .on_upsert = nop_upsert,
+                             .on_applied = on_applied,
+                             .defer_applied = true,
+                             .owner = &seen,
+                             .metrics = reg};
+    char err[256];
+    config_topic_t *ft = config_topic_new(&o, err, sizeof(err));
+    assert_non_null(ft);
+
+    /* Before the load completes nothing is reported; the load itself is not timed. */
+    assert_int_equal(put_at(ft, "a", "a", 1, 0, wall_ms() - 100000), CONFIG_TOPIC_UPSERT);
+    config_topic_mark_applied(ft);
+    assert_int_equal(seen.n, 0);
+    config_topic_finish_load(ft);
+    config_topic_mark_applied(ft);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(
+        json_integer_value(json_array_get(json_object_get(seen.states[0], "offsets"), 0)), 1);
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(seen.states[0], "kinds"), 0)), "feed");
+    assert_int_equal(config_topic_stats(ft).changes_applied, 0);
+
+    /* Two live changes published 300 ms and 200 ms ago, then a record of another kind: all
+     * wait for the owner's mark. */
+    int64_t now = wall_ms();
+    assert_int_equal(put_at(ft, "a", "a2", 2, 1, now - 300), CONFIG_TOPIC_UPSERT);
+    char key[] = "feed/a";
+    assert_int_equal(config_topic_apply_timed(ft, key, strlen(key), NULL, 0, 0, 2, now - 200),
+                     CONFIG_TOPIC_DELETE);
+    char *v = record("filter", "f", "f", 1);
+    assert_int_equal(config_topic_apply_timed(ft, "filter/f", 8, v, strlen(v), 0, 3, now),
+                     CONFIG_TOPIC_IGNORED);
+    free(v);
+    assert_int_equal(config_topic_stats(ft).changes_applied, 0);
+    assert_int_equal(seen.n, 1);
+    config_topic_mark_applied(ft);
+    assert_int_equal(config_topic_stats(ft).changes_applied, 2);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(
+        json_integer_value(json_array_get(json_object_get(seen.states[1], "offsets"), 0)), 4);
+    assert_true(json_integer_value(json_object_get(seen.states[1], "applied_ms")) >= now);
+    /* Nothing moved: no second report. */
+    config_topic_mark_applied(ft);
+    assert_int_equal(seen.n, 2);
+
+    /* A change without a timestamp is applied but not timed. */
+    assert_int_equal(put_at(ft, "b", "b", 1, 4, 0), CONFIG_TOPIC_UPSERT);
+    config_topic_mark_applied(ft);
+    assert_int_equal(config_topic_stats(ft).changes_applied, 2);
+    assert_int_equal(config_topic_stats(ft).changes_untimed, 1);
+    assert_int_equal(seen.n, 3);
+
+    buf_t out;
+    assert_int_equal(buf_init(&out, 4096, 1 << 20), 0);
+    assert_int_equal(metrics_render(reg, &out), 0);
+    buf_append(&out, "", 1);
+    const char *text = (const char *)out.data;
+    assert_non_null(strstr(
+        text, "ndd_config_propagation_seconds_count{topic=\"ndd.config.unit\",kind=\"feed\"} 2"));
+    /* 0.3 + 0.2 s, give or take the test's own run time. */
+    const char *sum = strstr(
+        text, "ndd_config_propagation_seconds_sum{topic=\"ndd.config.unit\",kind=\"feed\"} ");
+    assert_non_null(sum);
+    double secs = strtod(strchr(sum, '}') + 2, NULL);
+    assert_true(secs >= 0.5 && secs < 5.0);
+    buf_free(&out);
+    for (size_t i = 0; i < seen.n; i++)
+        json_decref(seen.states[i]);
+    config_topic_free(ft);
+    metrics_registry_free(reg);
+}
+
 int main(void)
 {
     log_set_stream(fopen("/dev/null", "w"));
@@ -354,6 +471,8 @@ int main(void)
         cmocka_unit_test(test_max_keys_skips_new_keys_but_updates_held_ones),
         cmocka_unit_test(test_oversized_or_invalid_record_keeps_the_previous_version),
         cmocka_unit_test(test_foreach_visits_held_records_in_topic_order_and_stops_early),
+        cmocka_unit_test(
+            test_live_changes_are_timed_once_marked_applied_and_reported_with_their_offsets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

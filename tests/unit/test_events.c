@@ -74,6 +74,32 @@ static void test_heartbeat_carries_identity_interval_and_the_owner_counters(void
     metrics_registry_free(reg);
 }
 
+static void test_heartbeat_carries_the_latest_applied_configuration_state(void **state)
+{
+    metrics_registry_t *reg = metrics_registry_new();
+    int calls = 0;
+    events_t *ev = offline("ndd-adapter", "adapter-0", &calls, reg);
+    json_t *hb = events_heartbeat_build(ev, 1);
+    assert_null(json_object_get(hb, "config")); /* not following ndd.config yet */
+    json_decref(hb);
+    json_t *st = json_pack("{s:s,s:[s],s:[i],s:I}", "topic", "ndd.config", "kinds", "feed",
+                           "offsets", 7, "applied_ms", (json_int_t)1000);
+    /* Offline: nothing can be sent, the state is held. */
+    assert_int_equal(events_config_applied(ev, st), 1);
+    json_object_set_new(st, "offsets", json_pack("[i]", 9)); /* the caller's copy is its own */
+    json_object_set_new(st, "applied_ms", json_integer(2000));
+    assert_int_equal(events_config_applied(ev, st), 1);
+    json_decref(st);
+    hb = events_heartbeat_build(ev, 2);
+    json_t *c = json_object_get(hb, "config");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(c, "offsets"), 0)), 9);
+    assert_int_equal(json_integer_value(json_object_get(c, "applied_ms")), 2000);
+    assert_int_equal(events_stats(ev).config_coalesced, 1);
+    json_decref(hb);
+    events_free(ev, 0);
+    metrics_registry_free(reg);
+}
+
 static void test_alarm_raise_has_severity_and_text_and_clear_has_neither(void **state)
 {
     metrics_registry_t *reg = metrics_registry_new();
@@ -214,6 +240,7 @@ int main(void)
     log_set_stream(fopen("/dev/null", "w"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heartbeat_carries_identity_interval_and_the_owner_counters),
+        cmocka_unit_test(test_heartbeat_carries_the_latest_applied_configuration_state),
         cmocka_unit_test(test_alarm_raise_has_severity_and_text_and_clear_has_neither),
         cmocka_unit_test(test_new_refuses_names_the_admin_would_truncate),
         cmocka_unit_test(test_alarm_state_is_tracked_and_bad_names_are_refused),
