@@ -181,8 +181,12 @@ static void feed_src_rewind(void *ctx, const char *reason)
     }
     rd_kafka_topic_partition_list_destroy(l);
     metrics_counter_add(f->m_rewound, dropped);
-    log_warn("feed %s: rewound to the committed offsets (%zu record(s) held dropped): %s",
-             f->cfg->name, dropped, reason);
+    if (f->in_revoke)
+        log_info("feed %s: %zu record(s) held dropped (their next owner reads them): %s",
+                 f->cfg->name, dropped, reason);
+    else
+        log_warn("feed %s: rewound to the committed offsets (%zu record(s) held dropped): %s",
+                 f->cfg->name, dropped, reason);
     feed_update_pause(f);
     event_active(f->poll_ev, 0, 0);
 }

@@ -176,6 +176,36 @@ static double feed_metric(int port, const char *name, const char *feed)
     return v;
 }
 
+/* A consumer handle for watermark queries: with read_committed the high watermark it gets is
+ * the last stable offset (the first offset of the oldest open transaction). */
+static rd_kafka_t *watermark_reader(const char *isolation)
+{
+    char e[256];
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(c, "bootstrap.servers", ktu_brokers(), e, sizeof e) ||
+        rd_kafka_conf_set(c, "isolation.level", isolation, e, sizeof e))
+        fail_msg("conf: %s", e);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e);
+    if (!rk)
+        fail_msg("consumer: %s", e);
+    return rk;
+}
+
+/* Records of the topic's partitions 0..parts-1 above their last stable offset: produced in a
+ * transaction still open. -1 on a query error. */
+static int64_t records_in_open_txns(rd_kafka_t *ru, rd_kafka_t *rc, const char *topic, int parts)
+{
+    int64_t n = 0;
+    for (int i = 0; i < parts; i++) {
+        int64_t lo, hw, lso;
+        if (rd_kafka_query_watermark_offsets(ru, topic, i, &lo, &hw, 5000) ||
+            rd_kafka_query_watermark_offsets(rc, topic, i, &lo, &lso, 5000))
+            return -1;
+        n += hw - lso;
+    }
+    return n;
+}
+
 /* Every @seq the filter lets through (not every third) exactly once, no other. */
 static void assert_each_once(const got_t *g, int n, const char *what)
 {
@@ -249,13 +279,17 @@ static void test_kafka_feed_kill_9_mid_stream_read_committed_sees_each_record_on
     pid_t a = atu_start_adapter(ff, mport, log, NULL);
     if (a <= 0)
         fail_msg("ndd-adapter did not start (log %s)", log);
-    /* kill -9 once part of the stream is in the feed topic, not all of it */
+    /* kill -9 mid-stream, with records of an open transaction in the feed topic */
+    rd_kafka_t *ru = watermark_reader("read_uncommitted"), *rc = watermark_reader("read_committed");
     uint64_t until = atu_now_ms() + 60000;
     int64_t in = 0;
-    while ((in = ktu_topic_record_count(dst, 5000)) < 200 && atu_now_ms() < until)
-        ktu_sleep_ms(20);
-    assert_true(in >= 200);
+    while ((in = records_in_open_txns(ru, rc, dst, 3)) < 50 && atu_now_ms() < until)
+        ktu_sleep_ms(2);
     atu_stop(a, SIGKILL);
+    rd_kafka_destroy(ru);
+    rd_kafka_destroy(rc);
+    if (in < 50)
+        fail_msg("no open transaction with 50 records seen in the feed topic (log %s)", log);
     a = atu_start_adapter(ff, mport, log, NULL);
     if (a <= 0)
         fail_msg("ndd-adapter did not restart (log %s)", log);
@@ -273,8 +307,8 @@ static void test_kafka_feed_kill_9_mid_stream_read_committed_sees_each_record_on
                      g.seen[i]);
         aborted += u.seen[i] - g.seen[i];
     }
-    print_message("kill -9 at %lld records in the feed topic: %d aborted record(s) seen by "
-                  "read_uncommitted, none by read_committed\n",
+    print_message("kill -9 with %lld records of an open transaction in the feed topic: %d "
+                  "aborted record(s) seen by read_uncommitted, none by read_committed\n",
                   (long long)in, aborted);
     if (aborted == 0)
         fail_msg("the kill -9 left no aborted record: the test proved nothing (log %s)", log);
@@ -311,11 +345,15 @@ static void test_kafka_feed_rebalance_1_2_1_read_committed_sees_each_record_once
     pid_t b = atu_start_adapter(ff, pb, logb, NULL); /* 1 -> 2 */
     if (b <= 0)
         fail_msg("ndd-adapter B did not start (log %s)", logb);
+    /* the rebalance: B gets half of the partitions (A committed or aborted before) */
+    until = atu_now_ms() + 30000;
+    while (!atu_count_in_file(logb, "2 partition(s) of") && atu_now_ms() < until)
+        ktu_sleep_ms(50);
+    if (!atu_count_in_file(logb, "2 partition(s) of"))
+        fail_msg("instance B never got partitions (log %s)", logb);
     produce(src, N1, N2, -1);
     if (!atu_group_caught_up(src, group, 90000))
         fail_msg("feed did not catch up with two instances (logs %s %s)", loga, logb);
-    if (!atu_count_in_file(logb, "2 partition(s) of"))
-        fail_msg("instance B never got partitions (log %s)", logb);
     atu_stop(b, SIGTERM); /* 2 -> 1: A takes B's partitions back */
     produce(src, N1 + N2, N3, -1);
     if (!atu_group_caught_up(src, group, 90000))
