@@ -48,6 +48,9 @@ static void app_collect_feed(const feed_t *f, void *arg)
     json_object_set_new(j, "delivered_total", json_integer((json_int_t)st.acked));
     json_object_set_new(j, "dead_lettered_total", json_integer((json_int_t)st.dead_lettered));
     json_object_set_new(j, "in_flight", json_integer((json_int_t)st.pending));
+    if (st.kafka_exactly_once >= 0) /* the delivery mode in effect (docs/kafka-feed.md) */
+        json_object_set_new(j, "kafka_mode",
+                            json_string(st.kafka_exactly_once ? "exactly-once" : "at-least-once"));
     const char *url;
     bool up;
     for (size_t i = 0; feed_endpoint_state(f, i, &url, &up); i++)

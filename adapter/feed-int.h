@@ -135,6 +135,13 @@ struct feed {
     transport_header_t headers[TRANSPORT_MAX_HEADERS];
 
     partitions_t *ledger; /* the source topic's partitions; per-partition user state feed_part_t */
+    /* A kafka feed producing exactly once: the transport commits the offsets in its
+     * transactions (txn_owned: the feed stores none itself) and calls src.rewind when what
+     * it produced since the last commit is void. in_revoke: inside the revoke callback. */
+    transport_source_t src;
+    char txn_id[600];
+    bool txn_owned, in_revoke;
+    atomic_int s_kafka_mode; /* -1: not a kafka feed; 0 at-least-once; 1 exactly once */
 
     feed_delivery_t *pool;
     size_t n_pool;
@@ -195,6 +202,8 @@ void feed_kick_cb(evutil_socket_t fd, short what, void *arg);
 void feed_lag_cb(evutil_socket_t fd, short what, void *arg);
 void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                        const rd_kafka_topic_partition_list_t *parts);
+/* The transport_source_t of a kafka feed producing exactly once (feed-int.h src). */
+void feed_source_init(feed_t *f);
 
 /* feed_delivery.c */
 extern const endpoint_events_t feed_endpoint_events;

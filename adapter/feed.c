@@ -76,6 +76,13 @@ static size_t feed_cookie_positions(void *cookie, transport_pos_t *out, size_t m
     return n;
 }
 
+/* The i-th source record of a delivery (the kafka transport's pass-through: key, headers). */
+static const rd_kafka_message_t *feed_cookie_record(void *cookie, size_t i)
+{
+    const feed_delivery_t *d = cookie;
+    return i < d->n ? d->msgs[i].rkm : NULL;
+}
+
 /* ---- thread ---- */
 
 static void *feed_thread(void *arg)
@@ -92,7 +99,8 @@ static void *feed_thread(void *arg)
     endpoint_set_start(f->eps);
     event_base_dispatch(f->base);
     /* The loop may have ended with this turn's store still queued (store_ev). */
-    partitions_store(f->ledger, f->kc, f->cfg->source_topic);
+    if (!f->txn_owned)
+        partitions_store(f->ledger, f->kc, f->cfg->source_topic);
 
     /* Shutdown: nothing is reported to the engine any more; what is held is not committed. */
     f->closing = true;
@@ -294,6 +302,31 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         f->headers[i].name = cfg->header_names[i];
         f->headers[i].value = cfg->header_values[i];
     }
+    atomic_init(&f->s_kafka_mode, -1);
+    bool kafka = !strcmp(cfg->transport->name, "kafka");
+    if (kafka && cfg->n_endpoints == 1 &&
+        !json_is_false(json_object_get(cfg->transport_options, "exactly_once"))) {
+        /* One transactional producer per feed and instance (the offsets of one consumer go
+         * into one producer's transactions): a restarted instance fences its predecessor. */
+        char member[512];
+        const char *id = kafka_group_instance_id(member, sizeof member, rt->instance, "ndd-adapter",
+                                                 cfg->name, rt->http_port);
+        char host[256] = "localhost";
+        if (!id && gethostname(host, sizeof host - 1) != 0)
+            snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = 0;
+        if (id)
+            snprintf(f->txn_id, sizeof f->txn_id, "ndd-feed.%s", id);
+        else /* no stable instance: unique, so two processes never fence each other */
+            snprintf(f->txn_id, sizeof f->txn_id, "ndd-feed.%.200s.%.250s.%d", cfg->name, host,
+                     (int)getpid());
+        feed_source_init(f);
+    } else if (kafka && cfg->n_endpoints > 1) {
+        log_warn("feed %s: %zu kafka endpoints: at-least-once (exactly once takes one)", cfg->name,
+                 cfg->n_endpoints);
+    }
+    if (kafka)
+        atomic_store(&f->s_kafka_mode, 0);
     for (size_t i = 0; i < cfg->n_endpoints; i++) {
         feed_endpoint_config_t *ec = &cfg->endpoints[i];
         transport_config_t tc = {.kind = cfg->transport,
@@ -315,7 +348,9 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
                                  .fire_and_forget = dc->fire_and_forget,
                                  .options = cfg->transport_options,
                                  .positions = feed_cookie_positions,
-                                 .metrics = f->rt.metrics};
+                                 .record = feed_cookie_record,
+                                 .metrics = f->rt.metrics,
+                                 .source = f->src.ctx ? &f->src : NULL};
         memcpy(tc.headers, f->headers, sizeof tc.headers);
         endpoint_t *ep = endpoint_set_add(f->eps, &tc, ec->weight, e2, sizeof e2);
         if (!ep) {
@@ -479,6 +514,7 @@ void feed_get_stats(const feed_t *f, feed_stats_t *o)
     o->pending = atomic_load_explicit(&m->s_pending, memory_order_relaxed);
     o->endpoints_up = atomic_load_explicit(&m->s_up, memory_order_relaxed);
     o->paused = atomic_load_explicit(&m->s_paused, memory_order_relaxed);
+    o->kafka_exactly_once = atomic_load_explicit(&m->s_kafka_mode, memory_order_relaxed);
 }
 
 bool feed_endpoint_state(const feed_t *f, size_t i, const char **url, bool *up)

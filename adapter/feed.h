@@ -56,6 +56,7 @@ typedef struct feed_stats {
     uint64_t pending; /* messages held now */
     unsigned endpoints_up;
     bool paused;
+    int kafka_exactly_once; /* kafka feeds: 1 exactly once, 0 at-least-once; -1 other feeds */
 } feed_stats_t;
 
 /* Starts the feed on a thread of its own. Takes ownership of cfg (also on failure). NULL with

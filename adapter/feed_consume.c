@@ -31,7 +31,7 @@ void feed_store_cb(evutil_socket_t fd, short what, void *arg)
 {
     feed_t *f = arg;
     f->store_due = false;
-    if (!f->closing)
+    if (!f->closing && !f->txn_owned) /* exactly once: the transactions carry the offsets */
         partitions_store(f->ledger, f->kc, f->cfg->source_topic);
 }
 
@@ -78,6 +78,13 @@ void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                        const rd_kafka_topic_partition_list_t *parts)
 {
     feed_t *f = owner;
+    if (kind != KAFKA_REBALANCE_ASSIGNED && f->txn_owned && !f->closing && f->src.revoked &&
+        f->src.transport) {
+        /* before the partitions go: their open transaction must not commit later */
+        f->in_revoke = true;
+        f->src.revoked(f->src.transport);
+        f->in_revoke = false;
+    }
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         if (strcmp(tp->topic, f->cfg->source_topic))
@@ -104,6 +111,106 @@ void feed_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                                                : "lost (pending acks dropped)");
     if (kind == KAFKA_REBALANCE_ASSIGNED && f->paused)
         f->repause = true;
+}
+
+/* ---- exactly once (the kafka transport's transport_source_t) ---- */
+
+static rd_kafka_t *feed_src_consumer(void *ctx)
+{
+    return kafka_consumer_handle(((feed_t *)ctx)->kc);
+}
+
+/* The ledger's low-water mark of every assigned partition: every record below it is done
+ * (acked: produced in this or an earlier transaction; filtered; dead-lettered). */
+static rd_kafka_topic_partition_list_t *feed_src_offsets(void *ctx)
+{
+    feed_t *f = ctx;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (int32_t p = partitions_next_assigned(f->ledger, -1); p >= 0;
+         p = partitions_next_assigned(f->ledger, p)) {
+        int64_t lw = partitions_low_water(f->ledger, p);
+        if (lw >= 0)
+            rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, p)->offset = lw;
+    }
+    return l;
+}
+
+/* What was produced since the last commit is void: every delivery held is dropped (not
+ * committable; a delivery being dead-lettered finishes, its ack is stale), each assigned
+ * partition starts a new epoch and is sought back to its committed offset, so its records
+ * are taken and produced again, once, in a later transaction. Inside a revoke the partitions
+ * are going: their next owner reads from the committed offsets, no seek. */
+static void feed_src_rewind(void *ctx, const char *reason)
+{
+    feed_t *f = ctx;
+    if (f->closing)
+        return;
+    if (f->filling) {
+        evtimer_del(&f->filling->timer);
+        f->filling = NULL;
+    }
+    f->wait_head = f->wait_tail = NULL;
+    size_t dropped = 0;
+    for (size_t i = 0; i < f->n_pool; i++) {
+        feed_delivery_t *d = &f->pool[i];
+        if (d->state == D_FREE || d->state == D_DLQ)
+            continue;
+        dropped += d->n;
+        feed_delivery_release(f, d, false);
+    }
+    rd_kafka_t *rk = kafka_consumer_handle(f->kc);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (int32_t p = partitions_next_assigned(f->ledger, -1); p >= 0;
+         p = partitions_next_assigned(f->ledger, p))
+        rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, p);
+    if (!f->in_revoke && l->cnt > 0) {
+        rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 5000);
+        for (int i = 0; i < l->cnt; i++) {
+            rd_kafka_topic_partition_t *tp = &l->elems[i];
+            (void)partitions_revoke(f->ledger, tp->partition);
+            (void)partitions_assign(f->ledger, tp->partition); /* a new epoch: acks stale */
+            if (e || tp->err || tp->offset < 0)
+                tp->offset = RD_KAFKA_OFFSET_BEGINNING; /* none committed: as auto.offset.reset */
+        }
+        rd_kafka_error_t *se = rd_kafka_seek_partitions(rk, l, 0);
+        if (se) {
+            log_error("feed %s: cannot rewind %s to its committed offsets: %s", f->cfg->name,
+                      f->cfg->source_topic, rd_kafka_error_string(se));
+            rd_kafka_error_destroy(se);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    metrics_counter_add(f->m_rewound, dropped);
+    if (f->in_revoke)
+        log_info("feed %s: %zu record(s) held dropped (their next owner reads them): %s",
+                 f->cfg->name, dropped, reason);
+    else
+        log_warn("feed %s: rewound to the committed offsets (%zu record(s) held dropped): %s",
+                 f->cfg->name, dropped, reason);
+    feed_update_pause(f);
+    event_active(f->poll_ev, 0, 0);
+}
+
+static void feed_src_mode(void *ctx, bool exactly_once)
+{
+    feed_t *f = ctx;
+    f->txn_owned = exactly_once;
+    atomic_store_explicit(&f->s_kafka_mode, exactly_once ? 1 : 0, memory_order_relaxed);
+    if (!exactly_once && !f->store_due) { /* at-least-once: the feed stores its offsets */
+        f->store_due = true;
+        event_active(f->store_ev, 0, 0);
+    }
+}
+
+void feed_source_init(feed_t *f)
+{
+    f->src = (transport_source_t){.ctx = f,
+                                  .txn_id = f->txn_id,
+                                  .consumer = feed_src_consumer,
+                                  .offsets = feed_src_offsets,
+                                  .rewind = feed_src_rewind,
+                                  .mode = feed_src_mode};
+    f->txn_owned = true; /* until the transport says which mode is in effect */
 }
 
 /* Gives back a message we cannot hold: rewinds its partition so it is fetched again. The seek
@@ -175,10 +282,15 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
     codec_error_t cerr;
     codec_reason_t cr = CODEC_OK;
     if (f->cfg->encoding->raw) {
-        /* Not a message copy (VES / HV-VES events): only the key and the value are handed on. */
-        memset(&m, 0, sizeof m);
-        m.key = (codec_slice_t){rkm->key, rkm->key_len};
-        m.body = (codec_slice_t){rkm->payload ? rkm->payload : "", rkm->len};
+        /* Not a message copy (xDRs, VES / HV-VES events): the key and the value are handed
+         * on; a filter sees the record's headers and a JSON value's top-level members. */
+        if (f->filter) {
+            codec_fields_raw(&m, rkm);
+        } else {
+            memset(&m, 0, sizeof m);
+            m.key = (codec_slice_t){rkm->key, rkm->key_len};
+            m.body = (codec_slice_t){rkm->payload ? rkm->payload : "", rkm->len};
+        }
     } else {
         cr = codec_decode(&m, rkm, &cerr);
     }
@@ -186,7 +298,8 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         int rule;
         if (filter_eval(f->filter, &m, &rule) == FILTER_DROP) {
             partitions_skip(f->ledger, part, rkm->offset);
-            partitions_store(f->ledger, f->kc, f->cfg->source_topic);
+            if (!f->txn_owned)
+                partitions_store(f->ledger, f->kc, f->cfg->source_topic);
             metrics_counter_inc(f->m_filtered);
             rd_kafka_message_destroy(rkm);
             return;

@@ -161,4 +161,6 @@ void feed_metrics_remove(feed_t *f)
         f->cfg->encoding->metrics_remove(r, f->cfg->name);
     if (f->cfg->transport && !strcmp(f->cfg->transport->name, "file"))
         transport_file_metrics_remove(r, f->cfg->name);
+    if (f->cfg->transport && !strcmp(f->cfg->transport->name, "kafka"))
+        transport_kafka_metrics_remove(r, f->cfg->name);
 }

@@ -40,6 +40,32 @@ typedef struct transport_pos {
     int64_t offset;
 } transport_pos_t;
 
+/* The feed behind a kafka transport that produces exactly once (docs/kafka-feed.md,
+ * "Guarantees"): the transport commits the feed's consumed offsets in its transactions, so
+ * the feed stores none itself while mode() says exactly-once. Every call on the feed's
+ * thread; NULL for the other transports and where exactly-once is off. */
+typedef struct transport transport_t;
+
+typedef struct transport_source {
+    void *ctx;
+    const char *txn_id; /* transactional.id: stable per feed and adapter instance */
+    struct rd_kafka_s *(*consumer)(void *ctx); /* the feed's consumer (its group metadata) */
+    /* The next offset of every assigned source partition below which every record is done
+     * (acked, filtered, dead-lettered); a new list, NULL when there is none. */
+    struct rd_kafka_topic_partition_list_s *(*offsets)(void *ctx);
+    /* What was produced since the last commit is void (the transaction aborted, the
+     * producer was fenced): the feed drops every delivery it holds and reads its partitions
+     * again from their committed offsets. The transport has forgotten its in-flight sends. */
+    void (*rewind)(void *ctx, const char *reason);
+    /* The mode in effect: true, the transport commits the offsets; false (the cluster cannot
+     * do transactions), the feed stores them after each ack (at-least-once). */
+    void (*mode)(void *ctx, bool exactly_once);
+    /* Set by the transport: called by the feed in its revoke callback, before its
+     * partitions go (the open transaction is aborted and the feed rewound). */
+    void (*revoked)(transport_t *t);
+    transport_t *transport;
+} transport_source_t;
+
 /* Everything a transport needs. Strings are borrowed: they must outlive the transport. */
 typedef struct transport_config {
     const transport_desc_t *kind; /* the row of the transport table (transport_desc.h) */
@@ -73,9 +99,14 @@ typedef struct transport_config {
     /* Source positions of the records of a send()'s cookie, into out[0..max); returns how
      * many (the file transport's manifest). NULL: unknown. */
     size_t (*positions)(void *cookie, transport_pos_t *out, size_t max);
+    /* The i-th source record of a send()'s cookie (its key and headers), NULL past the last:
+     * a transport that hands on a record as it is (kafka with "passthrough"). NULL: none. */
+    const struct rd_kafka_message_s *(*record)(void *cookie, size_t i);
     /* The feed's registry for a transport's own families (label feed: the file transport's);
      * NULL: metrics_default_registry(). */
     metrics_registry_t *metrics;
+    /* kafka: the feed whose offsets go into the transactions (exactly once); NULL: none. */
+    transport_source_t *source;
 } transport_config_t;
 
 /* Why a request failed. */
@@ -100,8 +131,6 @@ typedef struct transport_events {
     /* More capacity became available (a write buffer drained, streams completed). */
     void (*on_writable)(void *owner);
 } transport_events_t;
-
-typedef struct transport transport_t;
 
 typedef struct transport_ops {
     const char *name;
@@ -136,6 +165,8 @@ extern const transport_ops_t transport_file_ops;  /* file:///dir: rotated, fsync
 extern const transport_ops_t transport_kafka_ops; /* kafka://host:port/topic: produce */
 /* Removes feed's series of the file transport's families (after its transports are gone). */
 void transport_file_metrics_remove(metrics_registry_t *r, const char *feed);
+/* Same for the kafka transport's families (exactly-once mode, produced, transactions). */
+void transport_kafka_metrics_remove(metrics_registry_t *r, const char *feed);
 
 /* The implementation bound to a row of the transport table; NULL when none is. */
 const transport_ops_t *transport_ops_for(const transport_desc_t *d);

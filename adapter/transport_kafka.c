@@ -17,6 +17,21 @@
  * producer down: the in-flight batches fail (retryable) and on_down pauses the feed as for the
  * other transports; connect() makes a new producer.
  *
+ * Exactly once (a feed with a source, kafka.exactly_once not false): the producer is
+ * transactional (transactional.id from the feed's name and the adapter instance, so a
+ * restarted instance fences its predecessor and aborts what it left open). Sends go into an
+ * open transaction; a batch is acked to the feed on its delivery reports (the feed's ledger
+ * moves on but the feed stores no offset), and every KTX_TXN_MS or KTX_TXN_RECORDS the
+ * transport stops taking sends, waits for the last reports, sends the ledger's offsets with
+ * the consumer's group metadata into the transaction and commits it: records and offsets
+ * become visible together. Whatever goes wrong with a transaction (an abortable error: it is
+ * aborted; a fatal one, e.g. fenced by another instance: the producer is made again) voids
+ * what was produced since the last commit: the in-flight sends are forgotten and the feed
+ * rewinds to its committed offsets and produces it again. A revoke aborts the open
+ * transaction before the partitions go. A cluster that cannot do transactions (init refused
+ * as unsupported or not authorized) gets the idempotent producer above (at-least-once),
+ * said in the feed's status and in ndd_adapter_kafka_exactly_once.
+ *
  * librdkafka's delivery reports arrive through its main queue, which signals a pipe the feed
  * thread's event loop watches (rd_kafka_queue_io_event_enable): every callback runs on that
  * thread, as the transport contract requires. */
@@ -26,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -35,6 +51,21 @@
 #include "log.h"
 #include "transport.h"
 
+/* Transaction batching (docs/kafka-feed.md, "Guarantees"): a commit every KTX_TXN_MS or after
+ * KTX_TXN_RECORDS records, whichever comes first. init_transactions and the flushes wait at
+ * most KTX_TXN_WAIT_MS on the feed thread; send offsets, commit and abort at most the rest of
+ * the transaction's timeout (-1, as librdkafka recommends: a shorter wait can desynchronise
+ * its state when a request fails). */
+#ifndef KTX_TXN_MS /* -DKTX_TXN_MS=… for the measurement of docs/benchmarks.md */
+#define KTX_TXN_MS 100
+#endif
+#define KTX_TXN_RECORDS 10000
+#define KTX_TXN_WAIT_MS 10000
+/* With no records to produce, the offsets of filtered records still move on: committed in a
+ * transaction of their own at most this often (else a feed whose tail is filtered out would
+ * read it again after every restart and show lag). */
+#define KTX_IDLE_COMMIT_MS 500
+
 typedef enum ktx_state { KTX_DOWN = 0, KTX_CONNECTING, KTX_UP } ktx_state_t;
 
 /* One batch (one send()) in flight: its messages outstanding and its first error. */
@@ -43,7 +74,8 @@ typedef struct ktx_slot {
     uint32_t left;           /* messages not yet reported */
     rd_kafka_resp_err_t err; /* first error of its messages; 0: none */
     bool used;
-    bool ready; /* every message reported while send() still held it: report from the loop */
+    bool ready;   /* every message reported while send() still held it: report from the loop */
+    bool refused; /* err is librdkafka's refusal of a record in send(): never produced */
     char reason[640];
 } ktx_slot_t;
 
@@ -67,10 +99,112 @@ typedef struct ktx {
     unsigned cap, live;
     bool down_pending; /* every broker down / fatal error: tear down from the loop */
     bool in_poll;      /* inside rd_kafka_poll: the producer cannot be destroyed now */
+    bool raw;          /* pass-through payloads (one record's value), not DATA frames */
     char down_reason[640];
+    /* exactly once */
+    transport_source_t *src; /* NULL: at-least-once only */
+    bool eos;                /* the producer is transactional */
+    bool txn_open;           /* begun, not yet committed or aborted */
+    bool committing;         /* no more sends: commit once the last report is in */
+    bool abort_pending;      /* a message of the transaction failed: abort from the loop */
+    bool ignore_drs;         /* the reports of an aborted transaction's purged messages */
+    uint64_t txn_records;
+    struct event *commit_ev; /* the commit interval, or the last report of a committing one */
+    struct event *idle_ev;   /* offsets-only commits while no record is produced */
+    rd_kafka_topic_partition_list_t *last_offs; /* committed by the last transaction */
+    char txn_reason[640];
+    metrics_gauge_t *m_eos;
+    metrics_counter_t *m_produced, *m_committed, *m_aborted;
+    metrics_histogram_t *m_commit; /* send offsets + commit, the feed thread's wait */
 } ktx_t;
 
 static void ktx_teardown(ktx_t *t, const char *reason);
+
+static const struct {
+    const char *name, *help;
+    bool gauge;
+} ktx_families[] = {
+    {"ndd_adapter_kafka_exactly_once",
+     "1: the kafka feed produces in transactions with its offsets (exactly once); 0: "
+     "at-least-once (exactly_once off, or the cluster cannot do transactions)",
+     true},
+    {"ndd_adapter_kafka_messages_produced_total",
+     "Records of the kafka feed acknowledged by the target cluster (in exactly-once mode: "
+     "produced in a transaction, visible once it commits)",
+     false},
+    {"ndd_adapter_kafka_transactions_committed_total", "Transactions of the kafka feed committed",
+     false},
+    {"ndd_adapter_kafka_transactions_aborted_total",
+     "Transactions of the kafka feed aborted (their records produced again after a rewind)", false},
+};
+#define KTX_FAMILIES (sizeof ktx_families / sizeof *ktx_families)
+
+static metrics_family_t *ktx_family(metrics_registry_t *r, size_t i)
+{
+    return ktx_families[i].gauge
+               ? metrics_gauge_new(r, ktx_families[i].name, ktx_families[i].help, "feed")
+               : metrics_counter_new(r, ktx_families[i].name, ktx_families[i].help, "feed");
+}
+
+/* The wait of a commit (send offsets + commit): what a transaction costs the feed's thread
+ * and adds to a record's latency for read_committed consumers, beyond the interval. */
+static metrics_family_t *ktx_commit_family(metrics_registry_t *r)
+{
+    static const double b[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5};
+    return metrics_histogram_new(r, "ndd_adapter_kafka_transactions_commit_seconds",
+                                 "Time a kafka feed's thread waited for a transaction's offsets "
+                                 "and commit",
+                                 "feed", b, sizeof b / sizeof *b);
+}
+
+static void ktx_metrics_bind(ktx_t *t)
+{
+    metrics_registry_t *r = t->cfg.metrics ? t->cfg.metrics : metrics_default_registry();
+    const char *feed = t->cfg.feed ? t->cfg.feed : "";
+    metrics_family_t *f = ktx_family(r, 0);
+    t->m_eos = f ? metrics_gauge_labels(f, feed) : NULL;
+    metrics_counter_t **h[] = {&t->m_produced, &t->m_committed, &t->m_aborted};
+    for (size_t i = 1; i < KTX_FAMILIES; i++) {
+        f = ktx_family(r, i);
+        *h[i - 1] = f ? metrics_counter_labels(f, feed) : NULL;
+    }
+    f = ktx_commit_family(r);
+    t->m_commit = f ? metrics_histogram_labels(f, feed) : NULL;
+}
+
+void transport_kafka_metrics_remove(metrics_registry_t *r, const char *feed)
+{
+    for (size_t i = 0; i < KTX_FAMILIES; i++) {
+        metrics_family_t *f = ktx_family(r, i);
+        if (f)
+            metrics_family_remove_matching(f, "feed", feed);
+    }
+    metrics_family_t *h = ktx_commit_family(r);
+    if (h)
+        metrics_family_remove_matching(h, "feed", feed);
+}
+
+/* The mode in effect, to the feed (who stores the offsets) and to the gauge. */
+static void ktx_mode(ktx_t *t, bool eos)
+{
+    if (t->m_eos)
+        metrics_gauge_set(t->m_eos, eos ? 1 : 0);
+    if (t->src && t->src->mode)
+        t->src->mode(t->src->ctx, eos);
+}
+
+/* The in-flight sends are void (their transaction aborted or the producer is gone): no
+ * report for them, the feed's rewind takes their records again. */
+static void ktx_forget(ktx_t *t)
+{
+    for (unsigned i = 0; i < t->cap; i++)
+        t->slots[i].used = t->slots[i].ready = false;
+    t->live = 0;
+    t->txn_open = t->committing = t->abort_pending = false;
+    t->txn_records = 0;
+    if (t->commit_ev)
+        evtimer_del(t->commit_ev);
+}
 
 /* Errors a retry cannot fix: the batch goes to the feed's DLQ with the reason. */
 static bool ktx_err_permanent(rd_kafka_resp_err_t e)
@@ -94,11 +228,23 @@ static void ktx_slot_report(ktx_t *t, ktx_slot_t *s)
 {
     void *cookie = s->cookie;
     rd_kafka_resp_err_t e = s->err;
+    if (e && t->eos && !s->refused) {
+        /* The transaction cannot commit with a failed message: abort it from the loop and
+         * produce everything since the last commit again (the slot is forgotten there). */
+        if (!t->abort_pending) {
+            t->abort_pending = true;
+            snprintf(t->txn_reason, sizeof t->txn_reason, "%s", s->reason);
+            event_active(t->commit_ev, 0, 0);
+        }
+        return;
+    }
     s->used = false;
     s->ready = false;
     t->live--;
     if (!e) {
         t->ev.on_ack(t->owner, cookie, 0);
+        if (t->committing && t->live == 0 && t->commit_ev)
+            event_active(t->commit_ev, 0, 0); /* the last report of the transaction */
         return;
     }
     transport_failure_t f = {.status = 0, .retryable = !ktx_err_permanent(e), .reason = s->reason};
@@ -119,8 +265,10 @@ static void ktx_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     (void)rk;
     ktx_t *t = opaque;
     ktx_slot_t *s = m->_private;
-    if (t->state == KTX_DOWN || !s || !s->used || !s->left)
+    if (t->state == KTX_DOWN || t->ignore_drs || !s || !s->used || !s->left)
         return;
+    if (!m->err && t->m_produced)
+        metrics_counter_inc(t->m_produced);
     if (m->err)
         ktx_slot_error(t, s, m->err, m->partition);
     if (--s->left == 0)
@@ -177,6 +325,171 @@ static void ktx_io_cb(evutil_socket_t fd, short what, void *arg)
         t->ev.on_writable(t->owner);
 }
 
+/* A transaction that cannot commit: aborted (its records are never visible to read_committed
+ * consumers), the in-flight sends forgotten and the feed rewound to its committed offsets.
+ * When the abort itself fails (fatal: fenced, or the cluster gone) the producer is made
+ * again, which rewinds too. Takes xe. */
+static void ktx_txn_abort(ktx_t *t, bool abortable, char *reason, size_t rlen)
+{
+    if (abortable) {
+        rd_kafka_error_t *ae = rd_kafka_abort_transaction(t->rk, -1);
+        if (!ae) {
+            if (t->m_aborted)
+                metrics_counter_inc(t->m_aborted);
+            ktx_forget(t);
+            /* the purged messages' reports: served now, ignored, before a slot is reused */
+            t->ignore_drs = true;
+            rd_kafka_flush(t->rk, KTX_TXN_WAIT_MS);
+            t->ignore_drs = false;
+            log_warn("feed %s: %s; aborted, produced again from the last committed offsets",
+                     t->cfg.feed, reason);
+            t->src->rewind(t->src->ctx, reason);
+            if (t->state == KTX_UP && t->ev.on_writable)
+                t->ev.on_writable(t->owner);
+            return;
+        }
+        snprintf(reason + strlen(reason), rlen - strlen(reason), "; abort: %.150s",
+                 rd_kafka_error_string(ae));
+        rd_kafka_error_destroy(ae);
+    }
+    ktx_teardown(t, reason); /* a new producer: init_transactions fences what was left */
+}
+
+/* A transactional call failed: abort when librdkafka says the transaction can be aborted,
+ * else (fatal, or retriable such as a timeout) a new producer. Takes xe. */
+static void ktx_txn_failed(ktx_t *t, rd_kafka_error_t *xe, const char *what)
+{
+    char reason[640];
+    snprintf(reason, sizeof reason, "kafka %s: topic %.200s: transaction %s: %.200s (%.60s)",
+             t->bootstrap, t->topic, what, rd_kafka_error_string(xe), rd_kafka_error_name(xe));
+    bool abortable = rd_kafka_error_txn_requires_abort(xe);
+    rd_kafka_error_destroy(xe);
+    ktx_txn_abort(t, abortable, reason, sizeof reason);
+}
+
+/* Commits the open transaction once every send of it is reported: the feed's committable
+ * offsets go into it first, so records and offsets are visible together. */
+static rd_kafka_error_t *ktx_commit_offsets(ktx_t *t, const char **what)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    evtimer_del(t->commit_ev);
+    rd_kafka_error_t *xe = NULL;
+    rd_kafka_topic_partition_list_t *offs = t->src->offsets(t->src->ctx);
+    if (offs && offs->cnt > 0) {
+        rd_kafka_consumer_group_metadata_t *g =
+            rd_kafka_consumer_group_metadata(t->src->consumer(t->src->ctx));
+        xe = g ? rd_kafka_send_offsets_to_transaction(t->rk, offs, g, -1)
+               : rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE, "no consumer group metadata");
+        if (g)
+            rd_kafka_consumer_group_metadata_destroy(g);
+    }
+    *what = "send offsets";
+    if (!xe) {
+        *what = "commit";
+        xe = rd_kafka_commit_transaction(t->rk, -1);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!xe && t->m_commit)
+        metrics_histogram_observe(t->m_commit, (double)(t1.tv_sec - t0.tv_sec) +
+                                                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    if (t->last_offs)
+        rd_kafka_topic_partition_list_destroy(t->last_offs);
+    t->last_offs = xe ? NULL : offs; /* NULL: unknown, the next idle check commits */
+    if (xe && offs)
+        rd_kafka_topic_partition_list_destroy(offs);
+    return xe;
+}
+
+static void ktx_commit(ktx_t *t)
+{
+    const char *what = "";
+    rd_kafka_error_t *xe = ktx_commit_offsets(t, &what);
+    if (xe) {
+        ktx_txn_failed(t, xe, what);
+        return;
+    }
+    if (t->m_committed)
+        metrics_counter_inc(t->m_committed);
+    t->txn_open = t->committing = false;
+    t->txn_records = 0;
+    if (t->ev.on_writable)
+        t->ev.on_writable(t->owner);
+}
+
+/* The commit interval has passed, the last report of a committing transaction is in, or a
+ * message failed (abort). Never from inside a poll: from the loop. */
+static void ktx_commit_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    ktx_t *t = arg;
+    if (t->state != KTX_UP || !t->eos || !t->txn_open)
+        return;
+    if (t->abort_pending) {
+        char reason[640];
+        snprintf(reason, sizeof reason, "kafka %s: transaction aborted: a message failed: %.400s",
+                 t->bootstrap, t->txn_reason);
+        ktx_txn_abort(t, true, reason, sizeof reason);
+        return;
+    }
+    t->committing = true; /* capacity 0 until it is committed */
+    if (t->live == 0)
+        ktx_commit(t);
+}
+
+/* Whether the feed's committable offsets moved since the last commit. */
+static bool ktx_offsets_moved(ktx_t *t)
+{
+    rd_kafka_topic_partition_list_t *o = t->src->offsets(t->src->ctx);
+    bool moved = !t->last_offs ? o && o->cnt > 0 : !o || o->cnt != t->last_offs->cnt;
+    for (int i = 0; o && !moved && i < o->cnt; i++) {
+        const rd_kafka_topic_partition_t *p = rd_kafka_topic_partition_list_find(
+            t->last_offs, o->elems[i].topic, o->elems[i].partition);
+        moved = !p || p->offset != o->elems[i].offset;
+    }
+    if (o)
+        rd_kafka_topic_partition_list_destroy(o);
+    return moved;
+}
+
+/* No transaction open: commit the offsets that moved without records (filtered out). */
+static void ktx_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    ktx_t *t = arg;
+    if (t->state != KTX_UP || !t->eos || t->txn_open || t->live || !ktx_offsets_moved(t))
+        return;
+    rd_kafka_error_t *xe = rd_kafka_begin_transaction(t->rk);
+    if (xe) {
+        rd_kafka_error_destroy(xe);
+        return; /* a send will find the producer's state and make it again */
+    }
+    t->txn_open = t->committing = true;
+    ktx_commit(t);
+}
+
+/* Whether init_transactions failing says the cluster cannot (or will not let us) do
+ * transactions: then at-least-once, instead of a connect retried forever. */
+static bool ktx_txn_unsupported(rd_kafka_resp_err_t e)
+{
+    switch (e) {
+    case RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE:
+    case RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED:
+    case RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION:
+    case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_INVALID_TRANSACTION_TIMEOUT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int ktx_producer_new(ktx_t *t, char *err, size_t errlen);
+static void ktx_producer_free(ktx_t *t);
+
 /* The topic's metadata: proves the cluster answers and the topic exists before the feed sends
  * (a bounded wait on the feed thread, once per connect). */
 static void ktx_check_cb(evutil_socket_t fd, short what, void *arg)
@@ -203,13 +516,32 @@ static void ktx_check_cb(evutil_socket_t fd, short what, void *arg)
                                                          : "no partitions");
     if (md)
         rd_kafka_metadata_destroy(md);
+    if (!why[0] && t->eos) {
+        /* registers the transactional.id: fences an earlier instance, aborts what it left */
+        rd_kafka_error_t *xe = rd_kafka_init_transactions(t->rk, KTX_TXN_WAIT_MS);
+        if (xe && ktx_txn_unsupported(rd_kafka_error_code(xe))) {
+            log_warn("feed %s: kafka %s: no transactions (%s: %s): at-least-once", t->cfg.feed,
+                     t->bootstrap, rd_kafka_error_name(xe), rd_kafka_error_string(xe));
+            ktx_producer_free(t);
+            t->eos = false;
+            if (ktx_producer_new(t, why, sizeof why) == 0)
+                why[0] = 0;
+        } else if (xe) {
+            snprintf(why, sizeof why, "kafka %s: init transactions (%.150s): %.200s", t->bootstrap,
+                     t->src->txn_id, rd_kafka_error_string(xe));
+        }
+        if (xe)
+            rd_kafka_error_destroy(xe);
+    }
     if (why[0]) {
         ktx_teardown(t, why);
         return;
     }
     t->state = KTX_UP;
-    log_info("feed %s: producing to kafka topic %s at %s (idempotent, acks=all)", t->cfg.feed,
-             t->topic, t->bootstrap);
+    ktx_mode(t, t->eos);
+    log_info("feed %s: producing to kafka topic %s at %s (%s)", t->cfg.feed, t->topic, t->bootstrap,
+             t->eos ? "exactly once: transactions with the consumed offsets"
+                    : "at-least-once: idempotent, acks=all");
     t->ev.on_up(t->owner);
 }
 
@@ -238,7 +570,15 @@ static void ktx_teardown(ktx_t *t, const char *reason)
     if (t->state == KTX_DOWN)
         return;
     t->state = KTX_DOWN;
+    bool was_txn = t->eos && (t->txn_open || t->live);
     ktx_producer_free(t);
+    t->eos = t->src != NULL; /* the next producer tries transactions again */
+    if (was_txn) {
+        /* Nothing produced since the last commit will be visible (the next init_transactions
+         * of this transactional.id aborts it): produced again after the rewind. */
+        ktx_forget(t);
+        t->src->rewind(t->src->ctx, reason);
+    }
     for (unsigned i = 0; i < t->cap; i++) {
         ktx_slot_t *s = &t->slots[i];
         if (!s->used)
@@ -274,6 +614,7 @@ static int ktx_conf_apply(rd_kafka_conf_t *c, const json_t *opts, char *err, siz
 
 static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
 {
+    char txn_tmo[32];
     char e[256];
     char tmo[32], linger[16];
     snprintf(tmo, sizeof tmo, "%u", t->cfg.timeout_ms < 10000 ? 10000 : t->cfg.timeout_ms);
@@ -296,6 +637,15 @@ static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
             rd_kafka_conf_destroy(c);
             return -1;
         }
+    /* transaction.timeout.ms: how long a transaction left open by a crash blocks read_committed
+     * consumers when no instance with the same transactional.id comes back to abort it */
+    snprintf(txn_tmo, sizeof txn_tmo, "%s", tmo);
+    if (t->eos && (rd_kafka_conf_set(c, "transactional.id", t->src->txn_id, e, sizeof e) ||
+                   rd_kafka_conf_set(c, "transaction.timeout.ms", txn_tmo, e, sizeof e))) {
+        snprintf(err, errlen, "kafka transactional.id %s: %s", t->src->txn_id, e);
+        rd_kafka_conf_destroy(c);
+        return -1;
+    }
     if (ktx_conf_apply(c, t->cfg.options, e, sizeof e)) {
         snprintf(err, errlen, "feed %s: %s", t->cfg.feed, e);
         rd_kafka_conf_destroy(c);
@@ -324,6 +674,45 @@ static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
 
 static void ktx_destroy(transport_t *base);
 
+/* The feed's partitions are being revoked: the open transaction is aborted (its records
+ * would otherwise be produced again by the partitions' next owner) and the feed drops what
+ * it holds; the partitions' next owner reads from the last committed offsets. */
+static void ktx_revoked(transport_t *base)
+{
+    ktx_t *t = (ktx_t *)base;
+    char reason[640];
+    if (t->state == KTX_UP && t->eos && t->txn_open) {
+        /* commit what is produced: the last reports first (their acks reach the ledger) */
+        t->committing = true;
+        t->in_poll = true;
+        rd_kafka_flush(t->rk, KTX_TXN_WAIT_MS);
+        t->in_poll = false;
+        if (t->state != KTX_UP)
+            return; /* torn down meanwhile: rewound */
+        if (t->live > 0 || t->abort_pending) {
+            snprintf(reason, sizeof reason,
+                     "kafka %s: partitions revoked with %u send(s) unreported%s", t->bootstrap,
+                     t->live, t->abort_pending ? " or failed" : "");
+            ktx_txn_abort(t, true, reason, sizeof reason);
+            return;
+        }
+        const char *what = "";
+        rd_kafka_error_t *xe = ktx_commit_offsets(t, &what);
+        if (xe) {
+            ktx_txn_failed(t, xe, what);
+            return;
+        }
+        if (t->m_committed)
+            metrics_counter_inc(t->m_committed);
+        ktx_forget(t); /* nothing in flight: only the transaction state */
+    }
+    /* What the feed holds of the revoked partitions is no longer ours to produce. */
+    if (t->state == KTX_UP && !t->eos)
+        return; /* at-least-once: the feed's usual revoke */
+    snprintf(reason, sizeof reason, "partitions revoked (rebalance)");
+    t->src->rewind(t->src->ctx, reason);
+}
+
 static transport_t *ktx_create(struct event_base *base, const transport_config_t *cfg,
                                const transport_events_t *ev, void *owner, char *err, size_t errlen)
 {
@@ -333,11 +722,18 @@ static transport_t *ktx_create(struct event_base *base, const transport_config_t
                  cfg->endpoint);
         return NULL;
     }
+    bool raw = cfg->content_type && strcmp(cfg->content_type, "application/vnd.ndd.frame");
+    if (raw && !cfg->record) {
+        snprintf(err, errlen, "endpoint %s: a pass-through kafka feed needs its source records",
+                 cfg->endpoint);
+        return NULL;
+    }
     ktx_t *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    t->raw = raw;
     t->base.ops = &transport_kafka_ops;
     t->evb = base;
     t->cfg = *cfg;
@@ -346,6 +742,12 @@ static transport_t *ktx_create(struct event_base *base, const transport_config_t
     t->pipefd[0] = t->pipefd[1] = -1;
     snprintf(t->topic, sizeof t->topic, "%s", topic);
     snprintf(t->bootstrap, sizeof t->bootstrap, "%.100s:%.20s", cfg->host, cfg->port);
+    const json_t *eo = cfg->options ? json_object_get(cfg->options, "exactly_once") : NULL;
+    if (cfg->source && !json_is_false(eo)) {
+        t->src = cfg->source;
+        t->src->revoked = NULL; /* set below, once the transport exists */
+        t->eos = true;
+    }
     t->cap = cfg->max_in_flight ? cfg->max_in_flight : 100;
     t->slots = calloc(t->cap, sizeof *t->slots);
     if (!t->slots || pipe2(t->pipefd, O_NONBLOCK | O_CLOEXEC) < 0) {
@@ -356,10 +758,21 @@ static transport_t *ktx_create(struct event_base *base, const transport_config_t
     t->io_ev = event_new(base, t->pipefd[0], EV_READ | EV_PERSIST, ktx_io_cb, t);
     t->check_ev = event_new(base, -1, 0, ktx_check_cb, t);
     t->report_ev = event_new(base, -1, 0, ktx_report_cb, t);
-    if (!t->io_ev || !t->check_ev || !t->report_ev || event_add(t->io_ev, NULL) < 0) {
+    t->commit_ev = evtimer_new(base, ktx_commit_cb, t);
+    t->idle_ev = event_new(base, -1, EV_PERSIST, ktx_idle_cb, t);
+    struct timeval idle = {KTX_IDLE_COMMIT_MS / 1000, (KTX_IDLE_COMMIT_MS % 1000) * 1000};
+    if (!t->io_ev || !t->check_ev || !t->report_ev || !t->commit_ev || !t->idle_ev ||
+        event_add(t->io_ev, NULL) < 0 || (t->src && event_add(t->idle_ev, &idle) < 0)) {
         snprintf(err, errlen, "out of memory");
         ktx_destroy(&t->base);
         return NULL;
+    }
+    ktx_metrics_bind(t);
+    if (t->m_eos)
+        metrics_gauge_set(t->m_eos, 0); /* until a transactional producer is up */
+    if (t->src) {
+        t->src->transport = &t->base;
+        t->src->revoked = ktx_revoked;
     }
     return &t->base;
 }
@@ -383,7 +796,32 @@ static int ktx_connect(transport_t *base)
 static unsigned ktx_capacity(const transport_t *base)
 {
     const ktx_t *t = (const ktx_t *)base;
-    return t->state == KTX_UP ? t->cap - t->live : 0;
+    return t->state == KTX_UP && !t->committing && !t->abort_pending ? t->cap - t->live : 0;
+}
+
+/* A pass-through batch (one record's value as it is, e.g. an xDR of the XDR topic): produced
+ * with the source record's key and headers, which the encoding does not carry. The value
+ * is the payload (referenced, not copied), the headers a copy of the source record's. */
+static void ktx_send_raw(ktx_t *t, ktx_slot_t *s, const uint8_t *payload, size_t len, void *cookie)
+{
+    const rd_kafka_message_t *src = t->cfg.record(cookie, 0);
+    rd_kafka_headers_t *sh = NULL, *hdrs = NULL;
+    if (src && rd_kafka_message_headers(src, &sh) == RD_KAFKA_RESP_ERR_NO_ERROR && sh)
+        hdrs = rd_kafka_headers_copy(sh);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        t->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_MSGFLAGS(0),
+        RD_KAFKA_V_KEY(src && src->key_len ? src->key : NULL, src ? src->key_len : 0),
+        RD_KAFKA_V_VALUE((void *)payload, len), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(s),
+        RD_KAFKA_V_END);
+    if (e) {
+        if (hdrs)
+            rd_kafka_headers_destroy(hdrs);
+        ktx_slot_error(t, s, e, RD_KAFKA_PARTITION_UA);
+        s->refused = true;
+        return;
+    }
+    s->left++;
+    t->txn_records++;
 }
 
 static int ktx_send(transport_t *base, const uint8_t *payload, size_t len, void *cookie)
@@ -395,11 +833,29 @@ static int ktx_send(transport_t *base, const uint8_t *payload, size_t len, void 
     frame_t fr;
     size_t used = 0;
     frame_parser_init(&p, 0, false);
-    if (frame_parse(&p, payload, len, &fr, &used) != FRAME_OK || used != len ||
-        fr.hdr.type != FRAME_TYPE_DATA) {
+    if (!t->raw && (frame_parse(&p, payload, len, &fr, &used) != FRAME_OK || used != len ||
+                    fr.hdr.type != FRAME_TYPE_DATA)) {
         log_error("feed %s: kafka topic %s: payload is not a DATA frame (%zu bytes); refused",
                   t->cfg.feed, t->topic, len);
         return -1;
+    }
+    if (t->eos && !t->txn_open) {
+        rd_kafka_error_t *xe = rd_kafka_begin_transaction(t->rk);
+        if (xe) {
+            /* the producer is in a state where nothing can be produced: made again */
+            snprintf(t->down_reason, sizeof t->down_reason, "kafka %s: begin transaction: %.200s",
+                     t->bootstrap, rd_kafka_error_string(xe));
+            rd_kafka_error_destroy(xe);
+            if (!t->down_pending) {
+                t->down_pending = true;
+                event_active(t->check_ev, 0, 0);
+            }
+            return -1;
+        }
+        t->txn_open = true;
+        t->txn_records = 0;
+        struct timeval tv = {KTX_TXN_MS / 1000, (KTX_TXN_MS % 1000) * 1000};
+        evtimer_add(t->commit_ev, &tv);
     }
     ktx_slot_t *s = NULL;
     for (unsigned i = 0; i < t->cap && !s; i++)
@@ -407,6 +863,10 @@ static int ktx_send(transport_t *base, const uint8_t *payload, size_t len, void 
             s = &t->slots[i];
     *s = (ktx_slot_t){.cookie = cookie, .used = true, .left = 1}; /* 1: held while producing */
     t->live++;
+    if (t->raw) {
+        ktx_send_raw(t, s, payload, len, cookie);
+        goto produced;
+    }
     frame_record_iter_t it;
     frame_record_t rec;
     frame_records(&fr, &it);
@@ -430,9 +890,18 @@ static int ktx_send(transport_t *base, const uint8_t *payload, size_t len, void 
             if (hdrs)
                 rd_kafka_headers_destroy(hdrs); /* not taken on failure */
             ktx_slot_error(t, s, e, RD_KAFKA_PARTITION_UA);
+            /* refused before it was queued: not in the transaction (the batch's records
+             * produced before it are, and commit with it; the batch goes to the DLQ) */
+            s->refused = s->err == e;
             break; /* the rest of the batch is not produced: it fails as one */
         }
         s->left++;
+        t->txn_records++;
+    }
+produced:
+    if (t->eos && t->txn_records >= KTX_TXN_RECORDS && !t->committing) {
+        t->committing = true; /* full: commit once the last report is in */
+        event_active(t->commit_ev, 0, 0);
     }
     /* the hold: reported now only if every message is already reported (or none produced) */
     if (--s->left == 0) { /* reported from the loop, never from inside send() */
@@ -469,6 +938,24 @@ static void ktx_disconnect(transport_t *base, const char *reason)
 static void ktx_destroy(transport_t *base)
 {
     ktx_t *t = (ktx_t *)base;
+    if (t->src && t->src->transport == base) { /* the feed's revoke must not call us now */
+        t->src->revoked = NULL;
+        t->src->transport = NULL;
+    }
+    /* A stop after the feed drained: commit what every report is in for, so a stopping
+     * instance leaves no open transaction for read_committed consumers to wait behind. */
+    if (t->rk && t->eos && t->txn_open && t->state == KTX_UP) {
+        const char *what = "abort";
+        rd_kafka_error_t *xe = t->live == 0 && !t->abort_pending
+                                   ? ktx_commit_offsets(t, &what)
+                                   : rd_kafka_abort_transaction(t->rk, -1);
+        if (xe) {
+            /* left to the broker: aborted by the next instance's init or the timeout */
+            log_warn("feed %s: kafka %s: at stop, transaction %s: %s", t->cfg.feed, t->bootstrap,
+                     what, rd_kafka_error_string(xe));
+            rd_kafka_error_destroy(xe);
+        }
+    }
     ktx_producer_free(t);
     if (t->io_ev)
         event_free(t->io_ev);
@@ -476,6 +963,12 @@ static void ktx_destroy(transport_t *base)
         event_free(t->check_ev);
     if (t->report_ev)
         event_free(t->report_ev);
+    if (t->commit_ev)
+        event_free(t->commit_ev);
+    if (t->idle_ev)
+        event_free(t->idle_ev);
+    if (t->last_offs)
+        rd_kafka_topic_partition_list_destroy(t->last_offs);
     if (t->pipefd[0] >= 0)
         close(t->pipefd[0]);
     if (t->pipefd[1] >= 0)

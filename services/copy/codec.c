@@ -884,3 +884,114 @@ bool codec_msg_equal(const codec_msg_t *a, const codec_msg_t *b)
            a->n_http == b->n_http && a->n_ext == b->n_ext &&
            headers_same(a->http, b->http, a->n_http) && headers_same(a->ext, b->ext, a->n_ext);
 }
+
+/* ---- records that are not copies ---- */
+
+/* The end of the JSON value starting at p[i] (a string, number, literal, object or array),
+ * or 0 when it is malformed or runs past n. Strings are skipped with their escapes; nothing
+ * is validated beyond what finding the end needs. */
+static size_t raw_json_skip(const char *p, size_t i, size_t n)
+{
+    int depth = 0;
+    do {
+        if (i >= n)
+            return 0;
+        char c = p[i];
+        if (c == '"') {
+            for (i++; i < n && p[i] != '"'; i++)
+                if (p[i] == '\\')
+                    i++;
+            if (i >= n)
+                return 0;
+            i++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+            i++;
+        } else if (c == '}' || c == ']') {
+            if (--depth < 0)
+                return 0;
+            i++;
+        } else if (depth > 0) {
+            i++; /* inside a container: separators, whitespace, scalars */
+        } else {
+            while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ']' && p[i] != ' ' &&
+                   p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+                i++;
+        }
+    } while (depth > 0);
+    return i;
+}
+
+static size_t raw_json_ws(const char *p, size_t i, size_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+        i++;
+    return i;
+}
+
+void codec_fields_raw(codec_msg_t *m, const rd_kafka_message_t *rkm)
+{
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_headers(rkm, &h) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        h = NULL;
+    codec_fields_raw_parts(m, rkm->key, rkm->key_len, rkm->payload, rkm->len, h);
+}
+
+void codec_fields_raw_parts(codec_msg_t *m, const void *key, size_t key_len, const void *value,
+                            size_t value_len, const rd_kafka_headers_t *h)
+{
+    msg_reset(m);
+    m->key = (codec_slice_t){key, key_len};
+    m->body = (codec_slice_t){value ? value : "", value_len};
+    if (key_len)
+        m->meta[CODEC_META_CORRELATION_ID] = m->key;
+    if (h) {
+        const char *name;
+        const void *val;
+        size_t len;
+        for (size_t i = 0;
+             rd_kafka_header_get_all(h, i, &name, &val, &len) == RD_KAFKA_RESP_ERR_NO_ERROR; i++) {
+            codec_slice_t v = {val ? val : "", len};
+            int meta = codec_meta_lookup(name, strlen(name));
+            if (meta >= 0)
+                m->meta[meta] = v;
+            else if (name[0] == '@' && m->n_ext < CODEC_MAX_EXT_HEADERS)
+                m->ext[m->n_ext++] = (codec_header_t){{name, strlen(name)}, v};
+            else if (name[0] != '@' && m->n_http < CODEC_MAX_HTTP_HEADERS)
+                m->http[m->n_http++] = (codec_header_t){{name, strlen(name)}, v};
+        }
+    }
+    /* A JSON object value (an xDR): its top-level scalar members, named as in the JSON. */
+    const char *p = m->body.ptr;
+    size_t n = m->body.len, i = raw_json_ws(p, 0, n);
+    if (i >= n || p[i] != '{')
+        return;
+    i = raw_json_ws(p, i + 1, n);
+    while (i < n && p[i] == '"' && m->n_http < CODEC_MAX_HTTP_HEADERS) {
+        size_t ks = i + 1, ke = ks;
+        while (ke < n && p[ke] != '"' && p[ke] != '\\')
+            ke++;
+        size_t kend = raw_json_skip(p, i, n); /* the key as a string, escapes included */
+        if (!kend)
+            return;
+        bool plain_key = ke == kend - 1 && ke > ks;
+        i = raw_json_ws(p, kend, n);
+        if (i >= n || p[i] != ':')
+            return;
+        size_t vs = raw_json_ws(p, i + 1, n), ve = raw_json_skip(p, vs, n);
+        if (!ve)
+            return;
+        codec_slice_t v = {NULL, 0};
+        if (p[vs] == '"' && !memchr(p + vs + 1, '\\', ve - vs - 2))
+            v = (codec_slice_t){p + vs + 1, ve - vs - 2}; /* a string without escapes */
+        else if (p[vs] != '"' && p[vs] != '{' && p[vs] != '[' && strncmp(p + vs, "null", 4))
+            v = (codec_slice_t){p + vs, ve - vs}; /* a number, true, false */
+        if (plain_key && v.ptr)
+            m->http[m->n_http++] = (codec_header_t){{p + ks, ke - ks}, v};
+        i = raw_json_ws(p, ve, n);
+        if (i < n && p[i] == ',')
+            i = raw_json_ws(p, i + 1, n);
+        else
+            return;
+    }
+}

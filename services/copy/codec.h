@@ -57,6 +57,16 @@ size_t codec_max_body(void);
 codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_len,
                                   const void *value, size_t value_len,
                                   const rd_kafka_headers_t *hdrs, codec_error_t *err);
+/* The fields of a record that is not a copy (an xDR of the XDR topic, a VES event), for
+ * egress filters (docs/filters.md, "Records that are not copies"): key and body as they are,
+ * the key also as @correlation-id, the record's headers ('@' names as metadata, others as
+ * fields), and, when the value is a JSON object, each top-level member whose value is a
+ * string without escapes, a number, true or false as a field named by the member (null,
+ * objects and arrays are absent). Nothing is validated or refused; no allocation. */
+void codec_fields_raw(codec_msg_t *out, const rd_kafka_message_t *msg);
+/* The same from raw parts (hdrs may be NULL). */
+void codec_fields_raw_parts(codec_msg_t *out, const void *key, size_t key_len, const void *value,
+                            size_t value_len, const rd_kafka_headers_t *hdrs);
 /* Decode a consumed message (no copy; out points into msg). */
 codec_reason_t codec_decode(codec_msg_t *out, const rd_kafka_message_t *msg, codec_error_t *err);
 

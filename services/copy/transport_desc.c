@@ -89,14 +89,20 @@ const transport_desc_t transport_desc_file = {
     .check_options = transport_file_check,
 };
 
-static const char *const transport_kafka_keys[] = {"config", NULL};
+static const char *const transport_kafka_keys[] = {"config", "exactly_once", NULL};
 
 /* kafka.config: librdkafka properties for the target cluster (security.protocol, sasl.*,
- * ssl.*), every value a string as librdkafka takes them. */
+ * ssl.*), every value a string as librdkafka takes them. kafka.exactly_once (default true):
+ * false keeps the at-least-once idempotent producer where transactions are not wanted. */
 static int transport_kafka_check(const json_t *o, const char *prefix, jfield_err_t *err)
 {
     const json_t *c = json_object_get(o, "config");
+    const json_t *eo = json_object_get(o, "exactly_once");
     char path[160];
+    if (eo && !json_is_boolean(eo)) {
+        snprintf(path, sizeof path, "%s.exactly_once", prefix);
+        return jfield_fail(err, JFIELD_INVALID, path, "must be true or false");
+    }
     snprintf(path, sizeof path, "%s.config", prefix);
     if (c && !json_is_object(c))
         return jfield_fail(err, JFIELD_INVALID, path, "must be an object of librdkafka properties");
@@ -111,14 +117,15 @@ static int transport_kafka_check(const json_t *o, const char *prefix, jfield_err
 }
 
 /* Records produced to a Kafka topic, kafka://host:port/topic (adapter/transport_kafka.c,
- * docs/kafka-feed.md): the ack is an idempotent acks=all produce of every record of a batch. */
+ * docs/kafka-feed.md): the ack is an idempotent acks=all produce of every record of a batch,
+ * in a transaction with the feed's offsets unless kafka.exactly_once is false. */
 const transport_desc_t transport_desc_kafka = {
     .name = "kafka",
     .schemes = {{"kafka", false, "9092"}},
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_REQUIRED,
     .ack = TRANSPORT_ACK_DURABLE,
-    .encodings = {"frame"},
+    .encodings = {"frame", "passthrough"}, /* passthrough: xDRs of XDR, key and headers kept */
     .options = "kafka",
     .option_keys = transport_kafka_keys,
     .check_options = transport_kafka_check,

@@ -493,6 +493,32 @@ static void test_file_options_of_wrong_type_or_range_are_refused_with_their_path
     feed_config_free(c);
 }
 
+/* kafka.exactly_once is a boolean (default true: transactions); the kafka transport takes
+ * frame and passthrough (xDRs), nothing else. */
+static void test_kafka_exactly_once_is_a_boolean_and_passthrough_is_taken(void **state)
+{
+    (void)state;
+    char err[256];
+    static const char *const ok[] = {
+        "{\"name\":\"k\",\"transport\":\"kafka\",\"encoding\":\"frame\",\"endpoints\":"
+        "[{\"url\":\"kafka://h:9092/t\"}],\"kafka\":{\"exactly_once\":false}}",
+        "{\"name\":\"k\",\"source_topic\":\"XDR\",\"transport\":\"kafka\",\"encoding\":"
+        "\"passthrough\",\"endpoints\":[{\"url\":\"kafka://h:9092/t\"}]}",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        feed_config_t *c = parse(ok[i], err, sizeof err);
+        if (!c)
+            fail_msg("refused: %s: %s", ok[i], err);
+        feed_config_free(c);
+    }
+    expect_error("{\"name\":\"k\",\"transport\":\"kafka\",\"encoding\":\"frame\",\"endpoints\":"
+                 "[{\"url\":\"kafka://h:9092/t\"}],\"kafka\":{\"exactly_once\":\"yes\"}}",
+                 "kafka.exactly_once");
+    expect_error("{\"name\":\"k\",\"transport\":\"kafka\",\"encoding\":\"json\",\"endpoints\":"
+                 "[{\"url\":\"kafka://h:9092/t\"}]}",
+                 "encoding");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_equal_json_means_unchanged_feed),
         cmocka_unit_test(test_the_feeds_file_example_in_docs_adapter_md_is_accepted),
         cmocka_unit_test(test_file_options_of_wrong_type_or_range_are_refused_with_their_path),
+        cmocka_unit_test(test_kafka_exactly_once_is_a_boolean_and_passthrough_is_taken),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
