@@ -39,6 +39,8 @@ void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, ad
     json_t *st = ctx->events ? admin_events_status(ctx->events, admin_now_ms())
                              : json_pack("{s:[],s:[]}", "workers", "feeds");
     json_object_set_new(st, "database", json_string(admin_db_ok(ctx->db) ? "up" : "down"));
+    if (ctx->kacl)
+        json_object_set_new(st, "kafka_feeds", admin_kacl_status(ctx->kacl, admin_now_ms()));
     admin_resp_json(resp, 200, st);
 }
 
