@@ -426,7 +426,8 @@ out:
 }
 
 /* Deletes exactly these bindings (a filter per binding: every field given). */
-static int kacl_delete_acls(admin_kacl_t *k, const kacl_binding_t *b, size_t n_b, admin_err_t *err)
+static int kacl_delete_acls(admin_kacl_t *k, const kacl_binding_t *b, size_t n_b, size_t *deleted,
+                            admin_err_t *err)
 {
     if (n_b == 0)
         return 0;
@@ -457,8 +458,12 @@ static int kacl_delete_acls(admin_kacl_t *k, const kacl_binding_t *b, size_t n_b
     rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const rd_kafka_error_t *e = rd_kafka_DeleteAcls_result_response_error(res[i]);
-        if (!e)
+        if (!e) {
+            size_t m = 0;
+            rd_kafka_DeleteAcls_result_response_matching_acls(res[i], &m);
+            *deleted += m;
             continue;
+        }
         kacl_err(k, err, rd_kafka_error_code(e), "deleting the consumer's ACLs",
                  rd_kafka_error_string(e), -1);
         rc = -1;
@@ -531,10 +536,11 @@ int admin_kacl_revoke(admin_kacl_t *k, admin_ctx_t *ctx, json_t *feed, json_t *k
         if (!s.found)
             gone[n++] = f.b[i];
     }
-    if (kacl_delete_acls(k, gone, n, err) != 0)
+    size_t deleted = 0;
+    if (kacl_delete_acls(k, gone, n, &deleted, err) != 0)
         return -1;
     if (n)
-        log_info("admin: feed %s: %zu ACLs of %s deleted", f.name, n, f.s.principal);
+        log_info("admin: feed %s: %zu ACLs of %s deleted", f.name, deleted, f.s.principal);
     return 0;
 }
 

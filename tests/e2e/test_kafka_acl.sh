@@ -32,12 +32,14 @@ fail() {
     [ -f "$T/ndd-admin.log" ] && { echo "--- ndd-admin log (last 20 lines)"; tail -20 "$T/ndd-admin.log"; }
     exit 1
 }
-stop_admin() {
-    [ -n "$PID" ] && { kill -TERM "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
+stop_admin() { # a clean stop is exit status 0 (under ASan: no leak either)
+    local rc=0
+    [ -n "$PID" ] && { kill -TERM "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || rc=$?; }
     PID=
+    return $rc
 }
 cleanup() {
-    stop_admin
+    stop_admin || true
     psql "$PG" -qc "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null 2>&1
     rm -rf "$T"
 }
@@ -80,13 +82,14 @@ refused() { # refused WHAT: the last consume printed an authorization failure an
     grep -qi 'authorization failed' "$T/out" || fail "$1: not refused as unauthorized: $(head -c 400 "$T/out")"
     ! grep -q "^rec-" "$T/out" || fail "$1: records were read: $(head -c 400 "$T/out")"
 }
-# The ACLs Kafka holds for a principal, as its own AclCommand lists them (DescribeAcls): one
-# line per ACL, "<resource pattern> <operation>".
+# The ACLs Kafka holds for a principal on this run's resources (names with $TAG), as its own
+# AclCommand lists them (DescribeAcls): one line per ACL, "<resource pattern> <operation>".
 acls_of() {
     java -Xmx128m -cp "$KAFKA_LIBS/*" -Dlog4j.configuration=file:/dev/null kafka.admin.AclCommand \
         --bootstrap-server "$KAFKA" --list --principal "$1" 2>"$T/aclcmd.err" |
         awk '/ResourcePattern/ { r = $0; sub(/.*ResourcePattern\(/, "", r); sub(/\).*/, "", r) }
-             /principal=/ { o = $0; sub(/.*operation=/, "", o); sub(/,.*/, "", o); print r " " o }' | sort
+             /principal=/ { o = $0; sub(/.*operation=/, "", o); sub(/,.*/, "", o); print r " " o }' |
+        grep -F "$TAG" | sort
 }
 
 start_admin
@@ -168,9 +171,9 @@ refused "certificate subject on feed A's topic"
 
 # 6. ACLs removed behind the admin's back come back at its next start (the reconcile that
 #    also repairs a crash between a commit and its grant).
-stop_admin
+stop_admin || fail "ndd-admin did not stop cleanly"
 java -Xmx128m -cp "$KAFKA_LIBS/*" -Dlog4j.configuration=file:/dev/null kafka.admin.AclCommand \
-    --bootstrap-server "$KAFKA" --remove --force --principal "$SCRAM_USER" --topic "$TOPIC_A" \
+    --bootstrap-server "$KAFKA" --remove --force --allow-principal "$SCRAM_USER" --topic "$TOPIC_A" \
     --operation Read >/dev/null 2>&1 || fail "AclCommand --remove"
 consume scram "$SASL" -C -t "$TOPIC_A" -o beginning -e -f '%s\n'
 refused "SCRAM user on $TOPIC_A once its READ ACL is gone"
@@ -189,4 +192,5 @@ consume ssl "$SSL" -C -t "$TOPIC_B" -o beginning -e -f '%s\n' ||
 kcat -L -b "$KAFKA" -t "$TOPIC_A" -m 10 | grep -q "topic \"$TOPIC_A\" with 2 partitions" || fail "topic $TOPIC_A was deleted"
 [ "$(api DELETE "/feeds/$ID_B")" = 204 ] || fail "delete feed B: $(cat "$T/resp")"
 [ -z "$(acls_of "$SSL_USER")" ] || fail "ACLs left for $SSL_USER"
+stop_admin || fail "ndd-admin did not stop cleanly"
 echo "PASS: feed topics and ACLs follow the REST API; principals read only their own feed"
