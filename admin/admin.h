@@ -169,6 +169,35 @@ void admin_publisher_track(admin_publisher_t *p, admin_prop_t *prop);
 int admin_kafka_create_topic(const char *bootstrap, const char *topic, int partitions,
                              int replication, bool compact, char *err, size_t errlen);
 
+/* ---- Kafka feed topics and ACLs (admin_kafka_acl.c, docs/kafka-feed.md) ---- */
+/* A client of the admin's cluster for its admin calls, each bounded by timeout_ms (0: 5 s).
+ * NULL with err on failure. */
+admin_kacl_t *admin_kacl_new(const char *bootstrap, int timeout_ms, char *err, size_t errlen);
+void admin_kacl_free(admin_kacl_t *k);
+/* Creates the topic(s) of a stored feed object and its consumer's ACLs (both idempotent).
+ * Does nothing (0) for a feed the admin does not manage (k NULL, not kafka, another cluster).
+ * -1 with err: 422 naming the field Kafka refused, 503 when the cluster does not answer. */
+int admin_kacl_grant(admin_kacl_t *k, json_t *feed, admin_err_t *err);
+/* Deletes the ACLs of `feed` that neither `keep` (its next version, may be NULL) nor another
+ * feed of the cache needs. The topic is kept (docs/kafka-feed.md says why). */
+int admin_kacl_revoke(admin_kacl_t *k, admin_ctx_t *ctx, json_t *feed, json_t *keep,
+                      admin_err_t *err);
+/* Grants every feed of the cache (start-up: repairs a crash between a commit and its grant).
+ * -1 when one failed; admin_kacl_poll then retries every 30 s. */
+int admin_kacl_reconcile(admin_kacl_t *k, admin_ctx_t *ctx);
+/* From the timer: the retried reconcile, and a status sample every sample_ms (0: none). */
+void admin_kacl_poll(admin_kacl_t *k, admin_ctx_t *ctx, int64_t sample_ms);
+/* One status sample of every managed feed: end offsets (high watermarks) of its topic, the
+ * committed offsets of the consumer groups under its prefix, the produce rate between two
+ * samples; sets the metrics of admin_kacl_metrics. Blocking, each call bounded by 2 s. */
+void admin_kacl_sample(admin_kacl_t *k, admin_ctx_t *ctx, int64_t now);
+/* The last samples as the "kafka_feeds" array of /status (a new reference). */
+json_t *admin_kacl_status(const admin_kacl_t *k, int64_t now);
+struct metrics_registry;
+void admin_kacl_metrics(admin_kacl_t *k, struct metrics_registry *r);
+bool admin_kacl_pending(const admin_kacl_t *k);
+uint64_t admin_kacl_errors(const admin_kacl_t *k);
+
 /* ---- ndd.events consumer, status and alarms (admin_events.c) ---- */
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
                                  admin_db_t *db, int64_t down_after_ms, char *err, size_t errlen);

@@ -124,6 +124,42 @@ static void admin_after_write(admin_ctx_t *ctx, admin_kind_t kind, const char *i
     }
 }
 
+/* After a create, replace or patch of a feed is committed: its topic and new ACLs, then the
+ * removal of ACLs the old version had. When Kafka refuses, the write is undone in the database
+ * (a create is deleted, a replace restores the old version: one more audited write) and the
+ * client gets Kafka's error; nothing was published yet. */
+static int admin_kafka_feed_apply(admin_ctx_t *ctx, const char *action, const char *who,
+                                  json_t *out, json_t *before, admin_err_t *err)
+{
+    if (admin_kacl_grant(ctx->kacl, out, err) == 0 &&
+        (!before || admin_kacl_revoke(ctx->kacl, ctx, before, out, err) == 0))
+        return 0;
+    const char *oid = json_string_value(json_object_get(out, "id"));
+    admin_err_t uerr, kerr;
+    json_t *o2 = NULL, *b2 = NULL, *old = before ? admin_strip_server_fields(before) : NULL;
+    int rc = admin_db_write(ctx->db, ADMIN_KIND_FEED, before ? "replace" : "delete", oid, old, -1,
+                            who, &o2, &b2, &uerr);
+    json_decref(old);
+    if (rc != 0)
+        log_error("admin: %s of feed %s is committed but Kafka refused it and undoing it failed: "
+                  "%s (the reconcile at the next start grants what the database holds)",
+                  action, oid, uerr.reason);
+    else if (admin_kacl_revoke(ctx->kacl, ctx, out, before, &kerr) != 0)
+        log_error("admin: feed %s: ACLs of the refused %s not removed: %s", oid, action,
+                  kerr.reason);
+    if (rc == 0 && o2) {
+        /* The restored version replaces the cached one (its version number moved on). */
+        json_incref(o2);
+        if (admin_cache_put(&ctx->cache[ADMIN_KIND_FEED], o2) != 0)
+            log_error("admin: feed %s restored but the cache is full; restart to reload", oid);
+        if (ctx->pub)
+            admin_publish(ctx->pub, ctx, ADMIN_KIND_FEED, oid, o2);
+    }
+    json_decref(o2);
+    json_decref(b2);
+    return -1;
+}
+
 static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         const char *action, admin_resp_t *resp)
 {
@@ -168,12 +204,37 @@ static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     }
     json_t *out = NULL, *before = NULL;
     const char *who = req->principal.name[0] ? req->principal.name : "anonymous";
+    /* A Kafka feed's ACLs go before its row: access is never wider than the database says. */
+    bool kafka_feed = kind == ADMIN_KIND_FEED && ctx->kacl;
+    json_t *current = NULL;
+    if (kafka_feed && is_delete) {
+        const admin_obj_t *cur = admin_cache_get(&ctx->cache[kind], id);
+        current = cur ? json_incref(cur->json) : NULL;
+        if (current && admin_kacl_revoke(ctx->kacl, ctx, current, NULL, &err) != 0) {
+            json_decref(current);
+            admin_resp_error(resp, &err);
+            return;
+        }
+    }
     int rc = admin_db_write(ctx->db, kind, action, strcmp(action, "create") ? id : NULL, body,
                             if_match, who, &out, &before, &err);
     json_decref(body);
     if (rc != 0) {
         if (err.status == 503)
             metrics_counter_inc(ctx->db_unavailable);
+        admin_err_t kerr;
+        if (current && admin_kacl_grant(ctx->kacl, current, &kerr) != 0)
+            log_error("admin: feed %s was not deleted and its ACLs could not be restored: %s "
+                      "(the reconcile at the next start restores them)",
+                      id, kerr.reason);
+        json_decref(current);
+        admin_resp_error(resp, &err);
+        return;
+    }
+    json_decref(current);
+    if (kafka_feed && !is_delete && admin_kafka_feed_apply(ctx, action, who, out, before, &err)) {
+        json_decref(out);
+        json_decref(before);
         admin_resp_error(resp, &err);
         return;
     }

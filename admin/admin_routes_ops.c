@@ -55,6 +55,8 @@ void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, ad
         json_object_set_new(st, "config",
                             admin_prop_status(admin_events_prop(ctx->events), changes));
     json_object_set_new(st, "database", json_string(admin_db_ok(ctx->db) ? "up" : "down"));
+    if (ctx->kacl)
+        json_object_set_new(st, "kafka_feeds", admin_kacl_status(ctx->kacl, admin_now_ms()));
     admin_resp_json(resp, 200, st);
 }
 

@@ -91,6 +91,16 @@ static double admin_metric_publish_failed(void *arg)
     return (double)admin_publisher_failed(((admin_server_t *)arg)->ctx.pub);
 }
 
+static double admin_metric_kacl_errors(void *arg)
+{
+    return (double)admin_kacl_errors(((admin_server_t *)arg)->ctx.kacl);
+}
+
+static double admin_metric_kacl_pending(void *arg)
+{
+    return admin_kacl_pending(((admin_server_t *)arg)->ctx.kacl) ? 1.0 : 0.0;
+}
+
 static void admin_metrics_setup(admin_server_t *srv)
 {
     metrics_registry_t *r = metrics_default_registry();
@@ -124,6 +134,19 @@ static void admin_metrics_setup(admin_server_t *srv)
         metrics_counter_new(r, "ndd_admin_database_unavailable_total",
                             "Writes refused with 503: PostgreSQL unreachable", NULL);
     srv->ctx.db_unavailable = du ? metrics_counter_labels(du) : NULL;
+    metrics_family_t *ke =
+        metrics_counter_new(r, "ndd_admin_kafka_acl_errors_total",
+                            "Kafka admin calls for feed topics and ACLs that failed", NULL);
+    c = ke ? metrics_counter_labels(ke) : NULL;
+    if (c)
+        metrics_child_set_callback(c, admin_metric_kacl_errors, srv);
+    metrics_family_t *kp =
+        metrics_gauge_new(r, "ndd_admin_kafka_acl_reconcile_pending",
+                          "1 while feed topics and ACLs do not yet match the database", NULL);
+    g = kp ? metrics_gauge_labels(kp) : NULL;
+    if (g)
+        metrics_child_set_callback(g, admin_metric_kacl_pending, srv);
+    admin_kacl_metrics(srv->ctx.kacl, r);
     httpd_set_metrics(srv->httpd, r);
 }
 
@@ -131,6 +154,7 @@ static void admin_tick(evutil_socket_t fd, short what, void *arg)
 {
     admin_server_t *srv = arg;
     admin_publisher_poll(srv->ctx.pub, &srv->ctx);
+    admin_kacl_poll(srv->ctx.kacl, &srv->ctx, srv->s->kafka_status_ms);
     if (srv->ctx.events)
         admin_events_poll(srv->ctx.events, 1000);
     int64_t now = admin_now_ms();
@@ -206,6 +230,15 @@ int admin_serve(const admin_settings_t *s)
         else
             log_info("admin: %s reconciled with the database (%d records written)", s->config_topic,
                      r);
+        srv.ctx.kacl = admin_kacl_new(s->brokers, 0, err, sizeof(err));
+        if (!srv.ctx.kacl) {
+            log_error("admin: Kafka admin client for feed topics and ACLs (%s): %s", s->brokers,
+                      err);
+            goto out;
+        }
+        if (admin_kacl_reconcile(srv.ctx.kacl, &srv.ctx) != 0)
+            log_error("admin: start-up reconcile of Kafka feed topics and ACLs failed (retrying "
+                      "every 30 s)");
         srv.ctx.events = admin_events_new(s->brokers, s->events_topic, s->events_group, srv.ctx.db,
                                           s->down_after_ms, err, sizeof(err));
         if (!srv.ctx.events) {
@@ -291,6 +324,7 @@ out:
     tls_ctx_free(ssl);
     admin_events_free(srv.ctx.events);
     admin_publisher_free(srv.ctx.pub);
+    admin_kacl_free(srv.ctx.kacl);
     admin_tokens_free(srv.ctx.tokens);
     admin_db_close(srv.ctx.db);
     admin_ctx_free(&srv.ctx);

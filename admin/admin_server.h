@@ -27,6 +27,7 @@ typedef struct admin_settings {
     bool tls_client_auth;
     int64_t down_after_ms;
     int64_t token_ttl_ms;
+    int64_t kafka_status_ms; /* Kafka feed status samples (0: none) */
     int64_t db_wait_ms;      /* how long start-up waits for PostgreSQL */
     const char *role, *name; /* the token subcommands' */
 } admin_settings_t;

@@ -42,6 +42,8 @@ static const config_spec_t admin_specs[] = {
      AT(tls_client_auth)},
     {"down-after", CONFIG_DURATION_MS, "0", "missing heartbeats before service-down (0 = three "
      "of the worker's intervals)", 0, IN(down_after_ms, 0, 86400000)},
+    {"kafka-status-interval", CONFIG_DURATION_MS, "10s", "how often the status of Kafka feeds "
+     "(consumer lag, produce rate) is sampled (0 = never)", 0, IN(kafka_status_ms, 0, 86400000)},
     {"token-ttl", CONFIG_DURATION_MS, "30s", "how long a verified token is cached", 0,
      IN(token_ttl_ms, 0, 86400000)},
     {"role", CONFIG_STRING, NULL, "token create: admin or viewer", 0, AT(role)},

@@ -161,18 +161,23 @@ trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM HUP
 start_stack() {
     local attempt ports env
     for attempt in 1 2 3; do
-        mapfile -t ports < <("$STACK" free-ports 3)
-        ((${#ports[@]} == 3)) || { echo "run.sh: no free ports" >&2; return 1; }
+        mapfile -t ports < <("$STACK" free-ports 5)
+        ((${#ports[@]} == 5)) || { echo "run.sh: no free ports" >&2; return 1; }
         STACK_DIR=$(mktemp -d /tmp/ndd-test-stack.XXXXXX)
         STACK_ARGS=(--dir "$STACK_DIR" --kafka-port "${ports[0]}" --controller-port "${ports[1]}"
-            --pg-port "${ports[2]}")
+            --pg-port "${ports[2]}" --ssl-port "${ports[3]}" --sasl-port "${ports[4]}")
         if env=$("$STACK" start "${STACK_ARGS[@]}"); then
             # the lines are shell assignments (NDD_PG is quoted): let a subshell read them
             NDD_TEST_KAFKA=$(eval "$env" && printf %s "$NDD_KAFKA")
             NDD_TEST_PG=$(eval "$env" && printf %s "$NDD_PG")
-            export NDD_TEST_KAFKA NDD_TEST_PG
+            # The secure listeners and their test clients (DIR/env only, docs/local-stack.md).
+            NDD_TEST_KAFKA_SSL=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_SSL:-}")
+            NDD_TEST_KAFKA_SASL=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_SASL:-}")
+            NDD_TEST_KAFKA_CLIENTS=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_CLIENTS:-}")
+            export NDD_TEST_KAFKA NDD_TEST_PG NDD_TEST_KAFKA_SSL NDD_TEST_KAFKA_SASL NDD_TEST_KAFKA_CLIENTS
             echo "NDD_TEST_KAFKA=$NDD_TEST_KAFKA"
             echo "NDD_TEST_PG=$NDD_TEST_PG"
+            echo "NDD_TEST_KAFKA_SSL=$NDD_TEST_KAFKA_SSL NDD_TEST_KAFKA_SASL=$NDD_TEST_KAFKA_SASL"
             return 0
         fi
         # A port may have been taken between choosing and binding: retry on new ones.
@@ -187,7 +192,7 @@ NEED_STACK=0
 for l in integration e2e fault image; do label_wanted "$l" && NEED_STACK=1; done
 if ((NEED_STACK)); then
     note "private stack"
-    unset NDD_TEST_KAFKA NDD_TEST_PG
+    unset NDD_TEST_KAFKA NDD_TEST_PG NDD_TEST_KAFKA_SSL NDD_TEST_KAFKA_SASL NDD_TEST_KAFKA_CLIENTS
     check "stack:start" start_stack || echo "run.sh: no stack; integration and e2e tests will fail" >&2
 fi
 

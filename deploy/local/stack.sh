@@ -3,14 +3,17 @@
 # private PostgreSQL 15 cluster, both on 127.0.0.1 only, all state in one directory.
 #
 #   deploy/local/stack.sh start|stop|status [--dir DIR] [--kafka-port N] [--controller-port N]
-#                                           [--pg-port N] [--no-kafka] [--no-pg]
+#                         [--ssl-port N] [--sasl-port N] [--pg-port N] [--no-kafka] [--no-pg]
 #
-# Defaults: DIR=<repo>/.stack, Kafka 9092, controller Kafka+1, PostgreSQL 55432.
-# Env equivalents: NDD_STACK_DIR, NDD_KAFKA_PORT, NDD_CONTROLLER_PORT, NDD_PG_PORT.
+# Defaults: DIR=<repo>/.stack, Kafka 9092, controller Kafka+1, SSL Kafka+2, SASL_SSL Kafka+3,
+# PostgreSQL 55432. Env: NDD_STACK_DIR, NDD_KAFKA_PORT, NDD_CONTROLLER_PORT, NDD_SSL_PORT,
+# NDD_SASL_PORT, NDD_PG_PORT.
 # start is idempotent and, when done, prints exactly two lines to stdout (also in DIR/env):
 #   NDD_KAFKA=127.0.0.1:N
 #   NDD_PG='host=127.0.0.1 port=N dbname=ndd user=ndd passfile=DIR/pgpass'
 # quoted for a shell: `set -a; . DIR/env; set +a` or `set -a; eval "$(stack.sh start)"; set +a`.
+# DIR/env also has the secure listeners (docs/local-stack.md): NDD_KAFKA_SSL, NDD_KAFKA_SASL,
+# NDD_KAFKA_CA and NDD_KAFKA_CLIENTS (a folder of kcat/librdkafka property files).
 # Everything else goes to stderr. Two stacks with different dirs and ports run side by side.
 #
 #   deploy/local/stack.sh destroy [--dir DIR]
@@ -68,6 +71,8 @@ fi
 DIR=${NDD_STACK_DIR:-$ROOT/.stack}
 KAFKA_PORT=${NDD_KAFKA_PORT:-9092}
 CONTROLLER_PORT=${NDD_CONTROLLER_PORT:-}
+SSL_PORT=${NDD_SSL_PORT:-}
+SASL_PORT=${NDD_SASL_PORT:-}
 PG_PORT=${NDD_PG_PORT:-55432}
 WANT_KAFKA=1
 WANT_PG=1
@@ -76,6 +81,8 @@ while (($#)); do
     --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
     --kafka-port) KAFKA_PORT=${2:?--kafka-port needs a value}; shift 2 ;;
     --controller-port) CONTROLLER_PORT=${2:?--controller-port needs a value}; shift 2 ;;
+    --ssl-port) SSL_PORT=${2:?--ssl-port needs a value}; shift 2 ;;
+    --sasl-port) SASL_PORT=${2:?--sasl-port needs a value}; shift 2 ;;
     --pg-port) PG_PORT=${2:?--pg-port needs a value}; shift 2 ;;
     --no-kafka) WANT_KAFKA=0; shift ;;
     --no-pg) WANT_PG=0; shift ;;
@@ -84,7 +91,9 @@ while (($#)); do
     esac
 done
 CONTROLLER_PORT=${CONTROLLER_PORT:-$((KAFKA_PORT + 1))}
-for p in "$KAFKA_PORT" "$CONTROLLER_PORT" "$PG_PORT"; do
+SSL_PORT=${SSL_PORT:-$((KAFKA_PORT + 2))}
+SASL_PORT=${SASL_PORT:-$((KAFKA_PORT + 3))}
+for p in "$KAFKA_PORT" "$CONTROLLER_PORT" "$SSL_PORT" "$SASL_PORT" "$PG_PORT"; do
     [[ $p =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || die "bad port '$p'"
 done
 # Only start creates DIR; stop and status on a missing DIR just find nothing running.
@@ -94,6 +103,11 @@ DIR=$(realpath -m -- "$DIR")
 KDIR=$DIR/kafka
 KAFKA_PID=$KDIR/kafka.pid
 KAFKA_LOG=$DIR/kafka.log
+TLS_DIR=$KDIR/tls
+CLIENTS_DIR=$KDIR/clients
+# The test principals of the secure listeners (docs/local-stack.md).
+SCRAM_USER=ndd-test-scram
+SSL_SUBJECT=CN=ndd-test-ssl
 PGDIR=$DIR/pg
 PG_LOG=$DIR/postgres.log
 # As root the cluster runs as user postgres, which must reach DIR/pg. When a parent folder of
@@ -150,6 +164,75 @@ pg_pid() {
     read_pid "$PGDATA/postmaster.pid" "$PGDATA"
 }
 
+# The stack's CA, the broker's certificate (SAN 127.0.0.1, localhost) and a client certificate
+# for $SSL_SUBJECT, made once with openssl (EC P-256: a few milliseconds). PEM files, keys
+# unencrypted and 0600: this is a loopback test stack.
+kafka_make_tls() {
+    [[ -s $TLS_DIR/ca.pem && -s $TLS_DIR/broker.pem && -s $TLS_DIR/client-ssl.key ]] && return 0
+    command -v openssl >/dev/null || die "openssl not found (needed for the stack's TLS listeners)"
+    log "making the stack's CA and certificates in $TLS_DIR"
+    rm -rf "$TLS_DIR"
+    mkdir -p "$TLS_DIR"
+    (
+        set -e
+        umask 077
+        cd "$TLS_DIR"
+        ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+        openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 3650 \
+            -subj "/CN=NDD local stack CA" -addext "basicConstraints=critical,CA:TRUE" \
+            -addext "keyUsage=critical,keyCertSign,cRLSign"
+        sign() { # sign NAME SUBJECT EXTENSIONS
+            openssl req "${ec[@]}" -keyout "$1.key" -out "$1.csr" -subj "$2"
+            printf '%s\n' "$3" >"$1.ext"
+            openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -days 3650 \
+                -set_serial "0x$(openssl rand -hex 12)" -extfile "$1.ext" -out "$1.crt"
+            rm -f "$1.csr" "$1.ext"
+        }
+        # DNS:127.0.0.1 too: a client that checks the host name as a DNS name still matches.
+        sign broker "/CN=127.0.0.1" $'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth'
+        cat broker.key broker.crt >broker.pem
+        sign client-ssl "/${SSL_SUBJECT}" 'extendedKeyUsage=clientAuth'
+        chmod 0644 ca.pem broker.crt client-ssl.crt
+    ) >"$KDIR/tls.out" 2>&1 || {
+        cat "$KDIR/tls.out" >&2
+        die "making the stack's TLS certificates in $TLS_DIR failed (openssl output above)"
+    }
+}
+
+# kcat/librdkafka property files for the test principals (kcat -F FILE).
+kafka_write_clients() {
+    local pw=$1
+    mkdir -p "$CLIENTS_DIR"
+    (
+        umask 077
+        printf '%s\n' "security.protocol=SASL_SSL" "sasl.mechanisms=SCRAM-SHA-512" \
+            "sasl.username=$SCRAM_USER" "sasl.password=$pw" "ssl.ca.location=$TLS_DIR/ca.pem" \
+            >"$CLIENTS_DIR/scram.properties"
+        printf '%s\n' "security.protocol=SSL" "ssl.ca.location=$TLS_DIR/ca.pem" \
+            "ssl.certificate.location=$TLS_DIR/client-ssl.crt" \
+            "ssl.key.location=$TLS_DIR/client-ssl.key" >"$CLIENTS_DIR/ssl.properties"
+    )
+}
+
+# The secure listeners answer a metadata request as the test principals (a client with no ACL
+# still gets the broker list).
+kafka_check_secure() {
+    local name port file
+    for name in SSL:$SSL_PORT:ssl SASL_SSL:$SASL_PORT:scram; do
+        IFS=: read -r name port file <<<"$name"
+        [[ -f $CLIENTS_DIR/$file.properties ]] || {
+            log "warning: $CLIENTS_DIR/$file.properties is missing (storage formatted by an older stack.sh); destroy the stack to get the $name test user"
+            continue
+        }
+        if ! kcat -L -b "127.0.0.1:$port" -F "$CLIENTS_DIR/$file.properties" -m 5 2>"$KDIR/check-$file.err" |
+            grep -q '1 brokers:'; then
+            cat "$KDIR/check-$file.err" >&2
+            tail -n 20 "$KAFKA_LOG" >&2 2>/dev/null || true
+            die "Kafka's $name listener on 127.0.0.1:$port does not answer a metadata request as the test principal ($CLIENTS_DIR/$file.properties; kcat errors and broker log above)"
+        fi
+    done
+}
+
 kafka_start() {
     local pid
     if pid=$(kafka_pid); then
@@ -162,9 +245,13 @@ kafka_start() {
     command -v java >/dev/null || die "java not found (run deploy/local/install-deps.sh)"
     port_open "$KAFKA_PORT" && die "port $KAFKA_PORT is in use by another process; pick --kafka-port"
     port_open "$CONTROLLER_PORT" && die "port $CONTROLLER_PORT is in use by another process; pick --controller-port"
+    port_open "$SSL_PORT" && die "port $SSL_PORT is in use by another process; pick --ssl-port"
+    port_open "$SASL_PORT" && die "port $SASL_PORT is in use by another process; pick --sasl-port"
 
     mkdir -p "$KDIR/data"
+    kafka_make_tls
     sed -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" \
+        -e "s|@SSL_PORT@|$SSL_PORT|g" -e "s|@SASL_PORT@|$SASL_PORT|g" -e "s|@TLS_DIR@|$TLS_DIR|g" \
         -e "s|@DATA_DIR@|$KDIR/data|g" "$ROOT/deploy/local/kafka/server.properties.in" \
         >"$KDIR/server.properties"
     sed -e "s|@LOG_FILE@|$KAFKA_LOG|g" "$ROOT/deploy/local/kafka/log4j.properties.in" \
@@ -181,12 +268,20 @@ kafka_start() {
         while [[ $cid == -* ]]; do
             cid=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
         done
-        log "formatting Kafka storage in $KDIR/data (cluster $cid)"
+        # The SCRAM test user is created with the storage (KRaft keeps SCRAM credentials in
+        # its metadata log; the StorageTool writes them into the first snapshot). Its password
+        # is random and only in the 0600 client file; it travels to the tool on its command
+        # line, which only this short-lived local process has.
+        local scram_pw
+        scram_pw=$(head -c18 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        log "formatting Kafka storage in $KDIR/data (cluster $cid, SCRAM user $SCRAM_USER)"
         if ! "${jvm[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KDIR/server.properties" \
+            --add-scram "SCRAM-SHA-512=[name=$SCRAM_USER,password=$scram_pw]" \
             >"$KDIR/format.out" 2>&1 </dev/null; then
             cat "$KDIR/format.out" >&2
             die "Kafka storage format failed"
         fi
+        kafka_write_clients "$scram_pw"
     fi
 
     log "starting Kafka $KAFKA_VERSION on $KAFKA_ADDR (controller 127.0.0.1:$CONTROLLER_PORT)"
@@ -216,7 +311,8 @@ kafka_start() {
         fi
         sleep 0.5
     done
-    log "Kafka ready (pid $pid)"
+    kafka_check_secure
+    log "Kafka ready (pid $pid; SSL 127.0.0.1:$SSL_PORT, SASL_SSL 127.0.0.1:$SASL_PORT)"
 }
 
 kafka_stop() {
@@ -388,11 +484,18 @@ do_start() {
     # DIR/env lists every server of this stack that runs, including one started earlier
     # without this call's --no-* flag; stdout lists the ones this call was asked for.
     local lines=() port
-    if [[ $WANT_KAFKA == 1 ]]; then
-        lines+=("$(env_line NDD_KAFKA "$KAFKA_ADDR")")
-    elif kafka_pid >/dev/null; then
-        port=$(sed -nE 's|^advertised.listeners=PLAINTEXT://127.0.0.1:([0-9]+)$|\1|p' "$KDIR/server.properties")
+    if [[ $WANT_KAFKA == 1 ]] || kafka_pid >/dev/null; then
+        # The ports the running broker was configured with (this call's, or an earlier one's).
+        local adv
+        adv=$(sed -n 's|^advertised.listeners=||p' "$KDIR/server.properties")
+        port=$(sed -nE 's|.*PLAINTEXT://127.0.0.1:([0-9]+).*|\1|p' <<<"${adv%%,*}")
         lines+=("$(env_line NDD_KAFKA "127.0.0.1:$port")")
+        port=$(grep -oE '(^|,)SSL://127.0.0.1:[0-9]+' <<<"$adv" | grep -oE '[0-9]+$' || true)
+        [[ -n $port ]] && lines+=("$(env_line NDD_KAFKA_SSL "127.0.0.1:$port")")
+        port=$(grep -oE 'SASL_SSL://127.0.0.1:[0-9]+' <<<"$adv" | grep -oE '[0-9]+$' || true)
+        [[ -n $port ]] && lines+=("$(env_line NDD_KAFKA_SASL "127.0.0.1:$port")")
+        [[ -f $TLS_DIR/ca.pem ]] && lines+=("$(env_line NDD_KAFKA_CA "$TLS_DIR/ca.pem")")
+        [[ -d $CLIENTS_DIR ]] && lines+=("$(env_line NDD_KAFKA_CLIENTS "$CLIENTS_DIR")")
     fi
     if [[ $WANT_PG == 1 ]]; then
         lines+=("$(env_line NDD_PG "$PG_CONNINFO")")

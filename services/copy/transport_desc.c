@@ -2,6 +2,8 @@
  * here (its description) plus its implementation in the adapter (docs/adapter.md). */
 #include "transport_desc.h"
 
+#include "feed_kafka_acl.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -89,7 +91,10 @@ const transport_desc_t transport_desc_file = {
     .check_options = transport_file_check,
 };
 
-static const char *const transport_kafka_keys[] = {"config", "exactly_once", NULL};
+/* exactly_once: transactions (transport_kafka.c); topic and consumer: what ndd-admin creates
+ * and grants (feed_kafka_acl.c). */
+static const char *const transport_kafka_keys[] = {"config", "exactly_once", "topic", "consumer",
+                                                   NULL};
 
 /* kafka.config: librdkafka properties for the target cluster (security.protocol, sasl.*,
  * ssl.*), every value a string as librdkafka takes them. kafka.exactly_once (default true):
@@ -113,7 +118,7 @@ static int transport_kafka_check(const json_t *o, const char *prefix, jfield_err
         snprintf(path, sizeof path, "%s.config.%s", prefix, k);
         return jfield_fail(err, JFIELD_INVALID, path, "must be a string");
     }
-    return 0;
+    return feed_kafka_acl_check(o, prefix, err);
 }
 
 /* Records produced to a Kafka topic, kafka://host:port/topic (adapter/transport_kafka.c,

@@ -25,23 +25,24 @@ e2e_stack_cleanup() {
     rm -rf "$dir"
 }
 
-# e2e_stack_prepare NAME: a temp dir /tmp/ndd-e2e-NAME.*, three free ports and the stack.sh
-# arguments naming them (dir, kport, cport, pport, args); e2e_stack_cleanup runs at exit (a
+# e2e_stack_prepare NAME: a temp dir /tmp/ndd-e2e-NAME.*, five free ports and the stack.sh
+# arguments naming them (dir, kport, cport, sport (SSL), qport (SASL_SSL), pport, args); e2e_stack_cleanup runs at exit (a
 # test with more to clean sets its own trap and calls it).
 e2e_stack_prepare() {
     dir=$(mktemp -d "/tmp/ndd-e2e-$1.XXXXXX")
     args=()
     trap e2e_stack_cleanup EXIT
-    mapfile -t ports < <("$STACK" free-ports 3)
-    ((${#ports[@]} == 3)) || fail "stack.sh free-ports gave '${ports[*]}'"
-    kport=${ports[0]} cport=${ports[1]} pport=${ports[2]}
-    args=(--dir "$dir" --kafka-port "$kport" --controller-port "$cport" --pg-port "$pport")
+    mapfile -t ports < <("$STACK" free-ports 5)
+    ((${#ports[@]} == 5)) || fail "stack.sh free-ports gave '${ports[*]}'"
+    kport=${ports[0]} cport=${ports[1]} pport=${ports[2]} sport=${ports[3]} qport=${ports[4]}
+    args=(--dir "$dir" --kafka-port "$kport" --controller-port "$cport" --pg-port "$pport"
+        --ssl-port "$sport" --sasl-port "$qport")
 }
 
 # After a stop: none of the stack's ports answers any more.
 e2e_stack_ports_closed() {
     local p
-    for p in "$kport" "$cport" "$pport"; do
+    for p in "$kport" "$cport" "$sport" "$qport" "$pport"; do
         ! port_open "$p" || fail "port $p still open after stop"
     done
 }

@@ -31,16 +31,16 @@ ETC=$W/etc
 mkdir -p "$RUN" "$ETC" "$W/ex"
 chmod 755 "$W" "$RUN" # the stack runs PostgreSQL as user postgres, which must reach it
 ln -s "$BUILD" "$RUN/build"
-mapfile -t ports < <("$STACK" free-ports 4)
-KPORT=${ports[0]} CPORT=${ports[1]} PPORT=${ports[2]} APORT=${ports[3]}
+mapfile -t ports < <("$STACK" free-ports 6)
+KPORT=${ports[0]} CPORT=${ports[1]} PPORT=${ports[2]} APORT=${ports[3]} SPORT=${ports[4]} QSPORT=${ports[5]}
 export NDD_STACK_DIR=$RUN/.stack
 # deploy/ as in the repository, but stack.sh gets this test's ports (through its environment
 # only: NDD_KAFKA_* in the examples' environment would reach the daemons as kafka.* settings).
 mkdir -p "$RUN/deploy/local"
 for f in "$SRC"/deploy/*; do [[ $f == */local ]] || ln -s "$f" "$RUN/deploy/"; done
 for f in "$SRC"/deploy/local/*; do [[ $f == */stack.sh ]] || ln -s "$f" "$RUN/deploy/local/"; done
-printf '#!/usr/bin/env bash\nNDD_KAFKA_PORT=%s NDD_CONTROLLER_PORT=%s NDD_PG_PORT=%s exec %q "$@"\n' \
-    "$KPORT" "$CPORT" "$PPORT" "$STACK" >"$RUN/deploy/local/stack.sh"
+printf '#!/usr/bin/env bash\nNDD_KAFKA_PORT=%s NDD_CONTROLLER_PORT=%s NDD_PG_PORT=%s NDD_SSL_PORT=%s NDD_SASL_PORT=%s exec %q "$@"\n' \
+    "$KPORT" "$CPORT" "$PPORT" "$SPORT" "$QSPORT" "$STACK" >"$RUN/deploy/local/stack.sh"
 chmod +x "$RUN/deploy/local/stack.sh"
 cleanup() {
     "$STACK" destroy --dir "$NDD_STACK_DIR" >/dev/null 2>&1 || true

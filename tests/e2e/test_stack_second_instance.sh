@@ -10,7 +10,7 @@ SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 
 e2e_stack_prepare stack
 
-echo "second stack in $dir: kafka $kport, controller $cport, pg $pport"
+echo "second stack in $dir: kafka $kport, controller $cport, ssl $sport, sasl $qport, pg $pport"
 out=$("$STACK" start "${args[@]}") || fail "stack.sh start failed"
 echo "$out"
 [[ $(echo "$out" | wc -l) == 2 ]] || fail "start must print exactly two lines, got: $out"
@@ -23,7 +23,18 @@ conninfo=$(set -a && . "$dir/env" && printf %s "$NDD_PG")
 [[ $conninfo == "host=127.0.0.1 port=$pport dbname=ndd user=ndd passfile=$dir/pgpass" ]] ||
     fail "sourcing $dir/env gives NDD_PG=$conninfo"
 [[ $(eval "$out" && printf %s "$NDD_PG") == "$conninfo" ]] || fail "eval of the start output differs"
-[[ $(cat "$dir/env") == "$out" ]] || fail "DIR/env differs from what start printed"
+[[ $(grep -E '^NDD_(KAFKA|PG)=' "$dir/env") == "$out" ]] || fail "DIR/env differs from what start printed"
+# ... and the secure listeners (docs/local-stack.md), which answer as the test principals.
+senv=$(set -a && . "$dir/env" && printf '%s|%s|%s|%s' "$NDD_KAFKA_SSL" "$NDD_KAFKA_SASL" "$NDD_KAFKA_CA" "$NDD_KAFKA_CLIENTS")
+[[ $senv == "127.0.0.1:$sport|127.0.0.1:$qport|$dir/kafka/tls/ca.pem|$dir/kafka/clients" ]] ||
+    fail "DIR/env secure listeners: $senv"
+kcat -L -b "127.0.0.1:$sport" -F "$dir/kafka/clients/ssl.properties" -m 10 | grep -q '1 brokers:' ||
+    fail "kcat -L over SSL with the test client certificate on $sport"
+kcat -L -b "127.0.0.1:$qport" -F "$dir/kafka/clients/scram.properties" -m 10 | grep -q '1 brokers:' ||
+    fail "kcat -L over SASL_SSL as the SCRAM test user on $qport"
+if kcat -L -b "127.0.0.1:$sport" -X security.protocol=SSL -X "ssl.ca.location=$dir/kafka/tls/ca.pem" -m 5 >/dev/null 2>&1; then
+    fail "the SSL listener accepted a client without a certificate"
+fi
 [[ $(stat -c %a "$dir/pgpass") == 600 ]] || fail "pgpass is not mode 0600"
 
 kafka_pid=$(cat "$dir/kafka/kafka.pid")

@@ -64,9 +64,9 @@ fault_init() {
 fault_own_stack() {
     OWN_STACK=$W/stack
     local -a ports
-    mapfile -t ports < <("$STACK" free-ports 3)
+    mapfile -t ports < <("$STACK" free-ports 5)
     OWN_ARGS=(--dir "$OWN_STACK" --kafka-port "${ports[0]}" --controller-port "${ports[1]}"
-        --pg-port "${ports[2]}" "$@")
+        --pg-port "${ports[2]}" --ssl-port "${ports[3]}" --sasl-port "${ports[4]}" "$@")
     "$STACK" start "${OWN_ARGS[@]}" >"$W/stack.out" 2>"$W/stack.err" ||
         fail "own stack did not start: $(tail -3 "$W/stack.err")"
     B=127.0.0.1:${ports[0]}

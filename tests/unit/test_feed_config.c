@@ -13,6 +13,7 @@
 #include "adapter_testutil.h"
 #include "feed.h"
 #include "feed_config.h"
+#include "feed_kafka_acl.h"
 #include "feeds.h"
 #include "log.h"
 
@@ -519,6 +520,77 @@ static void test_kafka_exactly_once_is_a_boolean_and_passthrough_is_taken(void *
                  "encoding");
 }
 
+/* kafka.topic and kafka.consumer (what ndd-admin creates and grants, feed_kafka_acl.c): each
+ * fault names its field; an absent member gets the documented default. */
+#define KAFKA_FEED                                                                                 \
+    "{\"name\":\"k\",\"source_topic\":\"MAIN\",\"transport\":\"kafka\",\"encoding\":\"frame\","    \
+    "\"endpoints\":[{\"url\":\"kafka://127.0.0.1:9092/ndd.feed.k\"}]"
+static void test_kafka_topic_and_consumer_are_checked_with_their_path(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kafka;
+        jfield_kind_t kind;
+        const char *path;
+    } cases[] = {
+        {"{\"topic\":{\"partitions\":0}}", JFIELD_RANGE, "kafka.topic.partitions"},
+        {"{\"topic\":{\"partitions\":\"3\"}}", JFIELD_WRONG_TYPE, "kafka.topic.partitions"},
+        {"{\"topic\":{\"replication_factor\":0}}", JFIELD_RANGE, "kafka.topic.replication_factor"},
+        {"{\"topic\":{\"replication_factor\":-2}}", JFIELD_RANGE, "kafka.topic.replication_factor"},
+        {"{\"topic\":{\"retention_ms\":0}}", JFIELD_RANGE, "kafka.topic.retention_ms"},
+        {"{\"topic\":{\"segments\":1}}", JFIELD_UNKNOWN, "kafka.topic.segments"},
+        {"{\"topic\":[]}", JFIELD_WRONG_TYPE, "kafka.topic"},
+        {"{\"consumer\":{}}", JFIELD_MISSING, "kafka.consumer.principal"},
+        {"{\"consumer\":{\"principal\":\"vendor-a\"}}", JFIELD_INVALID, "kafka.consumer.principal"},
+        {"{\"consumer\":{\"principal\":\"User:*\"}}", JFIELD_INVALID, "kafka.consumer.principal"},
+        {"{\"consumer\":{\"principal\":\"User:\"}}", JFIELD_INVALID, "kafka.consumer.principal"},
+        {"{\"consumer\":{\"principal\":\"User:a\",\"group_prefix\":\"\"}}", JFIELD_INVALID,
+         "kafka.consumer.group_prefix"},
+        {"{\"consumer\":{\"principal\":\"User:a\",\"group_prefix\":\"a b\"}}", JFIELD_INVALID,
+         "kafka.consumer.group_prefix"},
+        {"{\"consumer\":{\"principal\":\"User:a\",\"host\":\"*\"}}", JFIELD_UNKNOWN,
+         "kafka.consumer.host"},
+    };
+    char text[768];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(text, sizeof text, KAFKA_FEED ",\"kafka\":%s}", cases[i].kafka);
+        jfield_err_t fe = refusal(text, NULL);
+        if (fe.kind != cases[i].kind || strcmp(fe.path, cases[i].path))
+            fail_msg("case %zu (%s): got %s \"%s\" (%s), want %s \"%s\"", i, cases[i].kafka,
+                     jfield_kind_name(fe.kind), fe.path, fe.reason, jfield_kind_name(cases[i].kind),
+                     cases[i].path);
+    }
+    char err[512];
+    snprintf(text, sizeof text,
+             KAFKA_FEED ",\"kafka\":{\"topic\":{\"partitions\":6,\"replication_factor\":1,"
+                        "\"retention_ms\":-1},\"consumer\":{\"principal\":\"User:CN=vendor-a,O=V\","
+                        "\"group_prefix\":\"vendor-a.\"}}}");
+    feed_config_t *c = parse(text, err, sizeof err);
+    if (!c)
+        fail_msg("full kafka object refused: %s", err);
+    feed_config_free(c);
+    json_t *j = json_loads(text, 0, NULL);
+    assert_non_null(j);
+    feed_kafka_acl_t a;
+    feed_kafka_acl_get(j, &a);
+    assert_int_equal(a.partitions, 6);
+    assert_int_equal(a.replication, 1);
+    assert_int_equal(a.retention_ms, -1);
+    assert_string_equal(a.principal, "User:CN=vendor-a,O=V");
+    assert_string_equal(a.group_prefix, "vendor-a.");
+    json_decref(j);
+    snprintf(text, sizeof text, KAFKA_FEED "}");
+    j = json_loads(text, 0, NULL);
+    assert_non_null(j);
+    feed_kafka_acl_get(j, &a);
+    assert_int_equal(a.partitions, FEED_KAFKA_PARTITIONS_DEFAULT);
+    assert_int_equal(a.replication, FEED_KAFKA_REPLICATION_DEFAULT);
+    assert_int_equal(a.retention_ms, FEED_KAFKA_RETENTION_MS_DEFAULT);
+    assert_null(a.principal);
+    assert_null(a.group_prefix);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -536,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_the_feeds_file_example_in_docs_adapter_md_is_accepted),
         cmocka_unit_test(test_file_options_of_wrong_type_or_range_are_refused_with_their_path),
         cmocka_unit_test(test_kafka_exactly_once_is_a_boolean_and_passthrough_is_taken),
+        cmocka_unit_test(test_kafka_topic_and_consumer_are_checked_with_their_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
