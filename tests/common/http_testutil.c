@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "http_testutil.h"
+#include "kafka_testutil.h"
 
 #define HTU_MAX_RESPONSE (16u * 1024u * 1024u)
 #define HTU_MAX_PAIRS 64
@@ -335,4 +336,32 @@ void htu_proxy_stop(htu_proxy_t *p)
     close(p->wake[0]);
     close(p->wake[1]);
     free(p);
+}
+
+uint16_t htu_serving_wait(pid_t pid, const char *port_file, int timeout_ms, int *status)
+{
+    int64_t deadline = ktu_now_ms() + timeout_ms;
+    *status = -1;
+    while (ktu_now_ms() < deadline) {
+        if (!ktu_alive(pid, status))
+            return 0;
+        *status = -1;
+        FILE *f = fopen(port_file, "r");
+        unsigned p = 0;
+        if (f) {
+            if (fscanf(f, "%u", &p) != 1 || p > 65535)
+                p = 0;
+            fclose(f);
+        }
+        if (p) {
+            htu_resp_t r;
+            int rc = htu_request((uint16_t)p, "GET", "/healthz", NULL, NULL, 0, 2000, &r);
+            int code = r.status;
+            htu_resp_free(&r);
+            if (rc == 0 && code == 200)
+                return (uint16_t)p;
+        }
+        ktu_sleep_ms(20);
+    }
+    return 0;
 }

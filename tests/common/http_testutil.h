@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct htu_resp {
     int status;    /* 0 when no response arrived */
@@ -24,6 +25,11 @@ int htu_request(uint16_t port, const char *method, const char *path, const char 
 /* Value of response header `name` (case-insensitive) copied into buf; false when absent. */
 bool htu_header(const htu_resp_t *r, const char *name, char *buf, size_t len);
 void htu_resp_free(htu_resp_t *r);
+
+/* Waits until process pid has written its --http.port-file and answers GET /healthz with
+ * 200 (the start-up wait every admin test needs). The port; 0 when the process exited first
+ * (*status its wait status, >= 0) or timeout_ms passed (*status -1). */
+uint16_t htu_serving_wait(pid_t pid, const char *port_file, int timeout_ms, int *status);
 
 typedef struct htu_proxy htu_proxy_t;
 

@@ -96,32 +96,13 @@ static void start_admin(void)
                     NULL};
     fx.pid = ktu_spawn(argv, NULL, fx.log_file);
     assert_true(fx.pid > 0);
-    int64_t deadline = ktu_now_ms() + 30000;
-    fx.port = 0;
-    while (ktu_now_ms() < deadline) {
-        int st;
-        if (!ktu_alive(fx.pid, &st))
+    int st;
+    fx.port = htu_serving_wait(fx.pid, fx.port_file, 30000, &st);
+    if (!fx.port) {
+        if (st >= 0)
             fail_msg("ndd-admin exited during start-up (status %d); see %s", st, fx.log_file);
-        FILE *f = fopen(fx.port_file, "r");
-        unsigned p = 0;
-        if (f) {
-            if (fscanf(f, "%u", &p) != 1)
-                p = 0;
-            fclose(f);
-        }
-        if (p) {
-            htu_resp_t r;
-            fx.port = (uint16_t)p;
-            if (htu_request(fx.port, "GET", "/healthz", NULL, NULL, 0, 2000, &r) == 0 &&
-                r.status == 200) {
-                htu_resp_free(&r);
-                return;
-            }
-            htu_resp_free(&r);
-        }
-        ktu_sleep_ms(50);
+        fail_msg("ndd-admin did not serve within 30 s; see %s", fx.log_file);
     }
-    fail_msg("ndd-admin did not serve within 30 s; see %s", fx.log_file);
 }
 
 static int setup(void **state)

@@ -75,32 +75,15 @@ static void start_admin(void)
                     NULL};
     fx.admin = ktu_spawn(argv, NULL, fx.admin_log);
     assert_true(fx.admin > 0);
-    int64_t deadline = ktu_now_ms() + 30000;
-    while (ktu_now_ms() < deadline) {
-        int st;
-        if (!ktu_alive(fx.admin, &st)) {
+    int st;
+    fx.admin_port = htu_serving_wait(fx.admin, fx.port_file, 30000, &st);
+    if (!fx.admin_port) {
+        if (st >= 0)
             fx.admin = 0;
+        if (st >= 0)
             fail_msg("ndd-admin exited during start-up (status %d); see %s", st, fx.admin_log);
-        }
-        FILE *f = fopen(fx.port_file, "r");
-        unsigned p = 0;
-        if (f) {
-            if (fscanf(f, "%u", &p) != 1)
-                p = 0;
-            fclose(f);
-        }
-        if (p) {
-            htu_resp_t r;
-            fx.admin_port = (uint16_t)p;
-            int rc = htu_request(fx.admin_port, "GET", "/healthz", NULL, NULL, 0, 2000, &r);
-            int status = r.status;
-            htu_resp_free(&r);
-            if (rc == 0 && status == 200)
-                return;
-        }
-        ktu_sleep_ms(50);
+        fail_msg("ndd-admin did not serve within 30 s; see %s", fx.admin_log);
     }
-    fail_msg("ndd-admin did not serve within 30 s; see %s", fx.admin_log);
 }
 
 static void start_adapter(int i)

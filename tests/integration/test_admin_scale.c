@@ -80,32 +80,14 @@ static void start_admin(void)
     int64_t t0 = ktu_now_ms();
     fx.pid = ktu_spawn(argv, env[0] ? env : NULL, fx.log_file);
     assert_true(fx.pid > 0);
-    int64_t deadline = t0 + 120000;
-    while (ktu_now_ms() < deadline) {
-        int st;
-        if (!ktu_alive(fx.pid, &st))
+    int st;
+    fx.port = htu_serving_wait(fx.pid, fx.port_file, 120000, &st);
+    if (!fx.port) {
+        if (st >= 0)
             fail_msg("ndd-admin exited during start-up (status %d); see %s", st, fx.log_file);
-        FILE *f = fopen(fx.port_file, "r");
-        unsigned p = 0;
-        if (f) {
-            if (fscanf(f, "%u", &p) != 1)
-                p = 0;
-            fclose(f);
-        }
-        if (p) {
-            htu_resp_t r;
-            fx.port = (uint16_t)p;
-            int rc = htu_request(fx.port, "GET", "/healthz", NULL, NULL, 0, 2000, &r);
-            int status = r.status;
-            htu_resp_free(&r);
-            if (rc == 0 && status == 200) {
-                fx.startup_ms = ktu_now_ms() - t0;
-                return;
-            }
-        }
-        ktu_sleep_ms(20);
+        fail_msg("ndd-admin did not serve within 120 s; see %s", fx.log_file);
     }
-    fail_msg("ndd-admin did not serve within 120 s; see %s", fx.log_file);
+    fx.startup_ms = ktu_now_ms() - t0;
 }
 
 static int setup(void **state)
