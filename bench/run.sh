@@ -24,7 +24,9 @@
 #   --build DIR      build directory (default $NDD_BUILD_DIR, else <repo>/build)
 #   --stack-dir D    stack directory (default W/stack); reused when its stack already runs
 #   --keep           leave the stack and W in place (prints how to stop)
-#   --work-dir W     logs, feeds file, summaries (default a new /tmp/ndd-bench.XXXXXX)
+#   --work-dir W     logs, feeds file, summaries, rss.csv (default a new /tmp/ndd-bench.XXXXXX,
+#                    removed after a run without loss; a W named here is kept, without the
+#                    Kafka log of the stack the run started in W/stack)
 #   --duration S     override the profile's traffic duration (per step for `max`)
 #   --rate N         override the profile's rate (copies/s)
 #   --no-baselines   skip h2load and the librdkafka baselines
@@ -44,6 +46,7 @@ BUILD=${NDD_BUILD_DIR:-$ROOT/build}
 STACK_DIR=""
 KEEP=0
 WORK=""
+WORK_GIVEN=0
 OVR_DURATION=""
 OVR_RATE=""
 NO_BASELINES=0
@@ -68,7 +71,7 @@ while (($#)); do
     --build) BUILD=${2:?}; shift 2 ;;
     --stack-dir) STACK_DIR=${2:?}; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    --work-dir) WORK=${2:?}; shift 2 ;;
+    --work-dir) WORK=${2:?}; WORK_GIVEN=1; shift 2 ;;
     --duration) OVR_DURATION=${2:?}; shift 2 ;;
     --rate) OVR_RATE=${2:?}; shift 2 ;;
     --no-baselines) NO_BASELINES=1; shift ;;
@@ -194,9 +197,15 @@ cleanup() {
     if ((STACK_STARTED && !KEEP)); then
         "$ROOT/deploy/local/stack.sh" stop --dir "$STACK_DIR" --no-pg >/dev/null 2>&1 ||
             say "stack stop failed: see $STACK_DIR/kafka.log"
+        # A named work dir keeps its results (rss.csv, logs) but not the broker's log, which
+        # is tens of GB after a soak.
+        [[ $WORK_GIVEN == 1 && $rc == 0 && $STACK_DIR == "$WORK/stack" ]] &&
+            rm -rf "$STACK_DIR/kafka/data"
     fi
     if ((KEEP)); then
         say "kept: work dir $WORK; stack: $ROOT/deploy/local/stack.sh stop --dir $STACK_DIR --no-pg"
+    elif ((WORK_GIVEN)); then
+        say "results kept in $WORK"
     elif ((rc == 0)); then
         rm -rf "$WORK"
     else
