@@ -125,6 +125,7 @@ buildah bud --isolation chroot --layers --pull=never -q \
 say "built $TAG ($HASH_TAG)"
 # Images of earlier sources are not kept: storage holds one NDD image (plus the layer cache
 # of its build stage, which the next build reuses).
-buildah images --format '{{.Name}}:{{.Tag}}' 2>/dev/null | grep '^localhost/ndd:src-' |
-    grep -vx "$HASH_TAG" | while read -r old; do buildah rmi "$old" >/dev/null 2>&1 || true; done
+# (grep finds nothing on a machine's first build: with pipefail that must not end the script.)
+buildah images --format '{{.Name}}:{{.Tag}}' 2>/dev/null | { grep '^localhost/ndd:src-' || true; } |
+    { grep -vx "$HASH_TAG" || true; } | while read -r old; do buildah rmi "$old" >/dev/null 2>&1 || true; done
 echo "$TAG"
