@@ -602,8 +602,10 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         conn_event(c->bev, BEV_EVENT_CONNECTED, c);
 }
 
-h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts, char *err,
-                         size_t errlen)
+/* A server with the documented defaults filled in and no listener: what both h2server_new
+ * and h2server_new_detached start from. */
+static h2server_t *h2server_alloc(struct event_base *base, const h2server_options_t *opts,
+                                  char *err, size_t errlen)
 {
     h2server_t *s = calloc(1, sizeof *s);
     if (!s) {
@@ -624,6 +626,15 @@ h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts
         s->o.max_connections = 1024;
     if (!s->o.idle_timeout_s)
         s->o.idle_timeout_s = 60;
+    return s;
+}
+
+h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts, char *err,
+                         size_t errlen)
+{
+    h2server_t *s = h2server_alloc(base, opts, err, errlen);
+    if (!s)
+        return NULL;
     struct sockaddr_storage ss;
     int sslen = sizeof ss;
     char spec[128];
@@ -652,24 +663,9 @@ h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts
 h2server_t *h2server_new_detached(struct event_base *base, const h2server_options_t *opts,
                                   char *err, size_t errlen)
 {
-    h2server_t *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    s->base = base;
-    s->o = *opts;
-    s->o.ssl_ctx = NULL;
-    if (!s->o.max_streams)
-        s->o.max_streams = 100;
-    if (!s->o.max_body)
-        s->o.max_body = 1 << 20;
-    if (!s->o.out_max)
-        s->o.out_max = 256 << 10;
-    if (!s->o.max_connections)
-        s->o.max_connections = 1024;
-    if (!s->o.idle_timeout_s)
-        s->o.idle_timeout_s = 60;
+    h2server_t *s = h2server_alloc(base, opts, err, errlen);
+    if (s)
+        s->o.ssl_ctx = NULL; /* adopted connections arrive with their TLS session made */
     return s;
 }
 
