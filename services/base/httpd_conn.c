@@ -50,7 +50,9 @@
 #define GUARD_BODY_RATE (64 * 1024) /* bytes/s a body must average, past header_timeout_s */
 #define GUARD_RESERVE_TIMEOUT_S 2   /* a probe-reserve connection's whole request */
 #define GUARD_WARN_EVERY_MS 10000
-#define GUARD_LINGER_MS 2000 /* reading what follows an error reply, before the close */
+#define GUARD_LINGER_MS 2000   /* reading what follows an error reply, before the close */
+#define GUARD_NEW_GRACE_MS 250 /* a new connection's time for its first request to arrive */
+#define GUARD_EVICT_PEEKS 16   /* sockets one admission looks into, at most */
 
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define H2_PREFACE_LEN 24
@@ -79,6 +81,8 @@ struct httpd_conn {
     bool serving;         /* a reply is being sent */
     bool reserve;         /* admitted past the caps: probes only */
     bool request_pending; /* a whole request was waiting in the socket at admission */
+    bool partial_waiting; /* not read yet, but part of a request is waiting: a slow client */
+    unsigned spared_pass; /* evictable(): spared as too new in pass h->evict_pass */
     bool closing;         /* close once the output is sent */
     bool linger;          /* ... after reading what the client still sends (an error reply) */
     bool lingering;       /* reply sent, write side shut: input is read and dropped */
@@ -920,7 +924,7 @@ static int conn_read(httpd_conn_t *c)
             c->state = HC_HEADER;
             c->req_start_ms = c->since_ms = c->last_io_ms;
         }
-        c->request_pending = false;
+        c->request_pending = c->partial_waiting = false;
         c->in_len += (size_t)r;
         if ((size_t)r < space && (!c->ssl || !SSL_has_pending(c->ssl)))
             break; /* drained (level-triggered: the next read event says when more came) */
@@ -1047,56 +1051,87 @@ static int conn_h2_handoff(httpd_conn_t *c, const char *data, size_t len)
 
 /* ---- admission ---- */
 
-/* A probe or a scrape sends its whole request in one packet, usually there before the
- * connection is even admitted: such a connection is about to be in service, so no newer
- * connection may evict it before its first read (plain TCP only; TLS bytes are opaque). */
-static bool whole_request_waiting(const httpd_conn_t *c)
+typedef enum { WAITING_NOTHING, WAITING_PART, WAITING_WHOLE } waiting_t;
+
+/* What sits unread in the socket of a connection not read yet. A probe or a scrape sends its
+ * whole request in one packet, usually there before the connection is even admitted: such a
+ * connection is about to be in service. Part of a request is a slow client's opening (plain
+ * TCP only; TLS bytes are opaque: nothing). */
+static waiting_t request_waiting(const httpd_conn_t *c)
 {
     if (c->ssl || c->fd < 0)
-        return false;
+        return WAITING_NOTHING;
     char peek[2048];
     ssize_t n = recv(c->fd, peek, sizeof peek - 1, MSG_PEEK | MSG_DONTWAIT);
     if (n <= 0)
-        return false;
+        return WAITING_NOTHING;
     peek[n] = '\0';
-    return strstr(peek, "\r\n\r\n") != NULL || strstr(peek, "\n\n") != NULL;
+    if (strstr(peek, "\r\n\r\n") != NULL || strstr(peek, "\n\n") != NULL)
+        return WAITING_WHOLE;
+    return WAITING_PART;
+}
+
+static bool is_partial(const httpd_conn_t *x)
+{
+    return x->state == HC_HEADER || x->state == HC_BODY || x->partial_waiting;
 }
 
 /* The connection to evict for a new one, of addr (NULL: of any address): never one with a
  * request in service; first those part-way through a request (a slow client's), oldest first,
  * then idle ones, oldest first. Partial requests go first because a probe's connection is
  * idle between its accept and its request (one packet), while a slowloris's sits on a
- * partial header: a flood of new slow connections then evicts its own kind, not the probe. */
+ * partial header: a flood of new slow connections then evicts its own kind, not the probe.
+ *
+ * An idle pick not read yet is looked into first (a burst of accepts is admitted before any
+ * of it is read): a whole request waiting spares it, part of one makes it partial, and with
+ * nothing there it is spared while younger than GUARD_NEW_GRACE_MS (its request may still
+ * be on the way) unless only such connections are left. Each look marks one connection, so
+ * this ends; at most GUARD_EVICT_PEEKS looks per admission bound its cost under a flood. */
 static httpd_conn_t *evictable(httpd_t *h, const httpd_conn_t *except, const char *addr)
 {
-    httpd_conn_t *best;
+    httpd_conn_t *best, *young = NULL;
+    unsigned pass = ++h->evict_pass, peeks = 0;
+    int64_t now = mono_ms();
 again:
     best = NULL;
     for (httpd_conn_t *x = h->conns; x; x = x->next) {
-        if (x == except || x->serving || x->reserve || x->request_pending)
+        if (x == except || x->serving || x->reserve || x->request_pending || x->spared_pass == pass)
             continue;
         if (addr && strcmp(x->addr, addr) != 0)
             continue;
-        bool partial = x->state == HC_HEADER || x->state == HC_BODY;
-        bool best_partial = best && (best->state == HC_HEADER || best->state == HC_BODY);
+        bool partial = is_partial(x);
+        bool best_partial = best && is_partial(best);
         if (!best || (partial && !best_partial) ||
             (partial == best_partial && x->since_ms <= best->since_ms))
             best = x;
     }
-    /* An idle pick may be a probe whose request arrived and is not read yet: looked at
-     * again, it is spared. Each look marks one connection, so this ends. */
-    if (best && best->state == HC_IDLE && whole_request_waiting(best)) {
-        best->request_pending = true;
-        goto again;
+    if (best && best->state == HC_IDLE && !best->partial_waiting && peeks < GUARD_EVICT_PEEKS) {
+        peeks++;
+        switch (request_waiting(best)) {
+        case WAITING_WHOLE:
+            best->request_pending = true;
+            goto again;
+        case WAITING_PART:
+            best->partial_waiting = true;
+            goto again; /* now ranked with the partial ones */
+        case WAITING_NOTHING:
+            if (now - best->since_ms < GUARD_NEW_GRACE_MS) {
+                best->spared_pass = pass;
+                if (!young)
+                    young = best; /* the oldest of the new ones */
+                goto again;
+            }
+            break;
+        }
     }
-    return best;
+    return best ? best : young;
 }
 
 /* false: c was closed. */
 static bool admit(httpd_conn_t *c)
 {
     httpd_t *h = c->h;
-    c->request_pending = whole_request_waiting(c);
+    c->request_pending = request_waiting(c) == WAITING_WHOLE;
     size_t same = 0, normal = 0;
     for (httpd_conn_t *x = h->conns; x; x = x->next) {
         if (x == c || x->reserve)

@@ -53,6 +53,7 @@ struct httpd {
     size_t max_per_client;
     size_t probe_reserve;
     size_t nreserve;
+    unsigned evict_pass; /* httpd_conn.c evictable(): which admission's look marked a connection */
     httpd_conn_t *conns; /* every HTTP/1.1 connection, newest first */
     int64_t warned_ms;
     httpd_error_fn errfn;

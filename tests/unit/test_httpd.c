@@ -560,6 +560,49 @@ static void test_slowloris_of_300_connections_leaves_healthz_answering_within_1s
     teardown(&fx);
 }
 
+/* A probe's connection is idle from its accept until its one-packet request arrives; a burst
+ * of slow connections admitted before the server has read any of them must not evict it in
+ * that window. Cap 2: the probe connects (nothing sent yet), a slow client connects and sends
+ * a partial header, a third connection comes: the slow one is closed, not the probe, which
+ * then sends its request and gets 200. Repeated 30 times, so that the burst is often admitted
+ * before the slow client's bytes are read. */
+static void test_a_new_connection_awaiting_its_request_outlives_unread_slow_ones(void **state)
+{
+    (void)state;
+    void *fx = NULL;
+    httpd_options_t o = {.port = 0, .max_connections = 2, .max_per_client = 2};
+    assert_int_equal(start_server(&fx, &o), 0);
+    struct fixture *f = fx;
+    httpd_t *h = httpd_thread_server(f->t);
+    const char *partial = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    const char *req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    for (int round = 0; round < 30; round++) {
+        int probe = connect_port(f->port);
+        for (int k = 0; k < 500 && httpd_connections(h) < 1; k++)
+            usleep(1000);
+        int slow = connect_port(f->port);
+        send_all(slow, partial, strlen(partial));
+        int next = connect_port(f->port);
+        send_all(next, partial, strlen(partial));
+        assert_true(eof_within(slow, 2000));
+        send_all(probe, req, strlen(req));
+        char buf[512];
+        ssize_t n = 0;
+        struct pollfd pf = {.fd = probe, .events = POLLIN};
+        if (poll(&pf, 1, 2000) == 1)
+            n = recv(probe, buf, sizeof buf - 1, 0);
+        buf[n > 0 ? n : 0] = '\0';
+        if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+            fail_msg("round %d: the probe got '%.60s' instead of 200", round, buf);
+        close(probe);
+        close(slow);
+        close(next);
+        for (int k = 0; k < 2000 && httpd_connections(h) > 0; k++)
+            usleep(1000);
+    }
+    teardown(&fx);
+}
+
 /* max_connections = 2, both in service (32 MiB replies their clients do not read): nothing can
  * be evicted, so a third connection comes from the probe reserve: /healthz answers (and the
  * connection is closed after it), anything else is 503 with the JSON error body. */
@@ -736,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_a_body_that_trickles_is_closed_at_its_deadline),
         cmocka_unit_test(test_slowloris_of_300_connections_leaves_healthz_answering_within_1s),
         cmocka_unit_test(test_probe_reserve_answers_healthz_when_every_slot_is_in_service),
+        cmocka_unit_test(test_a_new_connection_awaiting_its_request_outlives_unread_slow_ones),
         cmocka_unit_test_setup_teardown(test_oversized_headers_are_refused, setup, teardown),
         cmocka_unit_test(test_idle_connection_is_closed_after_request_timeout),
         cmocka_unit_test_setup_teardown(test_bind_conflict_names_address_and_port, setup, teardown),
