@@ -27,7 +27,11 @@
  * become visible together. Whatever goes wrong with a transaction (an abortable error: it is
  * aborted; a fatal one, e.g. fenced by another instance: the producer is made again) voids
  * what was produced since the last commit: the in-flight sends are forgotten and the feed
- * rewinds to its committed offsets and produces it again. A revoke aborts the open
+ * rewinds to its committed offsets and produces it again. A message refused for good (a
+ * broker's MSG_SIZE_TOO_LARGE, an authorization failure) would fail every replay the same
+ * way: the source positions of its batch are remembered (KTX_POISON_MAX), and on the replay
+ * that batch is refused before it is produced, so the feed dead-letters it with the broker's
+ * reason and the transaction commits without it. A revoke aborts the open
  * transaction before the partitions go. A cluster that cannot do transactions (init refused
  * as unsupported or not authorized) gets the idempotent producer above (at-least-once),
  * said in the feed's status and in ndd_adapter_kafka_exactly_once.
@@ -65,6 +69,11 @@
  * transaction of their own at most this often (else a feed whose tail is filtered out would
  * read it again after every restart and show lag). */
 #define KTX_IDLE_COMMIT_MS 500
+
+/* Source records whose batch a broker refused for good inside a transaction, remembered until
+ * their replay is refused (dead-lettered); KTX_POS_MAX records of one batch are looked at. */
+#define KTX_POISON_MAX 4096
+#define KTX_POS_MAX 1024
 
 typedef enum ktx_state { KTX_DOWN = 0, KTX_CONNECTING, KTX_UP } ktx_state_t;
 
@@ -113,6 +122,10 @@ typedef struct ktx {
     struct event *idle_ev;   /* offsets-only commits while no record is produced */
     rd_kafka_topic_partition_list_t *last_offs; /* committed by the last transaction */
     char txn_reason[640];
+    /* positions of records refused for good in an aborted transaction (a ring), and why */
+    transport_pos_t *poison, *pos_scratch;
+    unsigned n_poison, poison_next;
+    char poison_reason[640];
     metrics_gauge_t *m_eos;
     metrics_counter_t *m_produced, *m_committed, *m_aborted;
     metrics_histogram_t *m_commit; /* send offsets + commit, the feed thread's wait */
@@ -224,6 +237,55 @@ static bool ktx_err_permanent(rd_kafka_resp_err_t e)
     }
 }
 
+/* Remembers the source positions of a batch refused for good in the open transaction (a ring:
+ * past KTX_POISON_MAX the oldest is overwritten). Out of memory or without positions the batch
+ * is not remembered: its replay fails and aborts again (retried, never lost). */
+static void ktx_poison_add(ktx_t *t, const ktx_slot_t *s)
+{
+    if (!t->cfg.positions)
+        return;
+    if (!t->poison) {
+        if (!(t->poison = malloc(KTX_POISON_MAX * sizeof *t->poison)))
+            return;
+        for (unsigned j = 0; j < KTX_POISON_MAX; j++)
+            t->poison[j] = (transport_pos_t){.partition = -1, .offset = -1}; /* free */
+    }
+    if (!t->pos_scratch && !(t->pos_scratch = calloc(KTX_POS_MAX, sizeof *t->pos_scratch)))
+        return;
+    size_t n = t->cfg.positions(s->cookie, t->pos_scratch, KTX_POS_MAX);
+    for (size_t i = 0; i < n; i++) {
+        if (t->poison[t->poison_next].offset < 0)
+            t->n_poison++;
+        t->poison[t->poison_next] = t->pos_scratch[i];
+        t->poison_next = (t->poison_next + 1) % KTX_POISON_MAX;
+    }
+    snprintf(t->poison_reason, sizeof t->poison_reason,
+             "%.500s (refused for good in a transaction, which was aborted; dead-lettered on "
+             "its replay)",
+             s->reason);
+}
+
+/* true: a record of the batch was refused for good before; its positions are forgotten (the
+ * batch is dead-lettered). Called only while something is remembered. */
+static bool ktx_poison_take(ktx_t *t, void *cookie)
+{
+    if (!t->poison || !t->pos_scratch)
+        return false;
+    size_t n = t->cfg.positions(cookie, t->pos_scratch, KTX_POS_MAX);
+    bool hit = false;
+    for (size_t i = 0; i < n && t->n_poison; i++)
+        for (unsigned j = 0; j < KTX_POISON_MAX; j++) {
+            transport_pos_t *q = &t->poison[j];
+            if (q->offset >= 0 && q->offset == t->pos_scratch[i].offset &&
+                q->partition == t->pos_scratch[i].partition) {
+                *q = (transport_pos_t){.partition = -1, .offset = -1};
+                t->n_poison--;
+                hit = true;
+            }
+        }
+    return hit;
+}
+
 static void ktx_slot_report(ktx_t *t, ktx_slot_t *s)
 {
     void *cookie = s->cookie;
@@ -231,6 +293,8 @@ static void ktx_slot_report(ktx_t *t, ktx_slot_t *s)
     if (e && t->eos && !s->refused) {
         /* The transaction cannot commit with a failed message: abort it from the loop and
          * produce everything since the last commit again (the slot is forgotten there). */
+        if (ktx_err_permanent(e))
+            ktx_poison_add(t, s);
         if (!t->abort_pending) {
             t->abort_pending = true;
             snprintf(t->txn_reason, sizeof t->txn_reason, "%s", s->reason);
@@ -863,6 +927,14 @@ static int ktx_send(transport_t *base, const uint8_t *payload, size_t len, void 
             s = &t->slots[i];
     *s = (ktx_slot_t){.cookie = cookie, .used = true, .left = 1}; /* 1: held while producing */
     t->live++;
+    if (t->n_poison && ktx_poison_take(t, cookie)) {
+        /* refused for good before: dead-lettered, not produced again into a transaction */
+        s->err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; /* any permanent error: not retried */
+        snprintf(s->reason, sizeof s->reason, "%s", t->poison_reason);
+        s->refused = true;
+        log_warn("feed %s: kafka topic %s: %s", t->cfg.feed, t->topic, t->poison_reason);
+        goto produced;
+    }
     if (t->raw) {
         ktx_send_raw(t, s, payload, len, cookie);
         goto produced;
@@ -974,6 +1046,8 @@ static void ktx_destroy(transport_t *base)
     if (t->pipefd[1] >= 0)
         close(t->pipefd[1]);
     free(t->slots);
+    free(t->poison);
+    free(t->pos_scratch);
     free(t);
 }
 

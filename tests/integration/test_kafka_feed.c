@@ -533,6 +533,71 @@ static void test_kafka_feed_record_too_large_goes_to_the_dlq_with_the_reason(voi
     free(g.seen);
 }
 
+/* A record the broker refuses for good inside a transaction (the producer's limits let it
+ * through, the feed topic's max.message.bytes does not): the transaction aborts, and on its
+ * replay the record's batch is dead-lettered with the broker's reason instead of being
+ * produced into the next transaction again; the feed catches up (it does not replay the
+ * refusal forever) and read_committed sees every other record once. One record per send, so
+ * the DLQ holds that record alone. */
+static void test_kafka_feed_broker_refusal_in_a_transaction_goes_to_the_dlq_once(void **st)
+{
+    (void)st;
+    enum { N = 60, BIG = 31 };
+    char src[128], dst[128], feed[96], ff[400], log[400], group[200], dlq[200];
+    ktu_unique_name("kfr-src", src, sizeof src);
+    ktu_unique_name("kfr-dst", dst, sizeof dst);
+    ktu_unique_name("kfeedr", feed, sizeof feed);
+    snprintf(ff, sizeof ff, "%s/%s.json", tmpdir, feed);
+    snprintf(log, sizeof log, "%s/%s.log", tmpdir, feed);
+    snprintf(group, sizeof group, "ndd-feed-%s", feed);
+    snprintf(dlq, sizeof dlq, "ndd.dlq.%s", feed);
+    static const char *const small[] = {"max.message.bytes=2000"};
+    assert_int_equal(ktu_create_topic(src, 1), 0);
+    assert_int_equal(ktu_create_topic_cfg(dst, 1, small, 1), 0);
+    produce(src, 0, N, BIG);
+    /* batch.size keeps the small records' batches under the topic's limit; the big one is
+     * sent alone and refused by the broker, not by librdkafka */
+    write_feed(ff, feed, src, dst, 1, ",\"kafka\":{\"config\":{\"batch.size\":\"1000\"}}");
+    int mport = atu_free_port(27100, 27999);
+    pid_t a = atu_start_adapter(ff, mport, log, NULL);
+    if (a <= 0)
+        fail_msg("ndd-adapter did not start (log %s)", log);
+    if (!atu_group_caught_up(src, group, 90000))
+        fail_msg("feed did not catch up: the refusal was replayed (log %s)", log);
+    assert_true(feed_metric(mport, "ndd_adapter_kafka_exactly_once", feed) == 1);
+    assert_true(feed_metric(mport, "ndd_adapter_kafka_transactions_aborted_total", feed) >= 1);
+    atu_stop(a, SIGTERM);
+    got_t g;
+    read_back(dst, N, &g);
+    assert_int_equal(g.seen[BIG], 0);
+    char out[700], cmd[1200];
+    snprintf(out, sizeof out, "%s/%s.kcat", tmpdir, dlq);
+    snprintf(cmd, sizeof cmd, "kcat -C -b %s -t %s -o beginning -e -q -f '%%h|%%s\\n' > %s",
+             ktu_brokers(), dlq, out);
+    assert_int_equal(system(cmd), 0);
+    char *d = atu_read_file(out);
+    assert_non_null(d);
+    if (!strstr(d, "MSG_SIZE_TOO_LARGE") || !strstr(d, "aborted"))
+        fail_msg("the DLQ lacks the broker's reason: %.500s", d);
+    char want[32];
+    snprintf(want, sizeof want, "@seq=%d,", BIG);
+    char *first = strstr(d, want);
+    if (!first)
+        fail_msg("the refused record %d is not in the DLQ: %.300s", BIG, d);
+    if (strstr(first + 1, want))
+        fail_msg("the refused record %d is in the DLQ more than once", BIG);
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 0 || i == BIG)
+            continue;
+        snprintf(want, sizeof want, "@seq=%d,", i);
+        if (strstr(d, want) || g.seen[i] != 1)
+            fail_msg("@seq %d: %d times in the feed topic, %s the DLQ", i, g.seen[i],
+                     strstr(d, want) ? "in" : "not in");
+    }
+    free(d);
+    free(g.seen);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_kafka_feed_exactly_once_off_reports_at_least_once),
         cmocka_unit_test(test_kafka_feed_correlated_carries_exactly_the_filtered_xdrs),
         cmocka_unit_test(test_kafka_feed_record_too_large_goes_to_the_dlq_with_the_reason),
+        cmocka_unit_test(test_kafka_feed_broker_refusal_in_a_transaction_goes_to_the_dlq_once),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
