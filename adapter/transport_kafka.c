@@ -554,6 +554,34 @@ static bool ktx_txn_unsupported(rd_kafka_resp_err_t e)
 static int ktx_producer_new(ktx_t *t, char *err, size_t errlen);
 static void ktx_producer_free(ktx_t *t);
 
+/* A transaction commits the consumed offsets to the group coordinator of its own cluster: on
+ * another cluster than the feed's source they would land where the feed's consumer never
+ * reads them (after a restart it would start over from auto.offset.reset). 1: the same
+ * cluster (by cluster id, whatever listener either uses); 0: another one, logged, the feed is
+ * at-least-once; -1: an id is not known yet (why set: the transport tries again later). */
+static int ktx_same_cluster(ktx_t *t, char *why, size_t whylen)
+{
+    rd_kafka_t *c = t->src->consumer(t->src->ctx);
+    char *mine = rd_kafka_clusterid(t->rk, 3000);
+    char *theirs = c ? rd_kafka_clusterid(c, 3000) : NULL;
+    int r = -1;
+    if (mine && theirs)
+        r = strcmp(mine, theirs) == 0;
+    if (r < 0)
+        snprintf(why, whylen, "kafka %s: cluster id of the %s not known yet", t->bootstrap,
+                 mine ? "feed's source cluster" : "feed topic's cluster");
+    else if (r == 0)
+        log_warn("feed %s: kafka %s: the feed topic is on another cluster (%s) than the feed's "
+                 "source (%s): at-least-once (a transaction can only commit the offsets of a "
+                 "group of its own cluster)",
+                 t->cfg.feed, t->bootstrap, mine, theirs);
+    if (mine)
+        rd_kafka_mem_free(t->rk, mine);
+    if (theirs)
+        rd_kafka_mem_free(c, theirs);
+    return r;
+}
+
 /* The topic's metadata: proves the cluster answers and the topic exists before the feed sends
  * (a bounded wait on the feed thread, once per connect). */
 static void ktx_check_cb(evutil_socket_t fd, short what, void *arg)
@@ -580,6 +608,15 @@ static void ktx_check_cb(evutil_socket_t fd, short what, void *arg)
                                                          : "no partitions");
     if (md)
         rd_kafka_metadata_destroy(md);
+    if (!why[0] && t->eos) {
+        int same = ktx_same_cluster(t, why, sizeof why);
+        if (same == 0) {
+            ktx_producer_free(t);
+            t->eos = false;
+            if (ktx_producer_new(t, why, sizeof why) == 0)
+                why[0] = 0;
+        }
+    }
     if (!why[0] && t->eos) {
         /* registers the transactional.id: fences an earlier instance, aborts what it left */
         rd_kafka_error_t *xe = rd_kafka_init_transactions(t->rk, KTX_TXN_WAIT_MS);
