@@ -348,7 +348,10 @@ static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                                rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     kafka_consumer_t *c = opaque;
-    bool cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    /* NULL while the group's protocol is not known (a revoke as the consumer closes before or
+     * while it joins: a feed restarted by a configuration change): an eager unassign then. */
+    const char *protocol = rd_kafka_rebalance_protocol(rk);
+    bool cooperative = protocol && strcmp(protocol, "COOPERATIVE") == 0;
     rd_kafka_error_t *error = NULL;
     rd_kafka_resp_err_t ret = RD_KAFKA_RESP_ERR_NO_ERROR;
 
