@@ -3,7 +3,7 @@
 # the copies come through the suite's shared broker), and that cluster stopped for 20 s
 # mid-stream. On another cluster a transaction could not commit the source group's offsets,
 # so the feed says at-least-once (gauge 0, the log line); while the target is down the feed's
-# endpoint reports down and the feed holds its copies; when it is back every copy reaches
+# endpoint reports down with its endpoint-down alarm and the feed holds its copies; when it is back every copy reaches
 # the feed topic: produced = in the feed topic (distinct @seq, read by kcat) + dead-lettered,
 # lost = 0, duplicates counted.
 set -euo pipefail
@@ -46,7 +46,9 @@ for _ in $(seq 100); do
     sleep 0.2
 done
 ((down)) || fail "the feed's endpoint still reports up 20 s into the target's outage"
-say "the feed reports its endpoint down"
+grep -q "alarm endpoint-down raised on $FEED/kafka://$TARGET/$FEED_TOPIC" "$W/adapter-0.log" ||
+    fail "no endpoint-down alarm for the feed's kafka endpoint (log $W/adapter-0.log)"
+say "the feed reports its endpoint down, alarm raised"
 sleep 17
 "$STACK" start "${OWN_ARGS[@]}" >>"$W/stack.out" 2>>"$W/stack.err" ||
     fail "the target Kafka did not start again: $(tail -3 "$W/stack.err")"
