@@ -34,6 +34,7 @@ struct kafka_consumer {
     kafka_stats_cb_t on_stats;
     void *owner;
     bool paused;
+    bool cooperative; /* the group's rebalance protocol, from the effective assignment strategy */
 };
 
 int64_t kafka_now_ms(void)
@@ -348,10 +349,10 @@ static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                                rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     kafka_consumer_t *c = opaque;
-    /* NULL while the group's protocol is not known (a revoke as the consumer closes before or
-     * while it joins: a feed restarted by a configuration change): an eager unassign then. */
-    const char *protocol = rd_kafka_rebalance_protocol(rk);
-    bool cooperative = protocol && strcmp(protocol, "COOPERATIVE") == 0;
+    /* Not rd_kafka_rebalance_protocol(): called from this callback while the consumer closes
+     * it can return NULL or wait forever (librdkafka issue 4041; a feed stopped by a
+     * configuration change right after it started hung its adapter's stop). */
+    bool cooperative = c->cooperative;
     rd_kafka_error_t *error = NULL;
     rd_kafka_resp_err_t ret = RD_KAFKA_RESP_ERR_NO_ERROR;
 
@@ -468,6 +469,15 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         return NULL;
     }
     rd_kafka_poll_set_consumer(c->rk);
+    /* The strategy after the kafka.* overrides (librdkafka refuses to mix cooperative and
+     * eager assignors, so its name says the protocol). */
+    char strategy[128] = "";
+    size_t strategy_len = sizeof(strategy);
+    if (rd_kafka_conf_get(rd_kafka_conf(c->rk), "partition.assignment.strategy", strategy,
+                          &strategy_len) == RD_KAFKA_CONF_OK)
+        c->cooperative = strstr(strategy, "cooperative") != NULL;
+    else
+        c->cooperative = opts->cooperative;
     /* What applies after the kafka.* overrides: the membership a restart depends on. */
     char member[256];
     size_t member_len = sizeof(member);
