@@ -108,7 +108,6 @@ struct filter_pred {
         } set;
         struct {
             void *code; /* pcre2_code (filter_op_regex.c) */
-            void *mctx; /* pcre2_match_context: the match, depth and heap limits */
         } rx;
         struct {
             filter_number_t lo;   /* the operand of lt/le/gt/ge; low bound of between */

@@ -26,10 +26,16 @@
 
 #include "filter.h"
 
-#define FILTER_REGEX_MATCH_LIMIT 100000 /* backtracking steps of one evaluation */
-#define FILTER_REGEX_DEPTH_LIMIT 5000   /* nested backtracking points */
-#define FILTER_REGEX_HEAP_LIMIT 1024    /* KiB of backtracking frames */
-#define FILTER_REGEX_NEST_LIMIT 32      /* nested parentheses */
+/* PCRE2 counts its match limit afresh at every start position of an unanchored search, so a
+ * value of n bytes may take n times the limit ((.a*){12}$ on 4 KiB: 1 s at 100,000). Each
+ * evaluation gets FILTER_REGEX_BUDGET steps in all: the limit per start position is the
+ * budget over the positions, at most FILTER_REGEX_MATCH_LIMIT, at least FILTER_REGEX_MIN. */
+#define FILTER_REGEX_BUDGET 1000000
+#define FILTER_REGEX_MATCH_LIMIT 100000 /* backtracking steps from one start position */
+#define FILTER_REGEX_MIN 100
+#define FILTER_REGEX_DEPTH_LIMIT 5000 /* nested backtracking points */
+#define FILTER_REGEX_HEAP_LIMIT 1024  /* KiB of backtracking frames */
+#define FILTER_REGEX_NEST_LIMIT 32    /* nested parentheses */
 #define FILTER_REGEX_MAX_CODE (256 * 1024)
 
 static _Atomic uint64_t filter_regex_error_count;
@@ -53,33 +59,49 @@ static void filter_regex_free(void *p, void *ud)
     free(p);
 }
 
-/* Match data is written by every match, so each evaluating thread has its own (one pair of
- * offsets: a filter needs only "matched or not"); it is made on the thread's first regex
- * evaluation and freed when the thread ends. */
+/* Match data and the match context (whose limit depends on the value's length) are written
+ * by every match, so each evaluating thread has its own (one pair of offsets: a filter needs
+ * only "matched or not"); made on the thread's first regex evaluation, freed when it ends. */
+typedef struct filter_regex_tls {
+    pcre2_match_data *md;
+    pcre2_match_context *mc;
+} filter_regex_tls_t;
+
 static pthread_key_t filter_regex_key;
 static pthread_once_t filter_regex_once = PTHREAD_ONCE_INIT;
 static pcre2_general_context *filter_regex_gctx;
 
-static void filter_regex_md_free(void *md)
+static void filter_regex_tls_free(void *arg)
 {
-    pcre2_match_data_free(md);
+    filter_regex_tls_t *t = arg;
+    pcre2_match_data_free(t->md);
+    pcre2_match_context_free(t->mc);
+    free(t);
 }
 
 static void filter_regex_init(void)
 {
-    pthread_key_create(&filter_regex_key, filter_regex_md_free);
+    pthread_key_create(&filter_regex_key, filter_regex_tls_free);
     filter_regex_gctx = pcre2_general_context_create(filter_regex_malloc, filter_regex_free, NULL);
 }
 
-static pcre2_match_data *filter_regex_match_data(void)
+static filter_regex_tls_t *filter_regex_tls(void)
 {
-    pcre2_match_data *md = pthread_getspecific(filter_regex_key);
-    if (!md && (md = pcre2_match_data_create(1, NULL)) != NULL &&
-        pthread_setspecific(filter_regex_key, md) != 0) {
-        pcre2_match_data_free(md);
-        md = NULL;
+    filter_regex_tls_t *t = pthread_getspecific(filter_regex_key);
+    if (t)
+        return t;
+    if (!(t = calloc(1, sizeof *t)) || !(t->md = pcre2_match_data_create(1, NULL)) ||
+        !(t->mc = pcre2_match_context_create(NULL)) || pthread_setspecific(filter_regex_key, t)) {
+        if (t) {
+            pcre2_match_data_free(t->md);
+            pcre2_match_context_free(t->mc);
+            free(t);
+        }
+        return NULL;
     }
-    return md;
+    pcre2_set_depth_limit(t->mc, FILTER_REGEX_DEPTH_LIMIT);
+    pcre2_set_heap_limit(t->mc, FILTER_REGEX_HEAP_LIMIT);
+    return t;
 }
 
 static int filter_regex_compile(filter_pred_t *p, const json_t *v, char *err, size_t errlen)
@@ -98,10 +120,8 @@ static int filter_regex_compile(filter_pred_t *p, const json_t *v, char *err, si
     }
     pthread_once(&filter_regex_once, filter_regex_init);
     pcre2_compile_context *cc = pcre2_compile_context_create(filter_regex_gctx);
-    pcre2_match_context *mc = pcre2_match_context_create(NULL);
-    if (!filter_regex_gctx || !cc || !mc) {
+    if (!filter_regex_gctx || !cc) {
         pcre2_compile_context_free(cc);
-        pcre2_match_context_free(mc);
         snprintf(err, errlen, "out of memory compiling a regular expression");
         return -1;
     }
@@ -120,16 +140,11 @@ static int filter_regex_compile(filter_pred_t *p, const json_t *v, char *err, si
         if (code == PCRE2_ERROR_HEAPLIMIT || code == PCRE2_ERROR_NOMEMORY)
             snprintf((char *)why, sizeof why, "compiled form larger than %d bytes",
                      FILTER_REGEX_MAX_CODE);
-        pcre2_match_context_free(mc);
         snprintf(err, errlen, "bad regular expression \"%.64s\": %s at offset %zu", pat,
                  (const char *)why, (size_t)at);
         return -1;
     }
-    pcre2_set_match_limit(mc, FILTER_REGEX_MATCH_LIMIT);
-    pcre2_set_depth_limit(mc, FILTER_REGEX_DEPTH_LIMIT);
-    pcre2_set_heap_limit(mc, FILTER_REGEX_HEAP_LIMIT);
     p->u.rx.code = re;
-    p->u.rx.mctx = mc;
     return 0;
 }
 
@@ -137,9 +152,17 @@ static bool filter_regex_match(const filter_pred_t *p, codec_slice_t v)
 {
     if (!v.ptr)
         return false;
-    pcre2_match_data *md = filter_regex_match_data();
-    int rc = md ? pcre2_match(p->u.rx.code, (PCRE2_SPTR)v.ptr, v.len, 0, 0, md, p->u.rx.mctx)
-                : PCRE2_ERROR_NOMEMORY;
+    filter_regex_tls_t *t = filter_regex_tls();
+    int rc = PCRE2_ERROR_NOMEMORY;
+    if (t) {
+        size_t limit = FILTER_REGEX_BUDGET / (v.len + 1);
+        if (limit > FILTER_REGEX_MATCH_LIMIT)
+            limit = FILTER_REGEX_MATCH_LIMIT;
+        if (limit < FILTER_REGEX_MIN)
+            limit = FILTER_REGEX_MIN;
+        pcre2_set_match_limit(t->mc, (uint32_t)limit);
+        rc = pcre2_match(p->u.rx.code, (PCRE2_SPTR)v.ptr, v.len, 0, 0, t->md, t->mc);
+    }
     if (rc >= 0)
         return true; /* 0: matched, the one offset pair was too small for the groups */
     if (rc != PCRE2_ERROR_NOMATCH)
@@ -150,9 +173,7 @@ static bool filter_regex_match(const filter_pred_t *p, codec_slice_t v)
 static void filter_regex_destroy(filter_pred_t *p)
 {
     pcre2_code_free(p->u.rx.code);
-    pcre2_match_context_free(p->u.rx.mctx);
     p->u.rx.code = NULL;
-    p->u.rx.mctx = NULL;
 }
 
 const filter_op_t filter_op_regex = {
