@@ -153,8 +153,9 @@ static int jv_lit(jv_t *v, const char *lit, size_t n)
 
 /* The grammar as a loop over an explicit container stack (one bit per level: 1 object,
  * 0 array; 64 levels fit one word) rather than recursion: a call per value costs more than
- * the scanning itself on NF bodies, which are mostly short keys and values. */
-int encoding_json_valid(const uint8_t *p, size_t n)
+ * the scanning itself on NF bodies, which are mostly short keys and values. max_depth is at
+ * most JV_MAX_DEPTH. */
+static int jv_valid(const uint8_t *p, size_t n, int max_depth)
 {
     if (!p || n == 0)
         return 0;
@@ -169,7 +170,7 @@ value:
     case '{':
     case '[': {
         int obj = *v.p == '{';
-        if (depth == JV_MAX_DEPTH)
+        if (depth == max_depth)
             return 0;
         objects = obj ? objects | (1ull << depth) : objects & ~(1ull << depth);
         depth++;
@@ -232,6 +233,11 @@ after:
         goto after;
     }
     return 0;
+}
+
+int encoding_json_valid(const uint8_t *p, size_t n)
+{
+    return jv_valid(p, n, JV_MAX_DEPTH);
 }
 
 /* ---- the envelope ---- */
@@ -320,7 +326,9 @@ static int media_is_json(const char *p, size_t n)
 }
 
 /* The body is embedded as JSON when the copy says it is JSON (content-type, or an xDR record)
- * and it parses; otherwise it travels as base64. */
+ * and it parses within one level less than the limit: the envelope is that level, and an
+ * envelope deeper than 64 would fail our own check and any consumer holding the same limit.
+ * Otherwise it travels as base64. */
 static int body_is_json(const codec_msg_t *m)
 {
     int says_json = 0;
@@ -335,7 +343,7 @@ static int body_is_json(const codec_msg_t *m)
             h->value.len == 3 && memcmp(h->value.ptr, "xdr", 3) == 0)
             says_json = 1;
     }
-    return says_json && encoding_json_valid((const uint8_t *)m->body.ptr, m->body.len);
+    return says_json && jv_valid((const uint8_t *)m->body.ptr, m->body.len, JV_MAX_DEPTH - 1);
 }
 
 /* The envelope's size when no string needs escaping, which is how NF headers and values come:

@@ -365,6 +365,32 @@ static void test_json_body_forms(void **state)
     buf_free(&out);
 }
 
+/* The envelope is one level of nesting: a body that fills our 64 levels on its own would make
+ * an envelope our own check (and a consumer with the same limit) refuses, so it goes base64;
+ * one level less is embedded. Found by fuzz_encoding_json. */
+static void
+test_json_body_one_level_short_of_the_limit_is_embedded_and_a_full_one_goes_base64(void **state)
+{
+    char body[2 * 64];
+    buf_t out;
+    codec_msg_t m;
+    (void)state;
+    buf_init(&out, 0, 1 << 16);
+    for (int levels = 63; levels <= 64; levels++) {
+        memset(body, '[', (size_t)levels);
+        memset(body + levels, ']', (size_t)levels);
+        assert_true(encoding_json_valid((const uint8_t *)body, 2 * (size_t)levels));
+        buf_reset(&out);
+        make_msg(&m, "application/json", body, 2 * (size_t)levels, "11");
+        assert_int_equal(encoding_json_envelope(&out, &m), 0);
+        assert_true(encoding_json_valid(out.data, out.len));
+        buf_append_u8(&out, 0);
+        int base64 = strstr((const char *)out.data, "\"body_encoding\":\"base64\"") != NULL;
+        assert_int_equal(base64, levels == 64);
+    }
+    buf_free(&out);
+}
+
 static void test_json_batch_is_array_and_respects_count_and_bytes(void **state)
 {
     buf_t out;
@@ -522,6 +548,8 @@ int main(void)
         cmocka_unit_test(test_json_envelope_of_every_valid_vector),
         cmocka_unit_test(test_frame_of_every_valid_vector),
         cmocka_unit_test(test_json_body_forms),
+        cmocka_unit_test(
+            test_json_body_one_level_short_of_the_limit_is_embedded_and_a_full_one_goes_base64),
         cmocka_unit_test(test_json_batch_is_array_and_respects_count_and_bytes),
         cmocka_unit_test(test_frame_batch_respects_bytes_and_too_big),
         cmocka_unit_test(test_encoding_find_and_content_types),
