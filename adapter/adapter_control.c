@@ -12,6 +12,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "config_topic.h"
+#include "daemon_role.h"
 #include "events.h"
 #include "feeds.h"
 #include "log.h"
@@ -21,7 +22,8 @@ typedef struct adapter_control {
     const adapter_settings_t *s;
     kafka_prop_t *kp; /* the daemon's kafka.* properties */
     size_t nkp;
-    struct event *cfg_ev, *tick, *watch, *sigs[3];
+    struct event *cfg_ev, *tick, *watch;
+    daemon_evstop_t *stop;   /* SIGTERM/SIGINT/SIGHUP alone, ndd's flags embedded */
     struct event *cfg_flush; /* one-shot: sends a config event held back by its period */
     feed_manager_t *fm;
     const char *feeds_file;
@@ -160,16 +162,11 @@ static void app_reload(app_t *a, const char *why)
     daemon_hold(a->d, DAEMON_COND_CONFIG, true); /* what is valid runs */
 }
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
+static void on_reload(void *arg)
 {
     app_t *a = arg;
-    if (sig == SIGHUP) {
-        if (a->feeds_file)
-            app_reload(a, "SIGHUP");
-        return;
-    }
-    log_info("signal %d: stopping", (int)sig);
-    event_base_loopbreak(a->base);
+    if (a->feeds_file)
+        app_reload(a, "SIGHUP");
 }
 
 static void on_watch(evutil_socket_t fd, short what, void *arg)
@@ -284,10 +281,10 @@ adapter_control_t *adapter_control_new(daemon_t *d, const adapter_settings_t *s,
         log_info("ndd-adapter running %zu feed(s) from %s", feed_manager_count(ap->fm),
                  ap->feeds_file);
     }
-    int signos[3] = {SIGHUP, SIGTERM, SIGINT};
-    for (int i = 0; i < 3; i++) {
-        ap->sigs[i] = evsignal_new(ap->base, signos[i], on_signal, ap);
-        event_add(ap->sigs[i], NULL);
+    if (!(ap->stop = daemon_evstop_new(d, ap->base, on_reload, ap))) {
+        snprintf(err, errlen, "cannot set up the stop and reload events");
+        adapter_control_free(ap);
+        return NULL;
     }
     ap->tick = event_new(ap->base, -1, EV_PERSIST, app_on_tick, ap);
     struct timeval ttv = {1, 0};
@@ -322,9 +319,7 @@ void adapter_control_free(adapter_control_t *a)
         event_free(a->tick);
     if (a->ev)
         events_free(a->ev, 2000);
-    for (int i = 0; i < 3; i++)
-        if (a->sigs[i])
-            event_free(a->sigs[i]);
+    daemon_evstop_free(a->stop);
     if (a->watch)
         event_free(a->watch);
     if (a->base)

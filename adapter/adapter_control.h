@@ -33,4 +33,8 @@ int adapter_control_run(adapter_control_t *a);
 /* Stops the feeds (each drains), then the events publisher. NULL is a no-op. */
 void adapter_control_free(adapter_control_t *a);
 
+/* The adapter role (adapter_role.c): ndd-adapter's main and ndd run it. */
+struct daemon_role;
+extern const struct daemon_role adapter_role;
+
 #endif

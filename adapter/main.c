@@ -1,65 +1,11 @@
-/* ndd-adapter: runs the feeds of a feeds file or of the ndd.config topic (docs/adapter.md).
+/* ndd-adapter: runs the feeds of a feeds file or of the ndd.config topic (docs/adapter.md),
+ * the adapter role alone; its settings and its run are adapter_role.c's, shared with ndd.
  *
- *   ndd-adapter --bootstrap HOST:PORT --feeds-file feeds.json | --config-topic ndd.config
- *
- * The spec table, then: the skeleton loads and checks the settings (the feeds file through
- * feed_config_parse), starts /metrics /healthz /readyz, and the control path
- * (adapter_control.c) runs the feeds until SIGTERM/SIGINT; SIGHUP reloads the feeds file. */
+ *   ndd-adapter --bootstrap HOST:PORT --feeds-file feeds.json | --config-topic ndd.config */
 #include "adapter_control.h"
-#include "daemon.h"
-
-static adapter_settings_t S;
-#define AT(f) CONFIG_AT(adapter_settings_t, f), 0, 0
-#define IN(f, lo, hi) CONFIG_AT(adapter_settings_t, f), lo, hi
-/* clang-format off */
-static const config_spec_t adapter_specs[] = {
-    {"feeds-file", CONFIG_STRING, NULL,
-     "JSON file with the feeds (reloaded on SIGHUP/change); or --config-topic", 0,
-     AT(feeds_file)},
-    {"config-topic", CONFIG_STRING, "", "follow the admin's feeds on this compacted topic (e.g. "
-     "ndd.config) instead of a file", 0, AT(config_topic)},
-    {"feeds-watch", CONFIG_DURATION_MS, "1s", "how often the feeds file is checked for changes "
-     "(0: never)", 0, IN(feeds_watch_ms, 0, 3600000)},
-    {"drain-timeout", CONFIG_DURATION_MS, "10s",
-     "how long a stopping feed waits for in-flight acknowledgements", 0,
-     IN(drain_timeout_ms, 0, 3600000)},
-    {"events-topic", CONFIG_STRING, "ndd.events",
-     "heartbeats and alarms for ndd-admin go to this topic (empty: off)", 0, AT(events_topic)},
-    {"instance", CONFIG_STRING, NULL, "name of this process in heartbeats (default: host name)",
-     0, AT(instance)},
-    {"feed-memory-mb", CONFIG_INT, "5", "memory budget of each feed in MiB: sizes librdkafka's "
-     "prefetch and fetches and the bytes a feed holds (a feed's delivery.memory_mb overrides it)",
-     0, IN(feed_memory_mb, 1, 65536)},
-    DAEMON_SPECS_COMMON(adapter_settings_t, "9102"),
-};
-/* clang-format on */
-static const daemon_def_t adapter_def = {.name = "ndd-adapter",
-                                         .specs = adapter_specs,
-                                         .n_specs =
-                                             sizeof(adapter_specs) / sizeof(adapter_specs[0]),
-                                         .settings = &S,
-                                         .check = adapter_control_check,
-                                         .version = adapter_control_version};
+#include "daemon_role.h"
 
 int main(int argc, char **argv)
 {
-    daemon_t d;
-    int rc = daemon_init(&d, &adapter_def, argc, argv);
-    if (rc != DAEMON_CONTINUE) {
-        daemon_free(&d);
-        return rc;
-    }
-    char err[1024];
-    adapter_control_t *a = NULL;
-    rc = 1;
-    if (daemon_start(&d, false) == 0) {
-        a = adapter_control_new(&d, &S, err, sizeof(err));
-        if (a)
-            rc = adapter_control_run(a);
-        else
-            fprintf(stderr, "ndd-adapter: %s\n", err);
-    }
-    adapter_control_free(a);
-    daemon_free(&d);
-    return rc;
+    return daemon_role_main(&adapter_role, argc, argv);
 }

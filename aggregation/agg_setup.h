@@ -41,4 +41,8 @@ void agg_setup_tick(void *run);
 agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter_slot_t *slot,
                               agg_run_t *run);
 
+/* The aggregation role (agg_role.c): ndd-aggregation's main and ndd run it. */
+struct daemon_role;
+extern const struct daemon_role agg_role;
+
 #endif

@@ -46,4 +46,8 @@ typedef struct corr_run {
 /* The worker's tick: the control path's step and the readiness of the partitions. */
 void corr_setup_tick(void *run);
 
+/* The correlation role (corr_role.c): ndd-correlation's main and ndd run it. */
+struct daemon_role;
+extern const struct daemon_role corr_role;
+
 #endif

@@ -124,4 +124,8 @@ struct evconnlistener *ingress_listen(ingress_t *g, long long port, evconnlisten
 int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen);
 int ingress_run(daemon_t *d, const ingress_settings_t *S);
 
+/* The ingress role (ingress_role.c): ndd-ingress's main and ndd run it. */
+struct daemon_role;
+extern const struct daemon_role ingress_role;
+
 #endif

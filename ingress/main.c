@@ -1,86 +1,12 @@
 /* ndd-ingress: HTTP/2 ingest of message copies, VES REST and HV-VES, written to Kafka with
- * nothing lost (docs/ingress.md).
+ * nothing lost (docs/ingress.md), the ingress role alone; its settings and its run are
+ * ingress_role.c's, shared with ndd.
  *
- *   ndd-ingress --bootstrap HOST:PORT [--h2.port 8443] [--ves.port 8080] [--hvves.port 6061]
- *
- * The spec table (the listener config map), then the skeleton, then ingress_run's event loop
- * until SIGTERM/SIGINT. */
+ *   ndd-ingress --bootstrap HOST:PORT [--h2.port 8443] [--ves.port 8080] [--hvves.port 6061] */
+#include "daemon_role.h"
 #include "ingress.h"
-
-static ingress_settings_t S;
-#define AT(f) CONFIG_AT(ingress_settings_t, f), 0, 0
-#define IN(f, lo, hi) CONFIG_AT(ingress_settings_t, f), lo, hi
-/* clang-format off */
-static const config_spec_t ingress_specs[] = {
-    {"listen", CONFIG_STRING, "127.0.0.1", "address of every ingest listener", 0, AT(listen)},
-    {"h2.port", CONFIG_INT, "-1", "HTTP/2 listener: copies (/ndd/v1/copy) and VES (-1: off)", 0,
-     IN(h2_port, -1, 65535)},
-    {"h2.tls", CONFIG_BOOL, "false", "HTTP/2 over TLS with ALPN h2 (else h2c)", 0, AT(h2_tls)},
-    {"h2.max-streams", CONFIG_INT, "100", "concurrent streams per HTTP/2 connection", 0,
-     IN(h2_max_streams, 1, 10000)},
-    {"ves.port", CONFIG_INT, "-1", "VES REST over HTTP/1.1 (-1: off)", 0, IN(ves_port, -1, 65535)},
-    {"ves.tls", CONFIG_BOOL, "false", "VES over HTTPS", 0, AT(ves_tls)},
-    {"ves.user", CONFIG_STRING, "", "VES basic auth user (empty: no basic auth)", 0, AT(ves_user)},
-    {"ves.password", CONFIG_STRING, "", "VES basic auth password", CONFIG_F_SECRET,
-     AT(ves_password)},
-    {"ves.routes", CONFIG_LIST, "", "domain=topic for VES events", 0, AT(ves_routes)},
-    {"ves.topic-prefix", CONFIG_STRING, "ves.", "topic of an unlisted VES domain: prefix + "
-     "domain (empty: unlisted domains refused)", 0, AT(ves_topic_prefix)},
-    {"hvves.port", CONFIG_INT, "-1", "HV-VES (WTP over TCP) listener (-1: off)", 0,
-     IN(hvves_port, -1, 65535)},
-    {"hvves.tls", CONFIG_BOOL, "false", "HV-VES over TLS (needs tls.client-cert)", 0,
-     AT(hvves_tls)},
-    {"hvves.routes", CONFIG_LIST, "perf3gpp=HV_VES_PERF3GPP", "domain=topic for HV-VES events "
-     "(HV-VES's streams_publishes)", 0, AT(hvves_routes)},
-    {"hvves.topic-prefix", CONFIG_STRING, "", "topic of an unlisted HV-VES domain: prefix + "
-     "domain (empty: skipped as unrouted)", 0, AT(hvves_topic_prefix)},
-    {"hvves.max-payload", CONFIG_BYTES, "1MiB", "largest WTP payload (bigger: connection closed)",
-     0, IN(hvves_max_payload, 64, 64 << 20)},
-    {"tcp.port", CONFIG_INT, "-1", "copies in NDD binary frames over TCP or TLS (-1: off)", 0,
-     IN(tcp_port, -1, 65535)},
-    {"tcp.tls", CONFIG_BOOL, "false", "the copy listener over TLS (mTLS with tls.client-cert)", 0,
-     AT(tcp_tls)},
-    {"tcp.max-frame", CONFIG_BYTES, "4MiB", "largest binary frame payload (bigger: connection "
-     "closed)", 0, IN(tcp_max_frame, 1024, 64 << 20)},
-    {"tcp.max-pending", CONFIG_INT, "64", "frames of a connection awaiting Kafka (more: reading "
-     "paused)", 0, IN(tcp_max_pending, 1, 4096)},
-    {"copy.dlq-topic", CONFIG_STRING, "ndd.dlq.ingress", "dead-letter topic of refused copies "
-     "over TCP/TLS", 0, AT(copy_dlq_topic)},
-    {"tls.cert-file", CONFIG_STRING, NULL, "server certificate (PEM)", 0, AT(tls_cert)},
-    {"tls.key-file", CONFIG_STRING, NULL, "server key (PEM)", 0, AT(tls_key)},
-    {"tls.ca-file", CONFIG_STRING, NULL, "CA of client certificates (PEM)", 0, AT(tls_ca)},
-    {"tls.client-cert", CONFIG_BOOL, "false", "require client certificates (mTLS)", 0,
-     AT(tls_client_cert)},
-    {"copy.topic-prefix", CONFIG_STRING, "", "topic of a copy: prefix + its NF type", 0,
-     AT(copy_topic_prefix)},
-    {"max-body", CONFIG_BYTES, "1MiB", "largest request body (bigger: 413)", 0,
-     IN(max_body, 1024, 64 << 20)},
-    {"max-in-flight", CONFIG_INT, "50000", "records awaiting Kafka's acknowledgement (more: "
-     "503, HV-VES reading paused)", 0, IN(max_in_flight, 1, 10000000)},
-    {"produce-timeout", CONFIG_DURATION_MS, "5s", "message.timeout.ms: how long a record may wait "
-     "for Kafka before its request gets 503", 0, IN(produce_timeout_ms, 100, 300000)},
-    DAEMON_SPECS_COMMON(ingress_settings_t, "9105"),
-};
-/* clang-format on */
-static const daemon_def_t ingress_def = {.name = "ndd-ingress",
-                                         .specs = ingress_specs,
-                                         .n_specs =
-                                             sizeof(ingress_specs) / sizeof(ingress_specs[0]),
-                                         .settings = &S,
-                                         .check = ingress_check};
 
 int main(int argc, char **argv)
 {
-    daemon_heap_setup(true);
-    daemon_t d;
-    int rc = daemon_init(&d, &ingress_def, argc, argv);
-    if (rc != DAEMON_CONTINUE) {
-        daemon_free(&d);
-        return rc;
-    }
-    rc = 1;
-    if (daemon_start(&d, false) == 0)
-        rc = ingress_run(&d, &S);
-    daemon_free(&d);
-    return rc;
+    return daemon_role_main(&ingress_role, argc, argv);
 }

@@ -550,6 +550,13 @@ config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char 
 config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
                           char *const *envp, char *err, size_t errlen)
 {
+    return config_load_leaves(specs, nspecs, argc, argv, envp, NULL, 0, NULL, err, errlen);
+}
+
+config_t *config_load_leaves(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
+                             char *const *envp, const config_leaf_t *leaves, size_t nleaves,
+                             const char *origin, char *err, size_t errlen)
+{
     config_err(err, errlen, "%s", "");
     config_t *cfg = calloc(1, sizeof *cfg);
     if (!cfg || !(cfg->vals = calloc(nspecs ? nspecs : 1, sizeof *cfg->vals))) {
@@ -573,11 +580,19 @@ config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, c
                                     "default", err, errlen))
             goto fail;
     }
-    const char *path;
-    if (find_config_path(argc, argv, envp, &path, err, errlen))
-        goto fail;
-    if (path && load_file(cfg, path, err, errlen))
-        goto fail;
+    if (origin) {
+        /* The leaves take the file's place: what --config would have read, ndd has read. */
+        struct file_apply fa = {cfg, origin, err, errlen};
+        for (size_t i = 0; i < nleaves; i++)
+            if (file_leaf(leaves[i].key, leaves[i].value, &fa))
+                goto fail;
+    } else {
+        const char *path;
+        if (find_config_path(argc, argv, envp, &path, err, errlen))
+            goto fail;
+        if (path && load_file(cfg, path, err, errlen))
+            goto fail;
+    }
     if (load_env(cfg, envp, err, errlen) || load_flags(cfg, argc, argv, err, errlen))
         goto fail;
     if (cfg->help || cfg->version)

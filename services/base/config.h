@@ -99,6 +99,19 @@ config_t *config_load(const config_spec_t *specs, size_t nspecs, int argc, char 
  * (tests); config_load passes environ. */
 config_t *config_load_env(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
                           char *const *envp, char *err, size_t errlen);
+/* One setting handed over by the program instead of read from a file: ndd gives each of its
+ * roles its section of ndd's own file this way. key and value as config_parse_json gives a
+ * file's leaves. */
+typedef struct config_leaf {
+    const char *key;
+    const char *value;
+} config_leaf_t;
+/* As config_load_env, with leaves where the config file would be (--config and NDD_CONFIG
+ * are not read); origin names them in errors and --check-config ("file ndd.json, roles.adapter").
+ */
+config_t *config_load_leaves(const config_spec_t *specs, size_t nspecs, int argc, char **argv,
+                             char *const *envp, const config_leaf_t *leaves, size_t nleaves,
+                             const char *origin, char *err, size_t errlen);
 void config_free(config_t *cfg);
 
 bool config_help_requested(const config_t *cfg);

@@ -491,10 +491,10 @@ static void serve_metrics(httpd_req_t *req)
 static void serve_readyz(httpd_req_t *req)
 {
     httpd_t *h = req->h;
-    char text[300];
+    char text[sizeof h->reason + sizeof h->detail + 2];
     pthread_mutex_lock(&h->mu);
     bool ready = h->ready;
-    snprintf(text, sizeof text, "%s\n", ready ? "ready" : h->reason);
+    snprintf(text, sizeof text, "%s\n%s", ready ? "ready" : h->reason, h->detail);
     pthread_mutex_unlock(&h->mu);
     httpd_reply_text(req, ready ? 200 : 503, text);
 }
@@ -702,6 +702,13 @@ void httpd_set_ready_reason(httpd_t *h, const char *reason)
     for (char *p = h->reason; *p; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
+    pthread_mutex_unlock(&h->mu);
+}
+
+void httpd_set_ready_detail(httpd_t *h, const char *detail)
+{
+    pthread_mutex_lock(&h->mu);
+    snprintf(h->detail, sizeof h->detail, "%s", detail ? detail : "");
     pthread_mutex_unlock(&h->mu);
 }
 

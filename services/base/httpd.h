@@ -98,6 +98,9 @@ void httpd_set_error_format(httpd_t *h, httpd_error_fn fn, void *arg);
 const char *httpd_status_kind(int status);
 /* Thread-safe. Not ready by default; the reason is served in the 503 body. */
 void httpd_set_ready(httpd_t *h, bool ready);
+/* Lines that /readyz's body carries after its first ("ready" or the reason), ready or not:
+ * ndd's readiness of each role. Cut at 2 KiB; NULL or "" for none. Any thread. */
+void httpd_set_ready_detail(httpd_t *h, const char *detail);
 void httpd_set_ready_reason(httpd_t *h, const char *reason);
 bool httpd_is_ready(httpd_t *h);
 

@@ -45,6 +45,7 @@ struct httpd {
     pthread_mutex_t mu; /* ready + reason: set from other threads */
     bool ready;
     char reason[256];
+    char detail[2048]; /* lines after the first of /readyz (ndd: one per role) */
     /* limits and the guard (httpd_conn.c) */
     int request_timeout_s;
     int header_timeout_s;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -32,6 +33,12 @@ void daemon_heap_setup(bool one_arena)
 
 int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv)
 {
+    return daemon_init_leaves(d, def, argc, argv, NULL, 0, NULL);
+}
+
+int daemon_init_leaves(daemon_t *d, const daemon_def_t *def, int argc, char **argv,
+                       const config_leaf_t *leaves, size_t n_leaves, const char *origin)
+{
     memset(d, 0, sizeof(*d));
     d->name = def->name;
     d->def = def;
@@ -40,7 +47,8 @@ int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv)
     d->reload = &daemon_reload_flag;
     d->metrics = metrics_default_registry();
     char err[1024];
-    d->cfg = config_load(def->specs, def->n_specs, argc, argv, err, sizeof(err));
+    d->cfg = config_load_leaves(def->specs, def->n_specs, argc, argv, environ, leaves, n_leaves,
+                                origin, err, sizeof(err));
     if (!d->cfg) {
         fprintf(stderr, "%s: %s\n", d->name, err);
         return 2;
@@ -74,6 +82,44 @@ int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv)
         return 0;
     daemon_build_info(d);
     return DAEMON_CONTINUE;
+}
+
+int daemon_init_embedded(daemon_t *d, const daemon_def_t *def, const daemon_embed_t *e, FILE *out,
+                         char *err, size_t errlen)
+{
+    memset(d, 0, sizeof(*d));
+    d->name = def->name;
+    d->def = def;
+    d->common = def->settings;
+    d->embed = e;
+    d->stop = &d->own_stop;
+    d->reload = &d->own_reload;
+    d->metrics = metrics_default_registry();
+    /* The environment is ndd's own (NDD_HTTP_PORT would set every role's port at once). */
+    static char *const no_env[] = {NULL};
+    char *argv0[] = {(char *)def->name, NULL};
+    d->cfg = config_load_leaves(def->specs, def->n_specs, 1, argv0, no_env, e->leaves, e->n_leaves,
+                                e->origin, err, errlen);
+    if (!d->cfg)
+        return 2;
+    config_map_apply(d->cfg, def->settings);
+    if (daemon_kafka_setup(d, err, errlen))
+        return 2;
+    if (out) {
+        fprintf(out, "%s (%s):\n", d->name, e->origin);
+        config_dump(d->cfg, out);
+    }
+    char cerr[1024] = "";
+    if (def->check && def->check(d, out, cerr, sizeof(cerr))) {
+        snprintf(err, errlen, "%s", cerr);
+        return 2;
+    }
+    return DAEMON_CONTINUE;
+}
+
+bool daemon_is_embedded(const daemon_t *d)
+{
+    return d->embed != NULL;
 }
 
 static int daemon_http_setup(httpd_t *h, void *arg)
@@ -120,6 +166,10 @@ static int daemon_http_start(daemon_t *d)
 
 int daemon_start(daemon_t *d, bool hup)
 {
+    if (d->embed) {
+        daemon_hold(d, DAEMON_COND__COUNT, false); /* publish the first reason to ndd */
+        return 0;
+    }
     if (daemon_http_start(d))
         return -1;
     daemon_hold(d, DAEMON_COND__COUNT, false); /* publish the first reason */

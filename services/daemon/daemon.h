@@ -110,7 +110,28 @@ struct daemon {
     const char *volatile override; /* not ready for this reason regardless ("stopping") */
     struct daemon_probe *probe;
     int64_t partitions_next_ms;
+    /* A role of ndd (daemon_init_embedded), NULL for a daemon that is its own process. */
+    const struct daemon_embed *embed;
+    volatile sig_atomic_t own_stop, own_reload; /* stop and reload of an embedded role */
+    /* ndd's own daemon: its readiness is its roles' too, so ndd renders /readyz itself. */
+    void (*ready_hook)(void *arg);
+    void *ready_hook_arg;
 };
+
+/* How ndd runs a daemon as one of its roles, in its own process: the settings come from the
+ * role's section of ndd's file (no command line, no environment: those are ndd's), and the
+ * HTTP server, the Kafka probe, the signals and the logging are ndd's. The role keeps its
+ * own stop and reload flags (d->stop, d->reload), which ndd sets, so that one role can be
+ * stopped and started again while the others run. */
+typedef struct daemon_embed {
+    const daemon_t *host; /* ndd's own daemon: its probe's answer is the role's Kafka too */
+    const config_leaf_t *leaves;
+    size_t n_leaves;
+    const char *origin; /* "file ndd.json, roles.adapter" */
+    /* The role's readiness changed: ndd renders every role's in its /readyz (any thread). */
+    void (*on_ready)(void *arg);
+    void *arg;
+} daemon_embed_t;
 
 /* Keeps librdkafka's large short-lived fetch and produce buffers in the heap (reused) instead
  * of fresh mmap'd zeroed pages each time; one_arena also stops every librdkafka thread from
@@ -123,10 +144,22 @@ void daemon_heap_setup(bool one_arena);
  * DAEMON_CONTINUE, or the exit code (0 after --help/--version/a valid --check-config, 2 on
  * a bad setting, explained on stderr with the key named). daemon_free releases d always. */
 int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv);
+/* daemon_init with leaves in the config file's place (config_load_leaves): ndd, which reads
+ * its file itself to split it among its roles, gives its own part this way. */
+int daemon_init_leaves(daemon_t *d, const daemon_def_t *def, int argc, char **argv,
+                       const config_leaf_t *leaves, size_t n_leaves, const char *origin);
+
+/* daemon_init for a role of ndd (see daemon_embed_t): no --help or --version, no logging set
+ * up, no ndd_build_info; def->check runs (print: --check-config's lines on out when not
+ * NULL). DAEMON_CONTINUE, or 2 with the reason, key named, in err. */
+int daemon_init_embedded(daemon_t *d, const daemon_def_t *def, const daemon_embed_t *e, FILE *out,
+                         char *err, size_t errlen);
+bool daemon_is_embedded(const daemon_t *d);
 
 /* Starts the HTTP thread (not ready until the conditions hold), writes http.port-file,
  * starts the Kafka probe, installs the signal handlers (SIGHUP too when hup; SIGPIPE
- * ignored). 0, or -1 with the reason on stderr. */
+ * ignored). 0, or -1 with the reason on stderr. An embedded role starts none of these: it
+ * publishes its first readiness reason to ndd. */
 int daemon_start(daemon_t *d, bool hup);
 
 /* The daemon says whether cond holds now; /readyz follows (any thread). */

@@ -42,14 +42,28 @@ const char *daemon_ready_reason(const daemon_t *d)
     const char *o = d->override;
     if (o)
         return o;
-    for (int c = 0; c < DAEMON_COND__COUNT; c++)
-        if ((daemon_needs(d) & DAEMON_NEEDS(c)) && !d->holds[c])
+    for (int c = 0; c < DAEMON_COND__COUNT; c++) {
+        bool holds = d->holds[c];
+        /* An embedded role has no probe of its own: ndd's broker answer is its answer. */
+        if (!holds && c == DAEMON_COND_KAFKA && d->embed && d->embed->host)
+            holds = d->embed->host->holds[c];
+        if ((daemon_needs(d) & DAEMON_NEEDS(c)) && !holds)
             return daemon_cond_reason[c];
+    }
     return NULL;
 }
 
 static void daemon_ready_publish(daemon_t *d)
 {
+    if (d->embed) {
+        if (d->embed->on_ready)
+            d->embed->on_ready(d->embed->arg);
+        return;
+    }
+    if (d->ready_hook) {
+        d->ready_hook(d->ready_hook_arg);
+        return;
+    }
     if (!d->http)
         return;
     httpd_t *h = httpd_thread_server(d->http);

@@ -21,7 +21,7 @@ import re
 import sys
 
 COMPONENTS = ("aggregation", "correlation", "adapter", "admin", "ingress", "sink", "gui", "events", "config",
-              "metrics")
+              "metrics", "director")
 PROCESS_FAMILIES = {
     "process_cpu_seconds_total", "process_resident_memory_bytes",
     "process_virtual_memory_bytes", "process_start_time_seconds", "process_open_fds",

@@ -146,6 +146,29 @@ start_adapter() {
     FAULT_PIDS+=("$!")
     wait_http "http://127.0.0.1:${ADA_HTTP[$1]}/healthz" 30 || fail "ndd-adapter $1 did not start"
 }
+# start_ndd SLOT: ndd (the all-in-one) running the aggregation for SCP, the adapter on
+# FEEDS_FILE and the correlation (MAIN -> PFX XDR) with the same settings as start_agg and
+# start_adapter give the separate daemons; NDD_PID[SLOT], NDD_HTTP[SLOT].
+BIN_NDD=$BUILD/ndd/ndd
+declare -A NDD_PID NDD_HTTP
+start_ndd() {
+    [[ -x $BIN_NDD ]] || fail "$BIN_NDD is not built"
+    [[ -n ${NDD_HTTP[$1]:-} ]] || NDD_HTTP[$1]=$(free_port)
+    jq -n --arg b "$B" --arg p "$PFX" --argjson port "${NDD_HTTP[$1]}" --arg feeds "$FEEDS_FILE" '{
+        bootstrap: $b, http: {port: $port}, log: {level: "info"},
+        roles: {
+          aggregation: {"nf-types": ["SCP"], "main-topic": ($p + "MAIN"),
+            "dlq-topic": ($p + "dlq-aggregation"), "main-partitions": 3,
+            SCP: {topic: ($p + "SCP"), group: ("ndd-agg-" + $p + "SCP")}},
+          adapter: {"feeds-file": $feeds},
+          correlation: {"main-topic": ($p + "MAIN"), "xdr-topic": ($p + "XDR"),
+            "dlq-topic": ($p + "dlq-correlation"), group: ($p + "correlation"),
+            "config-topic": ""}}}' >"$W/ndd-$1.json" || fail "ndd config is not JSON"
+    "$BIN_NDD" --config "$W/ndd-$1.json" >>"$W/ndd-$1.log" 2>&1 &
+    NDD_PID[$1]=$!
+    FAULT_PIDS+=("$!")
+    wait_http "http://127.0.0.1:${NDD_HTTP[$1]}/healthz" 30 || fail "ndd $1 did not start"
+}
 wait_ready() { # url seconds
     local i
     for ((i = 0; i < $2 * 5; i++)); do
