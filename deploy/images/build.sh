@@ -46,7 +46,7 @@ say() { echo "build.sh: $*" >&2; }
 command -v buildah >/dev/null || { say "buildah is not installed (apt-get install buildah)"; exit 1; }
 
 # ---- the build context: only what the daemons are built from -----------------------------
-SRC_ITEMS=(CMakeLists.txt services aggregation correlation adapter admin gui-api ingress bench tests)
+SRC_ITEMS=(CMakeLists.txt services aggregation correlation adapter admin gui-api ingress ndd bench tests)
 CTX=$(mktemp -d /tmp/ndd-image-ctx.XXXXXX)
 trap 'rm -rf "$CTX"' EXIT
 mkdir -p "$CTX/src"

@@ -67,7 +67,7 @@ uid=$(brun id -u 2>/dev/null)
 [[ $uid == 10001 ]] && ok || fail "commands run as uid '$uid'"
 
 # 3. --version and --check-config of each daemon
-for d in ndd-aggregation ndd-correlation ndd-adapter ndd-admin; do
+for d in ndd-aggregation ndd-correlation ndd-adapter ndd-admin ndd; do
     if out=$(brun "$d" --version 2>&1) && grep -q "^$d $VERSION" <<<"$out" && grep -q '^librdkafka ' <<<"$out"; then
         ok
         echo "$d --version: $(head -n1 <<<"$out")"
