@@ -166,7 +166,7 @@ static void on_reload(void *arg)
 {
     app_t *a = arg;
     if (a->feeds_file)
-        app_reload(a, "SIGHUP");
+        app_reload(a, "reload requested");
 }
 
 static void on_watch(evutil_socket_t fd, short what, void *arg)
@@ -224,7 +224,8 @@ adapter_control_t *adapter_control_new(daemon_t *d, const adapter_settings_t *s,
                             .owner = ap,
                             .props = ap->kp,
                             .n_props = ap->nkp,
-                            .metrics = d->metrics};
+                            .metrics = d->metrics,
+                            .hub = daemon_events_hub(d)};
         ap->ev = events_new(&eo, err, errlen);
         if (!ap->ev)
             log_error("events topic %s: %s (running without heartbeats and alarms)",
@@ -237,7 +238,7 @@ adapter_control_t *adapter_control_new(daemon_t *d, const adapter_settings_t *s,
                          .events = ap->ev,
                          .feed_memory_mb = (unsigned)s->feed_memory_mb,
                          .instance = s->instance,
-                         .http_port = (int)s->common.http_port};
+                         .http_port = daemon_http_port(d)};
     ap->fm = feed_manager_new(&rt, (uint32_t)s->drain_timeout_ms);
     ap->base = event_base_new();
     if (!ap->fm || !ap->base) {

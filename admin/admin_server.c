@@ -2,7 +2,6 @@
  * periodic work on the same event loop: ndd.config delivery reports and reconcile, ndd.events
  * consumption and missing-heartbeat checks, database liveness. One thread: handlers,
  * caches and the database connection are never shared across threads. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +11,21 @@
 
 #include "admin.h"
 #include "admin_server.h"
+#include "daemon_role.h"
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
 #include "tls.h"
+
+/* The figures the tick copies into the registry: values, not callbacks, because in ndd another
+ * thread (ndd's HTTP server) renders /metrics, and a callback would read this loop's state
+ * (the PostgreSQL connection, the caches) there, and after a stop read freed memory. */
+typedef struct admin_figures {
+    metrics_gauge_t *objects[ADMIN_KIND_COUNT];
+    metrics_gauge_t *db_up, *kacl_pending;
+    metrics_counter_t *publish_errors, *kacl_errors;
+    uint64_t publish_errors_seen, kacl_errors_seen; /* this run's counts already added */
+} admin_figures_t;
 
 typedef struct admin_server {
     admin_ctx_t ctx;
@@ -25,7 +35,10 @@ typedef struct admin_server {
     struct event *tick;
     int64_t last_db_check_ms;
     metrics_counter_t *requests[ADMIN_METHOD_OTHER + 1][6];
+    admin_figures_t fig;
 } admin_server_t;
+
+static void admin_figures_update(admin_server_t *srv);
 
 static void admin_http_cb(httpd_req_t *hr, void *arg)
 {
@@ -62,6 +75,7 @@ static void admin_http_cb(httpd_req_t *hr, void *arg)
     if (cls >= 1 && cls <= 5 && srv->requests[req.method][cls])
         metrics_counter_inc(srv->requests[req.method][cls]);
     admin_resp_free(&resp);
+    admin_figures_update(srv); /* a scrape right after a write sees its object counted */
 }
 
 /* Errors the HTTP server produces itself (a path outside /api/v1, a body over max-body,
@@ -76,29 +90,20 @@ static void admin_http_error_format(int status, const char *kind, const char *me
     buf_append_str(out, "\"}\n");
 }
 
-static double admin_metric_objects(void *arg)
+static void admin_figures_update(admin_server_t *srv)
 {
-    return (double)((admin_cache_t *)arg)->count;
-}
-
-static double admin_metric_db_up(void *arg)
-{
-    return admin_db_ok(((admin_server_t *)arg)->ctx.db) ? 1 : 0;
-}
-
-static double admin_metric_publish_failed(void *arg)
-{
-    return (double)admin_publisher_failed(((admin_server_t *)arg)->ctx.pub);
-}
-
-static double admin_metric_kacl_errors(void *arg)
-{
-    return (double)admin_kacl_errors(((admin_server_t *)arg)->ctx.kacl);
-}
-
-static double admin_metric_kacl_pending(void *arg)
-{
-    return admin_kacl_pending(((admin_server_t *)arg)->ctx.kacl) ? 1.0 : 0.0;
+    admin_figures_t *f = &srv->fig;
+    for (int k = 0; k < ADMIN_KIND_COUNT; k++)
+        metrics_gauge_set(f->objects[k], (double)srv->ctx.cache[k].count);
+    metrics_gauge_set(f->db_up, admin_db_ok(srv->ctx.db) ? 1 : 0);
+    metrics_gauge_set(f->kacl_pending, admin_kacl_pending(srv->ctx.kacl) ? 1 : 0);
+    /* The counters go on across a restart of the role in ndd: this run adds what it counted. */
+    uint64_t n = admin_publisher_failed(srv->ctx.pub);
+    metrics_counter_add(f->publish_errors, n - f->publish_errors_seen);
+    f->publish_errors_seen = n;
+    n = admin_kacl_errors(srv->ctx.kacl);
+    metrics_counter_add(f->kacl_errors, n - f->kacl_errors_seen);
+    f->kacl_errors_seen = n;
 }
 
 static void admin_metrics_setup(admin_server_t *srv)
@@ -113,23 +118,17 @@ static void admin_metrics_setup(admin_server_t *srv)
             srv->requests[m][c] = metrics_counter_labels(
                 req, m == ADMIN_METHOD_OTHER ? "other" : admin_method_name((admin_method_t)m),
                 classes[c]);
+    admin_figures_t *f = &srv->fig;
     metrics_family_t *obj =
         metrics_gauge_new(r, "ndd_admin_objects", "Configuration objects by kind", "kind");
-    for (int k = 0; obj && k < ADMIN_KIND_COUNT; k++) {
-        metrics_gauge_t *g = metrics_gauge_labels(obj, admin_kind_name((admin_kind_t)k));
-        if (g)
-            metrics_child_set_callback(g, admin_metric_objects, &srv->ctx.cache[k]);
-    }
+    for (int k = 0; obj && k < ADMIN_KIND_COUNT; k++)
+        f->objects[k] = metrics_gauge_labels(obj, admin_kind_name((admin_kind_t)k));
     metrics_family_t *up =
         metrics_gauge_new(r, "ndd_admin_database_up", "1 while PostgreSQL answers", NULL);
-    metrics_gauge_t *g = up ? metrics_gauge_labels(up) : NULL;
-    if (g)
-        metrics_child_set_callback(g, admin_metric_db_up, srv);
+    f->db_up = up ? metrics_gauge_labels(up) : NULL;
     metrics_family_t *pf = metrics_counter_new(r, "ndd_admin_publish_errors_total",
                                                "ndd.config records whose delivery failed", NULL);
-    metrics_counter_t *c = pf ? metrics_counter_labels(pf) : NULL;
-    if (c)
-        metrics_child_set_callback(c, admin_metric_publish_failed, srv);
+    f->publish_errors = pf ? metrics_counter_labels(pf) : NULL;
     metrics_family_t *du =
         metrics_counter_new(r, "ndd_admin_database_unavailable_total",
                             "Writes refused with 503: PostgreSQL unreachable", NULL);
@@ -137,16 +136,13 @@ static void admin_metrics_setup(admin_server_t *srv)
     metrics_family_t *ke =
         metrics_counter_new(r, "ndd_admin_kafka_acl_errors_total",
                             "Kafka admin calls for feed topics and ACLs that failed", NULL);
-    c = ke ? metrics_counter_labels(ke) : NULL;
-    if (c)
-        metrics_child_set_callback(c, admin_metric_kacl_errors, srv);
+    f->kacl_errors = ke ? metrics_counter_labels(ke) : NULL;
     metrics_family_t *kp =
         metrics_gauge_new(r, "ndd_admin_kafka_acl_reconcile_pending",
                           "1 while feed topics and ACLs do not yet match the database", NULL);
-    g = kp ? metrics_gauge_labels(kp) : NULL;
-    if (g)
-        metrics_child_set_callback(g, admin_metric_kacl_pending, srv);
+    f->kacl_pending = kp ? metrics_gauge_labels(kp) : NULL;
     admin_kacl_metrics(srv->ctx.kacl, r);
+    admin_figures_update(srv);
     httpd_set_metrics(srv->httpd, r);
 }
 
@@ -165,15 +161,10 @@ static void admin_tick(evutil_socket_t fd, short what, void *arg)
         if (was != is)
             log_warn("admin: PostgreSQL is %s", is ? "reachable again" : "unreachable");
     }
+    admin_figures_update(srv);
 }
 
-static void admin_signal_cb(evutil_socket_t sig, short what, void *arg)
-{
-    log_info("admin: signal %d, shutting down", (int)sig);
-    event_base_loopbreak(arg);
-}
-
-static admin_db_t *admin_open_db_wait(const admin_settings_t *s)
+static admin_db_t *admin_open_db_wait(daemon_t *d, const admin_settings_t *s)
 {
     char err[512];
     int64_t deadline = admin_now_ms() + s->db_wait_ms;
@@ -181,6 +172,11 @@ static admin_db_t *admin_open_db_wait(const admin_settings_t *s)
         admin_db_t *db = admin_db_open(s->db, s->db_schema, err, sizeof(err));
         if (db)
             return db;
+        /* In ndd no signal ends this wait: the stop flag does. */
+        if (*d->stop) {
+            log_info("admin: stopped while waiting for PostgreSQL");
+            return NULL;
+        }
         if (admin_now_ms() >= deadline) {
             log_error("admin: PostgreSQL (schema %s): %s", s->db_schema, err);
             return NULL;
@@ -190,22 +186,30 @@ static admin_db_t *admin_open_db_wait(const admin_settings_t *s)
     }
 }
 
-int admin_serve(const admin_settings_t *s)
+int admin_serve(daemon_t *d)
 {
+    const admin_settings_t *s = d->def->settings;
+    const char *brokers = d->brokers;
     admin_server_t srv;
     memset(&srv, 0, sizeof(srv));
     srv.s = s;
     int rc = 1;
     char err[512];
     SSL_CTX *ssl = NULL;
-    struct event *sigint = NULL, *sigterm = NULL;
+    daemon_evstop_t *stop = NULL;
     if (admin_ctx_init(&srv.ctx, (size_t)s->max_objects, (size_t)s->max_body) != 0) {
         log_error("admin: out of memory");
         return 1;
     }
-    srv.ctx.db = admin_open_db_wait(s);
-    if (!srv.ctx.db)
+    /* ndd's /readyz line for the role (alone, the listener below says ready once it serves) */
+    daemon_hold(d, DAEMON_COND_CONFIG, false);
+    daemon_not_ready(d, "waiting for PostgreSQL");
+    srv.ctx.db = admin_open_db_wait(d, s);
+    if (!srv.ctx.db) {
+        rc = *d->stop ? 0 : 1;
         goto out;
+    }
+    daemon_not_ready(d, NULL);
     log_info("admin: PostgreSQL schema %s at migration %d", s->db_schema,
              admin_db_schema_version(srv.ctx.db));
     int n = admin_db_load(srv.ctx.db, &srv.ctx, err, sizeof(err));
@@ -215,12 +219,11 @@ int admin_serve(const admin_settings_t *s)
     }
     log_info("admin: %d configuration objects loaded", n);
     srv.ctx.tokens = admin_tokens_new(srv.ctx.db, 4096, s->token_ttl_ms);
-    if (s->brokers && *s->brokers) {
-        srv.ctx.pub = admin_publisher_new(s->brokers, s->config_topic, s->config_replication, err,
-                                          sizeof(err));
+    if (brokers && *brokers) {
+        srv.ctx.pub =
+            admin_publisher_new(brokers, s->config_topic, s->config_replication, err, sizeof(err));
         if (!srv.ctx.pub) {
-            log_error("admin: ndd.config publisher (%s at %s): %s", s->config_topic, s->brokers,
-                      err);
+            log_error("admin: ndd.config publisher (%s at %s): %s", s->config_topic, brokers, err);
             goto out;
         }
         int r = admin_reconcile(srv.ctx.pub, &srv.ctx, 15000, err, sizeof(err));
@@ -230,20 +233,18 @@ int admin_serve(const admin_settings_t *s)
         else
             log_info("admin: %s reconciled with the database (%d records written)", s->config_topic,
                      r);
-        srv.ctx.kacl = admin_kacl_new(s->brokers, 0, err, sizeof(err));
+        srv.ctx.kacl = admin_kacl_new(brokers, 0, err, sizeof(err));
         if (!srv.ctx.kacl) {
-            log_error("admin: Kafka admin client for feed topics and ACLs (%s): %s", s->brokers,
-                      err);
+            log_error("admin: Kafka admin client for feed topics and ACLs (%s): %s", brokers, err);
             goto out;
         }
         if (admin_kacl_reconcile(srv.ctx.kacl, &srv.ctx) != 0)
             log_error("admin: start-up reconcile of Kafka feed topics and ACLs failed (retrying "
                       "every 30 s)");
-        srv.ctx.events = admin_events_new(s->brokers, s->events_topic, s->events_group, srv.ctx.db,
+        srv.ctx.events = admin_events_new(brokers, s->events_topic, s->events_group, srv.ctx.db,
                                           s->down_after_ms, err, sizeof(err));
         if (!srv.ctx.events) {
-            log_error("admin: ndd.events consumer (%s at %s): %s", s->events_topic, s->brokers,
-                      err);
+            log_error("admin: ndd.events consumer (%s at %s): %s", s->events_topic, brokers, err);
             goto out;
         }
         admin_publisher_track(srv.ctx.pub, admin_events_prop(srv.ctx.events));
@@ -291,31 +292,22 @@ int admin_serve(const admin_settings_t *s)
     srv.tick = event_new(srv.base, -1, EV_PERSIST, admin_tick, &srv);
     struct timeval tv = {0, 100 * 1000};
     event_add(srv.tick, &tv);
-    sigint = evsignal_new(srv.base, SIGINT, admin_signal_cb, srv.base);
-    sigterm = evsignal_new(srv.base, SIGTERM, admin_signal_cb, srv.base);
-    event_add(sigint, NULL);
-    event_add(sigterm, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (!(stop = daemon_evstop_new(d, srv.base, NULL, NULL))) {
+        log_error("admin: out of memory");
+        goto out;
+    }
+    if (daemon_write_port_file(d, httpd_port(srv.httpd)) != 0)
+        goto out;
     httpd_set_ready(srv.httpd, true);
+    daemon_hold(d, DAEMON_COND_CONFIG, true);
     log_info("admin: serving %s on %s:%u",
              ssl ? (s->tls_client_auth ? "HTTPS (mTLS)" : "HTTPS") : "HTTP", s->common.http_listen,
              (unsigned)httpd_port(srv.httpd));
-    if (s->common.http_port_file) {
-        FILE *f = fopen(s->common.http_port_file, "w");
-        if (f) {
-            fprintf(f, "%u\n", (unsigned)httpd_port(srv.httpd));
-            fclose(f);
-        } else {
-            log_error("admin: http.port-file: cannot write %s", s->common.http_port_file);
-        }
-    }
     event_base_dispatch(srv.base);
+    daemon_not_ready(d, "stopping");
     rc = 0;
 out:
-    if (sigint)
-        event_free(sigint);
-    if (sigterm)
-        event_free(sigterm);
+    daemon_evstop_free(stop);
     if (srv.tick)
         event_free(srv.tick);
     httpd_free(srv.httpd);

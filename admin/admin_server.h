@@ -1,6 +1,7 @@
 /* ndd-admin's serving side: the REST API on services/base/httpd, the timers that drive the
- * ndd.config publisher and the ndd.events consumer, and the token subcommands. main.c only
- * parses settings and calls these. */
+ * ndd.config publisher and the ndd.events consumer, and the token subcommands. admin_role.c
+ * holds the settings table and the role (ndd-admin alone, or a role of ndd); main.c only
+ * picks the token subcommand or the role. */
 #ifndef NDD_ADMIN_SERVER_H
 #define NDD_ADMIN_SERVER_H
 
@@ -9,6 +10,7 @@
 #include <stdint.h>
 
 #include "daemon.h"
+#include "daemon_role.h"
 
 typedef struct admin_settings {
     /* The skeleton's common settings: http.listen, http.port and http.port-file are the one
@@ -16,7 +18,6 @@ typedef struct admin_settings {
     daemon_settings_t common;
     const char *db;           /* libpq conninfo */
     const char *db_schema;    /* default "ndd" */
-    const char *brokers;      /* NULL: no Kafka (no publishing, no events); the skeleton's */
     const char *config_topic; /* ndd.config */
     const char *events_topic; /* ndd.events */
     const char *events_group;
@@ -32,8 +33,13 @@ typedef struct admin_settings {
     const char *role, *name; /* the token subcommands' */
 } admin_settings_t;
 
-/* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */
-int admin_serve(const admin_settings_t *s);
+/* The admin role: ndd-admin's settings and its run (admin_role.c). */
+extern const daemon_role_t admin_role;
+
+/* Runs the server on d (its settings d->def->settings, Kafka d->brokers: NULL for no
+ * publishing and no events) until a stop: SIGINT/SIGTERM alone, ndd's flag embedded. The
+ * exit code: 0 after a stop. */
+int admin_serve(daemon_t *d);
 /* `ndd-admin token create|list|revoke`: prints to stdout. Returns the exit code. */
 int admin_token_command(const admin_settings_t *s, const char *verb, const char *name,
                         const char *role);

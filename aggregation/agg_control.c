@@ -286,6 +286,7 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
                                 .instance = c->instance,
                                 .version = o->version,
                                 .heartbeat_ms = o->heartbeat_ms,
+                                .events_hub = o->events_hub,
                                 .collect = agg_collect,
                                 .resolve = agg_control_resolve,
                                 .check = agg_alarm_check};

@@ -28,17 +28,18 @@
 typedef struct agg_control_opts {
     const char *brokers;
     const char *nf_type;
-    const char *in_topic;      /* the NF topic the worker consumes (source matching) */
-    const char *main_topic;    /* for the alarm's resource */
-    const char *config_topic;  /* NULL or "": no follower */
-    const char *events_topic;  /* NULL or "": no publisher */
-    const char *instance;      /* NULL: "<host name>-<nf_type>" */
-    const char *version;       /* NULL: "dev" */
-    const char *filter_name;   /* NULL: "ingress-<nf_type>" */
-    bool filter_file_set;      /* --filter-file given: config filters are not applied */
-    int64_t heartbeat_ms;      /* 0: EVENTS_DEFAULT_INTERVAL_MS */
-    int64_t produce_alarm_ms;  /* acknowledgements stalled this long: alarm; 0: 10000 */
-    const kafka_prop_t *props; /* kafka.* pass-through (security), to both clients */
+    const char *in_topic;          /* the NF topic the worker consumes (source matching) */
+    const char *main_topic;        /* for the alarm's resource */
+    const char *config_topic;      /* NULL or "": no follower */
+    const char *events_topic;      /* NULL or "": no publisher */
+    const char *instance;          /* NULL: "<host name>-<nf_type>" */
+    const char *version;           /* NULL: "dev" */
+    const char *filter_name;       /* NULL: "ingress-<nf_type>" */
+    bool filter_file_set;          /* --filter-file given: config filters are not applied */
+    int64_t heartbeat_ms;          /* 0: EVENTS_DEFAULT_INTERVAL_MS */
+    struct events_hub *events_hub; /* NULL: the publisher's own producer */
+    int64_t produce_alarm_ms;      /* acknowledgements stalled this long: alarm; 0: 10000 */
+    const kafka_prop_t *props;     /* kafka.* pass-through (security), to both clients */
     size_t n_props;
     filter_slot_t *slot; /* where resolved filters are swapped in (the worker's slot) */
     metrics_registry_t *metrics;

@@ -39,7 +39,7 @@ int agg_setup_check(daemon_t *d, FILE *out, char *err, size_t errlen)
         return -1;
     }
     codec_limits_t limits = {.max_body = (size_t)s->max_body};
-    if (codec_limits_set(&limits)) {
+    if (codec_limits_check(&limits)) {
         snprintf(err, errlen, "max-body: %llu is above the codec's ceiling",
                  (unsigned long long)s->max_body);
         return -1;
@@ -91,6 +91,7 @@ agg_control_opts_t agg_setup_control(const daemon_t *d, const agg_settings_t *s,
         .filter_name = s->ingress_filter,
         .filter_file_set = s->filter_file != NULL,
         .heartbeat_ms = s->heartbeat_ms,
+        .events_hub = daemon_events_hub(d),
         .produce_alarm_ms = s->produce_alarm_ms,
         .props = d->props,
         .n_props = d->n_props,
@@ -123,12 +124,13 @@ agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter
         .batch = (uint32_t)s->batch,
         .cooperative = s->cooperative,
         .instance = s->instance,
-        .http_port = (int)s->common.http_port,
+        .http_port = daemon_http_port(d),
         .shutdown_timeout_ms = (int)s->shutdown_timeout_ms,
         .revoke_flush_ms = (int)s->revoke_flush_ms,
         .filter_file = s->filter_file,
         .filter_check_ms = (int)s->filter_check_ms,
         .metrics = d->metrics,
+        .limits = {.max_body = (size_t)s->max_body},
         .filter_slot = slot,
         .on_tick = agg_setup_tick,
         .tick_arg = run,

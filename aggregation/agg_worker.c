@@ -398,7 +398,7 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, cons
         return AGG_FINISHED; /* consumed before a revoke: the next owner reads it again */
     codec_msg_t cm;
     codec_error_t cerr;
-    codec_reason_t r = codec_decode(&cm, m, &cerr);
+    codec_reason_t r = codec_decode_limited(&cm, m, &w->cfg.limits, &cerr);
     if (r == CODEC_OK) {
         int rule;
         filter_action_t a = filter_eval(flt, &cm, &rule);

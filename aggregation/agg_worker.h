@@ -45,6 +45,7 @@ typedef struct agg_config {
     void (*on_tick)(void *arg);
     void *tick_arg;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
+    codec_limits_t limits;       /* of the copies consumed (max-body) */
 } agg_config_t;
 
 /* Totals since the worker was made, read from its metrics (the registry holds the only

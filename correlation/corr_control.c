@@ -304,6 +304,7 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
                                 .instance = c->instance,
                                 .version = o->version,
                                 .heartbeat_ms = o->heartbeat_ms,
+                                .events_hub = o->events_hub,
                                 .collect = corr_collect,
                                 .resolve = corr_control_resolve,
                                 .check = corr_alarm_check};

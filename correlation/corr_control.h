@@ -36,16 +36,17 @@ typedef struct corr_settings {
 
 typedef struct corr_control_opts {
     const char *brokers;
-    const char *main_topic;    /* for record matching (and the alarm resource) */
-    const char *xdr_topic;     /* for the alarm resource */
-    const char *config_topic;  /* NULL or "": no follower */
-    const char *events_topic;  /* NULL or "": no publisher */
-    const char *instance;      /* NULL: the host name */
-    const char *version;       /* NULL: "dev" */
-    const char *name;          /* NULL or "": match by source_topic */
-    int64_t heartbeat_ms;      /* 0: EVENTS_DEFAULT_INTERVAL_MS */
-    int64_t produce_alarm_ms;  /* acknowledgements stalled this long: alarm; 0: 10000 */
-    const kafka_prop_t *props; /* kafka.* pass-through (security), to both clients */
+    const char *main_topic;        /* for record matching (and the alarm resource) */
+    const char *xdr_topic;         /* for the alarm resource */
+    const char *config_topic;      /* NULL or "": no follower */
+    const char *events_topic;      /* NULL or "": no publisher */
+    const char *instance;          /* NULL: the host name */
+    const char *version;           /* NULL: "dev" */
+    const char *name;              /* NULL or "": match by source_topic */
+    int64_t heartbeat_ms;          /* 0: EVENTS_DEFAULT_INTERVAL_MS */
+    struct events_hub *events_hub; /* NULL: the publisher's own producer */
+    int64_t produce_alarm_ms;      /* acknowledgements stalled this long: alarm; 0: 10000 */
+    const kafka_prop_t *props;     /* kafka.* pass-through (security), to both clients */
     size_t n_props;
     metrics_registry_t *metrics;
 } corr_control_opts_t;

@@ -65,7 +65,7 @@ static int corr_setup_base(const corr_settings_map_t *s, corr_config_t *cc, char
         ec->expect[nf] = CORRELATE_EXPECT_PROXY;
     }
     codec_limits_t limits = {.max_body = (size_t)s->max_body};
-    if (codec_limits_set(&limits)) {
+    if (codec_limits_check(&limits)) {
         snprintf(err, errlen, "max-body: %llu is above the codec's ceiling",
                  (unsigned long long)s->max_body);
         return -1;
@@ -97,6 +97,7 @@ corr_control_opts_t corr_setup_control(const daemon_t *d, const corr_settings_ma
                                  .version = daemon_version(),
                                  .name = s->correlation_name,
                                  .heartbeat_ms = s->heartbeat_ms,
+                                 .events_hub = daemon_events_hub(d),
                                  .produce_alarm_ms = s->produce_alarm_ms,
                                  .props = d->props,
                                  .n_props = d->n_props,
@@ -135,7 +136,7 @@ void corr_setup_worker(const daemon_t *d, const corr_settings_map_t *s, const co
     cc->group = s->group;
     cc->client_id = s->client_id;
     cc->instance = s->instance;
-    cc->http_port = (int)s->common.http_port;
+    cc->http_port = daemon_http_port(d);
     cc->props = d->props;
     cc->n_props = d->n_props;
     cc->batch = (uint32_t)s->batch;
@@ -145,6 +146,7 @@ void corr_setup_worker(const daemon_t *d, const corr_settings_map_t *s, const co
     cc->shutdown_timeout_ms = (int)s->shutdown_timeout_ms;
     cc->revoke_flush_ms = (int)s->revoke_flush_ms;
     cc->metrics = d->metrics;
+    cc->limits = (codec_limits_t){.max_body = (size_t)s->max_body};
     cc->on_tick = corr_setup_tick;
 }
 

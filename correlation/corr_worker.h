@@ -64,6 +64,7 @@ typedef struct corr_config {
      * corr_worker_set_*; must not block. NULL: none. */
     void (*on_tick)(void *arg);
     void *tick_arg;
+    codec_limits_t limits; /* of the copies read from MAIN (max-body) */
 } corr_config_t;
 
 /* Longest timeout a live change may set (the admin's bound for timeout_ms): the engine runs

@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "daemon.h"
+#include "daemon_role.h"
 #include "httpd.h"
 
 typedef struct gui_settings {
@@ -106,9 +107,13 @@ void gui_live_free(gui_live_t *l);
 /* GET /console/live: the series as server-sent events (docs/console.md). */
 void gui_live_handle(httpd_req_t *req, gui_live_t *l, const gui_session_info_t *who);
 
-/* ---- gui_server.c ---- */
+/* ---- gui_server.c, gui_role.c ---- */
 typedef struct gui_server gui_server_t;
-int gui_server_run(const gui_settings_t *s, daemon_t *d);
+/* Serves on d (its settings d->def->settings) until a stop: SIGINT/SIGTERM alone, ndd's flag
+ * embedded. The exit code: 0 after a stop. */
+int gui_server_run(daemon_t *d);
+/* The gui-api role: ndd-gui-api's settings and its run. */
+extern const daemon_role_t gui_role;
 
 /* ---- shared by the handlers ---- */
 typedef struct gui_ctx {

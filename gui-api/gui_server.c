@@ -5,14 +5,14 @@
  *   POST /console/filter-test         the filter editor's test box (gui_filter_test.c)
  *   any  /api/v1/...                  forwarded to ndd-admin (gui_proxy.c)
  *   GET  /metrics /healthz /readyz    services/base/httpd's own
- * SIGTERM/SIGINT stop the loop. */
-#include <signal.h>
+ * A stop (SIGTERM/SIGINT alone, ndd's flag in ndd: daemon_evstop) ends the loop. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include <event2/event.h>
 
+#include "daemon_role.h"
 #include "gui.h"
 #include "log.h"
 #include "tls.h"
@@ -33,15 +33,19 @@ static void gui_live_route(httpd_req_t *req, void *arg)
         gui_live_handle(req, c->live, &who);
 }
 
-static void gui_signal_cb(evutil_socket_t fd, short what, void *arg)
-{
-    log_info("gui: signal %d: stopping", (int)fd);
-    event_base_loopexit(arg, NULL);
-}
+/* The sessions gauge is set by this loop's timer, not computed by a callback: in ndd another
+ * thread renders /metrics, and a callback would read the sessions after a stop freed them. */
+typedef struct gui_figures {
+    metrics_gauge_t *sessions;
+    gui_sessions_t *from;
+} gui_figures_t;
 
-static double gui_sessions_gauge(void *arg)
+static void gui_figures_tick(evutil_socket_t fd, short what, void *arg)
 {
-    return (double)gui_sessions_count(arg, gui_now_ms());
+    (void)fd;
+    (void)what;
+    gui_figures_t *f = arg;
+    metrics_gauge_set(f->sessions, (double)gui_sessions_count(f->from, gui_now_ms()));
 }
 
 static int gui_routes(httpd_t *h, gui_ctx_t *c)
@@ -67,15 +71,19 @@ static int gui_routes(httpd_t *h, gui_ctx_t *c)
     return 0;
 }
 
-int gui_server_run(const gui_settings_t *s, daemon_t *d)
+int gui_server_run(daemon_t *d)
 {
+    const gui_settings_t *s = d->def->settings;
     gui_ctx_t c = {.s = s, .tls = s->tls_cert != NULL};
     char err[512];
     int rc = 1;
     SSL_CTX *ssl = NULL;
     struct event_base *base = NULL;
     httpd_t *h = NULL;
-    struct event *sig[2] = {NULL, NULL};
+    daemon_evstop_t *stop = NULL;
+    gui_figures_t fig = {0};
+    struct event *fig_tick = NULL;
+    daemon_hold(d, DAEMON_COND_CONFIG, false); /* ndd's /readyz: not serving yet */
     if (gui_url_parse(s->admin_url, &c.admin, err, sizeof(err)) != 0) {
         log_error("gui: admin-url: %s", err);
         return 2;
@@ -109,30 +117,36 @@ int gui_server_run(const gui_settings_t *s, daemon_t *d)
                             "console requests forwarded to ndd-admin, by status class", "code");
     metrics_family_t *fs = metrics_gauge_new(reg, "ndd_gui_sessions_active",
                                              "console sessions logged in and not expired", NULL);
-    metrics_gauge_t *g = fs ? metrics_gauge_labels(fs) : NULL;
-    if (g)
-        metrics_child_set_callback((struct metrics_child *)g, gui_sessions_gauge, c.sessions);
+    fig = (gui_figures_t){.sessions = fs ? metrics_gauge_labels(fs) : NULL, .from = c.sessions};
+    struct timeval second = {1, 0};
+    fig_tick = event_new(base, -1, EV_PERSIST, gui_figures_tick, &fig);
+    if (!fig_tick || event_add(fig_tick, &second) != 0) {
+        log_error("gui: out of memory");
+        goto out;
+    }
+    gui_figures_tick(-1, 0, &fig);
     httpd_set_metrics(h, reg);
     if (gui_live_start(c.live) != 0) {
         log_error("gui: cannot start the live-figures thread");
         goto out;
     }
-    sig[0] = evsignal_new(base, SIGINT, gui_signal_cb, base);
-    sig[1] = evsignal_new(base, SIGTERM, gui_signal_cb, base);
-    event_add(sig[0], NULL);
-    event_add(sig[1], NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (!(stop = daemon_evstop_new(d, base, NULL, NULL))) {
+        log_error("gui: out of memory");
+        goto out;
+    }
     if (daemon_write_port_file(d, httpd_port(h)) != 0)
         goto out;
     httpd_set_ready(h, true);
+    daemon_hold(d, DAEMON_COND_CONFIG, true);
     log_info("gui: console on %s://%s:%u/ (ndd-admin at %s, files from %s)", ssl ? "https" : "http",
              s->common.http_listen, (unsigned)httpd_port(h), s->admin_url, s->web_root);
     event_base_dispatch(base);
+    daemon_not_ready(d, "stopping");
     rc = 0;
 out:
-    for (int i = 0; i < 2; i++)
-        if (sig[i])
-            event_free(sig[i]);
+    daemon_evstop_free(stop);
+    if (fig_tick)
+        event_free(fig_tick);
     gui_live_free(c.live);
     httpd_free(h);
     if (base)

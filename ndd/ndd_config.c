@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+extern char **environ;
+
 typedef struct leaf_list {
     config_leaf_t *v;
     size_t n, cap;
@@ -114,8 +116,10 @@ static int instance_add(ndd_config_t *c, const daemon_role_t *role, const char *
     for (size_t i = 0; ok && i < all->n; i++)
         if (!has_prefix(all->v[i].key, "roles.") && is_shared(all->v[i].key))
             ok = leaf_push(&l, all->v[i].key, all->v[i].value) == 0;
-    /* The roles answer on ndd's one /metrics /healthz /readyz. */
-    ok = ok && leaf_push(&l, "http.port", "-1") == 0;
+    /* The roles answer on ndd's one /metrics /healthz /readyz; one with a listener of its own
+     * keeps its daemon's http.* (its default port included). */
+    if (!role->own_http)
+        ok = ok && leaf_push(&l, "http.port", "-1") == 0;
     for (size_t i = 0; ok && i < all->n; i++) {
         const char *k = all->v[i].key;
         if (!has_prefix(k, prefix))
@@ -146,7 +150,7 @@ static int instance_add(ndd_config_t *c, const daemon_role_t *role, const char *
     return 0;
 }
 
-/* A role's own section may not set what ndd owns. */
+/* A role's own section may not set what ndd owns (unless the role has its own listener). */
 static int role_keys_check(const leaf_list_t *all, const char *prefix, char *err, size_t errlen)
 {
     size_t plen = strlen(prefix);
@@ -170,27 +174,6 @@ static const char *leaf_get(const leaf_list_t *all, const char *key)
         if (strcmp(all->v[i].key, key) == 0)
             v = all->v[i].value;
     return v;
-}
-
-/* The copy body limit is one per process (codec_limits_set): the roles that decode copies
- * must agree on it. */
-static int max_body_check(const leaf_list_t *all, bool agg, bool corr, char *err, size_t errlen)
-{
-    if (!agg || !corr)
-        return 0;
-    const char *a = leaf_get(all, "roles.aggregation.max-body");
-    const char *b = leaf_get(all, "roles.correlation.max-body");
-    uint64_t va = 1 << 20, vb = 1 << 20;
-    if ((a && config_parse_bytes(a, &va)) || (b && config_parse_bytes(b, &vb)))
-        return 0; /* the role's own check names the bad value */
-    if (va != vb) {
-        snprintf(err, errlen,
-                 "roles.correlation.max-body: %s differs from roles.aggregation.max-body %s; in "
-                 "ndd one copy body limit serves both roles",
-                 b ? b : "1MiB", a ? a : "1MiB");
-        return -1;
-    }
-    return 0;
 }
 
 static int aggregation_add(ndd_config_t *c, const daemon_role_t *role, const leaf_list_t *all,
@@ -264,7 +247,6 @@ int ndd_config_parse(ndd_config_t *c, const ndd_roles_t *known, const char *text
     }
     const char *name;
     json_t *sec;
-    bool agg = false, corr = false;
     json_object_foreach(roles, name, sec)
     {
         const daemon_role_t *role = role_find(known, name, strlen(name));
@@ -283,17 +265,13 @@ int ndd_config_parse(ndd_config_t *c, const ndd_roles_t *known, const char *text
         }
         char prefix[96];
         snprintf(prefix, sizeof prefix, "roles.%s.", name);
-        if (role_keys_check(&all, prefix, err, errlen))
+        if (!role->own_http && role_keys_check(&all, prefix, err, errlen))
             goto out;
-        agg |= strcmp(name, "aggregation") == 0;
-        corr |= strcmp(name, "correlation") == 0;
         if (strcmp(name, "aggregation") == 0
                 ? aggregation_add(c, role, &all, origin, err, errlen)
                 : instance_add(c, role, NULL, &all, NULL, 0, origin, err, errlen))
             goto out;
     }
-    if (max_body_check(&all, agg, corr, err, errlen))
-        goto out;
     c->own = own.v;
     c->n_own = own.n;
     own.v = NULL;
@@ -314,4 +292,31 @@ void ndd_config_free(ndd_config_t *c)
     for (size_t i = 0; i < c->n_inst; i++)
         leaf_list_free(c->inst[i].leaves, c->inst[i].n_leaves);
     memset(c, 0, sizeof(*c));
+}
+
+int ndd_config_load(ndd_config_t *c, const ndd_roles_t *known, int argc, char **argv, char *err,
+                    size_t errlen)
+{
+    memset(c, 0, sizeof(*c));
+    const char *path = NULL;
+    if (config_file_path(argc, argv, environ, &path, err, errlen))
+        return -1;
+    if (!path) {
+        if (config_help_or_version_asked(argc, argv))
+            return 0;
+        snprintf(err, errlen,
+                 "--config FILE (or NDD_CONFIG) names the file of roles (docs/ndd.md)");
+        return -1;
+    }
+    size_t len = 0;
+    char *text = config_file_read(path, &len, err, errlen);
+    if (!text)
+        return -1;
+    char origin[sizeof c->origin];
+    snprintf(origin, sizeof origin, "file %s", path);
+    int rc = ndd_config_parse(c, known, text, len, origin, err, errlen);
+    free(text);
+    if (rc == 0)
+        memcpy(c->origin, origin, sizeof origin);
+    return rc;
 }

@@ -27,6 +27,7 @@ typedef struct ndd_instance_conf {
 } ndd_instance_conf_t;
 
 typedef struct ndd_config {
+    char origin[600];   /* "file /etc/ndd.json"; "" when no file was read (--help, --version) */
     config_leaf_t *own; /* ndd's settings: the top-level leaves */
     size_t n_own;
     ndd_instance_conf_t inst[NDD_CONFIG_MAX_INSTANCES];
@@ -42,6 +43,11 @@ typedef struct ndd_roles {
 /* Parses text (from origin, "file /etc/ndd.json") into c. 0, or -1 with err naming the key. */
 int ndd_config_parse(ndd_config_t *c, const ndd_roles_t *known, const char *text, size_t len,
                      const char *origin, char *err, size_t errlen);
+/* The file argv names (--config FILE or NDD_CONFIG, as the config loader finds it), read and
+ * parsed into c. 0; 0 with no file and c empty when argv asks for --help or --version only;
+ * -1 with err naming the file or the key. */
+int ndd_config_load(ndd_config_t *c, const ndd_roles_t *known, int argc, char **argv, char *err,
+                    size_t errlen);
 void ndd_config_free(ndd_config_t *c);
 
 #endif

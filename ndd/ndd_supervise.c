@@ -5,8 +5,10 @@
  * returns without being asked to stop (its worker failed, a broker refused its DLQ) is
  * started again from its settings after a backoff of 1 s doubling to 30 s (back to 1 s after
  * a minute of running), counted in ndd_director_role_restarts_total{role}; until it runs
- * again /readyz names it. A crash of the process (a signal) cannot be isolated in one
- * process: the orchestrator restarts ndd, and at-least-once holds as for any daemon. */
+ * again /readyz names it, and the alarm role-restarted (major, resource: the role) is raised
+ * on ndd.events until the role has run for a minute again. A crash of the process (a signal) cannot
+ * be isolated in one process: the orchestrator restarts ndd, and at-least-once holds as for any
+ * daemon. */
 #include "ndd_supervise.h"
 
 #include <pthread.h>
@@ -14,9 +16,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "events.h"
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
+
+/* A role that ran this long is well again: its backoff starts over, its alarm clears. */
+#define NDD_ROLE_STEADY_MS 60000
 
 enum { INST_STARTING = 0, INST_RUNNING, INST_RESTARTING, INST_STOPPED };
 
@@ -33,12 +39,17 @@ typedef struct ndd_inst {
     bool thread_started;
     metrics_counter_t *restarts;
     metrics_gauge_t *up;
+    int64_t started_ms;  /* when it last started running, under sup->mu */
+    bool alarm_raised;   /* role-restarted raised and not cleared, under sup->mu */
+    unsigned n_restarts; /* under sup->mu */
 } ndd_inst_t;
 
 struct ndd_supervisor {
     daemon_t *host;
     pthread_mutex_t mu; /* the instances' state and daemon_t lifetimes, readiness rendering */
     bool stopping;
+    events_hub_t *hub; /* NULL without brokers */
+    events_t *ev;      /* ndd's own publisher (role-restarted), on hub */
     ndd_inst_t inst[NDD_CONFIG_MAX_INSTANCES];
     size_t n;
 };
@@ -96,7 +107,8 @@ static void inst_prepare(ndd_inst_t *in)
                                  .n_leaves = in->conf->n_leaves,
                                  .origin = in->conf->origin,
                                  .on_ready = on_ready,
-                                 .arg = in->sup};
+                                 .arg = in->sup,
+                                 .events_hub = in->sup->hub};
 }
 
 /* Sleeps ms in steps, false when ndd stops first. */
@@ -123,10 +135,12 @@ static void *inst_main(void *arg)
         inst_prepare(in);
         int rc = daemon_init_embedded(&in->d, &in->def, &in->embed, NULL, err, sizeof(err));
         bool go = rc == DAEMON_CONTINUE && !s->stopping;
-        if (go)
-            in->state = INST_RUNNING;
-        pthread_mutex_unlock(&s->mu);
         int64_t started = now_ms();
+        if (go) {
+            in->state = INST_RUNNING;
+            in->started_ms = started;
+        }
+        pthread_mutex_unlock(&s->mu);
         if (go) {
             if (in->up)
                 metrics_gauge_set(in->up, 1);
@@ -141,10 +155,19 @@ static void *inst_main(void *arg)
         bool stopping = s->stopping;
         if (!stopping) {
             in->state = INST_RESTARTING;
-            if (now_ms() - started >= 60000)
+            if (now_ms() - started >= NDD_ROLE_STEADY_MS)
                 backoff = 1000;
             snprintf(in->why, sizeof in->why, "stopped (exit %d), restarting in %lld s", rc,
                      (long long)(backoff / 1000));
+            in->n_restarts++;
+            if (s->ev) {
+                char text[384];
+                snprintf(text, sizeof text, "role %s %s (restart %u)", in->conf->name, in->why,
+                         in->n_restarts);
+                if (events_alarm_raise(s->ev, "role-restarted", in->conf->name, EVENTS_MAJOR,
+                                       text) == 0)
+                    in->alarm_raised = true;
+            }
         } else {
             in->state = INST_STOPPED;
             snprintf(in->why, sizeof in->why, "stopping");
@@ -194,8 +217,8 @@ int ndd_supervise_check(const ndd_config_t *c, const daemon_t *host, FILE *out, 
     return 0;
 }
 
-ndd_supervisor_t *ndd_supervise_start(const ndd_config_t *c, daemon_t *host, char *err,
-                                      size_t errlen)
+ndd_supervisor_t *ndd_supervise_start(const ndd_config_t *c, daemon_t *host,
+                                      const char *events_topic, char *err, size_t errlen)
 {
     struct ndd_supervisor *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -204,6 +227,23 @@ ndd_supervisor_t *ndd_supervise_start(const ndd_config_t *c, daemon_t *host, cha
     }
     s->host = host;
     pthread_mutex_init(&s->mu, NULL);
+    if (host->brokers && *host->brokers) {
+        /* One producer for every role's events instead of one per role (each with its
+         * threads and broker connections); a role's dead letters keep their own, since their
+         * delivery gates that role's offset commits. */
+        s->hub = events_hub_new(host->brokers, host->props, host->n_props, err, errlen);
+        events_opts_t eo = {.hub = s->hub,
+                            .topic = events_topic,
+                            .service = "ndd",
+                            .version = daemon_version(),
+                            .own_thread = true,
+                            .metrics = host->metrics};
+        s->ev = s->hub ? events_new(&eo, err, errlen) : NULL;
+        if (!s->ev) {
+            ndd_supervise_free(s);
+            return NULL;
+        }
+    }
     metrics_family_t *fr =
         metrics_counter_new(host->metrics, "ndd_director_role_restarts_total",
                             "times a role of ndd stopped by itself and was started again", "role");
@@ -254,6 +294,16 @@ void ndd_supervise_run(ndd_supervisor_t *s)
             pthread_mutex_unlock(&s->mu);
             log_info("ndd: SIGHUP: every role reloads");
         }
+        /* role-restarted clears once the role has run as long as resets its backoff. */
+        pthread_mutex_lock(&s->mu);
+        for (size_t i = 0; i < s->n; i++) {
+            ndd_inst_t *in = &s->inst[i];
+            if (in->alarm_raised && in->state == INST_RUNNING &&
+                now_ms() - in->started_ms >= NDD_ROLE_STEADY_MS && s->ev &&
+                events_alarm_clear(s->ev, "role-restarted", in->conf->name) == 0)
+                in->alarm_raised = false;
+        }
+        pthread_mutex_unlock(&s->mu);
     }
     log_info("ndd: stopping every role");
     pthread_mutex_lock(&s->mu);
@@ -282,6 +332,9 @@ void ndd_supervise_free(ndd_supervisor_t *s)
     s->host->ready_hook = NULL;
     for (size_t i = 0; i < s->n; i++)
         free(s->inst[i].settings);
+    /* after every role's publisher: they were freed when their role ended */
+    events_free(s->ev, 3000);
+    events_hub_free(s->hub, 3000);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

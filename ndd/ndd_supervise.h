@@ -16,9 +16,11 @@ typedef struct ndd_supervisor ndd_supervisor_t;
 int ndd_supervise_check(const ndd_config_t *c, const daemon_t *host, FILE *out, char *err,
                         size_t errlen);
 /* Starts every instance of c (c outlives the supervisor); readiness goes to host's HTTP
- * server. NULL with err. */
-ndd_supervisor_t *ndd_supervise_start(const ndd_config_t *c, daemon_t *host, char *err,
-                                      size_t errlen);
+ * server. With host's brokers, one producer (events_hub_t) carries every role's heartbeats
+ * and alarms, and ndd's own alarm role-restarted (resource: the role), to events_topic
+ * (NULL: ndd.events). NULL with err. */
+ndd_supervisor_t *ndd_supervise_start(const ndd_config_t *c, daemon_t *host,
+                                      const char *events_topic, char *err, size_t errlen);
 /* Until *host->stop: forwards reloads, then stops every instance and waits for it. */
 void ndd_supervise_run(ndd_supervisor_t *s);
 void ndd_supervise_free(ndd_supervisor_t *s);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # NDD quickstart: the whole data path on one machine, with a live view (docs/quickstart.md).
 #
-#   deploy/local/quickstart.sh [--seconds N] [--rate N] [--build DIR] [--no-build]
+#   deploy/local/quickstart.sh [--separate] [--seconds N] [--rate N] [--build DIR] [--no-build]
 #                              [--dir DIR] [--kafka-port N] [--pg-port N] [--ports-from N]
 #   deploy/local/quickstart.sh --stop [--dir DIR]
 #
@@ -10,17 +10,21 @@
 #    `cmake --install DIR --prefix <stack dir>/quickstart/prefix`: the daemons below run from
 #    PREFIX/bin, the installed commands,
 # 3. starts the local stack (Kafka + PostgreSQL, stack.sh; default dir <repo>/.stack),
-# 4. starts ndd-admin (REST API), ndd-aggregation for SCP, NRF, SEPP, BSF and PCF, ndd-sink (a
-#    stand-in third-party tool), ndd-correlation (MAIN -> xDRs on XDR) and ndd-adapter with one
+# 4. starts ndd-sink (a stand-in third-party tool) and `ndd`, the all-in-one (docs/ndd.md): one
+#    process with the roles admin (REST API), gui-api (the console, when built), aggregation
+#    for SCP, NRF, SEPP, BSF and PCF, correlation (MAIN -> xDRs on XDR) and adapter with one
 #    demo feed: MAIN -> JSON over HTTP/2 (and feed "wireshark": MAIN -> pcapng files in
-#    $QS/pcap, the synthetic packet feed),
+#    $QS/pcap, the synthetic packet feed). With --separate: the same as separate daemons
+#    (ndd-admin, ndd-gui-api, five ndd-aggregation, ndd-correlation, ndd-adapter), as Helm
+#    runs them,
 # 5. runs ndd-nf-sim at a modest rate (default 200 copies/s) for --seconds (default 60) and shows
 #    a live line per second: ingress rate, egress rate, p99 latency, backlog, xDRs,
 # 6. waits for delivery and for the last xDRs, prints the summary (lost counted by sequence
 #    number at the sink, xDRs written to XDR) and where to look. The daemons keep running until `quickstart.sh --stop`.
 # Idempotent: a second run stops the daemons of the first and starts them again.
-# Ports (--ports-from P, default 9100): admin P, aggregation SCP P+1 (NRF…PCF P+11…P+14),
-# adapter P+2, sink metrics P+3, correlation P+4, sink HTTP/2 P+80.
+# Ports (--ports-from P, default 9100): admin P, ndd's /metrics P+1, sink metrics P+3,
+# console P+8, sink HTTP/2 P+80; with --separate: aggregation SCP P+1 (NRF…PCF P+11…P+14),
+# adapter P+2, correlation P+4.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -33,6 +37,7 @@ KAFKA_PORT=${NDD_KAFKA_PORT:-9092}
 PG_PORT=${NDD_PG_PORT:-55432}
 BASE=${NDD_QUICKSTART_PORTS:-9100}
 STOP=0
+SEPARATE=0
 NF_TYPES=(SCP NRF SEPP BSF PCF)
 
 usage() {
@@ -55,6 +60,7 @@ while (($#)); do
     --pg-port) PG_PORT=${2:?}; shift 2 ;;
     --ports-from) BASE=${2:?}; shift 2 ;;
     --stop) STOP=1; shift ;;
+    --separate) SEPARATE=1; shift ;;
     -h | --help) usage ;;
     *) echo "quickstart: unknown option '$1'" >&2; usage ;;
     esac
@@ -91,7 +97,7 @@ stop_daemon() {
     rm -f "$QS/$1.pid"
     say "stopped $1 (pid $pid)"
 }
-DAEMONS=(nf-sim adapter correlation "${NF_TYPES[@]/#/aggregation-}" gui-api admin sink)
+DAEMONS=(nf-sim ndd adapter correlation "${NF_TYPES[@]/#/aggregation-}" gui-api admin sink)
 stop_all_daemons() {
     local d
     for d in "${DAEMONS[@]}"; do stop_daemon "$d"; done
@@ -111,7 +117,7 @@ if ((DO_BUILD)); then
     # Warnings are errors in development builds; a user's compiler may warn differently.
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNDD_WERROR=OFF >"$QS/cmake.log" 2>&1 ||
         { tail -20 "$QS/cmake.log" >&2; die "cmake configure failed ($QS/cmake.log)"; }
-    cmake --build "$BUILD" -j"$(nproc)" --target ndd-admin ndd-aggregation ndd-adapter ndd-sink \
+    cmake --build "$BUILD" -j"$(nproc)" --target ndd ndd-admin ndd-aggregation ndd-adapter ndd-sink \
         ndd-correlation ndd-nf-sim ndd-offsets ndd-travel ndd-gui-api ndd-ingress \
         $(command -v npm >/dev/null && echo ndd_console) >"$QS/build.log" 2>&1 ||
         { grep -m5 -E 'error|FAILED' "$QS/build.log" >&2; die "build failed ($QS/build.log)"; }
@@ -122,6 +128,7 @@ say "installing into $PREFIX (cmake --install)"
 cmake --install "$BUILD" --prefix "$PREFIX" >"$QS/install.log" 2>&1 ||
     { tail -5 "$QS/install.log" >&2; die "cmake --install failed ($QS/install.log; build first, or drop --no-build)"; }
 export PATH=$PREFIX/bin:$PATH
+NDD=$PREFIX/bin/ndd
 ADMIN=$PREFIX/bin/ndd-admin
 AGG=$PREFIX/bin/ndd-aggregation
 ADA=$PREFIX/bin/ndd-adapter
@@ -129,7 +136,7 @@ CORR=$PREFIX/bin/ndd-correlation
 SINK=$PREFIX/bin/ndd-sink
 SIM=$PREFIX/bin/ndd-nf-sim
 OFF=$PREFIX/bin/ndd-offsets
-for b in "$ADMIN" "$AGG" "$ADA" "$CORR" "$SINK" "$SIM" "$OFF"; do
+for b in "$NDD" "$ADMIN" "$AGG" "$ADA" "$CORR" "$SINK" "$SIM" "$OFF"; do
     [[ -x $b ]] || die "$b missing after cmake --install (build first, or drop --no-build)"
 done
 
@@ -174,39 +181,6 @@ start_daemon sink "$QS/sink.log" "$SINK" --h2-port "$P_SINK" --metrics-port "$P_
     --summary-file "$QS/sink-summary.json"
 wait_http ndd-sink "http://127.0.0.1:$P_SINKM/healthz" 10 "$QS/sink.log"
 
-# ndd-admin: the REST API over PostgreSQL; a token for this demo, kept in a 0600 file.
-start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --http.port "$P_ADMIN"
-wait_http ndd-admin "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/admin.log"
-if [[ ! -s $QS/admin.token ]]; then
-    "$ADMIN" token revoke --pg "$NDD_PG" --name quickstart >/dev/null 2>&1 || true
-    (umask 077 && "$ADMIN" token create --pg "$NDD_PG" --role admin --name quickstart >"$QS/admin.token" 2>"$QS/token.log") ||
-        { rm -f "$QS/admin.token"; die "ndd-admin token create failed: $(tail -3 "$QS/token.log")"; }
-fi
-
-# ndd-gui-api: the web console (docs/console.md) on port P+8, in front of ndd-admin.
-P_GUI=$((BASE + 8)) CONSOLE_LINE="  web console                 not built (needs npm: see docs/console.md)"
-if [[ -x $PREFIX/bin/ndd-gui-api && -f $PREFIX/share/ndd/console/index.html ]]; then
-    start_daemon gui-api "$QS/gui-api.log" "$PREFIX/bin/ndd-gui-api" --admin-url "http://127.0.0.1:$P_ADMIN" \
-        --web-root "$PREFIX/share/ndd/console" --http.port "$P_GUI" \
-        --metrics-urls "http://127.0.0.1:$P_ADA/metrics,http://127.0.0.1:$P_AGG/metrics"
-    wait_http ndd-gui-api "http://127.0.0.1:$P_GUI/healthz" 10 "$QS/gui-api.log"
-    CONSOLE_LINE="  web console                 http://127.0.0.1:$P_GUI/   log in with the token in $QS/admin.token"
-fi
-
-i=0
-for nf in "${NF_TYPES[@]}"; do
-    [[ $nf == SCP ]] && port=$P_AGG || port=$((BASE + 10 + i))
-    start_daemon "aggregation-$nf" "$QS/aggregation-$nf.log" "$AGG" --nf-type "$nf" \
-        --bootstrap "$NDD_KAFKA" --main-partitions 3 --http.port "$port" --log.level warn \
-        --filter-check-interval 1s
-    echo "$port" >"$QS/aggregation-$nf.port"
-    i=$((i + 1))
-done
-
-# ndd-correlation: its own consumer group on MAIN, one xDR per transaction to XDR (docs/correlation.md).
-start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http.port "$P_CORR" \
-    --log.level warn
-
 cat >"$QS/feeds.json" <<EOF
 {"feeds": [
   {"name": "demo", "source_topic": "MAIN", "encoding": "json", "transport": "http2",
@@ -218,13 +192,80 @@ cat >"$QS/feeds.json" <<EOF
 ]}
 EOF
 mkdir -p "$QS/pcap" # the synthetic feed's pcapng files (docs/synthetic.md)
-start_daemon adapter "$QS/adapter.log" "$ADA" --bootstrap "$NDD_KAFKA" --feeds-file "$QS/feeds.json" \
-    --http.port "$P_ADA"
-for nf in "${NF_TYPES[@]}"; do
-    wait_http "ndd-aggregation $nf" "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/readyz" 40 "$QS/aggregation-$nf.log"
-done
-wait_http ndd-adapter "http://127.0.0.1:$P_ADA/readyz" 30 "$QS/adapter.log"
-wait_http ndd-correlation "http://127.0.0.1:$P_CORR/readyz" 30 "$QS/correlation.log"
+P_GUI=$((BASE + 8)) CONSOLE_LINE="  web console                 not built (needs npm: see docs/console.md)"
+HAVE_CONSOLE=0
+[[ -x $PREFIX/bin/ndd-gui-api && -f $PREFIX/share/ndd/console/index.html ]] && HAVE_CONSOLE=1
+
+# A token for this demo, kept in a 0600 file, once the admin's schema exists.
+make_token() {
+    [[ -s $QS/admin.token ]] && return 0
+    "$ADMIN" token revoke --pg "$NDD_PG" --name quickstart >/dev/null 2>&1 || true
+    (umask 077 && "$ADMIN" token create --pg "$NDD_PG" --role admin --name quickstart >"$QS/admin.token" 2>"$QS/token.log") ||
+        { rm -f "$QS/admin.token"; die "ndd-admin token create failed: $(tail -3 "$QS/token.log")"; }
+}
+
+if ((SEPARATE)); then
+    # ndd-admin: the REST API over PostgreSQL.
+    start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --http.port "$P_ADMIN"
+    wait_http ndd-admin "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/admin.log"
+    make_token
+    # ndd-gui-api: the web console (docs/console.md) on port P+8, in front of ndd-admin.
+    if ((HAVE_CONSOLE)); then
+        start_daemon gui-api "$QS/gui-api.log" "$PREFIX/bin/ndd-gui-api" --admin-url "http://127.0.0.1:$P_ADMIN" \
+            --web-root "$PREFIX/share/ndd/console" --http.port "$P_GUI" \
+            --metrics-urls "http://127.0.0.1:$P_ADA/metrics,http://127.0.0.1:$P_AGG/metrics"
+        wait_http ndd-gui-api "http://127.0.0.1:$P_GUI/healthz" 10 "$QS/gui-api.log"
+    fi
+    i=0
+    for nf in "${NF_TYPES[@]}"; do
+        [[ $nf == SCP ]] && port=$P_AGG || port=$((BASE + 10 + i))
+        start_daemon "aggregation-$nf" "$QS/aggregation-$nf.log" "$AGG" --nf-type "$nf" \
+            --bootstrap "$NDD_KAFKA" --main-partitions 3 --http.port "$port" --log.level warn \
+            --filter-check-interval 1s
+        echo "$port" >"$QS/aggregation-$nf.port"
+        i=$((i + 1))
+    done
+    # ndd-correlation: its own consumer group on MAIN, one xDR per transaction to XDR (docs/correlation.md).
+    start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http.port "$P_CORR" \
+        --log.level warn
+    start_daemon adapter "$QS/adapter.log" "$ADA" --bootstrap "$NDD_KAFKA" --feeds-file "$QS/feeds.json" \
+        --http.port "$P_ADA"
+    for nf in "${NF_TYPES[@]}"; do
+        wait_http "ndd-aggregation $nf" "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/readyz" 40 "$QS/aggregation-$nf.log"
+    done
+    wait_http ndd-adapter "http://127.0.0.1:$P_ADA/readyz" 30 "$QS/adapter.log"
+    wait_http ndd-correlation "http://127.0.0.1:$P_CORR/readyz" 30 "$QS/correlation.log"
+else
+    # ndd: every role in one process with the separate daemons' settings; one /metrics
+    # /healthz /readyz on P+1 (every role's figures, a readiness line per role); the admin's
+    # REST API and the console keep their own ports (docs/ndd.md).
+    P_AGG=$((BASE + 1)) P_ADA=$((BASE + 1)) P_CORR=$((BASE + 1))
+    for nf in "${NF_TYPES[@]}"; do echo "$P_AGG" >"$QS/aggregation-$nf.port"; done
+    nf_json=$(printf '%s\n' "${NF_TYPES[@]}" | jq -R . | jq -cs .)
+    # 0600: the file holds the PostgreSQL conninfo
+    (umask 077 && jq -n --arg b "$NDD_KAFKA" --argjson port "$P_AGG" --arg pg "$NDD_PG" \
+        --argjson aport "$P_ADMIN" --argjson nfs "$nf_json" --arg feeds "$QS/feeds.json" \
+        --argjson console "$HAVE_CONSOLE" --arg root "$PREFIX/share/ndd/console" \
+        --argjson gport "$P_GUI" --arg murl "http://127.0.0.1:$P_AGG/metrics" '{
+        bootstrap: $b, http: {port: $port}, log: {level: "warn"},
+        roles: ({
+          admin: {pg: $pg, http: {port: $aport}},
+          aggregation: {"nf-types": $nfs, "main-partitions": 3, "filter-check-interval": "1s"},
+          correlation: {},
+          adapter: {"feeds-file": $feeds}}
+          + (if $console == 1 then {"gui-api": {"admin-url": ("http://127.0.0.1:" + ($aport | tostring)),
+              "web-root": $root, http: {port: $gport}, "metrics-urls": $murl}} else {} end))}' \
+        >"$QS/ndd.json") || die "cannot write $QS/ndd.json"
+    "$NDD" --config "$QS/ndd.json" --check-config >"$QS/ndd-check.log" 2>&1 ||
+        { tail -5 "$QS/ndd-check.log" >&2; die "ndd refused its configuration ($QS/ndd.json)"; }
+    start_daemon ndd "$QS/ndd.log" "$NDD" --config "$QS/ndd.json"
+    wait_http ndd "http://127.0.0.1:$P_AGG/healthz" 20 "$QS/ndd.log"
+    wait_http "ndd's admin role" "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/ndd.log"
+    make_token
+    # every role ready (/readyz has a line per role: aggregation-SCP ... adapter)
+    wait_http ndd "http://127.0.0.1:$P_AGG/readyz" 60 "$QS/ndd.log"
+fi
+((HAVE_CONSOLE)) && CONSOLE_LINE="  web console                 http://127.0.0.1:$P_GUI/   log in with the token in $QS/admin.token"
 # Traffic starts once the demo feed holds MAIN's partitions (a group join is not latency):
 # the adapter's ndd_adapter_partitions_assigned{feed="demo"} gauge (docs/adapter.md).
 for ((i = 0; i < 120; i++)); do
@@ -246,9 +287,10 @@ sim_pid=$(head -n1 "$QS/nf-sim.pid")
 trap 'say "interrupted: the daemons keep running; stop them with $0 --stop"; kill -INT $sim_pid 2>/dev/null; exit 130' INT TERM
 
 ingress_total() {
-    local nf t=0 v
-    for nf in "${NF_TYPES[@]}"; do
-        v=$( (curl -fsS --max-time 1 "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/metrics" 2>/dev/null || true) |
+    local port t=0 v
+    # ndd: one /metrics has every NF's aggregation; separate: one port per NF
+    for port in $(for nf in "${NF_TYPES[@]}"; do cat "$QS/aggregation-$nf.port"; done | sort -u); do
+        v=$( (curl -fsS --max-time 1 "http://127.0.0.1:$port/metrics" 2>/dev/null || true) |
             awk '/^ndd_aggregation_messages_consumed_total/{s+=$NF} END{printf "%d", s}')
         t=$((t + ${v:-0}))
     done
@@ -319,15 +361,26 @@ DELIVERED=$(jq -r '.unique // 0' <<<"$S")
 DEAD=$(($(dlq ndd.dlq.aggregation) + $(dlq ndd.dlq.demo)))
 LOST=$((PRODUCED - DELIVERED - DEAD))
 ((LOST < 0)) && LOST=0
+CONFIG_LINE=""
+if ((SEPARATE)); then
+    METRICS_LINES="  metrics  ndd-admin          http://127.0.0.1:$P_ADMIN/metrics
+           ndd-aggregation    http://127.0.0.1:$P_AGG/metrics (SCP), ports $((BASE + 11))-$((BASE + 14)) (NRF, SEPP, BSF, PCF)
+           ndd-adapter        http://127.0.0.1:$P_ADA/metrics
+           ndd-correlation    http://127.0.0.1:$P_CORR/metrics (ndd_correlation_*)"
+else
+    METRICS_LINES="  metrics  ndd                http://127.0.0.1:$P_AGG/metrics (every role), /readyz (a line per role)"
+    CONFIG_LINE="
+  ndd's configuration         $QS/ndd.json   (its roles and their settings: docs/ndd.md)"
+fi
 TOKEN_HINT="curl -H \"Authorization: Bearer \$(cat $QS/admin.token)\" http://127.0.0.1:$P_ADMIN/api/v1/feeds"
 cat <<EOF
 
-NDD quickstart summary
+NDD quickstart summary ($( ((SEPARATE)) && echo "separate daemons" || echo "ndd, the all-in-one: $(pid_of ndd || echo '?')"))
   produced by ndd-nf-sim      $PRODUCED copies ($(grep '^{' "$QS/nf-sim.log" | tail -n1 | jq -r .achieved_mps) copies/s achieved)
   delivered to ndd-sink       $DELIVERED (distinct @seq), duplicates $(jq -r '.duplicates // 0' <<<"$S")
   dead-lettered               $DEAD (topics ndd.dlq.aggregation, ndd.dlq.demo; their records say why)
   lost                        $LOST   (produced - delivered - dead-lettered, by sequence number)
-  xDRs written to XDR         $XDRS (ndd-correlation, this run: ${XDR_BY:-none}), open now $(corr_metric ndd_correlation_transactions_open), dead-lettered $(corr_metric ndd_correlation_messages_dead_lettered_total)
+  xDRs written to XDR         $XDRS (the correlation, this run: ${XDR_BY:-none}), open now $(corr_metric ndd_correlation_transactions_open), dead-lettered $(corr_metric ndd_correlation_messages_dead_lettered_total)
   end-to-end latency          avg $(jq -r '.latency_ms.avg // 0' <<<"$S") ms, p99 $(jq -r '.latency_ms.p99 // 0' <<<"$S") ms (NF timestamp -> sink)
 
 Where to look
@@ -336,11 +389,8 @@ Where to look
   PostgreSQL                  $NDD_PG
 $CONSOLE_LINE
   ndd-admin REST API          http://127.0.0.1:$P_ADMIN/api/v1/…   e.g. $TOKEN_HINT
-  metrics  ndd-admin          http://127.0.0.1:$P_ADMIN/metrics
-           ndd-aggregation    http://127.0.0.1:$P_AGG/metrics (SCP), ports $((BASE + 11))-$((BASE + 14)) (NRF, SEPP, BSF, PCF)
-           ndd-adapter        http://127.0.0.1:$P_ADA/metrics
-           ndd-correlation    http://127.0.0.1:$P_CORR/metrics (ndd_correlation_*)
-           ndd-sink           http://127.0.0.1:$P_SINKM/metrics, http://127.0.0.1:$P_SINKM/summary
+$METRICS_LINES
+           ndd-sink           http://127.0.0.1:$P_SINKM/metrics, http://127.0.0.1:$P_SINKM/summary$CONFIG_LINE
   packets (Wireshark)         $(ls "$QS"/pcap/*.pcapng 2>/dev/null | tail -n1)
                               wireshark FILE (Decode As HTTP2 on the server ports), or
                               tshark -r FILE -d tcp.port==8443,http2 -Y http2.headers.path   (docs/synthetic.md)

@@ -345,14 +345,12 @@ static int file_leaf(const char *key, const char *value, void *arg)
     return apply(fa->cfg, key, value, CONFIG_SRC_FILE, fa->origin, fa->err, fa->errlen);
 }
 
-static int load_file(config_t *cfg, const char *path, char *err, size_t errlen)
+char *config_file_read(const char *path, size_t *len, char *err, size_t errlen)
 {
-    char origin[512];
-    snprintf(origin, sizeof origin, "file %s", path);
     FILE *f = fopen(path, "rb");
     if (!f) {
         config_err(err, errlen, "config file %s: cannot open: %s", path, strerror(errno));
-        return -1;
+        return NULL;
     }
     char *buf = malloc(CONFIG_FILE_MAX + 1);
     size_t n = buf ? fread(buf, 1, CONFIG_FILE_MAX + 1, f) : 0;
@@ -361,13 +359,26 @@ static int load_file(config_t *cfg, const char *path, char *err, size_t errlen)
     if (!buf || rerr) {
         free(buf);
         config_err(err, errlen, "config file %s: cannot read", path);
-        return -1;
+        return NULL;
     }
     if (n > CONFIG_FILE_MAX) {
         free(buf);
         config_err(err, errlen, "config file %s: larger than %d bytes", path, CONFIG_FILE_MAX);
-        return -1;
+        return NULL;
     }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int load_file(config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    char origin[512];
+    snprintf(origin, sizeof origin, "file %s", path);
+    size_t n = 0;
+    char *buf = config_file_read(path, &n, err, errlen);
+    if (!buf)
+        return -1;
     struct file_apply fa = {cfg, origin, err, errlen};
     int rc = config_parse_json(buf, n, origin, file_leaf, &fa, err, errlen);
     free(buf);
@@ -460,9 +471,21 @@ static bool is_help(const char *a)
     return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
 }
 
-/* Finds --config (or NDD_CONFIG); sets *path or NULL. -1 on "--config" without a value. */
-static int find_config_path(int argc, char **argv, char *const *envp, const char **path, char *err,
-                            size_t errlen)
+static bool is_version(const char *a)
+{
+    return strcmp(a, "--version") == 0;
+}
+
+bool config_help_or_version_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (is_help(argv[i]) || is_version(argv[i]))
+            return true;
+    return false;
+}
+
+int config_file_path(int argc, char **argv, char *const *envp, const char **path, char *err,
+                     size_t errlen)
 {
     *path = env_find(envp, "NDD_CONFIG");
     for (int i = 1; i < argc; i++) {
@@ -494,8 +517,8 @@ static int load_flags(config_t *cfg, int argc, char **argv, char *err, size_t er
             cfg->help = true;
             continue;
         }
-        if (strcmp(a, "--version") == 0 || strcmp(a, "--check-config") == 0) {
-            *(a[2] == 'v' ? &cfg->version : &cfg->check) = true;
+        if (is_version(a) || strcmp(a, "--check-config") == 0) {
+            *(is_version(a) ? &cfg->version : &cfg->check) = true;
             continue;
         }
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
@@ -512,7 +535,7 @@ static int load_flags(config_t *cfg, int argc, char **argv, char *err, size_t er
         key[klen] = '\0';
         if (strcmp(key, "config") == 0) {
             if (!eq)
-                i++; /* the value was taken by find_config_path */
+                i++; /* the value was taken by config_file_path */
             continue;
         }
         snprintf(origin, sizeof origin, "flag --%s", key);
@@ -588,7 +611,7 @@ config_t *config_load_leaves(const config_spec_t *specs, size_t nspecs, int argc
                 goto fail;
     } else {
         const char *path;
-        if (find_config_path(argc, argv, envp, &path, err, errlen))
+        if (config_file_path(argc, argv, envp, &path, err, errlen))
             goto fail;
         if (path && load_file(cfg, path, err, errlen))
             goto fail;

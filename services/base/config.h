@@ -114,7 +114,20 @@ config_t *config_load_leaves(const config_spec_t *specs, size_t nspecs, int argc
                              const char *origin, char *err, size_t errlen);
 void config_free(config_t *cfg);
 
+/* The config file the loader would read: --config FILE, --config=FILE (the last wins), else
+ * NDD_CONFIG from envp; *path is NULL when none is named. -1 with err on "--config" without
+ * a value or an empty name. For a program that reads its file itself (ndd). */
+int config_file_path(int argc, char **argv, char *const *envp, const char **path, char *err,
+                     size_t errlen);
+/* The whole file, NUL-terminated (*len bytes before the NUL), as the loader reads a config
+ * file: at most 1 MiB. NULL with err naming the file; the caller frees the text. */
+char *config_file_read(const char *path, size_t *len, char *err, size_t errlen);
+
 bool config_help_requested(const config_t *cfg);
+/* --help, -h or --version among argv's flags: what config_help_requested and
+ * config_version_requested will say, known before anything is loaded (ndd names its missing
+ * --config only when neither is asked). */
+bool config_help_or_version_asked(int argc, char **argv);
 /* --version and --check-config were given (flags only, like --help). With --version the
  * required settings may be missing. */
 bool config_version_requested(const config_t *cfg);

@@ -87,9 +87,10 @@ typedef struct codec_header {
 #define CODEC_DEFAULT_MAX_BODY 1048576 /* value bytes, configurable: oversized */
 #define CODEC_MAX_MAX_BODY (64u << 20) /* ceiling of the configurable body limit */
 
-/* Process-wide limits that are configurable (set once at start, before threads). */
 enum { CODEC_CID_IN_KEY = 1u, CODEC_CID_IN_HEADER = 2u };
 
+/* The configurable limits, per decoder (a worker's setting: two workers of one process, the
+ * roles of ndd, may differ). */
 typedef struct codec_limits {
     size_t max_body; /* 0 means CODEC_DEFAULT_MAX_BODY */
 } codec_limits_t;

@@ -76,8 +76,6 @@ enum {
     PSEUDO_PROTOCOL = 32
 };
 
-static size_t codec_body_limit = CODEC_DEFAULT_MAX_BODY;
-
 const char *codec_reason_name(codec_reason_t r)
 {
     if ((unsigned)r >= CODEC_REASON__COUNT)
@@ -132,18 +130,9 @@ codec_nf_t codec_nf_parse(const char *s, size_t len)
     return CODEC_NF_UNKNOWN;
 }
 
-int codec_limits_set(const codec_limits_t *l)
+int codec_limits_check(const codec_limits_t *l)
 {
-    size_t body = l->max_body ? l->max_body : CODEC_DEFAULT_MAX_BODY;
-    if (body > CODEC_MAX_MAX_BODY)
-        return -1;
-    codec_body_limit = body;
-    return 0;
-}
-
-size_t codec_max_body(void)
-{
-    return codec_body_limit;
+    return l->max_body > CODEC_MAX_MAX_BODY ? -1 : 0;
 }
 
 int codec_meta_lookup(const char *name, size_t len)
@@ -662,6 +651,15 @@ codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_
                                   const void *value, size_t value_len,
                                   const rd_kafka_headers_t *hdrs, codec_error_t *err)
 {
+    return codec_decode_parts_limited(out, key, key_len, value, value_len, hdrs, NULL, err);
+}
+
+codec_reason_t codec_decode_parts_limited(codec_msg_t *out, const void *key, size_t key_len,
+                                          const void *value, size_t value_len,
+                                          const rd_kafka_headers_t *hdrs, const codec_limits_t *l,
+                                          codec_error_t *err)
+{
+    size_t max_body = l && l->max_body ? l->max_body : CODEC_DEFAULT_MAX_BODY;
     msg_reset(out);
     if (err) {
         err->reason = CODEC_OK;
@@ -677,9 +675,9 @@ codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_
                         CODEC_MAX_KEY);
         out->key = (codec_slice_t){key, key_len};
     }
-    if (value_len > codec_body_limit)
+    if (value_len > max_body)
         return fail(err, CODEC_ERR_OVERSIZED, "value", 5, "body of %zu bytes (max %zu)", value_len,
-                    codec_body_limit);
+                    max_body);
     static const char empty_body[1] = "";
     out->body = (codec_slice_t){value ? (const char *)value : empty_body, value ? value_len : 0};
 
@@ -707,12 +705,19 @@ codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_
 
 codec_reason_t codec_decode(codec_msg_t *out, const rd_kafka_message_t *msg, codec_error_t *err)
 {
+    return codec_decode_limited(out, msg, NULL, err);
+}
+
+codec_reason_t codec_decode_limited(codec_msg_t *out, const rd_kafka_message_t *msg,
+                                    const codec_limits_t *l, codec_error_t *err)
+{
     rd_kafka_headers_t *hdrs = NULL;
     rd_kafka_resp_err_t e = rd_kafka_message_headers(msg, &hdrs);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NOENT)
         return fail(err, CODEC_ERR_BAD_HEADER, "headers", 7, "unparsable record headers: %s",
                     rd_kafka_err2str(e));
-    return codec_decode_parts(out, msg->key, msg->key_len, msg->payload, msg->len, hdrs, err);
+    return codec_decode_parts_limited(out, msg->key, msg->key_len, msg->payload, msg->len, hdrs, l,
+                                      err);
 }
 
 /* ---- lookup ---- */

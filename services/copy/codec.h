@@ -46,10 +46,8 @@ const char *codec_trigger_name(codec_trigger_t t);
 const char *codec_nf_name(codec_nf_t nf);
 codec_nf_t codec_nf_parse(const char *s, size_t len);
 
-/* Configurable limits (process-wide; set once at start, before any decode runs). Returns -1
- * when a value is out of range (max_body > CODEC_MAX_MAX_BODY). */
-int codec_limits_set(const codec_limits_t *l);
-size_t codec_max_body(void);
+/* 0 when l's values are in range, -1 when not (max_body > CODEC_MAX_MAX_BODY). */
+int codec_limits_check(const codec_limits_t *l);
 
 /* Decode from raw parts: headers are visited through rd_kafka_headers_t (may be NULL).
  * key == NULL or key_len == 0 means "no key". On error, *err (may be NULL) says why and
@@ -57,6 +55,14 @@ size_t codec_max_body(void);
 codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_len,
                                   const void *value, size_t value_len,
                                   const rd_kafka_headers_t *hdrs, codec_error_t *err);
+/* codec_decode_parts and codec_decode with limits l (NULL: the defaults) instead of the
+ * defaults. */
+codec_reason_t codec_decode_parts_limited(codec_msg_t *out, const void *key, size_t key_len,
+                                          const void *value, size_t value_len,
+                                          const rd_kafka_headers_t *hdrs, const codec_limits_t *l,
+                                          codec_error_t *err);
+codec_reason_t codec_decode_limited(codec_msg_t *out, const rd_kafka_message_t *msg,
+                                    const codec_limits_t *l, codec_error_t *err);
 /* The fields of a record that is not a copy (an xDR of the XDR topic, a VES event), for
  * egress filters (docs/filters.md, "Records that are not copies"): key and body as they are,
  * the key also as @correlation-id, the record's headers ('@' names as metadata, others as

@@ -36,20 +36,32 @@ int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv)
     return daemon_init_leaves(d, def, argc, argv, NULL, 0, NULL);
 }
 
-int daemon_init_leaves(daemon_t *d, const daemon_def_t *def, int argc, char **argv,
-                       const config_leaf_t *leaves, size_t n_leaves, const char *origin)
+/* What a daemon and a role of ndd share: d zeroed and named, its settings read (argv, env,
+ * leaves) but not applied. 0, or 2 with err. e NULL: a process of its own, stopped by its
+ * signals; else a role of ndd, stopped by its own flags. */
+static int daemon_load(daemon_t *d, const daemon_def_t *def, const daemon_embed_t *e, int argc,
+                       char **argv, char **env, const config_leaf_t *leaves, size_t n_leaves,
+                       const char *origin, char *err, size_t errlen)
 {
     memset(d, 0, sizeof(*d));
     d->name = def->name;
     d->def = def;
     d->common = def->settings;
-    d->stop = &daemon_stop_flag;
-    d->reload = &daemon_reload_flag;
+    d->embed = e;
+    d->stop = e ? &d->own_stop : &daemon_stop_flag;
+    d->reload = e ? &d->own_reload : &daemon_reload_flag;
     d->metrics = metrics_default_registry();
+    d->cfg = config_load_leaves(def->specs, def->n_specs, argc, argv, env, leaves, n_leaves, origin,
+                                err, errlen);
+    return d->cfg ? 0 : 2;
+}
+
+int daemon_init_leaves(daemon_t *d, const daemon_def_t *def, int argc, char **argv,
+                       const config_leaf_t *leaves, size_t n_leaves, const char *origin)
+{
     char err[1024];
-    d->cfg = config_load_leaves(def->specs, def->n_specs, argc, argv, environ, leaves, n_leaves,
-                                origin, err, sizeof(err));
-    if (!d->cfg) {
+    if (daemon_load(d, def, NULL, argc, argv, environ, leaves, n_leaves, origin, err,
+                    sizeof(err))) {
         fprintf(stderr, "%s: %s\n", d->name, err);
         return 2;
     }
@@ -87,20 +99,11 @@ int daemon_init_leaves(daemon_t *d, const daemon_def_t *def, int argc, char **ar
 int daemon_init_embedded(daemon_t *d, const daemon_def_t *def, const daemon_embed_t *e, FILE *out,
                          char *err, size_t errlen)
 {
-    memset(d, 0, sizeof(*d));
-    d->name = def->name;
-    d->def = def;
-    d->common = def->settings;
-    d->embed = e;
-    d->stop = &d->own_stop;
-    d->reload = &d->own_reload;
-    d->metrics = metrics_default_registry();
     /* The environment is ndd's own (NDD_HTTP_PORT would set every role's port at once). */
     static char *const no_env[] = {NULL};
     char *argv0[] = {(char *)def->name, NULL};
-    d->cfg = config_load_leaves(def->specs, def->n_specs, 1, argv0, no_env, e->leaves, e->n_leaves,
-                                e->origin, err, errlen);
-    if (!d->cfg)
+    if (daemon_load(d, def, e, 1, argv0, (char **)no_env, e->leaves, e->n_leaves, e->origin, err,
+                    errlen))
         return 2;
     config_map_apply(d->cfg, def->settings);
     if (daemon_kafka_setup(d, err, errlen))
@@ -120,6 +123,17 @@ int daemon_init_embedded(daemon_t *d, const daemon_def_t *def, const daemon_embe
 bool daemon_is_embedded(const daemon_t *d)
 {
     return d->embed != NULL;
+}
+
+int daemon_http_port(const daemon_t *d)
+{
+    const daemon_t *p = d->embed ? d->embed->host : d;
+    return (int)p->common->http_port;
+}
+
+struct events_hub *daemon_events_hub(const daemon_t *d)
+{
+    return d->embed ? d->embed->events_hub : NULL;
 }
 
 static int daemon_http_setup(httpd_t *h, void *arg)

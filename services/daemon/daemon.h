@@ -131,6 +131,9 @@ typedef struct daemon_embed {
     /* The role's readiness changed: ndd renders every role's in its /readyz (any thread). */
     void (*on_ready)(void *arg);
     void *arg;
+    /* ndd's one producer for every role's heartbeats and alarms (events.h); NULL: the role
+     * has its own, as the separate daemon does. */
+    struct events_hub *events_hub;
 } daemon_embed_t;
 
 /* Keeps librdkafka's large short-lived fetch and produce buffers in the heap (reused) instead
@@ -155,6 +158,12 @@ int daemon_init_leaves(daemon_t *d, const daemon_def_t *def, int argc, char **ar
 int daemon_init_embedded(daemon_t *d, const daemon_def_t *def, const daemon_embed_t *e, FILE *out,
                          char *err, size_t errlen);
 bool daemon_is_embedded(const daemon_t *d);
+/* The HTTP port the process answers on, ndd's for a role of ndd: with the host name and the
+ * service it makes a consumer's static group membership (kafka_group_instance_id), so a
+ * role restarted after a kill -9 takes its partitions back at once, as the daemon does. */
+int daemon_http_port(const daemon_t *d);
+/* The producer a role's events publisher shares (daemon_embed_t), NULL for its own. */
+struct events_hub *daemon_events_hub(const daemon_t *d);
 
 /* Starts the HTTP thread (not ready until the conditions hold), writes http.port-file,
  * starts the Kafka probe, installs the signal handlers (SIGHUP too when hup; SIGPIPE

@@ -28,8 +28,28 @@ typedef struct events_alarm {
     char resource[EVENTS_MAX_RESOURCE + 1];
 } events_alarm_t;
 
+struct events_hub {
+    kafka_producer_t *p;
+    pthread_mutex_t lock; /* everything below; taken before a publisher's lock */
+    events_t *pubs[EVENTS_HUB_MAX_PUBLISHERS];
+    uint16_t ids[EVENTS_HUB_MAX_PUBLISHERS]; /* 0: free slot */
+    uint16_t next_id;
+    bool stopping;
+    pthread_cond_t cond;
+    pthread_t thread;
+};
+
+/* A shared producer's delivery report names its publisher in the opaque's top 16 bits (the
+ * publisher's id on the hub) and the event in the low 48: no allocation per event, and a
+ * report for a publisher freed meanwhile (a role restarted) finds no id and is dropped. */
+#define EVENTS_HUB_SEQ_BITS 48
+#define EVENTS_HUB_SEQ_MASK ((UINT64_C(1) << EVENTS_HUB_SEQ_BITS) - 1)
+_Static_assert(sizeof(uintptr_t) >= 8, "the hub's opaque needs 64 bits");
+
 struct events {
-    kafka_producer_t *p; /* NULL: offline */
+    kafka_producer_t *p; /* NULL: offline; the hub's producer when hub is set */
+    events_hub_t *hub;   /* NULL: p is this publisher's own */
+    uint16_t hub_id;
     char *topic;
     char service[EVENTS_MAX_SERVICE + 1];
     char instance[EVENTS_MAX_INSTANCE + 1];
@@ -176,11 +196,14 @@ static uint64_t events_produce(events_t *ev, const char *text, size_t len)
 {
     if (!ev->p)
         return 0;
-    uint64_t seq = ++ev->seq;
+    uint64_t seq = ++ev->seq & EVENTS_HUB_SEQ_MASK;
+    if (!seq) /* 0 means "not queued" */
+        seq = ev->seq = 1;
+    uint64_t opaque = ev->hub ? (uint64_t)ev->hub_id << EVENTS_HUB_SEQ_BITS | seq : seq;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
     kafka_produce_result_t r =
         kafka_produce(ev->p, ev->topic, RD_KAFKA_PARTITION_UA, ev->key, strlen(ev->key), text, len,
-                      NULL, KAFKA_VALUE_COPY, (void *)(uintptr_t)seq, &err);
+                      NULL, KAFKA_VALUE_COPY, (void *)(uintptr_t)opaque, &err);
     return r == KAFKA_PRODUCE_OK ? seq : 0;
 }
 
@@ -368,7 +391,7 @@ int events_tick(events_t *ev)
         sent = events_heartbeat_send(ev) == 0;
     }
     events_resend(ev, now);
-    if (ev->p)
+    if (ev->p && !ev->hub) /* the hub's thread serves a shared producer's reports */
         kafka_producer_poll(ev->p, 0);
     return sent;
 }
@@ -511,7 +534,8 @@ static bool events_idle(events_t *ev)
         if (ev->alarms[i].used && !ev->alarms[i].delivered)
             idle = false;
     pthread_mutex_unlock(&ev->lock);
-    return idle && (!ev->p || kafka_producer_outq_len(ev->p) == 0);
+    /* A shared producer's queue holds other publishers' events too. */
+    return idle && (!ev->p || ev->hub || kafka_producer_outq_len(ev->p) == 0);
 }
 
 int events_flush(events_t *ev, int timeout_ms)
@@ -521,7 +545,10 @@ int events_flush(events_t *ev, int timeout_ms)
     int64_t deadline = events_mono_ms() + timeout_ms;
     for (;;) {
         events_resend(ev, events_mono_ms());
-        kafka_producer_poll(ev->p, 10);
+        if (ev->hub)
+            usleep(10 * 1000);
+        else
+            kafka_producer_poll(ev->p, 10);
         if (events_idle(ev))
             return 0;
         if (events_mono_ms() >= deadline)
@@ -557,6 +584,160 @@ static void *events_thread(void *arg)
     }
     pthread_mutex_unlock(&ev->lock);
     return NULL;
+}
+
+/* The events' producer: one heartbeat in flight and alarms at most once each per publisher
+ * make a small queue plenty (queue_max events), and a full one means the broker is away
+ * (drop, never block). Events expire after two intervals (10 s at least): a stale heartbeat
+ * is worth nothing, and an alarm state that expired is re-sent by the next tick. */
+static kafka_producer_t *events_producer_new(const char *brokers, const char *client_id,
+                                             int64_t interval_ms, size_t queue_max,
+                                             const kafka_prop_t *extra, size_t n_extra,
+                                             kafka_delivery_cb_t on_delivery, void *owner,
+                                             char *err, size_t errlen)
+{
+    char timeout[32], qmax[32];
+    int64_t t = interval_ms * 2 < 10000 ? 10000 : interval_ms * 2;
+    snprintf(timeout, sizeof(timeout), "%lld", (long long)(t > 300000 ? 300000 : t));
+    snprintf(qmax, sizeof(qmax), "%zu", queue_max);
+    size_t n = 0;
+    kafka_prop_t props[16 + 64];
+    const kafka_prop_t mine[] = {
+        {"enable.idempotence", "false"},
+        {"acks", "all"},
+        /* Keeps raise and clear of one alarm in order across retries. */
+        {"max.in.flight.requests.per.connection", "1"},
+        {"linger.ms", "10"},
+        {"message.timeout.ms", timeout},
+        {"queue.buffering.max.messages", qmax},
+        {"queue.buffering.max.kbytes", "8192"},
+        {"partitioner", "murmur2_random"},
+    };
+    for (size_t i = 0; i < sizeof(mine) / sizeof(*mine); i++)
+        props[n++] = mine[i];
+    if (n_extra > 64) {
+        snprintf(err, errlen, "events: more than 64 kafka properties");
+        return NULL;
+    }
+    /* The daemon's pass-through may hold consumer.* or consumer-only settings too. */
+    n += kafka_props_split(extra, n_extra, KAFKA_CLIENT_PRODUCER, props + n);
+    kafka_producer_opts_t po = {.brokers = brokers,
+                                .client_id = client_id,
+                                .props = props,
+                                .n_props = n,
+                                .on_delivery = on_delivery,
+                                .owner = owner};
+    return kafka_producer_new(&po, err, errlen);
+}
+
+/* ---- the shared producer -------------------------------------------------------------- */
+
+static void events_hub_on_delivery(void *owner, void *msg_opaque, const rd_kafka_message_t *rkm)
+{
+    events_hub_t *h = owner;
+    uint64_t op = (uint64_t)(uintptr_t)msg_opaque;
+    uint16_t id = (uint16_t)(op >> EVENTS_HUB_SEQ_BITS);
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < EVENTS_HUB_MAX_PUBLISHERS; i++)
+        if (h->ids[i] == id && id) {
+            events_on_delivery(h->pubs[i], (void *)(uintptr_t)(op & EVENTS_HUB_SEQ_MASK), rkm);
+            break;
+        }
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void *events_hub_thread(void *arg)
+{
+    events_hub_t *h = arg;
+    pthread_mutex_lock(&h->lock);
+    while (!h->stopping) {
+        pthread_mutex_unlock(&h->lock);
+        kafka_producer_poll(h->p, EVENTS_THREAD_TICK_MS);
+        pthread_mutex_lock(&h->lock);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+events_hub_t *events_hub_new(const char *brokers, const kafka_prop_t *props, size_t n_props,
+                             char *err, size_t errlen)
+{
+    events_hub_t *h = calloc(1, sizeof(*h));
+    if (!h) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    h->p = events_producer_new(brokers, "ndd-events", EVENTS_DEFAULT_INTERVAL_MS,
+                               EVENTS_HUB_MAX_PUBLISHERS * (EVENTS_DEFAULT_MAX_ALARMS + 64), props,
+                               n_props, events_hub_on_delivery, h, err, errlen);
+    if (!h->p) {
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        return NULL;
+    }
+    if (pthread_create(&h->thread, NULL, events_hub_thread, h) != 0) {
+        snprintf(err, errlen, "events: cannot start the shared producer's thread");
+        kafka_producer_close(h->p, 0);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void events_hub_free(events_hub_t *h, int timeout_ms)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    int left = kafka_producer_close(h->p, timeout_ms);
+    if (left > 0)
+        log_warn("events: %d events not acknowledged when the shared producer closed", left);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+/* Gives ev a slot and an id no live publisher has (ids are 16 bits and wrap). */
+static int events_hub_attach(events_hub_t *h, events_t *ev)
+{
+    pthread_mutex_lock(&h->lock);
+    int slot = -1;
+    for (int i = 0; i < EVENTS_HUB_MAX_PUBLISHERS && slot < 0; i++)
+        if (!h->ids[i])
+            slot = i;
+    if (slot >= 0) {
+        bool taken;
+        do {
+            if (!++h->next_id)
+                h->next_id = 1;
+            taken = false;
+            for (int i = 0; i < EVENTS_HUB_MAX_PUBLISHERS; i++)
+                taken = taken || h->ids[i] == h->next_id;
+        } while (taken);
+        h->ids[slot] = h->next_id;
+        h->pubs[slot] = ev;
+        ev->hub = h;
+        ev->hub_id = h->next_id;
+        ev->p = h->p;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return slot >= 0 ? 0 : -1;
+}
+
+/* After this, no delivery report reaches ev (one being served finishes first: same lock). */
+static void events_hub_detach(events_hub_t *h, events_t *ev)
+{
+    pthread_mutex_lock(&h->lock);
+    for (int i = 0; i < EVENTS_HUB_MAX_PUBLISHERS; i++)
+        if (h->pubs[i] == ev && h->ids[i] == ev->hub_id) {
+            h->ids[i] = 0;
+            h->pubs[i] = NULL;
+        }
+    pthread_mutex_unlock(&h->lock);
 }
 
 events_t *events_new(const events_opts_t *o, char *err, size_t errlen)
@@ -631,46 +812,18 @@ events_t *events_new(const events_opts_t *o, char *err, size_t errlen)
     }
     ev->m_active = metrics_gauge_labels(fg);
 
-    if (o->brokers) {
-        /* One heartbeat in flight, alarms at most once each: a small queue is plenty, and a
-         * full one means the broker is away (drop, never block). Events expire after two
-         * intervals (10 s at least): a stale heartbeat is worth nothing, and an alarm state
-         * that expired is re-sent by the next tick. */
-        char timeout[32], qmax[32];
-        int64_t t = ev->interval_ms * 2 < 10000 ? 10000 : ev->interval_ms * 2;
-        snprintf(timeout, sizeof(timeout), "%lld", (long long)(t > 300000 ? 300000 : t));
-        snprintf(qmax, sizeof(qmax), "%zu", ev->max_alarms + 64);
-        size_t n = 0;
-        kafka_prop_t props[16 + 64];
-        const kafka_prop_t mine[] = {
-            {"enable.idempotence", "false"},
-            {"acks", "all"},
-            /* Keeps raise and clear of one alarm in order across retries. */
-            {"max.in.flight.requests.per.connection", "1"},
-            {"linger.ms", "10"},
-            {"message.timeout.ms", timeout},
-            {"queue.buffering.max.messages", qmax},
-            {"queue.buffering.max.kbytes", "8192"},
-            {"partitioner", "murmur2_random"},
-        };
-        for (size_t i = 0; i < sizeof(mine) / sizeof(*mine); i++)
-            props[n++] = mine[i];
-        if (o->n_props > 64) {
-            snprintf(err, errlen, "events: more than 64 kafka properties");
+    if (o->hub) {
+        if (events_hub_attach(o->hub, ev) != 0) {
+            snprintf(err, errlen, "events: the shared producer serves %d publishers already",
+                     EVENTS_HUB_MAX_PUBLISHERS);
             events_free(ev, 0);
             return NULL;
         }
-        /* The daemon's pass-through may hold consumer.* or consumer-only settings too. */
-        n += kafka_props_split(o->props, o->n_props, KAFKA_CLIENT_PRODUCER, props + n);
+    } else if (o->brokers) {
         char cid[EVENTS_MAX_SERVICE + 16];
         snprintf(cid, sizeof(cid), "%s-events", ev->service);
-        kafka_producer_opts_t po = {.brokers = o->brokers,
-                                    .client_id = cid,
-                                    .props = props,
-                                    .n_props = n,
-                                    .on_delivery = events_on_delivery,
-                                    .owner = ev};
-        ev->p = kafka_producer_new(&po, err, errlen);
+        ev->p = events_producer_new(o->brokers, cid, ev->interval_ms, ev->max_alarms + 64, o->props,
+                                    o->n_props, events_on_delivery, ev, err, errlen);
         if (!ev->p) {
             events_free(ev, 0);
             return NULL;
@@ -704,7 +857,10 @@ void events_free(events_t *ev, int timeout_ms)
     if (ev->p) {
         if (timeout_ms > 0)
             events_flush(ev, timeout_ms);
-        kafka_producer_close(ev->p, 0);
+        if (ev->hub)
+            events_hub_detach(ev->hub, ev);
+        else
+            kafka_producer_close(ev->p, 0);
     }
     for (size_t i = 0; ev->alarms && i < ev->max_alarms; i++)
         free(ev->alarms[i].text);

@@ -57,6 +57,13 @@
 #define EVENTS_CONFIG_MIN_MS 20
 
 typedef struct events events_t;
+/* One producer that several publishers of one process share (ndd: one per process for every
+ * role's heartbeats and alarms instead of one per role, each with its own threads and broker
+ * connections). Its own thread serves the delivery reports and hands each to the publisher
+ * that produced the event; a publisher keeps its key, its one-heartbeat-in-flight rule and
+ * its alarm table, so sharing changes no event. Publishers are freed before their hub. */
+typedef struct events_hub events_hub_t;
+#define EVENTS_HUB_MAX_PUBLISHERS 64
 
 /* Fills the heartbeat: counters is an empty object to fill with numbers (totals are best,
  * the admin derives rates: {"delivered_total": 123, "dead_lettered_total": 2}); feeds an
@@ -82,6 +89,8 @@ typedef struct events_opts {
     const kafka_prop_t *props;  /* kafka.* pass-through (security...), applied last */
     size_t n_props;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
+    /* Not NULL: produce through this shared producer (brokers, props are the hub's then). */
+    events_hub_t *hub;
 } events_opts_t;
 
 typedef enum events_severity {
@@ -107,6 +116,13 @@ typedef struct events_stats {
 } events_stats_t;
 
 /* ---- functions ------------------------------------------------------------------------ */
+/* The shared producer (see events_hub_t), with the events' producer settings and the
+ * kafka.* pass-through props. NULL with err on a bad property or OOM. */
+events_hub_t *events_hub_new(const char *brokers, const kafka_prop_t *props, size_t n_props,
+                             char *err, size_t errlen);
+/* Waits up to timeout_ms for what is queued, then stops the thread and frees. Every
+ * publisher of the hub must be freed already. NULL is a no-op. */
+void events_hub_free(events_hub_t *h, int timeout_ms);
 
 /* NULL with err on a missing/oversized service or instance, a bad property or OOM. With
  * own_thread the first heartbeat leaves at once; otherwise at the first events_tick(). */

@@ -98,7 +98,8 @@ int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, ch
             .owner = o->owner,
             .props = props,
             .n_props = kafka_props_split(o->props, o->n_props, KAFKA_CLIENT_PRODUCER, props),
-            .metrics = o->metrics};
+            .metrics = o->metrics,
+            .hub = o->events_hub};
         wc->ev = events_new(&eo, err, errlen);
         if (!wc->ev)
             goto fail;

@@ -27,6 +27,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "buf.h"
+#include "daemon_testutil.h"
 #include "frame.h"
 #include "kafka_testutil.h"
 
@@ -39,30 +40,7 @@ uint64_t atu_now_ms(void)
 
 pid_t atu_spawn(char *const argv[], const char *log_path)
 {
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (log_path) {
-            int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-            if (fd >= 0) {
-                dup2(fd, 1);
-                dup2(fd, 2);
-                close(fd);
-            }
-        }
-        /* The test's own sockets (recording endpoints, clients) must not leak into the child:
-         * a listener held by a child keeps its port busy after the test closed it. */
-        for (int fd = 3; fd < 1024; fd++)
-            close(fd);
-        execvp(argv[0], argv);
-        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    return pid;
+    return ktu_spawn(argv, NULL, log_path);
 }
 
 void atu_stop(pid_t pid, int sig)

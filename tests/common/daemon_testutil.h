@@ -28,4 +28,21 @@ bool dtu_stop_clean(pid_t *pid, int timeout_ms);
 /* The port a daemon wrote to its --http.port-file (waits up to timeout_ms); 0 when none. */
 uint16_t dtu_port_file_wait(const char *path, int timeout_ms);
 
+/* With env NDD_TEST_ALLINONE set (the "_in_ndd" registration of a test, tests/CMakeLists.txt),
+ * a test's daemons run as roles of ndd, the all-in-one: the spawn helpers (ktu_spawn,
+ * atu_spawn) hand a daemon's command line to dtu_allinone_argv, which writes the same
+ * settings as ndd's configuration file and gives `ndd --config FILE` in its place. The test
+ * then checks the same things of the role in ndd as of the daemon alone. */
+bool dtu_allinone(void);
+/* argv of ndd-aggregation, -correlation, -adapter, -admin, -ingress or -gui-api: the file is
+ * written (beside log_path, else in /tmp: its path in file) and out gets ndd's argv (out[0..3],
+ * pointing into file). 1 when translated, 0 when argv is no daemon of ndd's (or a
+ * subcommand such as `ndd-admin token`), -1 when the file cannot be written (said on
+ * stderr). The daemon's options map as ndd's file says (docs/ndd.md): bootstrap, log.* and
+ * kafka.* at the top (every role gets them), http.* at the top for a role that answers on
+ * ndd's server, --nf-type X as nf-types [X]; NDD_PG (env, or env_extra "NDD_PG=...") becomes
+ * the admin role's pg, since a role reads no environment. */
+int dtu_allinone_argv(char *const argv[], char *const env_extra[], const char *log_path, char *file,
+                      size_t file_size, char *out[4]);
+
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon_testutil.h"
 #include "kafka.h"
 
 int64_t ktu_now_ms(void)
@@ -402,6 +403,14 @@ int64_t ktu_topic_record_count(const char *topic, int timeout_ms)
 
 pid_t ktu_spawn(char *const argv[], char *const env[], const char *log_path)
 {
+    fflush(stdout);
+    fflush(stderr);
+    char file[512], *ndd_argv[4];
+    int t = dtu_allinone_argv(argv, env, log_path, file, sizeof file, ndd_argv);
+    if (t < 0)
+        return -1;
+    if (t > 0)
+        argv = ndd_argv;
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -419,9 +428,13 @@ pid_t ktu_spawn(char *const argv[], char *const env[], const char *log_path)
                 close(fd);
             }
         }
+        /* The test's own sockets (recording endpoints, clients) must not leak into the child:
+         * a listener held by a child keeps its port busy after the test closed it. */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
         for (size_t i = 0; env && env[i]; i++)
             putenv(env[i]);
-        execv(argv[0], argv);
+        execvp(argv[0], argv); /* a peer (nghttpd, openssl) by name, a daemon by its path */
         fprintf(stderr, "ktu: exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }

@@ -76,6 +76,14 @@ fault_own_stack() {
 }
 
 free_port() { "$STACK" free-ports 1; }
+# running PID: the process runs (a killed child not yet waited for is a zombie: kill -0 would
+# still find it)
+running() {
+    [[ -n $1 && -r /proc/$1/stat ]] || return 1
+    local st
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+    [[ -n $st && $st != Z ]]
+}
 http_get() { curl -fsS --max-time 3 "$1" 2>/dev/null; }
 wait_http() { # url seconds
     local i
@@ -125,8 +133,15 @@ write_feeds() {
 }
 
 # start_agg SLOT: ndd-aggregation for SCP (instance SLOT) on PFX's topics; AGG_PID[SLOT].
+# With NDD_FAULT_ALLINONE=1 (the scenarios' second registration, tests/CMakeLists.txt),
+# start_agg and start_adapter start `ndd` with every role instead (start_ndd): the same
+# scenario, the same assertions, against the all-in-one.
 declare -A AGG_PID AGG_HTTP
 start_agg() {
+    if [[ -n ${NDD_FAULT_ALLINONE:-} ]]; then
+        start_ndd_slot "$1"
+        return
+    fi
     [[ -n ${AGG_HTTP[$1]:-} ]] || AGG_HTTP[$1]=$(free_port)
     "$BIN_AGG" --nf-type SCP --bootstrap "$B" --topic "${PFX}SCP" --main-topic "${PFX}MAIN" \
         --dlq-topic "${PFX}dlq-aggregation" --group "ndd-agg-${PFX}SCP" --main-partitions 3 \
@@ -139,6 +154,10 @@ start_agg() {
 # start_adapter SLOT: ndd-adapter on FEEDS_FILE; ADA_PID[SLOT].
 declare -A ADA_PID ADA_HTTP
 start_adapter() {
+    if [[ -n ${NDD_FAULT_ALLINONE:-} ]]; then
+        start_ndd_slot "$1"
+        return
+    fi
     [[ -n ${ADA_HTTP[$1]:-} ]] || ADA_HTTP[$1]=$(free_port)
     "$BIN_ADA" --bootstrap "$B" --feeds-file "$FEEDS_FILE" --http.port "${ADA_HTTP[$1]}" \
         --log.level info >>"$W/adapter-$1.log" 2>&1 &
@@ -146,28 +165,58 @@ start_adapter() {
     FAULT_PIDS+=("$!")
     wait_http "http://127.0.0.1:${ADA_HTTP[$1]}/healthz" 30 || fail "ndd-adapter $1 did not start"
 }
-# start_ndd SLOT: ndd (the all-in-one) running the aggregation for SCP, the adapter on
-# FEEDS_FILE and the correlation (MAIN -> PFX XDR) with the same settings as start_agg and
-# start_adapter give the separate daemons; NDD_PID[SLOT], NDD_HTTP[SLOT].
+# start_ndd SLOT: ndd (the all-in-one) with every role: the aggregation for SCP, the adapter
+# on FEEDS_FILE and the correlation (MAIN -> PFX XDR) with the settings start_agg and
+# start_adapter give the separate daemons, the ingress (HTTP/2 copies into PFX's NF topics)
+# and, where PostgreSQL is at hand (NDD_TEST_PG, or the scenario's own stack), the admin on
+# its own schema and topics; NDD_PID[SLOT], NDD_HTTP[SLOT]. Its log is W/ndd-SLOT.log.
 BIN_NDD=$BUILD/ndd/ndd
-declare -A NDD_PID NDD_HTTP
+declare -A NDD_PID NDD_HTTP NDD_IN_PORT NDD_ADMIN_PORT
 start_ndd() {
     [[ -x $BIN_NDD ]] || fail "$BIN_NDD is not built"
     [[ -n ${NDD_HTTP[$1]:-} ]] || NDD_HTTP[$1]=$(free_port)
-    jq -n --arg b "$B" --arg p "$PFX" --argjson port "${NDD_HTTP[$1]}" --arg feeds "$FEEDS_FILE" '{
+    [[ -n ${NDD_IN_PORT[$1]:-} ]] || NDD_IN_PORT[$1]=$(free_port)
+    local pg=""
+    [[ -z ${NDD_FAULT_NO_ADMIN:-} ]] && pg=${OWN_PG:-${NDD_TEST_PG:-}}
+    pg=${pg#\'}
+    pg=${pg%\'}
+    [[ -z $pg || -n ${NDD_ADMIN_PORT[$1]:-} ]] || NDD_ADMIN_PORT[$1]=$(free_port)
+    # a schema name is an identifier: PFX without its dashes
+    jq -n --arg b "$B" --arg p "$PFX" --argjson port "${NDD_HTTP[$1]}" --arg feeds "$FEEDS_FILE" \
+        --argjson inport "${NDD_IN_PORT[$1]}" --arg pg "$pg" --arg schema "${PFX//-/_}ndd" \
+        --argjson aport "${NDD_ADMIN_PORT[$1]:-0}" '{
         bootstrap: $b, http: {port: $port}, log: {level: "info"},
-        roles: {
+        roles: ({
           aggregation: {"nf-types": ["SCP"], "main-topic": ($p + "MAIN"),
             "dlq-topic": ($p + "dlq-aggregation"), "main-partitions": 3,
             SCP: {topic: ($p + "SCP"), group: ("ndd-agg-" + $p + "SCP")}},
           adapter: {"feeds-file": $feeds},
           correlation: {"main-topic": ($p + "MAIN"), "xdr-topic": ($p + "XDR"),
             "dlq-topic": ($p + "dlq-correlation"), group: ($p + "correlation"),
-            "config-topic": ""}}}' >"$W/ndd-$1.json" || fail "ndd config is not JSON"
+            "config-topic": ""},
+          ingress: {"h2.port": $inport, "copy.topic-prefix": $p,
+            "copy.dlq-topic": ($p + "dlq-ingress")}}
+          + (if $pg == "" then {} else {admin: {pg: $pg, "db-schema": $schema,
+            http: {port: $aport}, "config-topic": ($p + "config"),
+            "events-topic": ($p + "events"), "events-group": ($p + "admin")}} end))}' \
+        >"$W/ndd-$1.json" || fail "ndd config is not JSON"
     "$BIN_NDD" --config "$W/ndd-$1.json" >>"$W/ndd-$1.log" 2>&1 &
     NDD_PID[$1]=$!
     FAULT_PIDS+=("$!")
     wait_http "http://127.0.0.1:${NDD_HTTP[$1]}/healthz" 30 || fail "ndd $1 did not start"
+}
+# start_ndd_slot SLOT: ndd SLOT in the place of the separate aggregation and adapter of that
+# slot: started unless it runs; AGG_* and ADA_* name it, and the scenario's adapter and
+# aggregation logs are its log.
+start_ndd_slot() {
+    if ! running "${NDD_PID[$1]:-}"; then
+        start_ndd "$1"
+        ln -sf "ndd-$1.log" "$W/adapter-$1.log"
+        ln -sf "ndd-$1.log" "$W/agg-$1.log"
+        say "ndd $1 (pid ${NDD_PID[$1]}) runs every role in the place of slot $1's daemons"
+    fi
+    AGG_PID[$1]=${NDD_PID[$1]} ADA_PID[$1]=${NDD_PID[$1]}
+    AGG_HTTP[$1]=${NDD_HTTP[$1]} ADA_HTTP[$1]=${NDD_HTTP[$1]}
 }
 wait_ready() { # url seconds
     local i
@@ -229,6 +278,19 @@ settle_and_account() {
         ((DELIVERED[$n] + DEAD[$n] <= PRODUCED)) || bad=1
     done
     ((bad == 0)) || fail "accounting does not hold (work dir $W kept)"
+    [[ -n ${NDD_FAULT_ALLINONE:-} ]] && xdr_account
+    return 0
+}
+
+# xdr_account: with every role in ndd, the correlation role beside the scenario: every
+# transaction the simulator sent (two copies each) became an xDR, across the fault too
+# (more when a replay re-read copies: at-least-once).
+xdr_account() {
+    local want t0=$SECONDS xdrs
+    want=$(($(jq -r .acked "$W/nfsim.json") / 2))
+    while xdrs=$(topic_records "${PFX}XDR") && ((xdrs < want && SECONDS - t0 < 60)); do sleep 1; done
+    echo "account xDRs: $xdrs for $want transactions"
+    ((xdrs >= want)) || fail "the correlation role wrote $xdrs xDRs for $want transactions"
 }
 
 # DLQ records of topic with their @dlq-reason, one reason per line.

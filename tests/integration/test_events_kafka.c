@@ -297,6 +297,97 @@ static void test_dead_broker_never_blocks_drops_heartbeats_and_resends_alarms(vo
     metrics_registry_free(reg);
 }
 
+/* ndd's shared producer: three publishers (one freed and another attached in its place, as
+ * ndd does when a role restarts) each get their own acknowledgements and their own key, and
+ * the hub delivers every event of every publisher. */
+static void test_publishers_sharing_one_producer_each_get_their_own_reports(void **state)
+{
+    (void)state;
+    char topic[96];
+    ktu_unique_name("ndd-events-hub", topic, sizeof(topic));
+    assert_int_equal(ktu_create_topic(topic, 1), 0);
+    metrics_registry_t *reg = metrics_registry_new();
+    char err[256];
+    events_hub_t *hub = events_hub_new(ktu_brokers(), NULL, 0, err, sizeof(err));
+    if (!hub)
+        fail_msg("events_hub_new: %s", err);
+    owner_t o[3] = {{0}};
+    events_t *ev[3];
+    const char *inst[3] = {"role-a", "role-b", "role-c"};
+    for (int i = 0; i < 2; i++) {
+        events_opts_t opts = {.hub = hub,
+                              .topic = topic,
+                              .service = "ndd-test",
+                              .instance = inst[i],
+                              .interval_ms = 200,
+                              .collect = collect,
+                              .owner = &o[i],
+                              .own_thread = true,
+                              .metrics = reg};
+        ev[i] = events_new(&opts, err, sizeof(err));
+        if (!ev[i])
+            fail_msg("events_new on the hub: %s", err);
+    }
+    assert_int_equal(events_alarm_raise(ev[0], "role-restarted", "a", EVENTS_MAJOR, "test"), 0);
+    assert_int_equal(events_alarm_raise(ev[1], "role-restarted", "b", EVENTS_MINOR, "test"), 0);
+    int64_t deadline = ktu_now_ms() + WAIT_MS;
+    while ((events_stats(ev[0]).heartbeats_acked < 2 || events_stats(ev[1]).heartbeats_acked < 2) &&
+           ktu_now_ms() < deadline)
+        ktu_sleep_ms(20);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(events_flush(ev[i], WAIT_MS), 0);
+        events_stats_t st = events_stats(ev[i]);
+        assert_true(st.heartbeats_acked >= 2);
+        assert_int_equal(st.alarms_acked, 1);
+    }
+    /* a role that stops: its publisher goes, another one comes on the same hub */
+    uint64_t a_acked = events_stats(ev[0]).heartbeats_acked;
+    events_free(ev[0], 5000);
+    events_opts_t oc = {.hub = hub,
+                        .topic = topic,
+                        .service = "ndd-test",
+                        .instance = inst[2],
+                        .interval_ms = 200,
+                        .collect = collect,
+                        .owner = &o[2],
+                        .own_thread = true,
+                        .metrics = reg};
+    ev[2] = events_new(&oc, err, sizeof(err));
+    assert_non_null(ev[2]);
+    deadline = ktu_now_ms() + WAIT_MS;
+    while (events_stats(ev[2]).heartbeats_acked < 2 && ktu_now_ms() < deadline)
+        ktu_sleep_ms(20);
+    assert_true(events_stats(ev[2]).heartbeats_acked >= 2);
+    uint64_t total = a_acked + 1;
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(events_flush(ev[i], WAIT_MS), 0);
+        events_stats_t st = events_stats(ev[i]);
+        total += st.heartbeats_acked + st.alarms_acked;
+    }
+    events_free(ev[1], 5000);
+    events_free(ev[2], 5000);
+    events_hub_free(hub, 5000);
+
+    /* What was acknowledged is on the topic, each under its publisher's key. */
+    ktu_records_t recs = {0};
+    assert_true(ktu_consume_records(topic, (size_t)total, WAIT_MS, &recs) >= (size_t)total);
+    size_t per_key[3] = {0};
+    for (size_t i = 0; i < recs.n; i++) {
+        assert_null(admin_accepts(recs.v[i].value, recs.v[i].value_len));
+        for (int k = 0; k < 3; k++) {
+            char key[64];
+            snprintf(key, sizeof(key), "ndd-test/%s", inst[k]);
+            if (recs.v[i].key && strcmp(recs.v[i].key, key) == 0)
+                per_key[k]++;
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        assert_true(per_key[k] >= 2);
+    assert_int_equal(per_key[0] + per_key[1] + per_key[2], recs.n);
+    ktu_records_free(&recs);
+    metrics_registry_free(reg);
+}
+
 int main(void)
 {
     ktu_brokers(); /* fails (not skips) without NDD_TEST_KAFKA */
@@ -305,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_heartbeats_and_alarms_reach_the_topic_in_order_as_admin_parses_them),
         cmocka_unit_test(test_own_thread_publishes_heartbeats_without_the_owner_ticking),
         cmocka_unit_test(test_dead_broker_never_blocks_drops_heartbeats_and_resends_alarms),
+        cmocka_unit_test(test_publishers_sharing_one_producer_each_get_their_own_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

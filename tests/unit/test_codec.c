@@ -247,24 +247,33 @@ static void test_extension_header_limit_boundary(void **state)
     rd_kafka_headers_destroy(h);
 }
 
-static void test_body_limit_is_configurable(void **state)
+static void test_body_limit_is_per_decoder_and_the_default_is_one_mib(void **state)
 {
     (void)state;
     rd_kafka_headers_t *h = base_request();
-    static char body[2048];
-    codec_limits_t l = {.max_body = 1024};
-    assert_int_equal(codec_limits_set(&l), 0);
-    assert_int_equal(codec_max_body(), 1024);
-    assert_int_equal(codec_decode_parts(&g_msg, "k", 1, body, 1024, h, NULL), CODEC_OK);
+    static char body[CODEC_DEFAULT_MAX_BODY + 1];
+    codec_limits_t small = {.max_body = 1024}, big = {.max_body = 4096};
+    assert_int_equal(codec_limits_check(&small), 0);
+    assert_int_equal(codec_decode_parts_limited(&g_msg, "k", 1, body, 1024, h, &small, NULL),
+                     CODEC_OK);
     codec_error_t e;
-    assert_int_equal(codec_decode_parts(&g_msg, "k", 1, body, 1025, h, &e), CODEC_ERR_OVERSIZED);
+    assert_int_equal(codec_decode_parts_limited(&g_msg, "k", 1, body, 1025, h, &small, &e),
+                     CODEC_ERR_OVERSIZED);
     assert_string_equal(e.field, "value");
-    l.max_body = CODEC_MAX_MAX_BODY + 1;
-    assert_int_equal(codec_limits_set(&l), -1);
-    assert_int_equal(codec_max_body(), 1024);
-    l.max_body = 0;
-    assert_int_equal(codec_limits_set(&l), 0);
-    assert_int_equal(codec_max_body(), CODEC_DEFAULT_MAX_BODY);
+    /* another decoder of the same process keeps its own limit (two roles of ndd) */
+    assert_int_equal(codec_decode_parts_limited(&g_msg, "k", 1, body, 1025, h, &big, NULL),
+                     CODEC_OK);
+    /* no limits, or 0: the default */
+    assert_int_equal(codec_decode_parts(&g_msg, "k", 1, body, CODEC_DEFAULT_MAX_BODY, h, NULL),
+                     CODEC_OK);
+    assert_int_equal(codec_decode_parts(&g_msg, "k", 1, body, CODEC_DEFAULT_MAX_BODY + 1, h, &e),
+                     CODEC_ERR_OVERSIZED);
+    codec_limits_t zero = {0};
+    assert_int_equal(codec_decode_parts_limited(&g_msg, "k", 1, body, CODEC_DEFAULT_MAX_BODY + 1, h,
+                                                &zero, NULL),
+                     CODEC_ERR_OVERSIZED);
+    codec_limits_t over = {.max_body = CODEC_MAX_MAX_BODY + 1};
+    assert_int_equal(codec_limits_check(&over), -1);
     rd_kafka_headers_destroy(h);
 }
 
@@ -386,7 +395,7 @@ int main(void)
         cmocka_unit_test(test_decode_says_whether_the_id_came_as_key_header_or_both),
         cmocka_unit_test(test_meta_value_limit_boundary),
         cmocka_unit_test(test_extension_header_limit_boundary),
-        cmocka_unit_test(test_body_limit_is_configurable),
+        cmocka_unit_test(test_body_limit_is_per_decoder_and_the_default_is_one_mib),
         cmocka_unit_test(test_null_value_is_empty_body),
         cmocka_unit_test(test_msg_field_finds_meta_ext_and_http_case_insensitive),
         cmocka_unit_test(test_headers_set_meta_replaces_existing_value),
