@@ -70,6 +70,10 @@ struct events {
     int64_t next_hb_ms; /* monotonic */
     events_alarm_t *alarms;
     size_t max_alarms;
+    /* One past the highest slot ever used: slots are taken lowest first, so the per-tick scans
+     * look at the alarms there are, not at the whole table (1,024 slots, every 100 ms, in
+     * each role of ndd). */
+    size_t alarms_hi;
     events_stats_t stats;
     json_t *config;      /* the applied configuration state (own copy), NULL until told */
     bool config_due;     /* config holds a state not sent yet */
@@ -251,7 +255,7 @@ static void events_on_delivery(void *owner, void *msg_opaque, const rd_kafka_mes
         return;
     }
     events_alarm_t *a = NULL;
-    for (size_t i = 0; i < ev->max_alarms; i++)
+    for (size_t i = 0; i < ev->alarms_hi; i++)
         if (ev->alarms[i].used && ev->alarms[i].inflight && ev->alarms[i].send_seq == seq) {
             a = &ev->alarms[i];
             break;
@@ -335,7 +339,7 @@ static void events_resend(events_t *ev, int64_t now)
 {
     pthread_mutex_lock(&ev->lock);
     events_config_send(ev, now);
-    for (size_t i = 0; i < ev->max_alarms; i++) {
+    for (size_t i = 0; i < ev->alarms_hi; i++) {
         events_alarm_t *a = &ev->alarms[i];
         if (a->used && !a->delivered && !a->inflight && now >= a->retry_ms)
             events_alarm_send(ev, a, now);
@@ -400,7 +404,7 @@ int events_tick(events_t *ev)
 
 static events_alarm_t *events_alarm_find(events_t *ev, const char *alarm, const char *resource)
 {
-    for (size_t i = 0; i < ev->max_alarms; i++) {
+    for (size_t i = 0; i < ev->alarms_hi; i++) {
         events_alarm_t *a = &ev->alarms[i];
         if (a->used && strcmp(a->alarm, alarm) == 0 && strcmp(a->resource, resource) == 0)
             return a;
@@ -441,7 +445,7 @@ static int events_alarm_check(const char *alarm, const char *resource)
 static void events_count_active(events_t *ev)
 {
     size_t n = 0;
-    for (size_t i = 0; i < ev->max_alarms; i++)
+    for (size_t i = 0; i < ev->alarms_hi; i++)
         n += ev->alarms[i].used && ev->alarms[i].raised;
     ev->stats.alarms_active = n;
     metrics_gauge_set(ev->m_active, (double)n);
@@ -467,6 +471,8 @@ static int events_alarm_set(events_t *ev, bool raise, const char *alarm, const c
     }
     if (!a && (a = events_alarm_slot(ev)) != NULL) {
         a->used = true;
+        if ((size_t)(a - ev->alarms) >= ev->alarms_hi)
+            ev->alarms_hi = (size_t)(a - ev->alarms) + 1;
         snprintf(a->alarm, sizeof(a->alarm), "%s", alarm);
         snprintf(a->resource, sizeof(a->resource), "%s", resource);
     }
@@ -530,7 +536,7 @@ static bool events_idle(events_t *ev)
 {
     pthread_mutex_lock(&ev->lock);
     bool idle = !ev->hb_inflight;
-    for (size_t i = 0; idle && i < ev->max_alarms; i++)
+    for (size_t i = 0; idle && i < ev->alarms_hi; i++)
         if (ev->alarms[i].used && !ev->alarms[i].delivered)
             idle = false;
     pthread_mutex_unlock(&ev->lock);
