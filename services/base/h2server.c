@@ -24,6 +24,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <nghttp2/nghttp2.h>
+#include <openssl/crypto.h>
 
 #include "log.h"
 #include "tls.h"
@@ -60,8 +61,14 @@ struct h2conn {
     bool reading; /* EV_READ enabled on bev (enable/disable only on a change) */
     bool flush_pending;
     struct event *flush_ev; /* responses given outside a read: one flush per loop turn */
+    /* h2c only: the frames of one flush, written to the socket by conn_flush itself while the
+     * bufferevent's output is empty. Adding them to that output instead armed its write event
+     * (two epoll_ctl and one more epoll_wait round per response); only what the socket does
+     * not take at once goes there. Empty between flushes. */
+    struct evbuffer *stage;
     h2server_stream_t *streams;
     h2conn_t *next, *prev;
+    _Alignas(max_align_t) unsigned char memo[H2SERVER_CONN_MEMO_BYTES]; /* h2server_stream_memo */
 };
 
 struct h2server {
@@ -74,7 +81,10 @@ struct h2server {
     h2conn_t *conns;
     /* Released streams kept for the next requests (their header buffer too): no calloc of
      * a stream and its request record per request once warm. At most POOL_MAX, each header
-     * buffer at most POOL_HDR_MAX. */
+     * buffer at most POOL_HDR_MAX: a burst's streams are not all kept, so after it the idle
+     * server holds at most 256 * (~2.7 KB stream + 4 KiB headers), under 2 MiB, whatever the
+     * number of connections was; 256 is more than one connection's default max_streams (100),
+     * so a busy connection or a few draw from the pool without reaching malloc. */
     h2server_stream_t *pool;
     size_t n_pool;
 };
@@ -245,6 +255,11 @@ bool h2server_stream_open(const h2server_stream_t *st)
     return st->conn && !st->closed;
 }
 
+void *h2server_stream_memo(h2server_stream_t *st)
+{
+    return st->conn ? st->conn->memo : NULL;
+}
+
 /* ---- nghttp2 callbacks ---- */
 
 static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void *user)
@@ -396,6 +411,9 @@ static void conn_free(h2conn_t *c)
         nghttp2_session_del(c->sess);
     if (c->flush_ev)
         event_free(c->flush_ev);
+    if (c->stage)
+        evbuffer_free(c->stage);
+    OPENSSL_cleanse(c->memo, sizeof c->memo); /* the owner may keep a credential there */
     if (c->bev)
         bufferevent_free(c->bev); /* closes the socket (and frees the SSL) */
     if (c->prev)
@@ -416,16 +434,36 @@ static int conn_flush(h2conn_t *c)
         return 0;
     struct evbuffer *out = bufferevent_get_output(c->bev);
     c->in_ng = true;
-    while (evbuffer_get_length(out) < c->srv->o.out_max) {
-        const uint8_t *p;
-        ssize_t n = nghttp2_session_mem_send(c->sess, &p);
-        if (n < 0) {
-            c->closing = true;
+    for (;;) {
+        /* Nothing queued before these frames (else they go behind it): write them ourselves. */
+        struct evbuffer *dst = c->stage && evbuffer_get_length(out) == 0 ? c->stage : out;
+        bool more = false; /* nghttp2 has more, held back by the bound */
+        while (!(more = evbuffer_get_length(dst) >= c->srv->o.out_max)) {
+            const uint8_t *p;
+            ssize_t n = nghttp2_session_mem_send(c->sess, &p);
+            if (n < 0) {
+                c->closing = true;
+                break;
+            }
+            if (n == 0)
+                break;
+            evbuffer_add(dst, p, (size_t)n);
+        }
+        if (dst != c->stage)
+            break;
+        evutil_socket_t fd = bufferevent_getfd(c->bev);
+        while (evbuffer_get_length(dst) && evbuffer_write(dst, fd) > 0)
+            ;
+        /* The rest (the socket is full, or failed: the bufferevent's own write then reports
+         * the error to conn_event) is the bufferevent's to send, moved, not copied; its write
+         * callback (conn_write) pulls the next frames. All written and more to come: pull
+         * again now, since no write callback would. */
+        if (evbuffer_get_length(dst)) {
+            evbuffer_add_buffer(out, dst);
             break;
         }
-        if (n == 0)
+        if (!more)
             break;
-        evbuffer_add(out, p, (size_t)n);
     }
     c->in_ng = false;
     /* Over the bound: stop reading until the client took some of it (conn_write). */
@@ -494,6 +532,8 @@ static void conn_flush_cb(evutil_socket_t fd, short what, void *arg)
 
 static int conn_session(h2conn_t *c)
 {
+    if (!c->ssl && !(c->stage = evbuffer_new()))
+        return -1;
     nghttp2_session_callbacks *cb;
     if (nghttp2_session_callbacks_new(&cb))
         return -1;
@@ -506,6 +546,9 @@ static int conn_session(h2conn_t *c)
     nghttp2_option_new(&opt);
     /* Bound what nghttp2 itself may queue for a peer that does not read. */
     nghttp2_option_set_max_outbound_ack(opt, 64);
+    /* A closed stream is not kept around as a node of RFC 7540's priority tree (nothing here
+     * schedules by it): one allocation and tree work less per request. */
+    nghttp2_option_set_no_closed_streams(opt, 1);
     int rc = nghttp2_session_server_new2(&c->sess, cb, c, opt);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cb);
@@ -516,8 +559,11 @@ static int conn_session(h2conn_t *c)
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->srv->o.max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, win < 65535 ? 65535 : win},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 65536},
+        /* RFC 9218: the client need not send RFC 7540 priorities, and nghttp2 then keeps no
+         * dependency tree for a client that does not either. */
+        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
     };
-    if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 3))
+    if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]))
         return -1;
     /* The connection's receive window: 1 MiB instead of HTTP/2's 64 KiB, so many streams'
      * small bodies do not wait for a WINDOW_UPDATE every 32 KiB. Memory stays bounded by

@@ -108,4 +108,12 @@ int h2server_respond(h2server_stream_t *s, int status, const h2server_header_t *
 /* Whether the client can still receive the response of s. */
 bool h2server_stream_open(const h2server_stream_t *s);
 
+/* Memory that belongs to the connection of s, H2SERVER_CONN_MEMO_BYTES of it: zero when the
+ * connection opens, kept across its streams, wiped (OPENSSL_cleanse) when it closes; NULL once
+ * the connection is gone. For what the owner worked out about the connection's client (the
+ * HTTP server's httpd_req_conn_memo: ndd-admin's last verified token), so a client's next
+ * request need not work it out again. Only from the server's thread. */
+#define H2SERVER_CONN_MEMO_BYTES 256
+void *h2server_stream_memo(h2server_stream_t *s);
+
 #endif

@@ -358,7 +358,7 @@ const char *httpd_req_body(httpd_req_t *req, size_t *len)
 
 void *httpd_req_conn_memo(httpd_req_t *req)
 {
-    return req->c ? httpd_conn_memo(req->c) : NULL;
+    return req->c ? httpd_conn_memo(req->c) : req->st ? h2server_stream_memo(req->st) : NULL;
 }
 
 const char *httpd_req_peer(const httpd_req_t *req)

@@ -134,7 +134,7 @@ const char *httpd_req_query_string(const httpd_req_t *req);
  * connection opens, kept across its requests, wiped (OPENSSL_cleanse) when it closes. A
  * handler keeps there what it worked out about the connection's client, so that the next
  * request of a keep-alive client need not work it out again (ndd-admin: the token it last
- * verified). NULL for an HTTP/2 request. */
+ * verified). For HTTP/2 it is the connection's, shared by its streams. */
 #define HTTPD_CONN_MEMO_BYTES 256
 void *httpd_req_conn_memo(httpd_req_t *req);
 

@@ -22,6 +22,9 @@ static bool method_known(const char *m)
     return false;
 }
 
+_Static_assert(H2SERVER_CONN_MEMO_BYTES >= HTTPD_CONN_MEMO_BYTES,
+               "an HTTP/2 connection's memo holds what httpd_req_conn_memo promises");
+
 static void h2_on_request(void *arg, h2server_stream_t *st, const h2server_request_t *r)
 {
     httpd_t *h = arg;

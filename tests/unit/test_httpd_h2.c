@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -69,11 +70,34 @@ static void memo_handler(httpd_req_t *req, void *arg)
     httpd_reply_text(req, 200, out);
 }
 
+#define BIG_LEN (1u << 20)
+
+/* Byte i of the body of /big?seed=S: a pattern the client checks byte by byte. */
+static unsigned char big_byte(unsigned seed, size_t i)
+{
+    return (unsigned char)(i * 31 + seed * 7 + i / 4099);
+}
+
+/* 1 MiB, more than a socket takes at once from a client that does not read. */
+static void big_handler(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    const char *q = httpd_req_query(req, "seed");
+    unsigned seed = q ? (unsigned)atoi(q) : 0;
+    unsigned char *body = malloc(BIG_LEN);
+    assert_non_null(body);
+    for (size_t i = 0; i < BIG_LEN; i++)
+        body[i] = big_byte(seed, i);
+    httpd_reply(req, 200, "application/octet-stream", body, BIG_LEN);
+    free(body);
+}
+
 static int setup_routes(httpd_t *h, void *arg)
 {
     (void)arg;
     return httpd_route(h, "*", "/api/v1/feeds*", echo_handler, NULL) ||
-           httpd_route(h, "GET", "/memo", memo_handler, NULL);
+           httpd_route(h, "GET", "/memo", memo_handler, NULL) ||
+           httpd_route(h, "GET", "/big", big_handler, NULL);
 }
 
 static SSL_CTX *self_signed_ctx(void)
@@ -207,8 +231,10 @@ static ssize_t h2c_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
     return (ssize_t)n;
 }
 
-/* One request on a fresh HTTP/2 session over fd (and ssl); fills c. */
-static void h2c_request(h2c_t *c, const char *method, const char *path, const char *body)
+/* n requests, one after the other, on one fresh HTTP/2 session over fd (and ssl); c holds
+ * the last one's answer. */
+static void h2c_requests(h2c_t *c, const char *method, const char *path, const char *body,
+                         unsigned n_req)
 {
     nghttp2_session_callbacks *cb;
     nghttp2_session_callbacks_new(&cb);
@@ -227,19 +253,31 @@ static void h2c_request(h2c_t *c, const char *method, const char *path, const ch
         {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
         {(uint8_t *)"x-test", (uint8_t *)"hi", 6, 2, 0},
     };
-    h2c_src_t src = {body, body ? strlen(body) : 0, 0};
-    nghttp2_data_provider dp = {.source.ptr = &src, .read_callback = h2c_read};
-    assert_true(nghttp2_submit_request(s, NULL, nv, 5, body ? &dp : NULL, NULL) > 0);
-    for (int i = 0; i < 200 && !c->done; i++) {
-        assert_int_equal(nghttp2_session_send(s), 0);
-        uint8_t buf[16384];
-        int n = c->ssl ? SSL_read(c->ssl, buf, sizeof buf) : (int)recv(c->fd, buf, sizeof buf, 0);
-        if (n <= 0)
-            break;
-        assert_true(nghttp2_session_mem_recv(s, buf, (size_t)n) == n);
+    for (unsigned r = 0; r < n_req; r++) {
+        c->done = false;
+        c->body_len = 0;
+        c->body[0] = '\0';
+        h2c_src_t src = {body, body ? strlen(body) : 0, 0};
+        nghttp2_data_provider dp = {.source.ptr = &src, .read_callback = h2c_read};
+        assert_true(nghttp2_submit_request(s, NULL, nv, 5, body ? &dp : NULL, NULL) > 0);
+        for (int i = 0; i < 200 && !c->done; i++) {
+            assert_int_equal(nghttp2_session_send(s), 0);
+            uint8_t buf[16384];
+            int n =
+                c->ssl ? SSL_read(c->ssl, buf, sizeof buf) : (int)recv(c->fd, buf, sizeof buf, 0);
+            if (n <= 0)
+                break;
+            assert_true(nghttp2_session_mem_recv(s, buf, (size_t)n) == n);
+        }
+        assert_true(c->done);
     }
     nghttp2_session_del(s);
-    assert_true(c->done);
+}
+
+/* One request on a fresh HTTP/2 session over fd (and ssl); fills c. */
+static void h2c_request(h2c_t *c, const char *method, const char *path, const char *body)
+{
+    h2c_requests(c, method, path, body, 1);
 }
 
 /* ---- tests ---- */
@@ -395,10 +433,136 @@ static void test_connection_memo_is_kept_across_a_connections_requests(void **st
     assert_non_null(strstr(buf, "n=1"));
     close(fd2);
     close(fd);
+    /* HTTP/2: the memo is the connection's, kept across its streams, new with a connection. */
     h2c_t c = {.fd = connect_port(port)};
-    h2c_request(&c, "GET", "/memo", NULL);
-    assert_string_equal(c.body, "n=none"); /* HTTP/2: no memo */
+    h2c_requests(&c, "GET", "/memo", NULL, 3);
+    assert_string_equal(c.body, "n=3");
     close(c.fd);
+    h2c_t c2 = {.fd = connect_port(port)};
+    h2c_request(&c2, "GET", "/memo", NULL);
+    assert_string_equal(c2.body, "n=1");
+    close(c2.fd);
+    httpd_thread_stop(t);
+}
+
+/* ---- a client that does not read for a while ---- */
+
+#define SLOW_STREAMS 3
+
+typedef struct slow {
+    int fd;
+    int32_t id[SLOW_STREAMS];
+    size_t got[SLOW_STREAMS];
+    bool bad, closed[SLOW_STREAMS];
+} slow_t;
+
+static int slow_index(const slow_t *sl, int32_t id)
+{
+    for (int i = 0; i < SLOW_STREAMS; i++)
+        if (sl->id[i] == id)
+            return i;
+    return -1;
+}
+
+static int slow_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *d, size_t len,
+                     void *u)
+{
+    (void)s;
+    (void)flags;
+    slow_t *sl = u;
+    int k = slow_index(sl, id);
+    if (k < 0)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (d[i] != big_byte((unsigned)k, sl->got[k] + i))
+            sl->bad = true;
+    sl->got[k] += len;
+    return 0;
+}
+
+static int slow_close(nghttp2_session *s, int32_t id, uint32_t code, void *u)
+{
+    (void)s;
+    (void)code;
+    slow_t *sl = u;
+    int k = slow_index(sl, id);
+    if (k >= 0)
+        sl->closed[k] = true;
+    return 0;
+}
+
+static ssize_t slow_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *u)
+{
+    (void)s;
+    (void)flags;
+    ssize_t n = send(((slow_t *)u)->fd, data, len, MSG_NOSIGNAL);
+    return n > 0 ? n : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+/* HTTP/2 h2c writes a flush's frames to the socket itself while nothing is queued before them;
+ * what the socket does not take goes to the bufferevent, and later frames queue behind it.
+ * Three 1 MiB responses to a client with a tiny receive buffer and large windows that reads
+ * nothing for a while: every byte arrives, in order, each stream's body intact. */
+static void test_responses_larger_than_the_socket_arrive_whole_and_in_order(void **state)
+{
+    (void)state;
+    uint16_t port;
+    httpd_thread_t *t = start(NULL, &port);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    int rcv = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    slow_t sl = {.fd = fd};
+    nghttp2_session_callbacks *cb;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_send_callback(cb, slow_send);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, slow_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, slow_close);
+    nghttp2_session *s;
+    assert_int_equal(nghttp2_session_client_new(&s, cb, &sl), 0);
+    nghttp2_session_callbacks_del(cb);
+    /* Windows large enough that flow control does not pace the server: the socket does. */
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 30}};
+    assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, iv, 1), 0);
+    assert_int_equal(nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, 1 << 30), 0);
+    for (int k = 0; k < SLOW_STREAMS; k++) {
+        char path[32];
+        snprintf(path, sizeof path, "/big?seed=%d", k);
+        nghttp2_nv nv[] = {
+            {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
+            {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
+            {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+            {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
+        };
+        sl.id[k] = nghttp2_submit_request(s, NULL, nv, 4, NULL, NULL);
+        assert_true(sl.id[k] > 0);
+    }
+    assert_int_equal(nghttp2_session_send(s), 0);
+    usleep(300 * 1000); /* the server fills the socket and queues the rest */
+    bool all = false;
+    for (int i = 0; i < 100000 && !all; i++) {
+        assert_int_equal(nghttp2_session_send(s), 0);
+        uint8_t buf[16384];
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0)
+            fail_msg("recv %zd (%s) after %zu %zu %zu bytes", n, strerror(errno), sl.got[0],
+                     sl.got[1], sl.got[2]);
+        assert_true(nghttp2_session_mem_recv(s, buf, (size_t)n) == n);
+        all = true;
+        for (int k = 0; k < SLOW_STREAMS; k++)
+            all = all && sl.closed[k];
+    }
+    assert_true(all);
+    for (int k = 0; k < SLOW_STREAMS; k++)
+        assert_int_equal(sl.got[k], BIG_LEN);
+    assert_false(sl.bad);
+    nghttp2_session_del(s);
+    close(fd);
     httpd_thread_stop(t);
 }
 
@@ -410,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_tls_alpn_h2_and_http11_share_the_listener),
         cmocka_unit_test(test_keep_alive_pipelined_requests_are_answered_in_order),
         cmocka_unit_test(test_connection_memo_is_kept_across_a_connections_requests),
+        cmocka_unit_test(test_responses_larger_than_the_socket_arrive_whole_and_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
