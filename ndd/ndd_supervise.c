@@ -40,7 +40,6 @@ typedef struct ndd_inst {
     metrics_counter_t *restarts;
     metrics_gauge_t *up;
     int64_t started_ms;  /* when it last started running, under sup->mu */
-    bool alarm_raised;   /* role-restarted raised and not cleared, under sup->mu */
     unsigned n_restarts; /* under sup->mu */
 } ndd_inst_t;
 
@@ -164,9 +163,7 @@ static void *inst_main(void *arg)
                 char text[384];
                 snprintf(text, sizeof text, "role %s %s (restart %u)", in->conf->name, in->why,
                          in->n_restarts);
-                if (events_alarm_raise(s->ev, "role-restarted", in->conf->name, EVENTS_MAJOR,
-                                       text) == 0)
-                    in->alarm_raised = true;
+                events_alarm_raise(s->ev, "role-restarted", in->conf->name, EVENTS_MAJOR, text);
             }
         } else {
             in->state = INST_STOPPED;
@@ -298,10 +295,10 @@ void ndd_supervise_run(ndd_supervisor_t *s)
         pthread_mutex_lock(&s->mu);
         for (size_t i = 0; i < s->n; i++) {
             ndd_inst_t *in = &s->inst[i];
-            if (in->alarm_raised && in->state == INST_RUNNING &&
-                now_ms() - in->started_ms >= NDD_ROLE_STEADY_MS && s->ev &&
-                events_alarm_clear(s->ev, "role-restarted", in->conf->name) == 0)
-                in->alarm_raised = false;
+            if (s->ev && in->state == INST_RUNNING &&
+                now_ms() - in->started_ms >= NDD_ROLE_STEADY_MS &&
+                events_alarm_active(s->ev, "role-restarted", in->conf->name))
+                events_alarm_clear(s->ev, "role-restarted", in->conf->name);
         }
         pthread_mutex_unlock(&s->mu);
     }
