@@ -1,6 +1,13 @@
-/* The HTTP/2 server (h2server.h): one nghttp2 server session per accepted connection on a
- * bufferevent (plain or bufferevent_openssl), a stream object per request that collects the
- * header fields and the body and is handed to the request callback once END_STREAM came.
+/* The HTTP/2 server (h2server.h): one nghttp2 server session per accepted connection, read and
+ * written through netconn (plain or TLS, the HTTP/1.1 server's socket I/O too), a stream
+ * object per request that collects the header fields and the body and is handed to the
+ * request callback once END_STREAM came.
+ *
+ * No bufferevent: a read is one recv() into a buffer on the stack that nghttp2 parses in
+ * place, and the frames nghttp2 produces in one flush are gathered in one buffer and written
+ * with one send() (one TLS record per 16 KiB); only what the socket does not take is kept, in
+ * the connection's output queue. A bufferevent read was ioctl(FIONREAD) + readv() into an
+ * evbuffer and re-armed its timeout each time, per request.
  *
  * A stream lives until both nghttp2 closed it and the owner responded: a deferred response
  * may come after the client reset the stream or left, so the owner's h2server_respond is
@@ -18,15 +25,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <time.h>
+
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/crypto.h>
 
 #include "log.h"
+#include "netconn.h"
 #include "tls.h"
 
 typedef struct h2conn h2conn_t;
@@ -44,32 +54,35 @@ struct h2server_stream {
     size_t n_pairs;
     uint8_t *body;
     size_t body_len, body_cap;
-    uint8_t *resp; /* response body being sent */
-    size_t resp_len, resp_off;
+    uint8_t *resp; /* response body being sent (its buffer kept in the pool when small) */
+    size_t resp_len, resp_off, resp_cap;
     h2server_stream_t *next, *prev; /* the connection's streams (or the server's pool) */
     h2server_request_t req;
 };
 
 struct h2conn {
     h2server_t *srv;
-    struct bufferevent *bev;
+    netconn_t nc;
     nghttp2_session *sess;
-    SSL *ssl;
     char peer[64];
-    bool in_ng;   /* inside mem_recv/mem_send */
-    bool closing; /* flush the output, then free */
-    bool reading; /* EV_READ enabled on bev (enable/disable only on a change) */
+    bool in_ng;       /* inside mem_recv/mem_send */
+    bool closing;     /* flush the output, then free */
+    bool handshaking; /* TLS handshake under way: no session yet */
     bool flush_pending;
     struct event *flush_ev; /* responses given outside a read: one flush per loop turn */
-    /* h2c only: the frames of one flush, written to the socket by conn_flush itself while the
-     * bufferevent's output is empty. Adding them to that output instead armed its write event
-     * (two epoll_ctl and one more epoll_wait round per response); only what the socket does
-     * not take at once goes there. Empty between flushes. */
-    struct evbuffer *stage;
+    struct event *timer;    /* the idle limit, looked at lazily (last_io_ms) */
+    int64_t last_io_ms;     /* the last read or write that moved bytes */
+    /* Frames the socket did not take at once, sent before any newer frame. Empty in the
+     * common case: a flush's frames are written straight from the server's gather buffer. */
+    struct evbuffer *out;
     h2server_stream_t *streams;
     h2conn_t *next, *prev;
     _Alignas(max_align_t) unsigned char memo[H2SERVER_CONN_MEMO_BYTES]; /* h2server_stream_memo */
 };
+
+#define GATHER_BYTES 65536
+#define READ_BYTES 16384 /* a TLS record's payload at most: one SSL_read fills it */
+#define READS_PER_TURN 16
 
 struct h2server {
     struct event_base *base;
@@ -87,10 +100,15 @@ struct h2server {
      * so a busy connection or a few draw from the pool without reaching malloc. */
     h2server_stream_t *pool;
     size_t n_pool;
+    /* Where one flush gathers nghttp2's frames to write them in one send(): a connection's
+     * flush never runs inside another's (one thread, nghttp2 callbacks never flush), so one
+     * buffer serves every connection. */
+    uint8_t gather[GATHER_BYTES];
 };
 
 #define POOL_MAX 256
 #define POOL_HDR_MAX 4096
+#define POOL_RESP_MAX 4096
 
 static void conn_free(h2conn_t *c);
 static int conn_flush(h2conn_t *c);
@@ -112,14 +130,19 @@ static void stream_release(h2server_stream_t *st)
             nghttp2_session_set_stream_user_data(c->sess, st->id, NULL);
     }
     free(st->body);
-    free(st->resp);
     h2server_t *srv = st->srv;
     if (srv && srv->n_pool < POOL_MAX && st->hdr_cap <= POOL_HDR_MAX) {
+        if (st->resp_cap > POOL_RESP_MAX) {
+            free(st->resp);
+            st->resp = NULL;
+            st->resp_cap = 0;
+        }
         st->next = srv->pool;
         srv->pool = st;
         srv->n_pool++;
         return;
     }
+    free(st->resp);
     free(st->hdr);
     free(st);
 }
@@ -134,6 +157,8 @@ static h2server_stream_t *stream_new(h2server_t *srv)
             return NULL;
         st->hdr = NULL;
         st->hdr_cap = 0;
+        st->resp = NULL;
+        st->resp_cap = 0;
     } else {
         srv->pool = st->next;
         srv->n_pool--;
@@ -142,9 +167,13 @@ static h2server_stream_t *stream_new(h2server_t *srv)
      * it per request was the largest memset of the copy path). */
     char *hdr = st->hdr;
     size_t hdr_cap = st->hdr_cap;
+    uint8_t *resp = st->resp;
+    size_t resp_cap = st->resp_cap;
     memset(st, 0, offsetof(h2server_stream_t, req));
     st->hdr = hdr;
     st->hdr_cap = hdr_cap;
+    st->resp = resp;
+    st->resp_cap = resp_cap;
     st->srv = srv;
     return st;
 }
@@ -214,9 +243,14 @@ static int stream_submit(h2server_stream_t *st, int status, const h2server_heade
         nv[n++] = (nghttp2_nv){(uint8_t *)hdrs[i].name, (uint8_t *)hdrs[i].value,
                                strlen(hdrs[i].name), strlen(hdrs[i].value), NGHTTP2_NV_FLAG_NONE};
     if (body_len) {
-        st->resp = malloc(body_len);
-        if (!st->resp)
-            return -1;
+        if (body_len > st->resp_cap) {
+            uint8_t *nb = malloc(body_len);
+            if (!nb)
+                return -1;
+            free(st->resp);
+            st->resp = nb;
+            st->resp_cap = body_len;
+        }
         memcpy(st->resp, body, body_len);
         st->resp_len = body_len;
     }
@@ -361,7 +395,7 @@ static void stream_dispatch(h2conn_t *c, h2server_stream_t *st)
     r->body = st->body ? st->body : (const uint8_t *)"";
     r->body_len = st->body_len;
     r->peer = c->peer;
-    r->ssl = c->ssl;
+    r->ssl = c->nc.ssl;
     st->handed = true;
     c->srv->o.on_request(c->srv->o.arg, st, r);
 }
@@ -391,6 +425,13 @@ static int on_stream_close(nghttp2_session *sess, int32_t id, uint32_t code, voi
 
 /* ---- connections ---- */
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void conn_free(h2conn_t *c)
 {
     h2server_t *s = c->srv;
@@ -411,11 +452,12 @@ static void conn_free(h2conn_t *c)
         nghttp2_session_del(c->sess);
     if (c->flush_ev)
         event_free(c->flush_ev);
-    if (c->stage)
-        evbuffer_free(c->stage);
+    if (c->timer)
+        event_free(c->timer);
+    if (c->out)
+        evbuffer_free(c->out);
     OPENSSL_cleanse(c->memo, sizeof c->memo); /* the owner may keep a credential there */
-    if (c->bev)
-        bufferevent_free(c->bev); /* closes the socket (and frees the SSL) */
+    netconn_close(&c->nc, c->closing && !c->handshaking);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -427,18 +469,58 @@ static void conn_free(h2conn_t *c)
     free(c);
 }
 
-/* Pulls frames from nghttp2 while the socket's output is under out_max. -1 when c was freed. */
+/* Sends what the output queue holds, as far as the socket takes it. -1: the connection
+ * failed (the caller frees it). */
+static int out_send(h2conn_t *c)
+{
+    size_t len;
+    while ((len = evbuffer_get_length(c->out)) > 0) {
+        /* TLS: at most a record's worth per write, the same bytes first on a retry. */
+        if (len > READ_BYTES)
+            len = READ_BYTES;
+        const uint8_t *p = evbuffer_pullup(c->out, (ssize_t)len);
+        ssize_t w = p ? netconn_write(&c->nc, p, len) : -1;
+        if (w == NETCONN_AGAIN)
+            return 0;
+        if (w < 0)
+            return -1;
+        evbuffer_drain(c->out, (size_t)w);
+        c->last_io_ms = mono_ms();
+    }
+    return 0;
+}
+
+/* Writes p straight to the socket when nothing is queued before it; what the socket does not
+ * take is queued. -1: the connection failed. */
+static int out_put(h2conn_t *c, const uint8_t *p, size_t n)
+{
+    while (n && evbuffer_get_length(c->out) == 0) {
+        ssize_t w = netconn_write(&c->nc, p, n);
+        if (w == NETCONN_AGAIN)
+            break;
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+        c->last_io_ms = mono_ms();
+    }
+    return n && evbuffer_add(c->out, p, n) ? -1 : 0;
+}
+
+/* Sends the queue, then pulls frames from nghttp2 while the queue is under out_max, gathering
+ * them to write them in as few sends as they fit in; arms the events for what remains. -1
+ * when c was freed. */
 static int conn_flush(h2conn_t *c)
 {
     if (c->in_ng || !c->sess)
         return 0;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    h2server_t *s = c->srv;
+    bool failed = out_send(c) != 0;
     c->in_ng = true;
-    for (;;) {
-        /* Nothing queued before these frames (else they go behind it): write them ourselves. */
-        struct evbuffer *dst = c->stage && evbuffer_get_length(out) == 0 ? c->stage : out;
-        bool more = false; /* nghttp2 has more, held back by the bound */
-        while (!(more = evbuffer_get_length(dst) >= c->srv->o.out_max)) {
+    while (!failed) {
+        size_t gathered = 0;
+        bool more = false; /* nghttp2 may have more, held back by the bound */
+        while (!failed && !(more = evbuffer_get_length(c->out) + gathered >= s->o.out_max)) {
             const uint8_t *p;
             ssize_t n = nghttp2_session_mem_send(c->sess, &p);
             if (n < 0) {
@@ -447,93 +529,85 @@ static int conn_flush(h2conn_t *c)
             }
             if (n == 0)
                 break;
-            evbuffer_add(dst, p, (size_t)n);
+            if (gathered + (size_t)n > sizeof s->gather) {
+                failed = out_put(c, s->gather, gathered) != 0;
+                gathered = 0;
+            }
+            if ((size_t)n > sizeof s->gather) {
+                failed = failed || out_put(c, p, (size_t)n) != 0;
+            } else {
+                memcpy(s->gather + gathered, p, (size_t)n);
+                gathered += (size_t)n;
+            }
         }
-        if (dst != c->stage)
-            break;
-        evutil_socket_t fd = bufferevent_getfd(c->bev);
-        while (evbuffer_get_length(dst) && evbuffer_write(dst, fd) > 0)
-            ;
-        /* The rest (the socket is full, or failed: the bufferevent's own write then reports
-         * the error to conn_event) is the bufferevent's to send, moved, not copied; its write
-         * callback (conn_write) pulls the next frames. All written and more to come: pull
-         * again now, since no write callback would. */
-        if (evbuffer_get_length(dst)) {
-            evbuffer_add_buffer(out, dst);
-            break;
-        }
-        if (!more)
+        if (gathered && !failed)
+            failed = out_put(c, s->gather, gathered) != 0;
+        /* All written and nghttp2 held back frames for the bound: pull again, since no write
+         * event would come for an empty queue. */
+        if (!more || evbuffer_get_length(c->out))
             break;
     }
     c->in_ng = false;
-    /* Over the bound: stop reading until the client took some of it (conn_write). */
-    if (evbuffer_get_length(out) >= c->srv->o.out_max) {
-        if (c->reading)
-            bufferevent_disable(c->bev, EV_READ);
-        c->reading = false;
-    } else if (!c->closing && !c->reading) {
-        bufferevent_enable(c->bev, EV_READ);
-        c->reading = true;
+    if (failed) {
+        log_debug("h2server: %s: write failed, closed", c->peer);
+        conn_free(c);
+        return -1;
     }
+    size_t queued = evbuffer_get_length(c->out);
+    netconn_want_write(&c->nc, (queued && !c->nc.write_wants_read) || c->nc.read_wants_write);
+    /* Over the bound: stop reading until the client took some of it (nghttp2 acknowledges
+     * SETTINGS and PINGs into its own queue: a client that floods them and does not read would
+     * otherwise grow it). A TLS write waiting for a read keeps the read event. */
+    if (queued >= s->o.out_max || c->closing)
+        netconn_want_read(&c->nc, c->nc.write_wants_read);
+    else
+        netconn_want_read(&c->nc, true);
     if (!nghttp2_session_want_read(c->sess) && !nghttp2_session_want_write(c->sess))
         c->closing = true;
-    if (c->closing && evbuffer_get_length(out) == 0) {
+    if (c->closing && queued == 0) {
         conn_free(c);
         return -1;
     }
     return 0;
 }
 
-static void conn_read(struct bufferevent *bev, void *arg)
+/* Reads and parses what the socket holds: one recv() per READ_BYTES, fewer than that means
+ * the socket is drained (epoll is level-triggered: more data wakes the loop again), at most
+ * READS_PER_TURN of them so that one busy client does not hold the loop. -1 when c was
+ * freed. */
+static int conn_input(h2conn_t *c)
 {
-    h2conn_t *c = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    size_t len;
-    while ((len = evbuffer_get_contiguous_space(in)) > 0) {
-        const uint8_t *p = evbuffer_pullup(in, (ssize_t)len);
-        c->in_ng = true;
-        ssize_t n = nghttp2_session_mem_recv(c->sess, p, len);
-        c->in_ng = false;
-        if (n < 0) {
-            log_debug("h2server: %s: %s", c->peer, nghttp2_strerror((int)n));
+    uint8_t buf[READ_BYTES];
+    for (int i = 0; i < READS_PER_TURN; i++) {
+        if (c->closing || evbuffer_get_length(c->out) >= c->srv->o.out_max)
+            return 0;
+        ssize_t n = netconn_read(&c->nc, buf, sizeof buf);
+        if (n == NETCONN_AGAIN)
+            return 0;
+        if (n <= 0) {
+            log_debug("h2server: %s: %s", c->peer, n ? "read failed" : "closed by the client");
             conn_free(c);
-            return;
+            return -1;
         }
-        evbuffer_drain(in, (size_t)n);
-        /* Stop taking input while the output is over its bound (nghttp2 acknowledges SETTINGS
-         * and PINGs into its own queue: a client that floods them and does not read would
-         * otherwise grow it). */
-        if (evbuffer_get_length(bufferevent_get_output(bev)) >= c->srv->o.out_max)
-            break;
-        if (conn_flush(c) || c->closing)
-            return;
+        c->last_io_ms = mono_ms();
+        c->in_ng = true;
+        ssize_t r = nghttp2_session_mem_recv(c->sess, buf, (size_t)n);
+        c->in_ng = false;
+        if (r < 0) {
+            log_debug("h2server: %s: %s", c->peer, nghttp2_strerror((int)r));
+            conn_free(c);
+            return -1;
+        }
+        if (conn_flush(c))
+            return -1;
+        if ((size_t)n < sizeof buf && !netconn_pending(&c->nc))
+            return 0;
     }
-    conn_flush(c);
-}
-
-static void conn_write(struct bufferevent *bev, void *arg)
-{
-    h2conn_t *c = arg;
-    if (conn_flush(c))
-        return;
-    /* Input left unread while the output was over its bound. */
-    if (c->sess && !c->closing && evbuffer_get_length(bufferevent_get_input(bev)) &&
-        evbuffer_get_length(bufferevent_get_output(bev)) < c->srv->o.out_max)
-        conn_read(bev, c);
-}
-
-/* The deferred flush of responses given outside a read (h2server_respond). */
-static void conn_flush_cb(evutil_socket_t fd, short what, void *arg)
-{
-    h2conn_t *c = arg;
-    c->flush_pending = false;
-    conn_write(c->bev, c);
+    return 0;
 }
 
 static int conn_session(h2conn_t *c)
 {
-    if (!c->ssl && !(c->stage = evbuffer_new()))
-        return -1;
     nghttp2_session_callbacks *cb;
     if (nghttp2_session_callbacks_new(&cb))
         return -1;
@@ -571,81 +645,175 @@ static int conn_session(h2conn_t *c)
     return nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, 1 << 20) ? -1 : 0;
 }
 
-static void conn_event(struct bufferevent *bev, short what, void *arg)
+/* The session, once the connection is ready for HTTP/2 (accepted h2c, or TLS with ALPN h2
+ * done): nghttp2's SETTINGS go out at once. -1 when c was freed. */
+static int conn_start(h2conn_t *c)
+{
+    if (c->nc.ssl && !tls_alpn_is(c->nc.ssl, "h2")) {
+        log_debug("h2server: %s: TLS client did not negotiate ALPN h2", c->peer);
+        conn_free(c);
+        return -1;
+    }
+    if (conn_session(c)) {
+        log_warn("h2server: %s: cannot start an HTTP/2 session (out of memory)", c->peer);
+        conn_free(c);
+        return -1;
+    }
+    return conn_flush(c);
+}
+
+static int conn_handshake(h2conn_t *c)
+{
+    char e[256];
+    int r = netconn_handshake(&c->nc, e, sizeof e);
+    if (r == 0)
+        return 0;
+    if (r < 0) {
+        log_debug("h2server: %s: TLS handshake failed: %s", c->peer, e);
+        conn_free(c);
+        return -1;
+    }
+    c->handshaking = false;
+    c->last_io_ms = mono_ms();
+    if (conn_start(c))
+        return -1;
+    /* The first request may have come with the handshake's last flight. */
+    return netconn_pending(&c->nc) ? conn_input(c) : 0;
+}
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
     h2conn_t *c = arg;
-    if (what & BEV_EVENT_CONNECTED) {
-        if (c->ssl && !tls_alpn_is(c->ssl, "h2")) {
-            log_debug("h2server: %s: TLS client did not negotiate ALPN h2", c->peer);
-            conn_free(c);
-            return;
-        }
-        if (conn_session(c)) {
-            conn_free(c);
-            return;
-        }
-        conn_flush(c);
+    if (c->handshaking) {
+        conn_handshake(c);
         return;
     }
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+    if (c->nc.write_wants_read) {
+        c->nc.write_wants_read = false;
+        if (conn_flush(c))
+            return;
+    }
+    conn_input(c);
+}
+
+static void conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+    h2conn_t *c = arg;
+    if (c->handshaking) {
+        conn_handshake(c);
+        return;
+    }
+    if (c->nc.read_wants_write) {
+        c->nc.read_wants_write = false;
+        if (conn_input(c))
+            return;
+    }
+    if (conn_flush(c))
+        return;
+    /* Bytes TLS decrypted while the output was over its bound wake no read event. */
+    if (netconn_pending(&c->nc))
+        conn_input(c);
+}
+
+/* The deferred flush of responses given outside a read (h2server_respond). */
+static void conn_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    h2conn_t *c = arg;
+    c->flush_pending = false;
+    conn_on_write(fd, what, c);
+}
+
+static void timer_add(h2conn_t *c, int64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    event_add(c->timer, &tv);
+}
+
+/* The idle limit: no byte moved either way for idle_timeout_s (a stalled TLS handshake, a
+ * client gone quiet, one that stopped reading). Armed once and moved on lazily, instead of
+ * re-arming a timeout on every read. */
+static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    h2conn_t *c = arg;
+    int64_t limit = (int64_t)c->srv->o.idle_timeout_s * 1000;
+    int64_t idle = mono_ms() - c->last_io_ms;
+    if (idle >= limit) {
+        log_debug("h2server: %s: idle for %d s, closed", c->peer, c->srv->o.idle_timeout_s);
         conn_free(c);
+        return;
+    }
+    timer_add(c, limit - idle);
+}
+
+/* A connection on fd (ssl: a session whose handshake is done, or NULL), linked into the
+ * server; NULL (fd and ssl closed) when out of memory. */
+static h2conn_t *conn_new(h2server_t *s, evutil_socket_t fd, SSL *ssl, const char *peer)
+{
+    h2conn_t *c = calloc(1, sizeof *c);
+    if (c) {
+        c->nc.fd = -1;
+        c->out = evbuffer_new();
+        c->flush_ev = event_new(s->base, -1, 0, conn_flush_cb, c);
+        c->timer = event_new(s->base, -1, 0, conn_on_timer, c);
+    }
+    if (!c || !c->out || !c->flush_ev || !c->timer ||
+        netconn_init(&c->nc, s->base, fd, conn_on_read, conn_on_write, c)) {
+        log_warn("h2server: %s: cannot take a new connection (out of memory)", peer);
+        if (c) {
+            if (c->out)
+                evbuffer_free(c->out);
+            if (c->flush_ev)
+                event_free(c->flush_ev);
+            if (c->timer)
+                event_free(c->timer);
+            free(c);
+        }
+        if (ssl)
+            SSL_free(ssl);
+        evutil_closesocket(fd);
+        return NULL;
+    }
+    if (ssl)
+        netconn_tls_adopt(&c->nc, ssl);
+    c->srv = s;
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    /* Frames of separate flushes (deferred responses) must not wait for the client's delayed
+     * ACK of the previous ones. */
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->n_conns++;
+    c->last_io_ms = mono_ms();
+    timer_add(c, (int64_t)s->o.idle_timeout_s * 1000);
+    return c;
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
     h2server_t *s = arg;
-    h2conn_t *c = calloc(1, sizeof *c);
-    if (!c) {
-        evutil_closesocket(fd);
+    char ip[INET6_ADDRSTRLEN], peer[64];
+    netconn_peer_name(sa, ip, sizeof ip, peer, sizeof peer);
+    h2conn_t *c = conn_new(s, fd, NULL, peer);
+    if (!c)
         return;
-    }
-    c->srv = s;
-    char ip[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (sa->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
-        port = ntohs(((struct sockaddr_in *)sa)->sin_port);
-    } else if (sa->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
-        port = ntohs(((struct sockaddr_in6 *)sa)->sin6_port);
-    }
-    snprintf(c->peer, sizeof c->peer, "%s:%u", ip, port);
+    if (s->n_conns == s->o.max_connections)
+        evconnlistener_disable(s->lst);
     if (s->o.ssl_ctx) {
         char err[256];
-        c->ssl = tls_server_ssl_new(s->o.ssl_ctx, err, sizeof err);
-        if (c->ssl)
-            c->bev = bufferevent_openssl_socket_new(s->base, fd, c->ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                    BEV_OPT_CLOSE_ON_FREE);
-    } else {
-        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    }
-    if (!c->bev) {
-        if (c->ssl)
-            SSL_free(c->ssl);
-        evutil_closesocket(fd);
-        free(c);
+        if (netconn_tls_accept(&c->nc, s->o.ssl_ctx, err, sizeof err)) {
+            log_error("h2server: %s: TLS: %s", c->peer, err);
+            conn_free(c);
+            return;
+        }
+        c->handshaking = true;
+        netconn_want_read(&c->nc, true); /* the client speaks first */
         return;
     }
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
-    if (++s->n_conns == s->o.max_connections)
-        evconnlistener_disable(s->lst);
-    c->flush_ev = event_new(s->base, -1, 0, conn_flush_cb, c);
-    if (!c->flush_ev) {
-        conn_free(c);
-        return;
-    }
-    bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
-    bufferevent_setwatermark(c->bev, EV_WRITE, s->o.out_max / 2, 0);
-    struct timeval tv = {s->o.idle_timeout_s, 0};
-    bufferevent_set_timeouts(c->bev, &tv, NULL);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    c->reading = true;
-    if (!c->ssl)
-        conn_event(c->bev, BEV_EVENT_CONNECTED, c);
+    conn_start(c);
 }
 
 /* A server with the documented defaults filled in and no listener: what both h2server_new
@@ -717,35 +885,15 @@ h2server_t *h2server_new_detached(struct event_base *base, const h2server_option
 
 int h2server_adopt(h2server_t *s, int fd, SSL *ssl, const char *peer, const void *data, size_t len)
 {
-    h2conn_t *c = s->n_conns < s->o.max_connections ? calloc(1, sizeof *c) : NULL;
-    if (!c) {
+    if (s->n_conns >= s->o.max_connections) {
         if (ssl)
             SSL_free(ssl);
         evutil_closesocket(fd);
         return -1;
     }
-    c->srv = s;
-    c->ssl = ssl;
-    snprintf(c->peer, sizeof c->peer, "%s", peer ? peer : "?");
-    c->bev = ssl ? bufferevent_openssl_socket_new(s->base, fd, ssl, BUFFEREVENT_SSL_OPEN,
-                                                  BEV_OPT_CLOSE_ON_FREE)
-                 : bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!c->bev) {
-        if (ssl)
-            SSL_free(ssl);
-        evutil_closesocket(fd);
-        free(c);
+    h2conn_t *c = conn_new(s, fd, ssl, peer ? peer : "?");
+    if (!c)
         return -1;
-    }
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
-    s->n_conns++;
-    bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
-    bufferevent_setwatermark(c->bev, EV_WRITE, s->o.out_max / 2, 0);
-    struct timeval tv = {s->o.idle_timeout_s, 0};
-    bufferevent_set_timeouts(c->bev, &tv, NULL);
     if (conn_session(c)) {
         conn_free(c);
         return -1;
@@ -760,8 +908,11 @@ int h2server_adopt(h2server_t *s, int fd, SSL *ssl, const char *peer, const void
             return -1;
         }
     }
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    conn_flush(c);
+    if (conn_flush(c))
+        return 0; /* taken, and already gone (the client's bytes ended it) */
+    /* Bytes TLS decrypted along with the handshake wake no read event. */
+    if (netconn_pending(&c->nc))
+        conn_input(c);
     return 0;
 }
 
@@ -777,6 +928,7 @@ void h2server_free(h2server_t *s)
     while (s->pool) {
         h2server_stream_t *st = s->pool;
         s->pool = st->next;
+        free(st->resp);
         free(st->hdr);
         free(st);
     }
@@ -797,6 +949,6 @@ size_t h2server_buffered_bytes(const h2server_t *s)
 {
     size_t n = s->buffered;
     for (const h2conn_t *c = s->conns; c; c = c->next)
-        n += evbuffer_get_length(bufferevent_get_output(c->bev));
+        n += evbuffer_get_length(c->out);
     return n;
 }

@@ -41,6 +41,7 @@
 #include <openssl/ssl.h>
 
 #include "httpd_int.h"
+#include "netconn.h"
 #include "log.h"
 #include "tls.h"
 
@@ -70,14 +71,12 @@ typedef struct field_off {
 
 struct httpd_conn {
     httpd_t *h;
-    evutil_socket_t fd;
-    SSL *ssl;
-    struct event *rev, *wev, *timer;
+    netconn_t nc; /* the socket, its TLS session and its two events */
+    struct event *timer;
     httpd_conn_t *next, *prev;
     char addr[64]; /* the client's address: the per-client cap */
     char peer[80]; /* "ip:port" */
     hc_state_t state;
-    bool rev_on, wev_on;
     bool serving;         /* a reply is being sent */
     bool reserve;         /* admitted past the caps: probes only */
     bool request_pending; /* a whole request was waiting in the socket at admission */
@@ -87,8 +86,7 @@ struct httpd_conn {
     bool linger;          /* ... after reading what the client still sends (an error reply) */
     bool lingering;       /* reply sent, write side shut: input is read and dropped */
     bool fresh;           /* no request yet: the HTTP/2 preface may come */
-    bool read_wants_write, write_wants_read; /* TLS */
-    int64_t since_ms;                        /* when the current state began: the eviction order */
+    int64_t since_ms;     /* when the current state began: the eviction order */
     int64_t req_start_ms;
     int64_t deadline_ms; /* 0: none */
     int64_t last_io_ms;
@@ -145,10 +143,7 @@ static void conn_unlink(httpd_conn_t *c)
         h->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    if (c->rev)
-        event_free(c->rev);
-    if (c->wev)
-        event_free(c->wev);
+    netconn_release(&c->nc);
     if (c->timer)
         event_free(c->timer);
     free(c->in);
@@ -160,15 +155,7 @@ static void conn_unlink(httpd_conn_t *c)
 static void conn_free(httpd_conn_t *c)
 {
     conn_unlink(c);
-    if (c->ssl) {
-        if (!c->closing || c->state == HC_HANDSHAKE)
-            SSL_set_quiet_shutdown(c->ssl, 1);
-        else
-            (void)SSL_shutdown(c->ssl); /* best effort close_notify */
-        SSL_free(c->ssl);
-    }
-    if (c->fd >= 0)
-        evutil_closesocket(c->fd);
+    netconn_close(&c->nc, c->closing && c->state != HC_HANDSHAKE);
     log_debug("httpd: port %u: connection closed, %zu open", c->h->port, (size_t)c->h->nconn);
     free(c);
 }
@@ -181,24 +168,12 @@ void httpd_conn_close_all(httpd_t *h)
 
 static void want_read(httpd_conn_t *c, bool on)
 {
-    if (on == c->rev_on)
-        return;
-    if (on)
-        event_add(c->rev, NULL);
-    else
-        event_del(c->rev);
-    c->rev_on = on;
+    netconn_want_read(&c->nc, on);
 }
 
 static void want_write(httpd_conn_t *c, bool on)
 {
-    if (on == c->wev_on)
-        return;
-    if (on)
-        event_add(c->wev, NULL);
-    else
-        event_del(c->wev);
-    c->wev_on = on;
+    netconn_want_write(&c->nc, on);
 }
 
 /* The one timer: the earlier of the request's deadline and the idle limit. */
@@ -252,56 +227,16 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- socket I/O, plain or TLS ---- */
 
-#define IO_AGAIN (-2)
+#define IO_AGAIN NETCONN_AGAIN
 
 static ssize_t io_read(httpd_conn_t *c, char *p, size_t n)
 {
-    if (!c->ssl) {
-        ssize_t r = recv(c->fd, p, n, 0);
-        if (r < 0)
-            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? IO_AGAIN : -1;
-        return r;
-    }
-    int r = SSL_read(c->ssl, p, n > 0x40000000 ? 0x40000000 : (int)n);
-    if (r > 0)
-        return r;
-    switch (SSL_get_error(c->ssl, r)) {
-    case SSL_ERROR_WANT_READ:
-        return IO_AGAIN;
-    case SSL_ERROR_WANT_WRITE:
-        c->read_wants_write = true;
-        want_write(c, true);
-        return IO_AGAIN;
-    case SSL_ERROR_ZERO_RETURN:
-        return 0;
-    default:
-        ERR_clear_error();
-        return -1;
-    }
+    return netconn_read(&c->nc, p, n);
 }
 
 static ssize_t io_write(httpd_conn_t *c, const char *p, size_t n)
 {
-    if (!c->ssl) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (w < 0)
-            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? IO_AGAIN : -1;
-        return w;
-    }
-    int w = SSL_write(c->ssl, p, n > 0x40000000 ? 0x40000000 : (int)n);
-    if (w > 0)
-        return w;
-    switch (SSL_get_error(c->ssl, w)) {
-    case SSL_ERROR_WANT_WRITE:
-        return IO_AGAIN;
-    case SSL_ERROR_WANT_READ:
-        c->write_wants_read = true;
-        want_read(c, true);
-        return IO_AGAIN;
-    default:
-        ERR_clear_error();
-        return -1;
-    }
+    return netconn_write(&c->nc, p, n);
 }
 
 /* Sends what the output holds. -1 when c was freed. While output is unsent the connection
@@ -323,9 +258,9 @@ static int conn_flush(httpd_conn_t *c)
     }
     if (c->out_off < c->out_len) {
         c->serving = true;
-        if (!c->write_wants_read)
+        if (!c->nc.write_wants_read)
             want_write(c, true);
-        if (!c->write_wants_read)
+        if (!c->nc.write_wants_read)
             want_read(c, false);
         return 0;
     }
@@ -340,7 +275,8 @@ static int conn_flush(httpd_conn_t *c)
         if (c->state == HC_IDLE)
             c->since_ms = mono_ms();
     }
-    if (c->closing && c->linger && !c->ssl && !c->lingering && shutdown(c->fd, SHUT_WR) == 0) {
+    if (c->closing && c->linger && !c->nc.ssl && !c->lingering &&
+        shutdown(c->nc.fd, SHUT_WR) == 0) {
         /* An error reply usually leaves part of the request unread (a body over the limit):
          * closing now would answer the client's next segment with a reset, which can discard
          * the reply before the client reads it. So the write side is shut (the client sees
@@ -357,7 +293,7 @@ static int conn_flush(httpd_conn_t *c)
         conn_free(c);
         return -1;
     }
-    if (!c->read_wants_write)
+    if (!c->nc.read_wants_write)
         want_write(c, false);
     want_read(c, true);
     return 0;
@@ -603,7 +539,7 @@ static int conn_request(httpd_conn_t *c)
         if (!n)
             return 0;
     }
-    if (c->fresh && !c->ssl) {
+    if (c->fresh && !c->nc.ssl) {
         size_t k = n < H2_PREFACE_LEN ? n : H2_PREFACE_LEN;
         if (memcmp(p, h2_preface, k) == 0) {
             if (k < H2_PREFACE_LEN)
@@ -926,7 +862,7 @@ static int conn_read(httpd_conn_t *c)
         }
         c->request_pending = c->partial_waiting = false;
         c->in_len += (size_t)r;
-        if ((size_t)r < space && (!c->ssl || !SSL_has_pending(c->ssl)))
+        if ((size_t)r < space && (!c->nc.ssl || !SSL_has_pending(c->nc.ssl)))
             break; /* drained (level-triggered: the next read event says when more came) */
     }
     if (conn_process(c) < 0)
@@ -944,35 +880,22 @@ static int conn_read(httpd_conn_t *c)
 
 static int conn_handshake(httpd_conn_t *c)
 {
-    int r = SSL_do_handshake(c->ssl);
-    if (r == 1) {
-        c->state = HC_IDLE;
-        c->since_ms = c->last_io_ms = mono_ms();
-        if (!c->reserve)
-            c->deadline_ms = 0;
-        want_write(c, false);
-        want_read(c, true);
-        if (tls_alpn_is(c->ssl, "h2"))
-            return conn_h2_handoff(c, NULL, 0);
-        return conn_read(c); /* the request may have come with the handshake's last flight */
-    }
-    switch (SSL_get_error(c->ssl, r)) {
-    case SSL_ERROR_WANT_READ:
-        want_write(c, false);
-        want_read(c, true);
+    char e[256];
+    int r = netconn_handshake(&c->nc, e, sizeof e);
+    if (r == 0)
         return 0;
-    case SSL_ERROR_WANT_WRITE:
-        want_read(c, false);
-        want_write(c, true);
-        return 0;
-    default: {
-        char e[256];
-        log_debug("httpd: port %u: %s: TLS handshake failed: %s", c->h->port, c->peer,
-                  tls_last_error(e, sizeof e));
+    if (r < 0) {
+        log_debug("httpd: port %u: %s: TLS handshake failed: %s", c->h->port, c->peer, e);
         conn_free(c);
         return -1;
     }
-    }
+    c->state = HC_IDLE;
+    c->since_ms = c->last_io_ms = mono_ms();
+    if (!c->reserve)
+        c->deadline_ms = 0;
+    if (tls_alpn_is(c->nc.ssl, "h2"))
+        return conn_h2_handoff(c, NULL, 0);
+    return conn_read(c); /* the request may have come with the handshake's last flight */
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -987,14 +910,14 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     if (c->lingering) {
         char drop[16384];
         ssize_t r;
-        while ((r = recv(c->fd, drop, sizeof drop, 0)) > 0)
+        while ((r = recv(c->nc.fd, drop, sizeof drop, 0)) > 0)
             ;
         if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             conn_free(c); /* the client closed too (or the connection failed) */
         return;
     }
-    if (c->write_wants_read) {
-        c->write_wants_read = false;
+    if (c->nc.write_wants_read) {
+        c->nc.write_wants_read = false;
         if (conn_flush(c) < 0 || c->out_len > c->out_off)
             return;
     }
@@ -1010,8 +933,8 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
         conn_handshake(c);
         return;
     }
-    if (c->read_wants_write) {
-        c->read_wants_write = false;
+    if (c->nc.read_wants_write) {
+        c->nc.read_wants_write = false;
         want_write(c, c->out_len > c->out_off);
         if (conn_read(c) < 0)
             return;
@@ -1020,7 +943,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
         if (conn_flush(c) < 0 || c->out_len > c->out_off)
             return;
         /* sent: requests that waited behind the reply (pipelined, or held by TLS) */
-        if (c->in_len > c->in_off || c->ssl)
+        if (c->in_len > c->in_off || c->nc.ssl)
             conn_read(c);
     }
 }
@@ -1033,13 +956,13 @@ static int conn_h2_handoff(httpd_conn_t *c, const char *data, size_t len)
         conn_free(c);
         return -1;
     }
-    evutil_socket_t fd = c->fd;
-    SSL *ssl = c->ssl;
+    evutil_socket_t fd = c->nc.fd;
+    SSL *ssl = c->nc.ssl;
     char peer[sizeof c->peer];
     memcpy(peer, c->peer, sizeof peer);
     /* the events on fd go before the HTTP/2 side adds its own */
-    c->fd = -1;
-    c->ssl = NULL;
+    c->nc.fd = -1;
+    c->nc.ssl = NULL;
     char *in = c->in;
     c->in = NULL;
     conn_unlink(c);
@@ -1059,10 +982,10 @@ typedef enum { WAITING_NOTHING, WAITING_PART, WAITING_WHOLE } waiting_t;
  * TCP only; TLS bytes are opaque: nothing). */
 static waiting_t request_waiting(const httpd_conn_t *c)
 {
-    if (c->ssl || c->fd < 0)
+    if (c->nc.ssl || c->nc.fd < 0)
         return WAITING_NOTHING;
     char peek[2048];
-    ssize_t n = recv(c->fd, peek, sizeof peek - 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = recv(c->nc.fd, peek, sizeof peek - 1, MSG_PEEK | MSG_DONTWAIT);
     if (n <= 0)
         return WAITING_NOTHING;
     peek[n] = '\0';
@@ -1180,18 +1103,13 @@ void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa
     httpd_conn_t *c = calloc(1, sizeof *c);
     if (c) {
         c->in = malloc(CONN_IN_INITIAL);
-        c->rev = event_new(h->base, fd, EV_READ | EV_PERSIST, on_read, c);
-        c->wev = event_new(h->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+        c->nc.fd = -1;
         c->timer = event_new(h->base, -1, 0, on_timer, c);
     }
-    if (!c || !c->in || !c->rev || !c->wev || !c->timer) {
+    if (!c || !c->in || !c->timer || netconn_init(&c->nc, h->base, fd, on_read, on_write, c)) {
         log_warn("httpd: port %u: cannot take a new connection (out of memory)", h->port);
         if (c) {
             free(c->in);
-            if (c->rev)
-                event_free(c->rev);
-            if (c->wev)
-                event_free(c->wev);
             if (c->timer)
                 event_free(c->timer);
             free(c);
@@ -1200,22 +1118,13 @@ void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa
         return;
     }
     c->h = h;
-    c->fd = fd;
     c->in_cap = CONN_IN_INITIAL;
     c->fresh = true;
     c->state = HC_IDLE;
     c->since_ms = c->last_io_ms = mono_ms();
-    char ip[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (sa->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
-        port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
-    } else if (sa->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
-        port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-    }
+    char ip[INET6_ADDRSTRLEN];
+    netconn_peer_name(sa, ip, sizeof ip, c->peer, sizeof c->peer);
     snprintf(c->addr, sizeof c->addr, "%s", ip);
-    snprintf(c->peer, sizeof c->peer, "%s:%u", ip, port);
     /* The reply goes in one write; without NODELAY a second segment (a large reply) would
      * wait for the client's delayed ACK. */
     int one = 1;
@@ -1227,21 +1136,17 @@ void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa
     h->nconn++;
     if (h->ssl_ctx) {
         char err[256];
-        c->ssl = tls_server_ssl_new(h->ssl_ctx, err, sizeof err);
-        if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
-            log_error("httpd: port %u: %s: TLS: %s", h->port, c->peer,
-                      c->ssl ? "SSL_set_fd failed" : err);
+        if (netconn_tls_accept(&c->nc, h->ssl_ctx, err, sizeof err)) {
+            log_error("httpd: port %u: %s: TLS: %s", h->port, c->peer, err);
             conn_free(c);
             return;
         }
-        SSL_set_mode(c->ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
-        SSL_set_accept_state(c->ssl);
         c->state = HC_HANDSHAKE;
     }
     log_debug("httpd: port %u: connection from %s, %zu open", h->port, c->peer, (size_t)h->nconn);
     if (!admit(c))
         return;
-    if (c->ssl && !c->reserve)
+    if (c->nc.ssl && !c->reserve)
         c->deadline_ms = c->since_ms + (int64_t)h->header_timeout_s * 1000;
     want_read(c, true);
     timer_arm(c);

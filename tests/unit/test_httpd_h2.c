@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
@@ -139,15 +140,21 @@ static SSL_CTX *self_signed_ctx(void)
     return ctx;
 }
 
-static httpd_thread_t *start(SSL_CTX *ctx, uint16_t *port)
+static httpd_thread_t *start_timeout(SSL_CTX *ctx, uint16_t *port, int timeout_s)
 {
-    httpd_options_t o = {.port = 0, .max_body_bytes = 1024, .ssl_ctx = ctx};
+    httpd_options_t o = {
+        .port = 0, .max_body_bytes = 1024, .ssl_ctx = ctx, .request_timeout_s = timeout_s};
     char err[256];
     httpd_thread_t *t = httpd_thread_start(&o, setup_routes, NULL, err, sizeof err);
     if (!t)
         fail_msg("%s", err);
     *port = httpd_port(httpd_thread_server(t));
     return t;
+}
+
+static httpd_thread_t *start(SSL_CTX *ctx, uint16_t *port)
+{
+    return start_timeout(ctx, port, 0);
 }
 
 /* ---- an HTTP/2 client: nghttp2's session over a socket, plain or TLS ---- */
@@ -566,6 +573,68 @@ static void test_responses_larger_than_the_socket_arrive_whole_and_in_order(void
     httpd_thread_stop(t);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The HTTP/2 side's idle limit (request_timeout_s) is a timer looked at lazily, not re-armed
+ * per read: a connection that keeps asking outlives the limit several times over, one that
+ * goes quiet is closed about the limit after its last byte. */
+static void test_h2c_connection_is_closed_after_the_idle_limit_and_kept_while_busy(void **state)
+{
+    (void)state;
+    uint16_t port;
+    httpd_thread_t *t = start_timeout(NULL, &port, 1);
+    h2c_t c = {.fd = connect_port(port)};
+    nghttp2_session_callbacks *cb;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_send_callback(cb, h2c_send);
+    nghttp2_session_callbacks_set_on_header_callback(cb, h2c_header);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, h2c_close);
+    nghttp2_session *s;
+    assert_int_equal(nghttp2_session_client_new(&s, cb, &c), 0);
+    nghttp2_session_callbacks_del(cb);
+    assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
+        {(uint8_t *)":path", (uint8_t *)"/api/v1/feeds/x", 5, 15, 0},
+        {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+        {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
+    };
+    /* 8 requests 400 ms apart: 3.2 s on one connection with a 1 s limit */
+    for (int r = 0; r < 8; r++) {
+        c.done = false;
+        c.status = 0;
+        assert_true(nghttp2_submit_request(s, NULL, nv, 4, NULL, NULL) > 0);
+        for (int i = 0; i < 200 && !c.done; i++) {
+            assert_int_equal(nghttp2_session_send(s), 0);
+            uint8_t buf[16384];
+            ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+            assert_true(n > 0);
+            assert_true(nghttp2_session_mem_recv(s, buf, (size_t)n) == n);
+        }
+        assert_true(c.done);
+        assert_int_equal(c.status, 200);
+        usleep(400 * 1000);
+    }
+    nghttp2_session_del(s);
+    /* quiet from here: the server closes it (recv sees the end) between 0.6 s (the last
+     * request was 0.4 s ago) and 2.5 s */
+    double t0 = now_s();
+    uint8_t buf[4096];
+    ssize_t n;
+    while ((n = recv(c.fd, buf, sizeof buf, 0)) > 0)
+        ;
+    double waited = now_s() - t0;
+    assert_int_equal(n, 0);
+    assert_true(waited >= 0.4 && waited < 2.5);
+    close(c.fd);
+    httpd_thread_stop(t);
+}
+
 int main(void)
 {
     log_setup("test_httpd_h2", getenv("NDD_TEST_LOG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_OFF, 0);
@@ -575,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_keep_alive_pipelined_requests_are_answered_in_order),
         cmocka_unit_test(test_connection_memo_is_kept_across_a_connections_requests),
         cmocka_unit_test(test_responses_larger_than_the_socket_arrive_whole_and_in_order),
+        cmocka_unit_test(test_h2c_connection_is_closed_after_the_idle_limit_and_kept_while_busy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
