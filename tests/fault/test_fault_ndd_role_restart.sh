@@ -43,8 +43,9 @@ grep -q '^ingress: stopped (exit 1), restarting in' <<<"$ready" || fail "/readyz
 say "ingress role failed and is being restarted: $(grep '^ingress:' <<<"$ready")"
 alarm=""
 for _ in $(seq 50); do
-    alarm=$(kcat -C -b "$B" -t "$EVENTS" -o beginning -e -q 2>/dev/null |
-        jq -c 'select(.type == "alarm" and .alarm == "role-restarted" and .resource == "ingress")' | head -n1)
+    # the topic may not exist yet (kcat fails): nothing found this time
+    alarm=$({ kcat -C -b "$B" -t "$EVENTS" -o beginning -e -q 2>/dev/null || true; } |
+        jq -c 'select(.type == "alarm" and .alarm == "role-restarted" and .resource == "ingress")' | head -n1 || true)
     [[ -n $alarm ]] && break
     sleep 0.2
 done
