@@ -58,6 +58,18 @@ struct bufferevent *conn_open(struct event_base *base, const conn_opts_t *o, cha
         freeaddrinfo(ai);
         return NULL;
     }
+    /* libevent moves at most 16 KiB per read or write call by default: a 54 KiB frame of 16
+     * copies took four writev calls (four trips through the TCP stack), and h2c's responses
+     * were read in 16 KiB pieces. A plain socket moves up to CONN_MAX_IO per call instead:
+     * the kernel takes what fits in the socket buffer, the rest waits for the next writable
+     * event as before, and the memory queued is still bounded by the transports' out_buf_max.
+     * Not over TLS: libevent's TLS writer calls SSL_write once per buffer piece and, with
+     * partial writes enabled (tls.c), goes on to the next piece after a partial one, so a
+     * piece must not exceed one record (16 KiB): then each call is one full-size record. */
+    if (!o->tls) {
+        (void)bufferevent_set_max_single_write(bev, CONN_MAX_IO);
+        (void)bufferevent_set_max_single_read(bev, CONN_MAX_IO);
+    }
     uint32_t cto = o->connect_timeout_ms ? o->connect_timeout_ms : 5000;
     struct timeval tv = {cto / 1000, (cto % 1000) * 1000};
     bufferevent_set_timeouts(bev, &tv, &tv);

@@ -12,6 +12,9 @@
 #include <event2/bufferevent.h>
 #include <openssl/ssl.h>
 
+/* The most bytes one read or write call on a connection moves (libevent's default: 16 KiB). */
+#define CONN_MAX_IO (1u << 20)
+
 typedef struct conn_opts {
     const char *host;
     const char *port;

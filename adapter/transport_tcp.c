@@ -416,8 +416,13 @@ static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void 
     }
     if (t->pcap)
         return ftx_send_pcap(t, payload, len, cookie);
-    uint8_t hdr[FRAME_HEADER_LEN];
-    memcpy(hdr, payload, sizeof hdr);
+    /* The frame's id and flags are set in the owner's buffer itself (they differ per
+     * connection; a retry on another connection sets them again), and the whole frame is
+     * referenced, not copied: one contiguous piece, so that over TLS it leaves as full-size
+     * records instead of a 16-byte record for the header and then the payload. The buffer
+     * stays valid until this frame is acked or failed and is in flight on one connection at
+     * a time; a teardown frees the socket buffer before failing anything. */
+    uint8_t *hdr = (uint8_t *)(uintptr_t)payload;
     uint64_t id = ++t->next_id;
     frame_set_id(hdr, id);
     uint16_t flags = (uint16_t)((hdr[FRAME_OFF_FLAGS] << 8) | hdr[FRAME_OFF_FLAGS + 1]);
@@ -427,12 +432,7 @@ static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void 
         flags |= FRAME_FLAG_ACK_REQUESTED;
     frame_set_flags(hdr, flags);
     struct evbuffer *out = bufferevent_get_output(t->bev);
-    /* The header is copied (it differs per connection); the payload is referenced, not
-     * copied: it stays valid until this frame is acked or failed, and a teardown frees the
-     * socket buffer before failing anything. */
-    if (evbuffer_add(out, hdr, sizeof hdr) < 0 ||
-        evbuffer_add_reference(out, payload + FRAME_HEADER_LEN, len - FRAME_HEADER_LEN, NULL,
-                               NULL) < 0) {
+    if (evbuffer_add_reference(out, payload, len, NULL, NULL) < 0) {
         ftx_schedule_teardown(t, "out of memory queueing a frame");
         t->next_id--;
         return -1;
