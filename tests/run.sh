@@ -174,7 +174,10 @@ start_stack() {
             NDD_TEST_KAFKA_SSL=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_SSL:-}")
             NDD_TEST_KAFKA_SASL=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_SASL:-}")
             NDD_TEST_KAFKA_CLIENTS=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_CLIENTS:-}")
+            # The stack's directory (its broker's pid), for the benchmarks' smoke tests.
+            NDD_TEST_STACK_DIR=$STACK_DIR
             export NDD_TEST_KAFKA NDD_TEST_PG NDD_TEST_KAFKA_SSL NDD_TEST_KAFKA_SASL NDD_TEST_KAFKA_CLIENTS
+            export NDD_TEST_STACK_DIR
             echo "NDD_TEST_KAFKA=$NDD_TEST_KAFKA"
             echo "NDD_TEST_PG=$NDD_TEST_PG"
             echo "NDD_TEST_KAFKA_SSL=$NDD_TEST_KAFKA_SSL NDD_TEST_KAFKA_SASL=$NDD_TEST_KAFKA_SASL"
@@ -193,6 +196,7 @@ for l in integration e2e fault image; do label_wanted "$l" && NEED_STACK=1; done
 if ((NEED_STACK)); then
     note "private stack"
     unset NDD_TEST_KAFKA NDD_TEST_PG NDD_TEST_KAFKA_SSL NDD_TEST_KAFKA_SASL NDD_TEST_KAFKA_CLIENTS
+    unset NDD_TEST_STACK_DIR
     check "stack:start" start_stack || echo "run.sh: no stack; integration and e2e tests will fail" >&2
 fi
 

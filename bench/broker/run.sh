@@ -9,6 +9,7 @@
 # configurations, alternating.
 #
 #   bench/broker/run.sh --stack-dir D [--build DIR] [--rate N] [--duration S] [--rounds R]
+#                       [--warmup S (20)]
 #                       [--config 'LABEL|producer k=v,...|consumer k=v,...']...
 #
 # D is a running deploy/local/stack.sh stack (its env and kafka/kafka.pid), used by nobody
@@ -21,6 +22,7 @@ STACK=""
 RATE=10000
 DURATION=10
 ROUNDS=2
+WARMUP=20
 CONFIGS=()
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -29,8 +31,9 @@ while [[ $# -gt 0 ]]; do
     --rate) RATE=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
     --config) CONFIGS+=("$2"); shift 2 ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 [[ -n $STACK && -f $STACK/env && -f $STACK/kafka/kafka.pid ]] || { echo "--stack-dir: no running stack there" >&2; exit 2; }
@@ -91,7 +94,7 @@ run() {
 }
 
 echo "broker CPU per copy: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), rate $RATE/s for $DURATION s, $ROUNDS rounds; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-run warm-up "" "fetch.wait.max.ms=100" "$RATE" 20 >/dev/null
+run warm-up "" "fetch.wait.max.ms=100" "$RATE" "$WARMUP" >/dev/null
 for r in $(seq "$ROUNDS"); do
     for c in "${CONFIGS[@]}"; do
         IFS='|' read -r label pprops cprops <<<"$c"
