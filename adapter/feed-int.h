@@ -156,6 +156,7 @@ struct feed {
      * bufs_free_max, beyond which a released delivery's buffer is freed. */
     uint64_t held_bytes, held_bytes_max;
     uint64_t buf_inuse, buf_free_bytes, bufs_free_max;
+    size_t batch_hint; /* encoded size of the last batch closed: a new buffer's first size */
     bool paused;
     bool repause;
     uint64_t full_since; /* when the feed became full (0: not full) */

@@ -85,6 +85,7 @@ void feed_close_filling(feed_t *f)
         feed_delivery_release(f, d, true);
         return;
     }
+    f->batch_hint = d->buf.len;
     feed_delivery_count_buf(f, d);
     feed_dispatch(f, d);
 }
