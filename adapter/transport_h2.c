@@ -71,14 +71,6 @@ struct h2 {
     unsigned pending;             /* requests not yet reported */
     const struct timeval *tv_req; /* common timeout for requests */
     struct event *close_ev;       /* deferred teardown */
-    /* h2c (no TLS): the output is written straight to the socket once per loop turn (wr_ev,
-     * activated by the turn's first flush) and the bufferevent's write event is enabled only
-     * while the kernel refuses bytes. libevent otherwise arms and disarms EPOLLOUT around
-     * every burst of requests: two epoll_ctl calls per write, a quarter of the feed thread's
-     * system calls at one copy per request (measured: 25,555 epoll_ctl for 100,000 copies). */
-    bool direct;
-    bool wr_due;
-    struct event *wr_ev;
     char close_reason[320];
     char authority[300];
     char scheme[8];
@@ -164,10 +156,6 @@ static void h2_flush(h2_t *t)
         }
     }
     t->in_ng = false;
-    if (t->direct && !t->wr_due && evbuffer_get_length(out) > 0) {
-        t->wr_due = true;
-        event_active(t->wr_ev, 0, 0);
-    }
     if (!nghttp2_session_want_read(t->sess) && !nghttp2_session_want_write(t->sess) &&
         evbuffer_get_length(out) == 0) {
         char why[200];
@@ -342,44 +330,6 @@ static void h2_writecb(struct bufferevent *bev, void *arg)
     h2_flush(t);
     if (t->state == H2_UP && t->ev.on_writable)
         t->ev.on_writable(t->owner);
-    if (t->direct && t->state == H2_UP && t->bev &&
-        evbuffer_get_length(bufferevent_get_output(t->bev)) == 0)
-        bufferevent_disable(t->bev, EV_WRITE); /* drained: back to direct writes */
-}
-
-/* The turn's direct write (h2c): everything queued goes to the socket in one writev; what the
- * kernel does not take is left to the bufferevent's write event until it drained. */
-static void h2_direct_writecb(evutil_socket_t fd, short what, void *arg)
-{
-    h2_t *t = arg;
-    t->wr_due = false;
-    if (t->state != H2_UP || !t->bev)
-        return;
-    struct evbuffer *out = bufferevent_get_output(t->bev);
-    size_t before = evbuffer_get_length(out);
-    if (before == 0)
-        return;
-    if (evbuffer_write(out, bufferevent_getfd(t->bev)) < 0 && errno != EAGAIN &&
-        errno != EWOULDBLOCK && errno != EINTR) {
-        char why[200];
-        snprintf(why, sizeof why, "connection error: %s (endpoint %s)", strerror(errno),
-                 t->cfg.endpoint);
-        h2_schedule_teardown(t, why);
-        return;
-    }
-    if (evbuffer_get_length(out) > 0) {
-        bufferevent_enable(t->bev, EV_WRITE);
-        return;
-    }
-    if (bufferevent_get_enabled(t->bev) & EV_WRITE)
-        bufferevent_disable(t->bev, EV_WRITE);
-    /* Room again: nghttp2 may hold more frames (the flush stops at out_buf_max), and the
-     * owner may have requests waiting for capacity. */
-    if (before >= t->cfg.out_buf_max / 2) {
-        h2_flush(t);
-        if (t->state == H2_UP && t->ev.on_writable)
-            t->ev.on_writable(t->owner);
-    }
 }
 
 static int h2_on_error(nghttp2_session *s, int lib_error_code, const char *msg, size_t len,
@@ -441,8 +391,6 @@ static void h2_eventcb(struct bufferevent *bev, short what, void *arg)
         t->goaway = false;
         bufferevent_setwatermark(bev, EV_WRITE, t->cfg.out_buf_max / 2, 0);
         bufferevent_enable(bev, EV_READ | EV_WRITE);
-        if (t->direct)
-            bufferevent_disable(bev, EV_WRITE); /* h2_direct_writecb writes */
         log_info("feed %s: connected to %s (HTTP/2%s)", t->cfg.feed, t->cfg.endpoint,
                  t->cfg.use_tls ? " over TLS" : ", h2c");
         h2_flush(t);
@@ -545,11 +493,9 @@ static transport_t *h2_create(struct event_base *base, const transport_config_t 
     t->n_reqs = t->cfg.max_in_flight;
     t->reqs = calloc(t->n_reqs, sizeof *t->reqs);
     t->close_ev = event_new(base, -1, 0, h2_close_evcb, t);
-    t->direct = !t->cfg.use_tls; /* TLS writes go through OpenSSL's bufferevent */
-    t->wr_ev = event_new(base, -1, 0, h2_direct_writecb, t);
     struct timeval tv = {t->cfg.timeout_ms / 1000, (t->cfg.timeout_ms % 1000) * 1000};
     t->tv_req = event_base_init_common_timeout(base, &tv);
-    if (!t->reqs || !t->close_ev || !t->wr_ev || !t->tv_req) {
+    if (!t->reqs || !t->close_ev || !t->tv_req) {
         snprintf(err, errlen, "out of memory");
         transport_h2_ops.destroy(&t->base);
         return NULL;
@@ -684,8 +630,6 @@ static void h2_destroy(transport_t *base)
     free(t->reqs);
     if (t->close_ev)
         event_free(t->close_ev);
-    if (t->wr_ev)
-        event_free(t->wr_ev);
     free(t);
 }
 
