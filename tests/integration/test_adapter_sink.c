@@ -207,6 +207,83 @@ static void test_batched_frames_to_ndd_sink_every_seq(void **state)
               5000);
 }
 
+/* Ten h2c feeds of one process on one slow sink (5 ms per answer), each with a topic of its
+ * own: every copy of every feed arrives. The feeds share the process's event loops and the
+ * sink's connection limits, which a single-feed case never exercises. (It does not reproduce
+ * the stall of the reverted direct h2c socket writes, e95a4fe, which showed with ten feeds
+ * on one topic at 20,000 copies each in bench/adapter/run.sh.) */
+#define MULTI_FEEDS 10
+#define MULTI_COPIES 1000
+static void test_ten_h2c_feeds_on_one_slow_sink_deliver_every_copy(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ndd-adsink-multi-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char topics[MULTI_FEEDS][128], feeds[MULTI_FEEDS][96];
+    int dport = atu_free_port(27100, 27999), sm = atu_free_port(27100, 27999),
+        am = atu_free_port(27100, 27999);
+    char bin[600], ds[16], sms[16], exp[32], slog[700], alog[700], file[700];
+    snprintf(bin, sizeof bin, "%s/bench/sink/ndd-sink", NDD_BINARY_DIR);
+    snprintf(ds, sizeof ds, "%d", dport);
+    snprintf(sms, sizeof sms, "%d", sm);
+    snprintf(exp, sizeof exp, "%d", MULTI_FEEDS * MULTI_COPIES);
+    snprintf(slog, sizeof slog, "%s/sink.log", dir);
+    snprintf(alog, sizeof alog, "%s/adapter.log", dir);
+    snprintf(file, sizeof file, "%s/feeds.json", dir);
+    char *argv[] = {bin,          "--h2-port", ds,  "--metrics-port", sms, "--expect", exp,
+                    "--delay-ms", "5",         NULL};
+    pid_t sink = atu_spawn(argv, slog);
+    assert_true(sink > 0);
+    if (!atu_wait_port(dport, 5000) || !atu_wait_port(sm, 5000))
+        fail_msg("ndd-sink did not start (log %s)", slog);
+    char doc[8000];
+    size_t o = (size_t)snprintf(doc, sizeof doc, "{\"feeds\":[");
+    for (int i = 0; i < MULTI_FEEDS; i++) {
+        ktu_unique_name("adsink-multi", topics[i], sizeof topics[i]);
+        ktu_unique_name("feed-multi", feeds[i], sizeof feeds[i]);
+        assert_int_equal(ktu_create_topic(topics[i], 3), 0);
+        /* disjoint @seq ranges: the sink counts distinct copies over all feeds */
+        assert_int_equal(
+            atu_produce_copies(topics[i], (uint64_t)i * MULTI_COPIES, MULTI_COPIES, 3400), 0);
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "%s{\"name\":\"%s\",\"source_topic\":\"%s\",\"transport\":\"http2\","
+                              "\"encoding\":\"json\",\"endpoints\":[{\"url\":\"http://"
+                              "127.0.0.1:%d/ingest\"}],\"delivery\":{\"max_in_flight\":64}}",
+                              i ? "," : "", feeds[i], topics[i], dport);
+        assert_true(o < sizeof doc);
+    }
+    snprintf(doc + o, sizeof doc - o, "]}");
+    assert_int_equal(atu_write_file(file, doc), 0);
+    pid_t ad = atu_start_adapter(file, am, alog, NULL);
+    assert_true(ad > 0);
+    uint64_t t0 = atu_now_ms();
+    bool complete = false;
+    json_t *sum = NULL;
+    while (!complete && atu_now_ms() - t0 < 90000) {
+        usleep(200000);
+        json_decref(sum);
+        sum = sink_summary(sm);
+        complete = sum && json_is_true(json_object_get(sum, "complete"));
+    }
+    if (!complete) {
+        char *txt = sum ? json_dumps(sum, 0) : NULL;
+        char why[1024];
+        snprintf(why, sizeof why, "%s", txt ? txt : "(no summary)");
+        free(txt);
+        json_decref(sum);
+        fail_msg("sink never complete with %d feeds (adapter log %s): %s", MULTI_FEEDS, alog, why);
+    }
+    assert_int_equal(json_integer_value(json_object_get(sum, "unique")),
+                     MULTI_FEEDS * MULTI_COPIES);
+    assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
+    json_decref(sum);
+    atu_stop(ad, SIGTERM);
+    atu_stop(sink, SIGTERM);
+    for (int i = 0; i < MULTI_FEEDS; i++)
+        ktu_delete_topic(topics[i]);
+    atu_remove_tree(dir);
+}
+
 int main(void)
 {
     log_setup("test_adapter_sink", LOG_LEVEL_WARN, 0);
@@ -219,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_batched_frames_to_ndd_sink_every_seq),
         cmocka_unit_test(test_batched_h2c_json_arrays_to_ndd_sink_every_seq),
         cmocka_unit_test(test_tiny_memory_budget_still_drains_backlog),
+        cmocka_unit_test(test_ten_h2c_feeds_on_one_slow_sink_deliver_every_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
