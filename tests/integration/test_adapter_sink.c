@@ -29,6 +29,31 @@ static json_t *sink_summary(int mport)
     return j;
 }
 
+/* Polls the sink's summary until it says complete, for at most timeout_ms; fails the test
+ * (naming the adapter's log and the last summary) otherwise. The caller frees the summary. */
+static json_t *sink_wait_complete(int sm, uint64_t timeout_ms, const char *alog)
+{
+    uint64_t t0 = atu_now_ms();
+    bool complete = false;
+    json_t *sum = NULL;
+    while (!complete && atu_now_ms() - t0 < timeout_ms) {
+        usleep(200000);
+        json_decref(sum);
+        sum = sink_summary(sm);
+        complete = sum && json_is_true(json_object_get(sum, "complete"));
+    }
+    if (!complete) {
+        /* fail_msg does not return: free the summary first, keep its text on the stack. */
+        char *txt = sum ? json_dumps(sum, 0) : NULL;
+        char why[1024];
+        snprintf(why, sizeof why, "%s", txt ? txt : "(no summary)");
+        free(txt);
+        json_decref(sum);
+        fail_msg("sink never complete (adapter log %s): %s", alog, why);
+    }
+    return sum;
+}
+
 /* The value of the adapter's metric line `name{feed="feed"}`, or -1 when absent. */
 static double adapter_metric(int aport, const char *name, const char *feed)
 {
@@ -115,24 +140,7 @@ static void sink_case_rw(const char *transport, const char *encoding, const char
         if (!atu_wait_port(dport, 5000) || !atu_wait_port(sm, 5000))
             fail_msg("ndd-sink did not start (log %s)", slog);
     }
-    uint64_t t0 = atu_now_ms();
-    bool complete = false;
-    json_t *sum = NULL;
-    while (!complete && atu_now_ms() - t0 < 60000) {
-        usleep(200000);
-        json_decref(sum);
-        sum = sink_summary(sm);
-        complete = sum && json_is_true(json_object_get(sum, "complete"));
-    }
-    if (!complete) {
-        /* fail_msg does not return: free the summary first, keep its text on the stack. */
-        char *txt = sum ? json_dumps(sum, 0) : NULL;
-        char why[1024];
-        snprintf(why, sizeof why, "%s", txt ? txt : "(no summary)");
-        free(txt);
-        json_decref(sum);
-        fail_msg("sink never complete (adapter log %s): %s", alog, why);
-    }
+    json_t *sum = sink_wait_complete(sm, 60000, alog);
     assert_int_equal(json_integer_value(json_object_get(sum, "unique")), (json_int_t)n);
     assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
     /* The feed holds the topic's three partitions (one process in the group). */
@@ -217,7 +225,7 @@ static void test_batched_frames_to_ndd_sink_every_seq(void **state)
 static void test_ten_h2c_feeds_on_one_slow_sink_deliver_every_copy(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/ndd-adsink-multi-XXXXXX";
+    char dir[] = "/tmp/ndd-adsink-multi-XXXXXX"; /* a mkdtemp template */
     assert_non_null(mkdtemp(dir));
     char topics[MULTI_FEEDS][128], feeds[MULTI_FEEDS][96];
     int dport = atu_free_port(27100, 27999), sm = atu_free_port(27100, 27999),
@@ -256,23 +264,7 @@ static void test_ten_h2c_feeds_on_one_slow_sink_deliver_every_copy(void **state)
     assert_int_equal(atu_write_file(file, doc), 0);
     pid_t ad = atu_start_adapter(file, am, alog, NULL);
     assert_true(ad > 0);
-    uint64_t t0 = atu_now_ms();
-    bool complete = false;
-    json_t *sum = NULL;
-    while (!complete && atu_now_ms() - t0 < 90000) {
-        usleep(200000);
-        json_decref(sum);
-        sum = sink_summary(sm);
-        complete = sum && json_is_true(json_object_get(sum, "complete"));
-    }
-    if (!complete) {
-        char *txt = sum ? json_dumps(sum, 0) : NULL;
-        char why[1024];
-        snprintf(why, sizeof why, "%s", txt ? txt : "(no summary)");
-        free(txt);
-        json_decref(sum);
-        fail_msg("sink never complete with %d feeds (adapter log %s): %s", MULTI_FEEDS, alog, why);
-    }
+    json_t *sum = sink_wait_complete(sm, 90000, alog);
     assert_int_equal(json_integer_value(json_object_get(sum, "unique")),
                      MULTI_FEEDS * MULTI_COPIES);
     assert_int_equal(json_integer_value(json_object_get(sum, "missing")), 0);
