@@ -292,7 +292,7 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
             m.body = (codec_slice_t){rkm->payload ? rkm->payload : "", rkm->len};
         }
     } else {
-        cr = codec_decode(&m, rkm, &cerr);
+        cr = codec_decode_main_limited(&m, rkm, NULL, &cerr);
     }
     if (cr == CODEC_OK && f->filter) {
         int rule;

@@ -20,6 +20,9 @@ static const config_spec_t agg_specs[] = {
     {"topic", CONFIG_STRING, NULL, "NF topic to consume (default: the NF type)", 0, AT(topic)},
     {"group", CONFIG_STRING, NULL, "consumer group (default: ndd-agg-<nf-type>)", 0, AT(group)},
     {"main-topic", CONFIG_STRING, "MAIN", "topic the accepted copies go to", 0, AT(main_topic)},
+    {"main-format", CONFIG_STRING, "headers", "form of the MAIN records: headers (every field a "
+     "Kafka header, as consumed) or frame (the value one NDD frame holding key, fields and body)",
+     0, AT(main_format)},
     {"dlq-topic", CONFIG_STRING, "ndd.dlq.aggregation", "dead-letter topic for refused copies", 0,
      AT(dlq_topic)},
     {"create-topics", CONFIG_BOOL, "true",

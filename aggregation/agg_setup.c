@@ -44,6 +44,10 @@ int agg_setup_check(daemon_t *d, FILE *out, char *err, size_t errlen)
                  (unsigned long long)s->max_body);
         return -1;
     }
+    if (strcmp(s->main_format, "headers") && strcmp(s->main_format, "frame")) {
+        snprintf(err, errlen, "main-format: \"%s\" is not one of headers frame", s->main_format);
+        return -1;
+    }
     if (s->filter_file && agg_check_filter(s->filter_file, out, err, errlen))
         return -1;
     if (out) /* the group the worker will join: agg_worker_new's default, spelled out */
@@ -120,6 +124,7 @@ agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter
         .dlq_topic = s->dlq_topic,
         .props = d->props,
         .n_props = d->n_props,
+        .main_frame = strcmp(s->main_format, "frame") == 0,
         .max_inflight = (uint32_t)s->max_inflight,
         .batch = (uint32_t)s->batch,
         .cooperative = s->cooperative,

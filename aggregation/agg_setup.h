@@ -18,6 +18,7 @@ typedef struct agg_settings {
     bool create_topics, cooperative;
     int64_t main_partitions, dlq_partitions;
     const char *filter_file, *config_topic, *ingress_filter, *events_topic, *instance;
+    const char *main_format; /* "headers" | "frame" (docs/message-format.md) */
     int64_t heartbeat_ms, produce_alarm_ms, filter_check_ms, shutdown_timeout_ms;
     int64_t revoke_flush_ms, max_inflight, batch;
     uint64_t max_body;

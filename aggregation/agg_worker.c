@@ -6,7 +6,12 @@
  * message and re-used for the produced one. A slot moves through
  *   NEW (consumed, in the FIFO) -> READY (decoded, headers prepared, offset taken)
  *   -> PRODUCED (owned by librdkafka) -> delivery report -> offset done -> slot free.
- * The FIFO keeps consumption order, so records of one key leave in the order they came. */
+ * The FIFO keeps consumption order, so records of one key leave in the order they came.
+ *
+ * With main-format frame a MAIN record's value is instead one NDD frame built in the slot's own
+ * buffer (kept across uses of the slot, so no allocation per copy): librdkafka's producer then
+ * handles a record without headers, which costs it about a third of one with twenty
+ * (docs/benchmarks.md), and every reader of MAIN skips the header parse too. */
 #include "agg_worker.h"
 
 #include <errno.h>
@@ -20,6 +25,7 @@
 #include "buf.h"
 #include "codec.h"
 #include "filter.h"
+#include "frame.h"
 #include "kafka_wake.h"
 #include "log.h"
 #include "partitions.h"
@@ -27,6 +33,9 @@
 
 #define AGG_MAX_PARTITIONS 65536
 #define AGG_REASON_PRODUCE "produce-refused"
+/* A slot's frame buffer is kept for the next copy up to this size; a larger one (a copy with a
+ * body near max-body) is freed, so the pool holds at most slots x this when idle. */
+#define AGG_FRAME_KEEP (64u * 1024u)
 
 typedef enum agg_slot_state {
     AGG_SLOT_FREE = 0,
@@ -43,15 +52,20 @@ typedef enum agg_dest {
 typedef struct agg_slot {
     rd_kafka_message_t *src;  /* consumed record; value and key are produced from it */
     rd_kafka_headers_t *hdrs; /* prepared headers (READY), NULL otherwise */
+    buf_t frame;              /* the MAIN value in the frame form (framed), kept across uses */
     struct agg_slot *next;    /* free list or FIFO link */
     uint64_t ticket;          /* partitions_track ticket */
     int64_t t_produce_ns;
+    int64_t offset; /* of the consumed record (src is released early in the frame form) */
     uint32_t epoch; /* partition epoch at take time; a revoke bumps it */
     int32_t partition;
     uint8_t state;
     uint8_t dest;
     uint8_t body_dropped; /* DLQ retry without the value (it was too large) */
-    int8_t reason;        /* codec_reason_t of a DLQ record, -1 for produce-refused */
+    uint8_t framed;       /* MAIN record whose value is `frame` (no headers) */
+    uint16_t fkey_len;    /* the key inside `frame`, at fkey_off */
+    uint32_t fkey_off;
+    int8_t reason; /* codec_reason_t of a DLQ record, -1 for produce-refused */
 } agg_slot_t;
 
 /* What aggregation keeps per partition beyond the ledger's bookkeeping (zeroed at every new
@@ -130,7 +144,12 @@ static void agg_slot_put(agg_worker_t *w, agg_slot_t *s)
         rd_kafka_message_destroy(s->src);
     if (s->hdrs)
         rd_kafka_headers_destroy(s->hdrs);
+    buf_t frame = s->frame;
+    if (frame.cap > AGG_FRAME_KEEP)
+        buf_free(&frame);
+    buf_reset(&frame);
     memset(s, 0, sizeof(*s));
+    s->frame = frame;
     s->next = w->free_list;
     w->free_list = s;
     w->n_free++;
@@ -286,7 +305,7 @@ static int agg_make_dlq(agg_worker_t *w, agg_slot_t *s, const codec_error_t *cer
                         const char *reason_override)
 {
     char origin[300];
-    codec_format_origin(origin, sizeof(origin), w->in_topic, s->src->partition, s->src->offset);
+    codec_format_origin(origin, sizeof(origin), w->in_topic, s->partition, s->offset);
     if (codec_dlq_headers(s->hdrs, cerr, origin))
         return -1;
     if (reason_override &&
@@ -306,6 +325,8 @@ static int agg_make_dlq(agg_worker_t *w, agg_slot_t *s, const codec_error_t *cer
 static int agg_retry_ladder(agg_worker_t *w, agg_slot_t *s, rd_kafka_resp_err_t e)
 {
     metrics_counter_inc(w->m.produce_errors);
+    if (s->framed && s->dest == AGG_DEST_MAIN)
+        s->hdrs = rd_kafka_headers_new(8); /* dead-lettered in the frame form: value the frame */
     bool ok = s->hdrs != NULL;
     if (ok && s->dest == AGG_DEST_MAIN) {
         codec_error_t ce = {.reason = CODEC_ERR_BAD_VALUE};
@@ -324,8 +345,8 @@ static int agg_retry_ladder(agg_worker_t *w, agg_slot_t *s, rd_kafka_resp_err_t 
         return 0;
     log_error("aggregation %s: record %s [%d] offset %lld could not be written to %s nor %s: "
               "%s; stopping without storing its offset",
-              w->cfg.nf_type, w->in_topic, (int)s->src->partition, (long long)s->src->offset,
-              w->main_topic, w->dlq_topic, rd_kafka_err2str(e));
+              w->cfg.nf_type, w->in_topic, (int)s->partition, (long long)s->offset, w->main_topic,
+              w->dlq_topic, rd_kafka_err2str(e));
     w->fatal = true;
     return -1;
 }
@@ -359,7 +380,9 @@ static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messag
     }
     /* librdkafka keeps the headers it was given: the next attempt gets a copy. */
     rd_kafka_headers_t *h = NULL;
-    if (rd_kafka_message_headers(rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h)
+    if (s->framed && s->dest == AGG_DEST_MAIN)
+        ; /* a frame has no headers: the ladder gives its dead-letter record new ones */
+    else if (rd_kafka_message_headers(rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h)
         s->hdrs = rd_kafka_headers_copy(h);
     else
         s->hdrs = rd_kafka_headers_new(8);
@@ -384,6 +407,32 @@ static int agg_header_put(rd_kafka_headers_t *h, const codec_msg_t *cm, codec_me
                    RD_KAFKA_RESP_ERR_NO_ERROR
                ? 0
                : -1;
+}
+
+/* Builds the frame form of a MAIN record into the slot: the decoded copy with the enrichment
+ * fields set (the frame writes every field once, in the codec's order, so a value the copy
+ * already carried is replaced, not repeated). The consumed record and its parsed headers are
+ * released at once: the frame holds all the record needs, and librdkafka frees a fetch
+ * response's buffer when its last record goes, so the in-flight copies no longer hold the
+ * fetched bytes too (RSS). */
+static int agg_frame(agg_slot_t *s, codec_msg_t *cm, const char *ts, size_t tlen, const char *seq,
+                     size_t qlen, const char *origin, size_t olen)
+{
+    cm->meta[CODEC_META_AGG_TIMESTAMP] = (codec_slice_t){ts, tlen};
+    cm->meta[CODEC_META_AGG_SEQ] = (codec_slice_t){seq, qlen};
+    cm->meta[CODEC_META_ORIGIN] = (codec_slice_t){origin, olen};
+    buf_reset(&s->frame);
+    if (frame_build_copy(&s->frame, cm))
+        return -1;
+    /* The record ends with u32 key length | key | u32 body length | body. */
+    s->fkey_len = (uint16_t)cm->key.len;
+    s->fkey_off = (uint32_t)(s->frame.len - cm->body.len - 4 - cm->key.len);
+    s->framed = 1;
+    rd_kafka_headers_destroy(s->hdrs);
+    s->hdrs = NULL;
+    rd_kafka_message_destroy(s->src);
+    s->src = NULL;
+    return 0;
 }
 
 /* Decides what a NEW slot becomes: AGG_GO when it is READY to produce, AGG_FINISHED when
@@ -441,6 +490,14 @@ static int agg_prepare(agg_worker_t *w, agg_slot_t *s, const filter_t *flt, cons
         char seq[BUF_DEC_MAX];
         agg_part_t *p = partitions_user(w->ledger, m->partition);
         size_t qlen = buf_format_u64(seq, p->seq + 1);
+        if (w->cfg.main_frame) {
+            if (agg_frame(s, &cm, ts, tlen, seq, qlen, origin, olen > 0 ? (size_t)olen : 0))
+                goto nomem;
+            p->seq++;
+            s->dest = AGG_DEST_MAIN;
+            s->state = AGG_SLOT_READY;
+            return AGG_GO;
+        }
         /* A copy keyed only by its key gets the header too; one with only the header gets
          * it as key at produce time (agg_produce_key), so MAIN records carry both. */
         if ((codec_msg_cid_needs_header(&cm) &&
@@ -468,6 +525,11 @@ nomem:
  * holds now, so a retry with copied headers finds it too). librdkafka copies the key. */
 static void agg_produce_key(const agg_slot_t *s, const void **key, size_t *len)
 {
+    if (s->framed) {
+        *key = s->frame.data + s->fkey_off;
+        *len = s->fkey_len;
+        return;
+    }
     const rd_kafka_message_t *m = s->src;
     *key = m->key;
     *len = m->key_len;
@@ -489,9 +551,10 @@ static int agg_produce(agg_worker_t *w, agg_slot_t *s, int64_t now_ns)
         const void *key;
         size_t key_len;
         agg_produce_key(s, &key, &key_len);
+        const void *value = s->body_dropped ? NULL : s->framed ? s->frame.data : m->payload;
+        size_t value_len = s->body_dropped ? 0 : s->framed ? s->frame.len : m->len;
         kafka_produce_result_t r =
-            kafka_produce(w->producer, topic, RD_KAFKA_PARTITION_UA, key, key_len,
-                          s->body_dropped ? NULL : m->payload, s->body_dropped ? 0 : m->len,
+            kafka_produce(w->producer, topic, RD_KAFKA_PARTITION_UA, key, key_len, value, value_len,
                           s->hdrs, KAFKA_VALUE_BORROW, s, &e);
         if (r == KAFKA_PRODUCE_OK) {
             s->hdrs = NULL; /* librdkafka owns them now */
@@ -690,6 +753,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         goto fail;
     }
     for (uint32_t i = w->n_slots; i-- > 0;) {
+        (void)buf_init(&w->slots[i].frame, 0, (size_t)UINT32_MAX); /* allocates nothing */
         w->slots[i].next = w->free_list;
         w->free_list = &w->slots[i];
     }
@@ -818,6 +882,7 @@ static void agg_on_message(void *owner, rd_kafka_message_t *m)
     }
     s->src = m;
     s->partition = m->partition;
+    s->offset = m->offset;
     s->epoch = partitions_epoch(w->ledger, m->partition);
     s->state = AGG_SLOT_NEW;
     agg_fifo_push(w, s);
@@ -941,6 +1006,7 @@ void agg_worker_free(agg_worker_t *w)
             rd_kafka_message_destroy(w->slots[i].src);
         if (w->slots[i].hdrs)
             rd_kafka_headers_destroy(w->slots[i].hdrs);
+        buf_free(&w->slots[i].frame);
     }
     free(w->slots);
     partitions_free(w->ledger);

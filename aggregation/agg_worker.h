@@ -26,6 +26,9 @@ typedef struct agg_config {
     const char *client_id;     /* NULL: "ndd-aggregation-<nf_type>" */
     const kafka_prop_t *props; /* kafka.* pass-through, applied to consumer and producer */
     size_t n_props;
+    /* MAIN records in the frame form (docs/message-format.md): the value is one NDD frame
+     * holding the key, every field and the body, and the record has no Kafka headers. */
+    bool main_frame;
     uint32_t max_inflight; /* records consumed but not yet acknowledged */
     uint32_t batch;        /* records taken per consumer poll (at most max_inflight) */
     bool cooperative;      /* cooperative-sticky instead of eager rebalancing */

@@ -6,6 +6,7 @@
 #
 #   bench/compare.sh [--build DIR] [--bootstrap HOST:PORT] [--count N] [--modes LIST]
 #                    [--agg-count N] [--no-aggregation] [--callgrind N]
+#                    [--main-format headers|frame]
 #   bench/run.sh --profile compare [--build DIR] ...   (the same, started a stack if needed)
 #
 # Modes: h2c (one copy per HTTP/2 request), h2c-batch (batch_max 64), tcp (binary frames,
@@ -16,6 +17,10 @@
 # acknowledged every copy, read from /proc (insensitive to waiting for a CPU, unlike rates per
 # wall second). The consume baseline counts from its first record (no join), so the ratio is
 # slightly in the baseline's favour.
+# --main-format frame: the adapter reads MAIN as ndd-aggregation writes it with main-format
+# frame (docs/message-format.md): the backlog is passed through ndd-aggregation first, and
+# every mode (the consume baseline too) reads that topic. Default headers: the backlog as the
+# simulator wrote it, the header form every NF topic has.
 # --callgrind N additionally runs each adapter mode under valgrind --tool=callgrind on the
 # first N copies of the topic and prints instructions per copy (repeatable on a loaded
 # machine; the figure includes start-up, divided over N).
@@ -31,6 +36,7 @@ AGG_COUNT=""
 MODES="h2c,h2c-batch,tcp,tls,baseline,h2load"
 AGG=1
 CALLGRIND=0
+MAIN_FORMAT=headers
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -40,6 +46,7 @@ while [[ $# -gt 0 ]]; do
     --modes) MODES=$2; shift 2 ;;
     --no-aggregation) AGG=0; shift ;;
     --callgrind) CALLGRIND=$2; shift 2 ;;
+    --main-format) MAIN_FORMAT=$2; shift 2 ;;
     -h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare: unknown option $1" >&2; exit 2 ;;
     esac
@@ -85,6 +92,25 @@ TOPIC="${prefix}SCP"
 echo "backlog: $COUNT copies of 3,400 B on $TOPIC (3 partitions)"
 "$NFSIM" --bootstrap "$BOOT" --count "$COUNT" --size 3400 --nf-mix SCP=1 \
     --topic-prefix "$prefix" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+if [[ $MAIN_FORMAT != headers ]]; then
+    GP=$("$ROOT/deploy/local/stack.sh" free-ports 1)
+    "$BUILD/aggregation/ndd-aggregation" --bootstrap "$BOOT" --nf-type SCP --topic "$TOPIC" \
+        --main-topic "${prefix}MAIN" --dlq-topic "${prefix}DLQ" --group "${prefix}agg" \
+        --config-topic= --events-topic= --http.port "$GP" --main-format "$MAIN_FORMAT" \
+        --log.level warn >"$WORK/aggregation.log" 2>&1 &
+    GPID=$!
+    PIDS+=($GPID)
+    produced() {
+        curl -s "127.0.0.1:$GP/metrics" |
+            awk '/^ndd_aggregation_messages_produced_total/ {s+=$2} END {print s+0}'
+    }
+    deadline=$((SECONDS + 300))
+    while [[ $(produced) -lt $COUNT && $SECONDS -lt $deadline ]]; do sleep 0.2; done
+    echo "backlog: $(produced) copies through ndd-aggregation (main-format $MAIN_FORMAT) on ${prefix}MAIN"
+    kill $GPID
+    wait $GPID 2>/dev/null || true
+    TOPIC="${prefix}MAIN"
+fi
 
 feed_json() { # name transport encoding url delivery extra
     echo "{\"feeds\":[{\"name\":\"$1\",\"source_topic\":\"$TOPIC\",\"transport\":\"$2\",\"encoding\":\"$3\",\"endpoints\":[{\"url\":\"$4\"}],\"delivery\":{$5}$6}]}"

@@ -490,7 +490,7 @@ static void corr_on_message(void *owner, rd_kafka_message_t *m)
         w->clock_fresh = true;
     }
     codec_error_t cerr;
-    if (codec_decode_limited(&w->msg, m, &w->cfg.limits, &cerr) != CODEC_OK) {
+    if (codec_decode_main_limited(&w->msg, m, &w->cfg.limits, &cerr) != CODEC_OK) {
         corr_dead_letter(w, m, &cerr, NULL);
     } else if (correlate_add(w->engine, &w->msg, m->partition, m->offset, w->now_us) != 0) {
         memset(&cerr, 0, sizeof(cerr));

@@ -283,6 +283,7 @@ int main(int argc, char **argv)
     char daemon[600];
     snprintf(daemon, sizeof(daemon), "%s/aggregation/ndd-aggregation", NDD_BINARY_DIR);
     bool keep = false, backlog = false;
+    char a_format[64] = "--main-format=headers";
     if (getenv("NDD_KAFKA"))
         b_brokers = getenv("NDD_KAFKA");
     for (int i = 1; i < argc; i++) {
@@ -300,6 +301,8 @@ int main(int argc, char **argv)
             keep = true;
         else if (!strcmp(argv[i], "--backlog"))
             backlog = true;
+        else if (!strcmp(argv[i], "--main-format") && i + 1 < argc)
+            snprintf(a_format, sizeof(a_format), "--main-format=%s", argv[++i]);
         else if (!strcmp(argv[i], "--prop") && i + 1 < argc && b_nprops < B_MAX_PROPS &&
                  strchr(argv[i + 1], '=')) {
             char *kv = strdup(argv[++i]);
@@ -311,11 +314,11 @@ int main(int argc, char **argv)
             sprintf(b_prop_arg[b_nprops], "--kafka.%s", argv[i]);
             b_nprops++;
         } else {
-            fprintf(
-                stderr,
-                "usage: %s [--bootstrap H:P] [--count N] [--size BYTES] "
-                "[--partitions P] [--daemon PATH] [--keep-topics] [--backlog] [--prop K=V]...\n",
-                argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--bootstrap H:P] [--count N] [--size BYTES] "
+                    "[--partitions P] [--daemon PATH] [--keep-topics] [--backlog] "
+                    "[--main-format headers|frame] [--prop K=V]...\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -374,6 +377,7 @@ int main(int argc, char **argv)
                                      "--config-topic=",
                                      "--events-topic=",
                                      "--log.level=info",
+                                     a_format,
                                      NULL};
     for (int i = 0, n = 0; i < b_nprops; i++) {
         while (dargv[n])

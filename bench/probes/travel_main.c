@@ -31,6 +31,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "codec.h"
 #include "probe_hist.h"
 #include "proc_usage.h"
 #include "travel_xdr.h"
@@ -100,6 +101,16 @@ static void travel_record(travel_topic_t *t, const rd_kafka_message_t *m, const 
     if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
         rd_kafka_header_get_last(hdrs, hname, &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR && v) {
         if (travel_parse_i64(v, n, &ts))
+            probe_hist_add(&t->hist, arrival - ts);
+        else
+            t->no_ts++;
+        return;
+    }
+    if (codec_record_is_frame(m)) { /* a copy of MAIN in the frame form */
+        codec_msg_t cm;
+        codec_slice_t f;
+        if (codec_decode_frame_limited(&cm, m->payload, m->len, NULL, NULL) == CODEC_OK &&
+            codec_msg_field(&cm, hname, strlen(hname), &f) && travel_parse_i64(f.ptr, f.len, &ts))
             probe_hist_add(&t->hist, arrival - ts);
         else
             t->no_ts++;

@@ -8,6 +8,7 @@
 #include "codec.h"
 
 #include "buf.h"
+#include "frame.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -660,10 +661,10 @@ codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_
     return codec_decode_parts_limited(out, key, key_len, value, value_len, hdrs, NULL, err);
 }
 
-codec_reason_t codec_decode_parts_limited(codec_msg_t *out, const void *key, size_t key_len,
-                                          const void *value, size_t value_len,
-                                          const rd_kafka_headers_t *hdrs, const codec_limits_t *l,
-                                          codec_error_t *err)
+/* What both record forms check first: the key and the body, in the documented order. */
+static codec_reason_t decode_start(codec_msg_t *out, const void *key, size_t key_len,
+                                   const void *value, size_t value_len, const codec_limits_t *l,
+                                   codec_error_t *err)
 {
     size_t max_body = l && l->max_body ? l->max_body : CODEC_DEFAULT_MAX_BODY;
     msg_reset(out);
@@ -686,7 +687,28 @@ codec_reason_t codec_decode_parts_limited(codec_msg_t *out, const void *key, siz
                     max_body);
     static const char empty_body[1] = "";
     out->body = (codec_slice_t){value ? (const char *)value : empty_body, value ? value_len : 0};
+    return CODEC_OK;
+}
 
+/* One header of either form, with the running total of header bytes. */
+static codec_reason_t decode_next(codec_msg_t *out, const char *name, size_t nlen, const void *val,
+                                  size_t vlen, size_t *total, unsigned *pseudo, codec_error_t *err)
+{
+    *total += nlen + vlen;
+    if (*total > CODEC_MAX_HEADER_BYTES)
+        return fail(err, CODEC_ERR_OVERSIZED, "headers", 7, "header names and values pass %d bytes",
+                    CODEC_MAX_HEADER_BYTES);
+    return decode_header(out, name, nlen, val, vlen, pseudo, err);
+}
+
+codec_reason_t codec_decode_parts_limited(codec_msg_t *out, const void *key, size_t key_len,
+                                          const void *value, size_t value_len,
+                                          const rd_kafka_headers_t *hdrs, const codec_limits_t *l,
+                                          codec_error_t *err)
+{
+    codec_reason_t r = decode_start(out, key, key_len, value, value_len, l, err);
+    if (r != CODEC_OK)
+        return r;
     unsigned pseudo = 0;
     size_t total = 0;
     if (hdrs) {
@@ -696,17 +718,69 @@ codec_reason_t codec_decode_parts_limited(codec_msg_t *out, const void *key, siz
         for (size_t idx = 0;
              rd_kafka_header_get_all(hdrs, idx, &name, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR;
              idx++) {
-            size_t nlen = strlen(name);
-            total += nlen + vlen;
-            if (total > CODEC_MAX_HEADER_BYTES)
-                return fail(err, CODEC_ERR_OVERSIZED, "headers", 7,
-                            "header names and values pass %d bytes", CODEC_MAX_HEADER_BYTES);
-            codec_reason_t r = decode_header(out, name, nlen, val, vlen, &pseudo, err);
+            r = decode_next(out, name, strlen(name), val, vlen, &total, &pseudo, err);
             if (r != CODEC_OK)
                 return r;
         }
     }
     return check_fields(out, pseudo, err);
+}
+
+codec_reason_t codec_decode_frame_limited(codec_msg_t *out, const void *data, size_t len,
+                                          const codec_limits_t *l, codec_error_t *err)
+{
+    frame_parser_t fp;
+    frame_t f;
+    frame_record_t rec;
+    frame_record_iter_t it;
+    size_t used = 0;
+    msg_reset(out);
+    frame_parser_init(&fp, len > UINT32_MAX ? UINT32_MAX : (uint32_t)len, false);
+    frame_status_t st = frame_parse(&fp, data, len, &f, &used);
+    if (st != FRAME_OK || used != len || f.hdr.type != FRAME_TYPE_DATA || f.record_count != 1)
+        return fail(err, CODEC_ERR_BAD_VALUE, "value", 5, "not one copy in an NDD frame: %s",
+                    st == FRAME_ERROR               ? fp.error
+                    : st == FRAME_NEED_MORE         ? "truncated frame"
+                    : used != len                   ? "bytes after the frame"
+                    : f.hdr.type != FRAME_TYPE_DATA ? "not a DATA frame"
+                                                    : "record count is not 1");
+    frame_records(&f, &it);
+    if (!frame_record_next(&it, &rec))
+        return fail(err, CODEC_ERR_BAD_VALUE, "value", 5, "frame record unreadable");
+    codec_reason_t r =
+        decode_start(out, rec.key.ptr, rec.key.len, rec.body.ptr, rec.body.len, l, err);
+    if (r != CODEC_OK)
+        return r;
+    unsigned pseudo = 0;
+    size_t total = 0;
+    frame_header_iter_t hi;
+    codec_slice_t name, value;
+    frame_headers(&rec, &hi);
+    while (frame_header_next(&hi, &name, &value)) {
+        r = decode_next(out, name.ptr, name.len, value.ptr, value.len, &total, &pseudo, err);
+        if (r != CODEC_OK)
+            return r;
+    }
+    return check_fields(out, pseudo, err);
+}
+
+bool codec_record_is_frame(const rd_kafka_message_t *msg)
+{
+    /* A record in the header form always has headers (the required metadata), so a value
+     * that starts with the frame magic is a frame only on a record without any: a copy whose
+     * body happens to start with "NDD1" is never mistaken for one. */
+    rd_kafka_headers_t *hdrs = NULL;
+    return msg->len >= FRAME_HEADER_LEN && msg->payload &&
+           buf_rd_be32(msg->payload) == FRAME_MAGIC &&
+           rd_kafka_message_headers(msg, &hdrs) == RD_KAFKA_RESP_ERR__NOENT;
+}
+
+codec_reason_t codec_decode_main_limited(codec_msg_t *out, const rd_kafka_message_t *msg,
+                                         const codec_limits_t *l, codec_error_t *err)
+{
+    if (codec_record_is_frame(msg))
+        return codec_decode_frame_limited(out, msg->payload, msg->len, l, err);
+    return codec_decode_limited(out, msg, l, err);
 }
 
 codec_reason_t codec_decode(codec_msg_t *out, const rd_kafka_message_t *msg, codec_error_t *err)

@@ -63,6 +63,18 @@ codec_reason_t codec_decode_parts_limited(codec_msg_t *out, const void *key, siz
                                           codec_error_t *err);
 codec_reason_t codec_decode_limited(codec_msg_t *out, const rd_kafka_message_t *msg,
                                     const codec_limits_t *l, codec_error_t *err);
+/* A copy in the frame form (docs/message-format.md, "MAIN in the frame form"): the value is
+ * one NDD DATA frame (services/copy/frame.h) holding exactly one record, with the key and
+ * every header inside it; the same checks as the header form, in the same order. */
+codec_reason_t codec_decode_frame_limited(codec_msg_t *out, const void *data, size_t len,
+                                          const codec_limits_t *l, codec_error_t *err);
+/* True when msg is a copy in the frame form: no Kafka headers and a value that starts with
+ * the frame magic. */
+bool codec_record_is_frame(const rd_kafka_message_t *msg);
+/* A record of MAIN, in either form (ndd-aggregation's main-format): the readers of MAIN
+ * (adapter, correlation) decode with this. */
+codec_reason_t codec_decode_main_limited(codec_msg_t *out, const rd_kafka_message_t *msg,
+                                         const codec_limits_t *l, codec_error_t *err);
 /* The fields of a record that is not a copy (an xDR of the XDR topic, a VES event), for
  * egress filters (docs/filters.md, "Records that are not copies"): key and body as they are,
  * the key also as @correlation-id, the record's headers ('@' names as metadata, others as

@@ -506,3 +506,15 @@ void frame_set_flags(uint8_t *frame, uint16_t flags)
 {
     wr_be16(frame + FRAME_OFF_FLAGS, flags);
 }
+
+int frame_build_copy(buf_t *out, const codec_msg_t *m)
+{
+    frame_builder_t b;
+    if (frame_data_begin(&b, out, 0, 0, UINT32_MAX) != 0)
+        return -1;
+    if (frame_data_add_msg(&b, m) != 0) {
+        frame_data_abort(&b);
+        return -1;
+    }
+    return frame_data_end(&b);
+}

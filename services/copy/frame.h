@@ -148,6 +148,9 @@ void frame_data_record_abort(frame_builder_t *b);
 /* One record from a decoded copy: headers as in the Kafka record (metadata in the codec's
  * fixed order, HTTP fields in order, extension metadata), key, body. */
 int frame_data_add_msg(frame_builder_t *b, const codec_msg_t *m);
+/* One whole DATA frame holding just m (id 0, no flags), appended to out: the value of a MAIN
+ * record in the frame form (docs/message-format.md). 0, or -1 when out is full (unchanged). */
+int frame_build_copy(buf_t *out, const codec_msg_t *m);
 /* Patches count and payload length. Returns 0 (an open record is aborted first). */
 int frame_data_end(frame_builder_t *b);
 /* Removes the whole frame from out. */

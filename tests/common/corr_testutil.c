@@ -181,7 +181,7 @@ int corr_produce_txn(rd_kafka_t *p, const char *topic, const char *id, const cha
                                ":status",         st,
                                "content-type",    "application/json"};
         const char *body = req ? "" : "{\"gpsi\":\"msisdn-33612345678\",\"x\":1}";
-        if (ktu_produce(p, topic, -1, id, strlen(id), body, strlen(body), req ? hreq : hresp, 8))
+        if (ktu_produce_copy(p, topic, id, body, req ? hreq : hresp, 8))
             return -1;
     }
     return 0;

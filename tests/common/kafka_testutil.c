@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "daemon_testutil.h"
+#include "frame.h"
 #include "kafka.h"
 
 int64_t ktu_now_ms(void)
@@ -154,6 +156,30 @@ int ktu_produce(rd_kafka_t *p, const char *topic, int32_t partition, const void 
     return -1;
 }
 
+int ktu_produce_copy(rd_kafka_t *p, const char *topic, const char *key, const char *body,
+                     const char *const *headers, size_t n_headers)
+{
+    const char *fmt = getenv("NDD_TEST_MAIN_FORMAT");
+    if (!fmt || strcmp(fmt, "frame") != 0)
+        return ktu_produce(p, topic, -1, key, strlen(key), body, strlen(body), headers, n_headers);
+    buf_t out;
+    frame_builder_t b;
+    int rc = -1;
+    if (buf_init(&out, 0, 1u << 24) || frame_data_begin(&b, &out, 0, 0, 0) ||
+        frame_data_record_begin(&b))
+        goto done;
+    for (size_t i = 0; i < n_headers; i++)
+        if (frame_data_record_header(&b, headers[2 * i], strlen(headers[2 * i]), headers[2 * i + 1],
+                                     strlen(headers[2 * i + 1])))
+            goto done;
+    if (frame_data_record_end(&b, key, strlen(key), body, strlen(body)) || frame_data_end(&b))
+        goto done;
+    rc = ktu_produce(p, topic, -1, key, strlen(key), out.data, out.len, NULL, 0);
+done:
+    buf_free(&out);
+    return rc;
+}
+
 int ktu_flush(rd_kafka_t *p, int timeout_ms)
 {
     rd_kafka_flush(p, timeout_ms);
@@ -290,6 +316,44 @@ static char *ktu_dup(const void *p, size_t n)
     return s;
 }
 
+/* A copy of MAIN in the frame form (ndd-aggregation's main-format frame) is collected as the
+ * header form would be: the key, fields and body of its one record, so that a test's
+ * assertions hold for either form. False when m is not such a record. */
+static bool ktu_unfold_frame(const rd_kafka_message_t *m, ktu_record_t *r)
+{
+    frame_parser_t p;
+    frame_t f;
+    frame_record_iter_t it;
+    frame_record_t rec;
+    size_t used = 0;
+    if (!codec_record_is_frame(m))
+        return false;
+    frame_parser_init(&p, (uint32_t)m->len, false);
+    if (frame_parse(&p, m->payload, m->len, &f, &used) != FRAME_OK || used != m->len)
+        return false;
+    frame_records(&f, &it);
+    if (!frame_record_next(&it, &rec))
+        return false;
+    if (rec.key.len) {
+        r->key = ktu_dup(rec.key.ptr, rec.key.len);
+        r->key_len = rec.key.len;
+    }
+    r->value = ktu_dup(rec.body.ptr, rec.body.len);
+    r->value_len = rec.body.len;
+    r->framed = true;
+    r->headers = calloc(rec.header_count ? rec.header_count : 1, sizeof(*r->headers));
+    frame_header_iter_t hi;
+    codec_slice_t n, v;
+    frame_headers(&rec, &hi);
+    while (frame_header_next(&hi, &n, &v)) {
+        r->headers[r->n_headers].name = ktu_dup(n.ptr, n.len);
+        r->headers[r->n_headers].value = ktu_dup(v.ptr, v.len);
+        r->headers[r->n_headers].value_len = v.len;
+        r->n_headers++;
+    }
+    return true;
+}
+
 static bool ktu_collect_cb(void *owner, const rd_kafka_message_t *m)
 {
     ktu_records_t *out = owner;
@@ -304,6 +368,8 @@ static bool ktu_collect_cb(void *owner, const rd_kafka_message_t *m)
     r->topic = ktu_dup(rd_kafka_topic_name(m->rkt), strlen(rd_kafka_topic_name(m->rkt)));
     r->partition = m->partition;
     r->offset = m->offset;
+    if (ktu_unfold_frame(m, r))
+        return true;
     if (m->key) {
         r->key = ktu_dup(m->key, m->key_len);
         r->key_len = m->key_len;
@@ -368,7 +434,16 @@ bool ktu_msg_header(const rd_kafka_message_t *m, const char *name, char *buf, si
     rd_kafka_headers_t *h = NULL;
     const void *val = NULL;
     size_t len = 0;
-    if (rd_kafka_message_headers(m, &h) || !h || rd_kafka_header_get_last(h, name, &val, &len))
+    static codec_msg_t cm; /* large; tests read records on one thread */
+    codec_slice_t fv;
+    if (codec_record_is_frame(m)) {
+        if (codec_decode_frame_limited(&cm, m->payload, m->len, NULL, NULL) != CODEC_OK ||
+            !codec_msg_field(&cm, name, strlen(name), &fv))
+            return false;
+        val = fv.ptr;
+        len = fv.len;
+    } else if (rd_kafka_message_headers(m, &h) || !h ||
+               rd_kafka_header_get_last(h, name, &val, &len))
         return false;
     if (buf_size) {
         size_t n = len < buf_size - 1 ? len : buf_size - 1;
@@ -405,6 +480,22 @@ pid_t ktu_spawn(char *const argv[], char *const env[], const char *log_path)
 {
     fflush(stdout);
     fflush(stderr);
+    /* NDD_TEST_MAIN_FORMAT: the same test with ndd-aggregation writing MAIN in that form
+     * (tests/CMakeLists.txt, <test>_frame). */
+    const char *fmt = getenv("NDD_TEST_MAIN_FORMAT");
+    const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+    char fmt_arg[64], *fmt_argv[128];
+    if (fmt && *fmt && base && strcmp(base + 1, "ndd-aggregation") == 0) {
+        size_t n = 0;
+        while (argv[n] && n < 126) {
+            fmt_argv[n] = argv[n];
+            n++;
+        }
+        snprintf(fmt_arg, sizeof fmt_arg, "--main-format=%s", fmt);
+        fmt_argv[n++] = fmt_arg;
+        fmt_argv[n] = NULL;
+        argv = fmt_argv;
+    }
     char file[512], *ndd_argv[4];
     int t = dtu_allinone_argv(argv, env, log_path, file, sizeof file, ndd_argv);
     if (t < 0)

@@ -30,6 +30,7 @@ typedef struct ktu_record {
     size_t value_len;
     size_t n_headers;
     ktu_header_t *headers;
+    bool framed; /* a copy in the frame form, unfolded: key, value and headers its record's */
 } ktu_record_t;
 
 typedef struct ktu_records {
@@ -37,6 +38,10 @@ typedef struct ktu_records {
     size_t n, cap;
 } ktu_records_t;
 
+/* One copy to topic (MAIN) as ndd-aggregation writes it: with NDD_TEST_MAIN_FORMAT=frame in
+ * the frame form (docs/message-format.md), else as ktu_produce with these headers. */
+int ktu_produce_copy(rd_kafka_t *p, const char *topic, const char *key, const char *body,
+                     const char *const *headers, size_t n_headers);
 /* Called for each consumed message; return false to stop consuming early. */
 typedef bool (*ktu_consume_cb_t)(void *owner, const rd_kafka_message_t *m);
 

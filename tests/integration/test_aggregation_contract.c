@@ -179,6 +179,9 @@ static void test_copy_with_1_mib_body_reaches_main_and_the_endpoint(void **state
     if (ktu_consume_records(e.main, 1, 30000, &r) != 1)
         fail_msg("the 1 MiB copy did not reach MAIN (DLQ holds %lld; log %s)",
                  (long long)ktu_topic_record_count(e.dlq, 5000), e.log_path[0]);
+    /* In the form asked for (the _frame registration: tests/CMakeLists.txt). */
+    const char *fmt = getenv("NDD_TEST_MAIN_FORMAT");
+    assert_int_equal(r.v[0].framed, fmt && strcmp(fmt, "frame") == 0);
     assert_int_equal(r.v[0].value_len, sizeof body);
     assert_memory_equal(r.v[0].value, body, sizeof body);
     assert_string_equal(r.v[0].key, "big-1");

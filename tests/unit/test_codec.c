@@ -9,7 +9,9 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "codec.h"
+#include "frame.h"
 #include "vectors.h"
 
 static codec_msg_t g_msg, g_msg2; /* large: keep them off the stack */
@@ -108,6 +110,132 @@ static void test_invalid_vectors_fail_with_documented_reason_and_field(void **st
     for (int r = CODEC_ERR_MISSING_FIELD; r < CODEC_REASON__COUNT; r++)
         if (!seen[r])
             fail_msg("no invalid vector exercises reason %s", codec_reason_name(r));
+}
+
+/* The vector's record in the frame form: its key, its headers in file order, its body. False
+ * when the frame form cannot hold it: a header with an empty name (a frame's name length is
+ * at least 1, docs/encodings.md). */
+static bool vector_frame(const vectors_record_t *v, buf_t *out)
+{
+    frame_builder_t b;
+    buf_reset(out);
+    assert_int_equal(frame_data_begin(&b, out, 0, 0, UINT32_MAX), 0);
+    assert_int_equal(frame_data_record_begin(&b), 0);
+    const char *name;
+    const void *val;
+    size_t vlen;
+    for (size_t i = 0; rd_kafka_header_get_all(v->headers, i, &name, &val, &vlen) == 0; i++) {
+        if (!*name)
+            return false;
+        assert_int_equal(frame_data_record_header(&b, name, strlen(name), val, val ? vlen : 0), 0);
+    }
+    assert_int_equal(
+        frame_data_record_end(&b, v->key, v->key ? v->key_len : 0, v->value, v->value_len), 0);
+    assert_int_equal(frame_data_end(&b), 0);
+    return true;
+}
+
+static void test_every_vector_gets_the_same_verdict_in_the_frame_form(void **state)
+{
+    (void)state;
+    buf_t fb;
+    assert_int_equal(buf_init(&fb, 0, 64u << 20), 0);
+    const char *dirs[] = {"valid", "invalid"};
+    int unframable = 0;
+    for (int d = 0; d < 2; d++) {
+        char **paths;
+        size_t n = load_dir(dirs[d], &paths);
+        for (size_t i = 0; i < n; i++) {
+            vectors_record_t v;
+            char err[512];
+            if (vectors_load(paths[i], &v, err, sizeof err) != 0)
+                fail_msg("%s", err);
+            codec_error_t eh, ef;
+            codec_reason_t rh =
+                codec_decode_parts(&g_msg, v.key, v.key_len, v.value, v.value_len, v.headers, &eh);
+            if (!vector_frame(&v, &fb)) {
+                assert_int_equal(rh, CODEC_ERR_BAD_HEADER); /* refused in either form */
+                unframable++;
+                vectors_free(&v);
+                continue;
+            }
+            codec_reason_t rf = codec_decode_frame_limited(&g_msg2, fb.data, fb.len, NULL, &ef);
+            if (rh != rf || (rh != CODEC_OK && strcmp(eh.field, ef.field) != 0))
+                fail_msg("%s: headers %s on '%s', frame %s on '%s' (%s)", v.name,
+                         codec_reason_name(rh), eh.field, codec_reason_name(rf), ef.field,
+                         ef.detail);
+            if (rh == CODEC_OK && !codec_msg_equal(&g_msg, &g_msg2))
+                fail_msg("%s: the frame form decodes to another copy", v.name);
+            vectors_free(&v);
+        }
+        vectors_list_free(paths, n);
+    }
+    assert_true(unframable <= 1); /* the empty-name vector alone */
+    buf_free(&fb);
+}
+
+static void test_aggregated_copy_round_trips_through_one_frame(void **state)
+{
+    (void)state;
+    rd_kafka_headers_t *h = base_request();
+    rd_kafka_header_add(h, "@agg-seq", -1, "42", -1);
+    rd_kafka_header_add(h, "@x-vendor", -1, "kept", -1);
+    assert_int_equal(decode_h(&g_msg, "txn-1", h, NULL), CODEC_OK);
+    buf_t fb;
+    assert_int_equal(buf_init(&fb, 0, 1u << 20), 0);
+    assert_int_equal(frame_build_copy(&fb, &g_msg), 0);
+    codec_error_t e;
+    assert_int_equal(codec_decode_frame_limited(&g_msg2, fb.data, fb.len, NULL, &e), CODEC_OK);
+    assert_true(codec_msg_equal(&g_msg, &g_msg2));
+    assert_int_equal(g_msg2.agg_seq, 42);
+    /* slices point into the frame: nothing was copied */
+    assert_true((const uint8_t *)g_msg2.key.ptr > fb.data &&
+                (const uint8_t *)g_msg2.key.ptr < fb.data + fb.len);
+    buf_free(&fb);
+    rd_kafka_headers_destroy(h);
+}
+
+static void test_frame_form_refuses_what_is_not_exactly_one_copy_in_one_frame(void **state)
+{
+    (void)state;
+    rd_kafka_headers_t *h = base_request();
+    assert_int_equal(decode_h(&g_msg, "txn-1", h, NULL), CODEC_OK);
+    buf_t fb, two;
+    assert_int_equal(buf_init(&fb, 0, 1u << 20), 0);
+    assert_int_equal(buf_init(&two, 0, 1u << 20), 0);
+    assert_int_equal(frame_build_copy(&fb, &g_msg), 0);
+    codec_error_t e;
+    struct {
+        const char *what;
+        const uint8_t *data;
+        size_t len;
+    } bad[4] = {{"truncated", fb.data, fb.len - 1},
+                {"header only", fb.data, FRAME_HEADER_LEN},
+                {"trailing byte", fb.data, fb.len + 1},
+                {"two records", NULL, 0}};
+    assert_int_equal(buf_append_u8(&fb, 0), 0); /* the trailing byte */
+    frame_builder_t b;
+    assert_int_equal(frame_data_begin(&b, &two, 0, 0, 0), 0);
+    assert_int_equal(frame_data_add_msg(&b, &g_msg), 0);
+    assert_int_equal(frame_data_add_msg(&b, &g_msg), 0);
+    assert_int_equal(frame_data_end(&b), 0);
+    bad[3].data = two.data;
+    bad[3].len = two.len;
+    bad[0].data = bad[1].data = bad[2].data = fb.data;
+    for (size_t i = 0; i < 4; i++) {
+        codec_reason_t r = codec_decode_frame_limited(&g_msg2, bad[i].data, bad[i].len, NULL, &e);
+        if (r != CODEC_ERR_BAD_VALUE || strcmp(e.field, "value") != 0)
+            fail_msg("%s: got %s on '%s' (%s)", bad[i].what, codec_reason_name(r), e.field,
+                     e.detail);
+    }
+    uint8_t ack[FRAME_HEADER_LEN];
+    buf_t ab = {.data = ack, .len = 0, .cap = sizeof ack, .max = sizeof ack};
+    assert_int_equal(frame_build_ack(&ab, 7), 0);
+    assert_int_equal(codec_decode_frame_limited(&g_msg2, ab.data, ab.len, NULL, &e),
+                     CODEC_ERR_BAD_VALUE);
+    buf_free(&fb);
+    buf_free(&two);
+    rd_kafka_headers_destroy(h);
 }
 
 static void test_decode_points_into_record_without_copying(void **state)
@@ -388,6 +516,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_vectors_decode_and_round_trip),
         cmocka_unit_test(test_invalid_vectors_fail_with_documented_reason_and_field),
+        cmocka_unit_test(test_every_vector_gets_the_same_verdict_in_the_frame_form),
+        cmocka_unit_test(test_aggregated_copy_round_trips_through_one_frame),
+        cmocka_unit_test(test_frame_form_refuses_what_is_not_exactly_one_copy_in_one_frame),
         cmocka_unit_test(test_decode_points_into_record_without_copying),
         cmocka_unit_test(test_decode_parses_typed_fields),
         cmocka_unit_test(test_seq_overflow_is_bad_value),
