@@ -8,6 +8,7 @@
 #
 #   bench/aggregation/steady.sh [--build DIR] [--bootstrap HOST:PORT] [--rate 1000]
 #                               [--duration 20] [--daemon PATH]
+# Env AGG_ARGS: more options for the daemon, e.g. AGG_ARGS=--main-format=frame.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${NDD_BUILD_DIR:-$ROOT/build}
@@ -35,7 +36,7 @@ p="stdy$RANDOM-"
     --partitions 3 --quiet >/dev/null 2>"$WORK/nfsim-create.log"
 "$DAEMON" --bootstrap="$BOOT" --nf-type=SCP --topic="${p}SCP" --main-topic="${p}MAIN" \
     --dlq-topic="${p}DLQ" --group="${p}agg" --http.port=-1 --config-topic= --events-topic= \
-    --log.level=warn >"$WORK/agg.log" 2>&1 &
+    --log.level=warn ${AGG_ARGS:-} >"$WORK/agg.log" 2>&1 &
 APID=$!
 sleep 8 # join and the first record
 c0=$(cpu_s $APID)

@@ -41,7 +41,7 @@
 #define CODEC_META_NAME(e, n) [e] = n,
 #define CODEC_META_LEN(e, n) [e] = sizeof(n) - 1,
 static const char *const codec_meta_names[CODEC_META__COUNT] = {CODEC_META_LIST(CODEC_META_NAME)};
-static const size_t codec_meta_name_len[CODEC_META__COUNT] = {CODEC_META_LIST(CODEC_META_LEN)};
+static const size_t codec_meta_name_len_of[CODEC_META__COUNT] = {CODEC_META_LIST(CODEC_META_LEN)};
 
 static const char *const codec_reason_names[CODEC_REASON__COUNT] = {
     [CODEC_OK] = "ok",
@@ -89,6 +89,11 @@ const char *codec_meta_name(codec_meta_t m)
     if ((unsigned)m >= CODEC_META__COUNT)
         return "@unknown";
     return codec_meta_names[m];
+}
+
+size_t codec_meta_name_len(codec_meta_t m)
+{
+    return (unsigned)m >= CODEC_META__COUNT ? 8 : codec_meta_name_len_of[m];
 }
 
 const char *codec_msg_type_name(codec_msg_type_t t)
@@ -141,7 +146,7 @@ int codec_meta_lookup(const char *name, size_t len)
     if (len < 2 || name[0] != '@')
         return -1;
     for (int i = 0; i < CODEC_META__COUNT; i++) {
-        if (codec_meta_name_len[i] == len && codec_meta_names[i][1] == name[1] &&
+        if (codec_meta_name_len_of[i] == len && codec_meta_names[i][1] == name[1] &&
             memcmp(codec_meta_names[i], name, len) == 0)
             return i;
     }

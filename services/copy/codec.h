@@ -38,6 +38,9 @@ typedef struct codec_error {
 const char *codec_reason_name(codec_reason_t r);
 /* Header name of a metadata field, e.g. "@correlation-id". */
 const char *codec_meta_name(codec_meta_t m);
+/* strlen(codec_meta_name(m)), known at compile time: the frame and JSON writers take it per
+ * field of every copy. */
+size_t codec_meta_name_len(codec_meta_t m);
 /* Metadata field of a header name ("@nf-type" -> CODEC_META_NF_TYPE); -1 if not one. */
 int codec_meta_lookup(const char *name, size_t len);
 /* "request"/"response", "rx-request"..., "SCP"...; "unknown" for the zero value. */

@@ -355,7 +355,7 @@ static size_t envelope_likely(const codec_msg_t *m, int body_json)
     size_t n = sizeof("{\"metadata\":{},\"headers\":[],\"key\":,\"body\":}") - 1;
     for (int i = 0; i < CODEC_META__COUNT; i++)
         if (m->meta[i].ptr) /* ,"name":"value" (the name's leading '@' not written) */
-            n += strlen(codec_meta_name((codec_meta_t)i)) + m->meta[i].len + 5;
+            n += codec_meta_name_len((codec_meta_t)i) + m->meta[i].len + 5;
     for (size_t i = 0; i < m->n_ext; i++) /* ,"name":"value" */
         n += m->ext[i].name.len + m->ext[i].value.len + 6;
     for (size_t i = 0; i < m->n_http; i++) /* ,["name","value"] */

@@ -434,7 +434,7 @@ int frame_data_add_msg(frame_builder_t *b, const codec_msg_t *m)
         if (!m->meta[i].ptr)
             continue;
         names[i] = codec_meta_name((codec_meta_t)i);
-        name_lens[i] = strlen(names[i]);
+        name_lens[i] = codec_meta_name_len((codec_meta_t)i);
         bad |= name_lens[i] == 0 || name_lens[i] > UINT16_MAX || m->meta[i].len > UINT32_MAX;
         need += 2 + name_lens[i] + 4 + m->meta[i].len;
         hcount++;
