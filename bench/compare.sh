@@ -6,7 +6,7 @@
 #
 #   bench/compare.sh [--build DIR] [--bootstrap HOST:PORT] [--count N] [--modes LIST]
 #                    [--agg-count N] [--no-aggregation] [--callgrind N]
-#                    [--main-format headers|frame]
+#                    [--main-format headers|frame] [--h2c-in-flight N]
 #   bench/run.sh --profile compare [--build DIR] ...   (the same, started a stack if needed)
 #
 # Modes: h2c (one copy per HTTP/2 request), h2c-batch (batch_max 64), tcp (binary frames,
@@ -21,6 +21,8 @@
 # frame (docs/message-format.md): the backlog is passed through ndd-aggregation first, and
 # every mode (the consume baseline too) reads that topic. Default headers: the backlog as the
 # simulator wrote it, the header form every NF topic has.
+# --h2c-in-flight N: requests in flight of the h2c one-per-request mode (default 128; ndd-sink
+# allows 1,000 streams, a real endpoint usually 100-256, and the adapter takes the smaller).
 # --callgrind N additionally runs each adapter mode under valgrind --tool=callgrind on the
 # first N copies of the topic and prints instructions per copy (repeatable on a loaded
 # machine; the figure includes start-up, divided over N).
@@ -37,6 +39,7 @@ MODES="h2c,h2c-batch,tcp,tls,baseline,h2load"
 AGG=1
 CALLGRIND=0
 MAIN_FORMAT=headers
+H2C_IN_FLIGHT=128
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -47,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     --no-aggregation) AGG=0; shift ;;
     --callgrind) CALLGRIND=$2; shift 2 ;;
     --main-format) MAIN_FORMAT=$2; shift 2 ;;
+    --h2c-in-flight) H2C_IN_FLIGHT=$2; shift 2 ;;
     -h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare: unknown option $1" >&2; exit 2 ;;
     esac
@@ -118,7 +122,7 @@ feed_json() { # name transport encoding url delivery extra
 mode_feed() { # mode -> feeds file
     local tlsca=",\"tls\":{\"ca_file\":\"$WORK/cert.pem\"}"
     case $1 in
-    h2c) feed_json "cmp-$1-$RANDOM" http2 json "http://127.0.0.1:$H2/ingest" '"max_in_flight":128' '' ;;
+    h2c) feed_json "cmp-$1-$RANDOM" http2 json "http://127.0.0.1:$H2/ingest" "\"max_in_flight\":$H2C_IN_FLIGHT" '' ;;
     h2c-batch) feed_json "cmp-$1-$RANDOM" http2 json "http://127.0.0.1:$H2/ingest" '"max_in_flight":32,"batch_max":64' '' ;;
     tcp) feed_json "cmp-$1-$RANDOM" tcp frame "tcp://127.0.0.1:$TCP" '"max_in_flight":128' '' ;;
     tls) feed_json "cmp-$1-$RANDOM" tls frame "tls://127.0.0.1:$TLSP" '"max_in_flight":128' "$tlsca" ;;

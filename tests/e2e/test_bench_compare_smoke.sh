@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bench/compare.sh end to end on the suite's broker, with MAIN in the frame form: a backlog of
+# 3,000 copies passed through ndd-aggregation (--main-format frame), then the adapter's TCP
+# mode and the consume baseline on it. Each must account for every copy (the adapter's
+# acknowledged count, the baseline's records) and print its figure per CPU-second (0 when the
+# run took less than a clock tick); the figures themselves are the benchmark's, not asserted here (the suite shares the cores).
+# Needs NDD_BUILD_DIR and NDD_TEST_KAFKA (tests/run.sh).
+set -euo pipefail
+BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
+SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+if [[ -z ${NDD_TEST_KAFKA:-} ]]; then
+    echo "SKIP: NDD_TEST_KAFKA is not set (tests/run.sh starts the suite's stack)"
+    exit 0
+fi
+OUT=$(mktemp /tmp/ndd-bench-compare-smoke.XXXXXX)
+trap 'rm -f "$OUT"' EXIT
+fail() {
+    echo "FAIL: $*"
+    cat "$OUT"
+    exit 1
+}
+timeout 240 "$SRC/bench/compare.sh" --build "$BUILD" --bootstrap "$NDD_TEST_KAFKA" --count 3000 \
+    --modes tcp,baseline --no-aggregation --main-format frame >"$OUT" 2>&1 ||
+    fail "bench/compare.sh exited $?"
+grep -q '^backlog: 3000 copies through ndd-aggregation (main-format frame)' "$OUT" ||
+    fail "the backlog did not pass through ndd-aggregation in the frame form"
+for mode in tcp baseline; do
+    row=$(grep -E "^$mode +[0-9]" "$OUT") || fail "no table row for $mode"
+    read -r _ copies _ _ per _ <<<"$row"
+    ((copies == 3000)) || fail "$mode: $copies copies, want 3000"
+    [[ $per =~ ^[0-9]+$ ]] || fail "$mode: '$per' copies per CPU-second"
+done
+echo "ok: tcp and baseline each read the 3,000 framed copies"
+cat "$OUT"
