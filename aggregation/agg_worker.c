@@ -12,7 +12,7 @@
  * buffer (kept across uses of the slot, so no allocation per copy): librdkafka's producer then
  * handles a record without headers, which costs it about a third of one with twenty
  * (docs/benchmarks.md), and every reader of MAIN skips the header parse too. */
-#include "agg_worker.h"
+#include "agg_worker-int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,88 +30,6 @@
 #include "log.h"
 #include "partitions.h"
 #include "worker_control.h"
-
-#define AGG_MAX_PARTITIONS 65536
-#define AGG_REASON_PRODUCE "produce-refused"
-/* A slot's frame buffer is kept for the next copy up to this size; a larger one (a copy with a
- * body near max-body) is freed, so the pool holds at most slots x this when idle. */
-#define AGG_FRAME_KEEP (64u * 1024u)
-
-typedef enum agg_slot_state {
-    AGG_SLOT_FREE = 0,
-    AGG_SLOT_NEW,
-    AGG_SLOT_READY,
-    AGG_SLOT_PRODUCED,
-} agg_slot_state_t;
-
-typedef enum agg_dest {
-    AGG_DEST_MAIN = 0,
-    AGG_DEST_DLQ,
-} agg_dest_t;
-
-typedef struct agg_slot {
-    rd_kafka_message_t *src;  /* consumed record; value and key are produced from it */
-    rd_kafka_headers_t *hdrs; /* prepared headers (READY), NULL otherwise */
-    buf_t frame;              /* the MAIN value in the frame form (framed), kept across uses */
-    struct agg_slot *next;    /* free list or FIFO link */
-    uint64_t ticket;          /* partitions_track ticket */
-    int64_t t_produce_ns;
-    int64_t offset; /* of the consumed record (src is released early in the frame form) */
-    uint32_t epoch; /* partition epoch at take time; a revoke bumps it */
-    int32_t partition;
-    uint8_t state;
-    uint8_t dest;
-    uint8_t body_dropped; /* DLQ retry without the value (it was too large) */
-    uint8_t framed;       /* MAIN record whose value is `frame` (no headers) */
-    uint16_t fkey_len;    /* the key inside `frame`, at fkey_off */
-    uint32_t fkey_off;
-    int8_t reason; /* codec_reason_t of a DLQ record, -1 for produce-refused */
-} agg_slot_t;
-
-/* What aggregation keeps per partition beyond the ledger's bookkeeping (zeroed at every new
- * epoch of the partition). */
-typedef struct agg_part {
-    uint64_t seq; /* @agg-seq of the last record produced from this partition */
-} agg_part_t;
-
-typedef struct agg_metrics {
-    metrics_counter_t *in_msgs, *in_bytes, *out_msgs, *out_bytes, *filtered, *unmatched;
-    metrics_counter_t *dlq[CODEC_REASON__COUNT + 1]; /* last: produce-refused */
-    metrics_counter_t *produce_errors, *reload_ok, *reload_err, *pauses;
-    metrics_histogram_t *latency;
-    metrics_gauge_t *inflight, *lag, *paused, *assigned;
-} agg_metrics_t;
-
-struct agg_worker {
-    agg_config_t cfg;
-    char in_topic[256], group[256], main_topic[256], dlq_topic[256], client_id[256];
-    char member_id[512]; /* group.instance.id, when static membership applies */
-    kafka_consumer_t *consumer;
-    kafka_producer_t *producer;
-
-    agg_slot_t *slots;
-    uint32_t n_slots;
-    agg_slot_t *free_list;
-    uint32_t n_free;
-    agg_slot_t *fifo_head, *fifo_tail; /* NEW/READY slots in consumption order */
-    uint32_t fifo_len;
-
-    partitions_t *ledger; /* the in-topic's partitions: epochs, offset trackers, stores */
-
-    filter_slot_t *filter;
-    agg_filter_file_t filter_file; /* loads and reloads the filter file into filter */
-
-    kafka_wake_t wake; /* readable when the consumer or the producer has work */
-    int64_t dr_now_ns; /* clock of this poll's delivery reports (0: not read yet) */
-    uint64_t dr_msgs, dr_bytes, in_msgs, in_bytes; /* counts of this poll, added after it */
-    kafka_gate_t gate;                             /* backpressure: pause after a long stall */
-    bool backlog;         /* the last poll filled its room: more is probably waiting */
-    int64_t dry_since_ms; /* since when polls return nothing after a backlog */
-    uint64_t kicks;
-    bool fatal;
-    agg_metrics_t m;  /* the only count of each event: agg_worker_stats reads these */
-    agg_stats_t base; /* what the counters held when this worker was made (same registry) */
-};
 
 /* ---- small helpers ---- */
 
@@ -182,97 +100,6 @@ static agg_slot_t *agg_fifo_pop(agg_worker_t *w)
 static uint32_t agg_inflight(const agg_worker_t *w)
 {
     return w->n_slots - w->n_free;
-}
-
-/* ---- metrics ---- */
-
-static int agg_metrics_init(agg_worker_t *w)
-{
-    metrics_registry_t *r = w->cfg.metrics;
-    const char *nf = w->cfg.nf_type;
-    agg_metrics_t *m = &w->m;
-    metrics_family_t *f;
-#define AGG_COUNTER(field, name, help)                                                             \
-    do {                                                                                           \
-        if (!(f = metrics_counter_new(r, name, help, "nf_type")) ||                                \
-            !(m->field = metrics_counter_labels(f, nf)))                                           \
-            return -1;                                                                             \
-    } while (0)
-#define AGG_GAUGE(field, name, help)                                                               \
-    do {                                                                                           \
-        if (!(f = metrics_gauge_new(r, name, help, "nf_type")) ||                                  \
-            !(m->field = metrics_gauge_labels(f, nf)))                                             \
-            return -1;                                                                             \
-    } while (0)
-    AGG_COUNTER(in_msgs, "ndd_aggregation_messages_consumed_total",
-                "Copies consumed from the NF topic");
-    AGG_COUNTER(in_bytes, "ndd_aggregation_messages_consumed_bytes_total",
-                "Value bytes of the copies consumed from the NF topic");
-    AGG_COUNTER(out_msgs, "ndd_aggregation_messages_produced_total",
-                "Copies written to MAIN and acknowledged");
-    AGG_COUNTER(out_bytes, "ndd_aggregation_messages_produced_bytes_total",
-                "Value bytes of the copies written to MAIN and acknowledged");
-    AGG_COUNTER(filtered, "ndd_aggregation_messages_filtered_total",
-                "Copies dropped by the ingress filter");
-    AGG_COUNTER(unmatched, "ndd_aggregation_messages_unmatched_total",
-                "Copies no filter rule matched (decided by the default action)");
-    AGG_COUNTER(produce_errors, "ndd_aggregation_produce_errors_total",
-                "Produces refused or failed (the record is retried or dead-lettered)");
-    AGG_COUNTER(pauses, "ndd_aggregation_consumer_pauses_total",
-                "Times consumption was paused for backpressure");
-    AGG_GAUGE(inflight, "ndd_aggregation_messages_in_flight",
-              "Copies consumed whose produce is not acknowledged yet");
-    AGG_GAUGE(lag, "ndd_aggregation_consumer_lag_messages",
-              "Records behind the end of the assigned NF partitions (librdkafka statistics)");
-    AGG_GAUGE(paused, "ndd_aggregation_consumer_paused",
-              "1 while consumption is paused (backpressure)");
-    AGG_GAUGE(assigned, "ndd_aggregation_partitions_assigned",
-              "NF topic partitions assigned to this worker");
-
-    if (!(f = metrics_counter_new(r, "ndd_aggregation_messages_dead_lettered_total",
-                                  "Copies written to the dead-letter topic, by reason",
-                                  "nf_type,reason")))
-        return -1;
-    for (int i = 1; i < CODEC_REASON__COUNT; i++)
-        if (!(m->dlq[i] = metrics_counter_labels(f, nf, codec_reason_name((codec_reason_t)i))))
-            return -1;
-    if (!(m->dlq[CODEC_REASON__COUNT] = metrics_counter_labels(f, nf, AGG_REASON_PRODUCE)))
-        return -1;
-    if (!(f = metrics_counter_new(r, "ndd_aggregation_filter_reloads_total",
-                                  "Ingress filter (re)loads by result", "nf_type,result")) ||
-        !(m->reload_ok = metrics_counter_labels(f, nf, "ok")) ||
-        !(m->reload_err = metrics_counter_labels(f, nf, "error")))
-        return -1;
-    if (!(f = metrics_histogram_new(r, "ndd_aggregation_produce_latency_seconds",
-                                    "From produce to broker acknowledgement", "nf_type",
-                                    metrics_latency_buckets_seconds,
-                                    metrics_latency_buckets_seconds_n)) ||
-        !(m->latency = metrics_histogram_labels(f, nf)))
-        return -1;
-    return 0;
-#undef AGG_COUNTER
-#undef AGG_GAUGE
-}
-
-/* The counters as they are now. Another worker of the same NF type on the same registry (a
- * test making workers one after another) shares the series, so what it counted before this
- * worker was made is taken off. */
-static agg_stats_t agg_counters(const agg_worker_t *w)
-{
-    const agg_metrics_t *m = &w->m;
-    agg_stats_t s = {
-        .consumed = metrics_counter_get(m->in_msgs),
-        .produced = metrics_counter_get(m->out_msgs),
-        .filtered = metrics_counter_get(m->filtered),
-        .unmatched = metrics_counter_get(m->unmatched),
-        .produce_failures = metrics_counter_get(m->produce_errors),
-        .filter_reloads = metrics_counter_get(m->reload_ok),
-        .filter_reload_errors = metrics_counter_get(m->reload_err),
-        .pauses = metrics_counter_get(m->pauses),
-    };
-    for (int i = 1; i <= CODEC_REASON__COUNT; i++)
-        s.dead_lettered += metrics_counter_get(m->dlq[i]);
-    return s;
 }
 
 /* Consumer statistics: the consumer lag summed over our topic's partitions. */
