@@ -101,6 +101,25 @@ int admin_token_parse(const char *token, char *id_out, size_t idlen, const char 
     return 0;
 }
 
+/* Equal or not in a time that does not depend on where they differ (a token or its digest),
+ * eight bytes a step: CRYPTO_memcmp goes a byte at a time, and comparing the connection's
+ * remembered token was 3 % of an admin read's instructions. */
+static bool ct_equal(const void *a, const void *b, size_t n)
+{
+    const unsigned char *x = a, *y = b;
+    uint64_t d = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t u, v;
+        memcpy(&u, x + i, 8);
+        memcpy(&v, y + i, 8);
+        d |= u ^ v;
+    }
+    for (; i < n; i++)
+        d |= (uint64_t)(x[i] ^ y[i]);
+    return d == 0;
+}
+
 bool admin_token_verify(const char *secret, const char *salt_hex, const char *hash_hex)
 {
     unsigned char salt[64], want[32], got[32];
@@ -109,7 +128,7 @@ bool admin_token_verify(const char *secret, const char *salt_hex, const char *ha
         return false;
     if (admin_token_hash(salt, (size_t)saltlen, secret, got) != 0)
         return false;
-    return CRYPTO_memcmp(want, got, 32) == 0;
+    return ct_equal(want, got, 32);
 }
 
 admin_role_t admin_role_parse(const char *s)
@@ -222,7 +241,7 @@ void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization
         token++;
     size_t tl = strlen(token);
     if (memo && memo->len && memo->len == tl && memo->expires_ms > admin_now_ms() &&
-        CRYPTO_memcmp(memo->token, token, tl) == 0) {
+        ct_equal(memo->token, token, tl)) {
         out->role = memo->role;
         memcpy(out->name, memo->name, sizeof(out->name));
         memcpy(out->token_id, memo->id, sizeof(out->token_id));
@@ -237,7 +256,7 @@ void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization
     size_t slot = (((size_t)digest[0] << 8) | digest[1]) % t->max;
     admin_token_entry_t *e = &t->slots[slot];
     int64_t now = admin_now_ms();
-    bool known = e->used && CRYPTO_memcmp(e->digest, digest, 32) == 0;
+    bool known = e->used && ct_equal(e->digest, digest, 32);
     if (known && e->expires_ms > now) {
         /* Same sizes, both NUL-terminated when stored: plain copies, no formatting. */
         out->role = e->role;

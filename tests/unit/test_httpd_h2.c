@@ -43,9 +43,12 @@ static int connect_port(uint16_t port)
 
 /* ---- server ---- */
 
+static _Atomic unsigned echo_calls; /* requests that reached a handler */
+
 static void echo_handler(httpd_req_t *req, void *arg)
 {
     (void)arg;
+    echo_calls++;
     size_t len;
     const char *body = httpd_req_body(req, &len);
     const char *q = httpd_req_query(req, "name");
@@ -167,6 +170,7 @@ typedef struct h2c {
     size_t body_len;
     char x_reply[16];
     bool done;
+    uint32_t close_code; /* the stream's RST_STREAM code, 0 when it ended normally */
 } h2c_t;
 
 static ssize_t h2c_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *u)
@@ -213,7 +217,7 @@ static int h2c_close(nghttp2_session *s, int32_t id, uint32_t code, void *u)
 {
     (void)s;
     (void)id;
-    (void)code;
+    ((h2c_t *)u)->close_code = code;
     ((h2c_t *)u)->done = true;
     return 0;
 }
@@ -287,6 +291,33 @@ static void h2c_request(h2c_t *c, const char *method, const char *path, const ch
     h2c_requests(c, method, path, body, 1);
 }
 
+/* One request of the fields nv (sent as they are, whatever they say) and body on session s;
+ * c tells how it ended. */
+static void h2c_raw(nghttp2_session *s, h2c_t *c, const nghttp2_nv *nv, size_t n, const char *body)
+{
+    c->done = false;
+    c->status = 0;
+    c->close_code = 0;
+    c->body_len = 0;
+    h2c_src_t src = {body, body ? strlen(body) : 0, 0};
+    nghttp2_data_provider dp = {.source.ptr = &src, .read_callback = h2c_read};
+    assert_true(nghttp2_submit_request(s, NULL, nv, n, body ? &dp : NULL, NULL) > 0);
+    for (int i = 0; i < 200 && !c->done; i++) {
+        assert_int_equal(nghttp2_session_send(s), 0);
+        uint8_t buf[16384];
+        int r = (int)recv(c->fd, buf, sizeof buf, 0);
+        if (r <= 0)
+            break;
+        assert_true(nghttp2_session_mem_recv(s, buf, (size_t)r) == r);
+    }
+    assert_true(c->done);
+}
+
+#define NV(n, v)                                                                                   \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE         \
+    }
+
 /* ---- tests ---- */
 
 static void test_h2c_prior_knowledge_is_served_on_the_http1_port(void **state)
@@ -311,6 +342,104 @@ static void test_h2c_prior_knowledge_is_served_on_the_http1_port(void **state)
     assert_int_equal(n.status, 404);
     assert_non_null(strstr(n.body, "\"status\":404"));
     close(n.fd);
+    httpd_thread_stop(t);
+}
+
+/* RFC 9113 §8.1.1: a malformed request is reset with PROTOCOL_ERROR and never reaches a
+ * handler; the connection goes on serving well-formed requests. The client is nghttp2's own
+ * session, which sends fields as given (it checks only what it receives; a name it is not to
+ * copy it does not lower-case either). */
+static void test_malformed_h2_requests_are_reset_and_never_reach_a_handler(void **state)
+{
+    (void)state;
+    uint16_t port;
+    httpd_thread_t *t = start(NULL, &port);
+    h2c_t c = {.fd = connect_port(port)};
+    nghttp2_session_callbacks *cb;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_send_callback(cb, h2c_send);
+    nghttp2_session_callbacks_set_on_header_callback(cb, h2c_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, h2c_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, h2c_close);
+    nghttp2_session *s;
+    assert_int_equal(nghttp2_session_client_new(&s, cb, &c), 0);
+    nghttp2_session_callbacks_del(cb);
+    assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+#define REQ(...)                                                                                   \
+    {                                                                                              \
+        __VA_ARGS__                                                                                \
+    }
+    static const struct {
+        const char *what;
+        nghttp2_nv nv[6];
+        size_t n;
+        const char *body;
+    } bad[] = {
+        {"an upper-case field name",
+         REQ(NV(":method", "GET"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             {(uint8_t *)"X-Test", (uint8_t *)"hi", 6, 2, NGHTTP2_NV_FLAG_NO_COPY_NAME}),
+         4, NULL},
+        {"a connection-specific field",
+         REQ(NV(":method", "GET"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             NV("connection", "keep-alive")),
+         4, NULL},
+        {"te other than trailers",
+         REQ(NV(":method", "GET"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             NV("te", "gzip")),
+         4, NULL},
+        {"no :path", REQ(NV(":method", "GET"), NV(":scheme", "http")), 2, NULL},
+        {"a pseudo-header after a regular field",
+         REQ(NV(":method", "GET"), NV("x-test", "hi"), NV(":path", "/api/v1/feeds"),
+             NV(":scheme", "http")),
+         4, NULL},
+        {":method twice",
+         REQ(NV(":method", "GET"), NV(":method", "GET"), NV(":path", "/api/v1/feeds"),
+             NV(":scheme", "http")),
+         4, NULL},
+        {"an unknown pseudo-header",
+         REQ(NV(":method", "GET"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             NV(":status", "200")),
+         4, NULL},
+        {"a value with a leading space",
+         REQ(NV(":method", "GET"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             NV("x-test", " hi")),
+         4, NULL},
+        {"a space in :path",
+         REQ(NV(":method", "GET"), NV(":path", "/api/v1/feeds a"), NV(":scheme", "http")), 3, NULL},
+        {"less body than content-length",
+         REQ(NV(":method", "POST"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             NV("content-length", "10")),
+         4, "abc"},
+        {"more body than content-length",
+         REQ(NV(":method", "POST"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             NV("content-length", "2")),
+         4, "abc"},
+        {"content-length not a number",
+         REQ(NV(":method", "POST"), NV(":path", "/api/v1/feeds"), NV(":scheme", "http"),
+             NV("content-length", "3x")),
+         4, "abc"},
+    };
+#undef REQ
+    unsigned calls0 = echo_calls;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        h2c_raw(s, &c, bad[i].nv, bad[i].n, bad[i].body);
+        if (c.close_code != NGHTTP2_PROTOCOL_ERROR || c.status != 0)
+            fail_msg(
+                "%s: stream ended with code %u, status %d; want PROTOCOL_ERROR and no response",
+                bad[i].what, c.close_code, c.status);
+    }
+    assert_int_equal(echo_calls, calls0);
+    /* the same connection still serves, a body with its exact length too */
+    const nghttp2_nv good[] = {NV(":method", "POST"),     NV(":path", "/api/v1/feeds"),
+                               NV(":scheme", "http"),     NV(":authority", "localhost"),
+                               NV("content-length", "3"), NV("x-test", "hi")};
+    h2c_raw(s, &c, good, 6, "abc");
+    assert_int_equal(c.close_code, 0);
+    assert_int_equal(c.status, 200);
+    assert_non_null(strstr(c.body, "hdr=hi len=3 body=abc"));
+    assert_int_equal(echo_calls, calls0 + 1);
+    nghttp2_session_del(s);
+    close(c.fd);
     httpd_thread_stop(t);
 }
 
@@ -640,6 +769,7 @@ int main(void)
     log_setup("test_httpd_h2", getenv("NDD_TEST_LOG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_OFF, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h2c_prior_knowledge_is_served_on_the_http1_port),
+        cmocka_unit_test(test_malformed_h2_requests_are_reset_and_never_reach_a_handler),
         cmocka_unit_test(test_tls_alpn_h2_and_http11_share_the_listener),
         cmocka_unit_test(test_keep_alive_pipelined_requests_are_answered_in_order),
         cmocka_unit_test(test_connection_memo_is_kept_across_a_connections_requests),
