@@ -55,13 +55,18 @@ struct h2server_stream {
     h2check_t check;
     char *hdr; /* "name\0value\0" pairs */
     size_t hdr_len, hdr_cap;
-    size_t n_pairs;
+    size_t n_fields;             /* regular fields in hdr (their offsets: field_at) */
+    bool too_many_fields;        /* more than H2SERVER_MAX_HEADERS came (not kept) */
+    uint32_t method_at, path_at; /* 1 + the offset of :method's and :path's value, 0: none */
     uint8_t *body;
     size_t body_len, body_cap;
     uint8_t *resp; /* response body being sent (its buffer kept in the pool when small) */
     size_t resp_len, resp_off, resp_cap;
     h2server_stream_t *next, *prev; /* the connection's streams (or the server's pool) */
     h2server_request_t req;
+    /* Where each regular field's name starts in hdr (hdr may move while fields come); after
+     * req so that stream_new's clearing does not cover it: only the first n_fields count. */
+    uint32_t field_at[H2SERVER_MAX_HEADERS];
 };
 
 struct h2conn {
@@ -355,7 +360,21 @@ static int on_header(nghttp2_session *sess, const nghttp2_frame *f, nghttp2_rcbu
                                     value, valuelen, f->headers.cat != NGHTTP2_HCAT_REQUEST);
     if (why)
         return stream_malformed(st, why);
-    /* The header list size is bounded by SETTINGS_MAX_HEADER_LIST_SIZE already. */
+    /* Kept: the regular fields (up to H2SERVER_MAX_HEADERS), :method and :path, each as
+     * "name\0value\0" with its place noted, so stream_dispatch need not look for them. The
+     * header list size is bounded by SETTINGS_MAX_HEADER_LIST_SIZE already. */
+    uint32_t *note = NULL;
+    if (name[0] == ':') {
+        if (namelen == 7 && !memcmp(name, ":method", 7))
+            note = &st->method_at;
+        else if (namelen == 5 && !memcmp(name, ":path", 5))
+            note = &st->path_at;
+        else
+            return 0;
+    } else if (st->n_fields == H2SERVER_MAX_HEADERS) {
+        st->too_many_fields = true;
+        return 0;
+    }
     size_t at = st->hdr_len;
     if (reserve(&st->hdr, &st->hdr_len, &st->hdr_cap, namelen + valuelen + 2, 1 << 17))
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -364,7 +383,13 @@ static int on_header(nghttp2_session *sess, const nghttp2_frame *f, nghttp2_rcbu
     st->hdr[at + namelen] = 0;
     memcpy(st->hdr + at + namelen + 1, value, valuelen);
     st->hdr[at + namelen + 1 + valuelen] = 0;
-    st->n_pairs++;
+    if (note) {
+        *note = (uint32_t)(at + namelen + 2);
+    } else {
+        st->req.fields[st->n_fields].name_len = namelen;
+        st->req.fields[st->n_fields].value_len = valuelen;
+        st->field_at[st->n_fields++] = (uint32_t)at;
+    }
     /* The body buffer at its announced size: one allocation instead of a doubling series
      * (a longer body still grows it; above max_body it is refused in on_data). */
     if (namelen == 14 && !memcmp(name, "content-length", 14) && !st->body && valuelen <= 9) {
@@ -408,26 +433,13 @@ static int on_data(nghttp2_session *sess, uint8_t flags, int32_t id, const uint8
 static void stream_dispatch(h2conn_t *c, h2server_stream_t *st)
 {
     h2server_request_t *r = &st->req;
-    r->n_fields = 0;
-    r->too_many_fields = false;
-    r->method = "";
-    r->path = "";
-    const char *p = st->hdr;
-    for (size_t i = 0; i < st->n_pairs; i++) {
-        size_t nl = strlen(p);
-        const char *v = p + nl + 1;
-        size_t vl = strlen(v);
-        if (nl && p[0] == ':') {
-            if (!strcmp(p, ":method"))
-                r->method = v;
-            else if (!strcmp(p, ":path"))
-                r->path = v;
-        } else if (r->n_fields < H2SERVER_MAX_HEADERS) {
-            r->fields[r->n_fields++] = (h2server_field_t){p, nl, v, vl};
-        } else {
-            r->too_many_fields = true;
-        }
-        p = v + vl + 1;
+    r->n_fields = st->n_fields;
+    r->too_many_fields = st->too_many_fields;
+    r->method = st->method_at ? st->hdr + st->method_at - 1 : "";
+    r->path = st->path_at ? st->hdr + st->path_at - 1 : "";
+    for (size_t i = 0; i < st->n_fields; i++) {
+        r->fields[i].name = st->hdr + st->field_at[i];
+        r->fields[i].value = r->fields[i].name + r->fields[i].name_len + 1;
     }
     r->body = st->body ? st->body : (const uint8_t *)"";
     r->body_len = st->body_len;
