@@ -7,11 +7,16 @@
 #
 #   NDD_PG=<conninfo> bench/admin/run.sh [--build DIR] [--requests N] [--clients "1 2 4 8 16"]
 #                                         [--protocols "h1 h2"] [--tls] [--tool h2load|wrk]
-#                                         [--api-port P] [--if-none-match]
+#                                         [--api-port P] [--if-none-match] [--pin]
 #
 # --protocols: h1 and/or h2 (wrk: h1 only). --tls: the admin serves HTTPS with a throw-away
 # self-signed certificate (openssl CLI), and the rows are h1 and h2 over TLS.
 # --if-none-match sends the ETag back: every read is a 304 without a body (a polling console).
+# --pin: the admin on CPU 0, the load generator on the others (taskset; needs 2 CPUs or more).
+# Without it the scheduler places both, and on a 2-core machine the load generator's threads,
+# woken by each response, preempt the admin mid-loop (tens of thousands of involuntary context
+# switches per 100,000 reads, charged to the admin's CPU per read). With it the figure is the
+# admin's own cost of a read; the default shows what a co-located client costs it as well.
 # Uses its own schema (dropped at the end) and no Kafka (reads never touch it). Prints one
 # line per client count and a Markdown table for docs/benchmarks.md. Needs Debian packages
 # nghttp2-client (h2load) or wrk, and postgresql-client (psql) for the clean-up.
@@ -25,6 +30,7 @@ TLS=0
 TOOL=""
 PORT=28110
 INM=0
+PIN=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -35,6 +41,7 @@ while [ $# -gt 0 ]; do
     --tls) TLS=1; shift ;;
     --api-port) PORT=$2; shift 2 ;;
     --if-none-match) INM=1; shift ;;
+    --pin) PIN=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -68,7 +75,16 @@ if [ "$TLS" = 1 ]; then
   SCHEME=https
   CURL=(curl -sfk) # the throw-away certificate names localhost, the URL 127.0.0.1
 fi
-env -u NDD_KAFKA "$ADMIN" --db-schema "$SCHEMA" --http.port "$PORT" "${TLSARGS[@]}" --log.level warn \
+ON_ADMIN=() ON_LOAD=()
+LOAD_CPUS=$(nproc)
+if [ "$PIN" = 1 ]; then
+  [ "$(nproc)" -ge 2 ] || { echo "--pin needs 2 CPUs or more" >&2; exit 2; }
+  command -v taskset >/dev/null || { echo "--pin needs taskset (util-linux)" >&2; exit 2; }
+  ON_ADMIN=(taskset -c 0)
+  ON_LOAD=(taskset -c "1-$(( $(nproc) - 1 ))")
+  LOAD_CPUS=$(( $(nproc) - 1 ))
+fi
+env -u NDD_KAFKA "${ON_ADMIN[@]}" "$ADMIN" --db-schema "$SCHEMA" --http.port "$PORT" "${TLSARGS[@]}" --log.level warn \
   >"$WORK/admin.log" 2>&1 &
 ADMIN_PID=$!
 URL=$SCHEME://127.0.0.1:$PORT
@@ -90,7 +106,8 @@ fi
 # Other work on the machine skews reads/s (not CPU per read): say how busy it was.
 echo "ndd-admin read benchmark: GET /api/v1/feeds/{id} ($BYTES-byte body), $TOOL, $SCHEME,"\
   "$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)),"\
-  "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "load average before: $(cut -d' ' -f1-3 /proc/loadavg),"\
+  "$([ "$PIN" = 1 ] && echo "admin on CPU 0, load on CPUs 1-$(( $(nproc) - 1 ))" || echo "placement left to the scheduler")"
 # CPU seconds the admin used so far (utime + stime from /proc), to report CPU per read: on a
 # shared 2-core machine the load generator competes with the server, so reads/s alone
 # understates what one core of the admin can serve.
@@ -103,19 +120,19 @@ for proto in $PROTOCOLS; do
   [ "$proto" = h2 ] && label="HTTP/2"
   [ "$TLS" = 1 ] && label="$label TLS" || { [ "$proto" = h2 ] && label="HTTP/2 h2c"; }
   for c in $CLIENTS; do
-    t=$(( c < $(nproc) ? c : $(nproc) ))
+    t=$(( c < LOAD_CPUS ? c : LOAD_CPUS ))
     cpu0=$(admin_cpu)
     if [ "$TOOL" = h2load ]; then
       PROTO=()
       [ "$proto" = h1 ] && PROTO=(--h1)
       # -m 1: one request in flight per client (synchronous clients, as Honeycomb's)
-      out=$(h2load "${PROTO[@]}" -m 1 -n "$REQUESTS" -c "$c" -t "$t" \
+      out=$("${ON_LOAD[@]}" h2load "${PROTO[@]}" -m 1 -n "$REQUESTS" -c "$c" -t "$t" \
         -H "Authorization: Bearer $VIEW_TOKEN" "${HDR[@]}" "$TARGET" 2>&1)
       echo "$out" | grep -q "$REQUESTS succeeded" || { echo "$out" >&2; echo "failed requests at $c clients ($proto)" >&2; exit 1; }
       rps=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
       lat=$(echo "$out" | awk '/^time for request:/ {print $6}')
     else
-      out=$(wrk -t "$t" -c "$c" -d 10s -H "Authorization: Bearer $VIEW_TOKEN" "${HDR[@]}" "$TARGET")
+      out=$("${ON_LOAD[@]}" wrk -t "$t" -c "$c" -d 10s -H "Authorization: Bearer $VIEW_TOKEN" "${HDR[@]}" "$TARGET")
       rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
       lat=$(echo "$out" | awk '/Latency/ {print $2}')
     fi
