@@ -1,6 +1,8 @@
 /* RFC 9113 request checks for h2server (h2check.h). */
 #include "h2check.h"
 
+#include "swar.h"
+
 #include <string.h>
 #include <strings.h>
 
@@ -21,50 +23,14 @@ static bool all_in(const uint64_t set[4], const uint8_t *p, size_t n)
     return ok & 1;
 }
 
-/* The checks of values go eight bytes a step (SWAR): a value is a hundred bytes or so (a
- * bearer token, a path), and a byte-by-byte loop of three compares was most of h2check's
- * cost. ONES * b repeats byte b; ZERO_IN(x) has the top bit of every byte of x that is 0
- * (and possibly of bytes above a 0 byte: it is only ever tested for being non-zero). */
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-#define ZERO_IN(x) (((x)-ONES) & ~(x)&HIGHS)
-#define BELOW(x, b) (((x)-ONES * (b)) & ~(x)&HIGHS) /* bytes < b (b <= 128) */
-
-/* The value's bytes as words; the last word padded with 'a', which every check accepts. */
-static inline uint64_t word_at(const uint8_t *p, size_t i, size_t n)
-{
-    uint64_t w;
-    if (i + 8 <= n) {
-        memcpy(&w, p + i, 8);
-    } else {
-        w = ONES * 'a';
-        memcpy(&w, p + i, n - i);
-    }
-    return w;
-}
-
-/* Bytes 0x21-0x7e and 0x80-0xff only: no space, no control character. */
-static bool visible(const uint8_t *p, size_t n)
-{
-    uint64_t bad = 0;
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t w = word_at(p, i, n);
-        bad |= BELOW(w, 0x21) | ZERO_IN(w ^ (ONES * 0x7f));
-    }
-    return !bad;
-}
-
-/* RFC 9113 §8.2.1: no NUL, CR or LF anywhere, no SP or HTAB at either end. */
+/* RFC 9113 §8.2.1: no NUL, CR or LF anywhere, no SP or HTAB at either end. The scans go
+ * eight bytes a step (swar.h): a value is a hundred bytes or so (a bearer token, a path), and
+ * a byte loop of three compares was most of h2check's cost. */
 static bool value_ok(const uint8_t *v, size_t n)
 {
     if (n && (v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t'))
         return false;
-    uint64_t bad = 0;
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t w = word_at(v, i, n);
-        bad |= ZERO_IN(w) | ZERO_IN(w ^ (ONES * '\n')) | ZERO_IN(w ^ (ONES * '\r'));
-    }
-    return !bad;
+    return swar_no_nul_cr_lf(v, n);
 }
 
 static bool is(const uint8_t *p, size_t n, const char *lit, size_t litlen)
@@ -84,7 +50,7 @@ static const char *pseudo(h2check_t *c, const uint8_t *name, size_t nl, const ui
         if (is(v, vl, "CONNECT", 7))
             c->pseudo |= H2CHECK_CONNECT;
     } else if (is(name, nl, ":path", 5)) {
-        if (!vl || !visible(v, vl))
+        if (!vl || !swar_visible(v, vl))
             return ":path is empty or has a space or control character";
         bit = H2CHECK_PATH;
     } else if (is(name, nl, ":scheme", 7)) {
@@ -92,7 +58,7 @@ static const char *pseudo(h2check_t *c, const uint8_t *name, size_t nl, const ui
             return ":scheme is not a URI scheme";
         bit = H2CHECK_SCHEME;
     } else if (is(name, nl, ":authority", 10)) {
-        if (!visible(v, vl))
+        if (!swar_visible(v, vl))
             return ":authority has a space or control character";
         bit = H2CHECK_AUTHORITY;
     } else {

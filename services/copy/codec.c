@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "frame.h"
+#include "swar.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -201,26 +202,6 @@ static const bool tchar_lower[256] = {
     ['`'] = 1, ['|'] = 1, ['~'] = 1,
 };
 
-/* Eight bytes at a time (issue 12: the byte loops over every header value were a large part
- * of decoding a copy). Exact as booleans (Bit Twiddling Hacks, "has a zero byte" / "has a
- * byte less than n", n <= 128). */
-#define SWAR_ONES 0x0101010101010101ull
-#define SWAR_HIGHS 0x8080808080808080ull
-static inline uint64_t swar_load(const char *p)
-{
-    uint64_t x;
-    memcpy(&x, p, sizeof x);
-    return x;
-}
-static inline bool swar_has_zero(uint64_t x)
-{
-    return ((x - SWAR_ONES) & ~x & SWAR_HIGHS) != 0;
-}
-static inline bool swar_has_less(uint64_t x, uint8_t n)
-{
-    return ((x - SWAR_ONES * n) & ~x & SWAR_HIGHS) != 0;
-}
-
 /* Pseudo-header bit, or 0 when the name is not a known pseudo-header. */
 static int pseudo_bit(const char *n, size_t len)
 {
@@ -258,19 +239,7 @@ static bool valid_ext_name(const char *n, size_t len)
  * enforced (copies carry what the NF saw). */
 static bool valid_http_value(const char *v, size_t len)
 {
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t x = swar_load(v + i);
-        if (swar_has_zero(x) || swar_has_zero(x ^ (SWAR_ONES * '\r')) ||
-            swar_has_zero(x ^ (SWAR_ONES * '\n')))
-            return false;
-    }
-    for (; i < len; i++) {
-        char c = v[i];
-        if (c == '\0' || c == '\r' || c == '\n')
-            return false;
-    }
-    return true;
+    return swar_no_nul_cr_lf(v, len);
 }
 
 /* Metadata text: any byte but control characters (UTF-8 allowed). */
@@ -279,7 +248,7 @@ static bool valid_meta_text(const char *v, size_t len)
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
         uint64_t x = swar_load(v + i);
-        if (swar_has_less(x, 0x20) || swar_has_zero(x ^ (SWAR_ONES * 0x7f)))
+        if (swar_has_less(x, 0x20) || swar_has_byte(x, 0x7f))
             return false;
     }
     for (; i < len; i++) {
