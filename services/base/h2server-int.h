@@ -27,7 +27,8 @@ struct h2server_stream {
     bool handed;    /* given to on_request: the owner must respond */
     bool responded; /* a response was submitted (or 413 by the server itself) */
     bool too_big;
-    bool malformed; /* reset with PROTOCOL_ERROR: nothing more of it is looked at */
+    bool malformed;            /* answered 400: nothing more of it is looked at */
+    const char *malformed_why; /* which check it failed (a constant string) */
     h2check_t check;
     char *hdr; /* "name\0value\0" pairs */
     size_t hdr_len, hdr_cap;

@@ -191,20 +191,27 @@ void *h2server_stream_memo(h2server_stream_t *st)
 
 /* ---- nghttp2 callbacks ---- */
 
-/* RFC 9113 §8.1.1: a malformed request's stream is reset with PROTOCOL_ERROR; nothing of it
- * reaches the owner. Its memory goes when nghttp2 closes the stream (on_stream_close). */
-static int stream_malformed(h2server_stream_t *st, const char *why)
+/* RFC 9113 §8.1.1: a malformed request never reaches the owner. It is answered 400 with the
+ * check it failed (the RFC lets a server answer before it closes the stream, and an operator
+ * then reads the reason at the client instead of a bare stream reset); whatever more the client
+ * sends for it is dropped, as after a 413. The answer waits for the end of the header block
+ * when the fault is in a field (refuse_pending). */
+static int stream_malformed(h2server_stream_t *st, const char *why, bool answer_now)
 {
     h2conn_t *c = st->conn;
     st->malformed = true;
+    st->malformed_why = why;
     log_debug("h2server: %s: stream %d: malformed request: %s", c->peer, (int)st->id, why);
     c->srv->buffered -= st->body_cap;
     free(st->body);
     st->body = NULL;
     st->body_len = st->body_cap = 0;
-    return nghttp2_submit_rst_stream(c->sess, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_PROTOCOL_ERROR)
-               ? NGHTTP2_ERR_CALLBACK_FAILURE
-               : 0;
+    if (!answer_now || st->responded)
+        return 0;
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "malformed HTTP/2 request: %s\n", why);
+    static const h2server_header_t text[] = {{"content-type", "text/plain; charset=utf-8"}};
+    return stream_submit(st, 400, text, 1, msg, (size_t)n) ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
 static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void *user)
@@ -239,7 +246,7 @@ static int on_header(nghttp2_session *sess, const nghttp2_frame *f, nghttp2_rcbu
     const char *why = h2check_field(&st->check, name, namelen, nghttp2_rcbuf_is_static(name_buf),
                                     value, valuelen, f->headers.cat != NGHTTP2_HCAT_REQUEST);
     if (why)
-        return stream_malformed(st, why);
+        return stream_malformed(st, why, false);
     /* Kept: the regular fields (up to H2SERVER_MAX_HEADERS), :method and :path, each as
      * "name\0value\0" with its place noted, so stream_dispatch need not look for them. The
      * header list size is bounded by SETTINGS_MAX_HEADER_LIST_SIZE already. */
@@ -293,7 +300,7 @@ static int on_data(nghttp2_session *sess, uint8_t flags, int32_t id, const uint8
         return 0;
     const char *why = h2check_data(&st->check, len, false);
     if (why)
-        return stream_malformed(st, why);
+        return stream_malformed(st, why, true);
     size_t cap0 = st->body_cap;
     if (append((char **)&st->body, &st->body_len, &st->body_cap, data, len, c->srv->o.max_body)) {
         /* Past the limit: answer 413 at once; what else comes for this stream is dropped. */
@@ -335,8 +342,10 @@ static int on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *us
     if (f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS)
         return 0;
     h2server_stream_t *st = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
-    if (!st || st->malformed)
+    if (!st)
         return 0;
+    if (st->malformed) /* a field failed: the header block is complete now, answer once */
+        return st->responded ? 0 : stream_malformed(st, st->malformed_why, true);
     bool end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
     const char *why = NULL;
     if (f->hd.type == NGHTTP2_DATA)
@@ -346,7 +355,7 @@ static int on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *us
     else
         why = h2check_trailers_end(&st->check, end);
     if (why)
-        return stream_malformed(st, why);
+        return stream_malformed(st, why, true);
     if (end && !st->responded && !st->handed)
         stream_dispatch(c, st);
     return 0;
