@@ -6,7 +6,7 @@
 #
 #   bench/compare.sh [--build DIR] [--bootstrap HOST:PORT] [--count N] [--modes LIST]
 #                    [--agg-count N] [--no-aggregation] [--callgrind N]
-#                    [--main-format headers|frame] [--h2c-in-flight N]
+#                    [--main-format headers|frame] [--h2c-in-flight N] [--rounds N]
 #   bench/run.sh --profile compare [--build DIR] ...   (the same, started a stack if needed)
 #
 # Modes: h2c (one copy per HTTP/2 request), h2c-batch (batch_max 64), tcp (binary frames,
@@ -23,6 +23,10 @@
 # simulator wrote it, the header form every NF topic has.
 # --h2c-in-flight N: requests in flight of the h2c one-per-request mode (default 128; ndd-sink
 # allows 1,000 streams, a real endpoint usually 100-256, and the adapter takes the smaller).
+# --rounds N: every mode N times on the same backlog, the modes alternating within a round
+# (a fresh consumer group each time), then per mode the N figures, their median and the median
+# of its per-round ratio to that round's consume baseline: one run on a shared VM moves by
+# 10-20 % from the next, so a single figure does not reproduce. Default 1 (one table, as before).
 # --callgrind N additionally runs each adapter mode under valgrind --tool=callgrind on the
 # first N copies of the topic and prints instructions per copy (repeatable on a loaded
 # machine; the figure includes start-up, divided over N).
@@ -40,6 +44,7 @@ AGG=1
 CALLGRIND=0
 MAIN_FORMAT=headers
 H2C_IN_FLIGHT=128
+ROUNDS=1
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -51,11 +56,13 @@ while [[ $# -gt 0 ]]; do
     --callgrind) CALLGRIND=$2; shift 2 ;;
     --main-format) MAIN_FORMAT=$2; shift 2 ;;
     --h2c-in-flight) H2C_IN_FLIGHT=$2; shift 2 ;;
-    -h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    -h | --help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare: unknown option $1" >&2; exit 2 ;;
     esac
 done
 AGG_COUNT=${AGG_COUNT:-$((COUNT * 2))}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "compare: --rounds wants a positive integer" >&2; exit 2; }
 ADAPTER=$BUILD/adapter/ndd-adapter
 SINK=$BUILD/bench/sink/ndd-sink
 NFSIM=$BUILD/bench/nfsim/ndd-nf-sim
@@ -130,53 +137,81 @@ mode_feed() { # mode -> feeds file
 }
 
 declare -A PER
+declare -A ALL   # mode -> the per-round figures, space-separated
+declare -A RATIOS # mode -> the per-round ratios to that round's baseline
 ROWS=()
 row() { ROWS+=("$(printf '%-12s %10s %8s %8s %14s %8s' "$@")"); }
-for mode in ${MODES//,/ }; do
-    case $mode in
-    h2c | h2c-batch | tcp | tls)
-        mode_feed "$mode" >"$WORK/feeds-$mode.json"
-        start=$(date +%s.%N)
-        "$ADAPTER" --bootstrap "$BOOT" --feeds-file "$WORK/feeds-$mode.json" --http.port "$AM" \
-            --log.level warn ${ADAPTER_ARGS:-} >"$WORK/adapter-$mode.log" 2>&1 &
-        APID=$!
-        PIDS+=($APID)
-        deadline=$((SECONDS + 300))
-        while [[ $(acked) -lt $COUNT && $SECONDS -lt $deadline ]]; do sleep 0.2; done
-        end=$(date +%s.%N)
-        n=$(acked) cpu=$(cpu_s $APID) rss=$(hwm_mib $APID)
-        kill $APID
-        wait $APID 2>/dev/null || true
-        PER[$mode]=$(per "$n" "$cpu")
-        wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}')
-        echo "{\"mode\":\"$mode\",\"delivered\":$n,\"cpu_s\":$cpu,\"wall_s\":$wall,\"per_cpu_s\":${PER[$mode]},\"peak_rss_mib\":$rss}"
-        row "$mode" "$n" "$cpu" "$wall" "${PER[$mode]}" "$rss"
-        ;;
-    baseline)
-        "$BASE" --mode consume --bootstrap "$BOOT" --topic "$TOPIC" --count "$COUNT" \
-            >"$WORK/baseline.json" 2>"$WORK/baseline.log" || true
-        cat "$WORK/baseline.json"
-        b=$(sed -n 's/.*"msgs_per_cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")
-        PER[baseline]=${b%.*}
-        row baseline "$(sed -n 's/.*"records":\([0-9]*\).*/\1/p' "$WORK/baseline.json")" \
-            "$(sed -n 's/.*"cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" \
-            "$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" "${PER[baseline]:-0}" \
-            "$(sed -n 's/.*"rss_mb":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")"
-        ;;
-    h2load)
-        head -c 3400 /dev/zero | tr '\0' 'x' | sed 's/^/{"pad":"/; s/$/"}/' >"$WORK/body.json"
-        for u in "h2c http://127.0.0.1:$H2/ingest" "h2tls https://127.0.0.1:$H2TLS/ingest"; do
-            set -- $u
-            /usr/bin/time -f "%U %S %e" -o "$WORK/h2load-$1.time" \
-                h2load -n "$COUNT" -c 1 -m 128 -d "$WORK/body.json" "$2" >"$WORK/h2load-$1.out" 2>&1 || true
-            hcpu=$(awk '{print $1 + $2}' "$WORK/h2load-$1.time")
-            PER[h2load-$1]=$(per "$COUNT" "$hcpu")
-            echo "{\"mode\":\"h2load-$1\",\"requests\":$COUNT,\"cpu_s\":$hcpu,\"per_cpu_s\":${PER[h2load-$1]}}"
-            row "h2load-$1" "$COUNT" "$hcpu" "$(awk '{print $3}' "$WORK/h2load-$1.time")" "${PER[h2load-$1]}" "-"
-        done
-        ;;
-    *) echo "compare: unknown mode $mode" >&2; exit 2 ;;
-    esac
+print_table() {
+    printf '%-12s %10s %8s %8s %14s %8s %s\n' mode copies cpu_s wall_s per_cpu_s rss_mib "ratio to baseline"
+    for r in "${ROWS[@]}"; do
+        m=${r%% *}
+        ratio=""
+        if [[ -n ${PER[baseline]:-} && ${PER[baseline]} -gt 0 && -n ${PER[$m]:-} ]]; then
+            ratio=$(awk -v a="${PER[$m]}" -v b="${PER[baseline]}" 'BEGIN {printf "%.2f", a / b}')
+            RATIOS[$m]+="$ratio "
+        fi
+        echo "$r $ratio"
+    done
+}
+median() { # values format
+    tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk -v f="$2" '{v[NR] = $1}
+        END {if (NR) printf f "\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+for round in $(seq 1 "$ROUNDS"); do
+    ((ROUNDS > 1)) && echo "round $round of $ROUNDS"
+    ROWS=()
+    PER=()
+    for mode in ${MODES//,/ }; do
+        case $mode in
+        h2c | h2c-batch | tcp | tls)
+            mode_feed "$mode" >"$WORK/feeds-$mode.json"
+            start=$(date +%s.%N)
+            "$ADAPTER" --bootstrap "$BOOT" --feeds-file "$WORK/feeds-$mode.json" --http.port "$AM" \
+                --log.level warn ${ADAPTER_ARGS:-} >"$WORK/adapter-$mode.log" 2>&1 &
+            APID=$!
+            PIDS+=($APID)
+            deadline=$((SECONDS + 300))
+            while [[ $(acked) -lt $COUNT && $SECONDS -lt $deadline ]]; do sleep 0.2; done
+            end=$(date +%s.%N)
+            n=$(acked) cpu=$(cpu_s $APID) rss=$(hwm_mib $APID)
+            kill $APID
+            wait $APID 2>/dev/null || true
+            PER[$mode]=$(per "$n" "$cpu")
+            wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}')
+            echo "{\"mode\":\"$mode\",\"delivered\":$n,\"cpu_s\":$cpu,\"wall_s\":$wall,\"per_cpu_s\":${PER[$mode]},\"peak_rss_mib\":$rss}"
+            row "$mode" "$n" "$cpu" "$wall" "${PER[$mode]}" "$rss"
+            ;;
+        baseline)
+            "$BASE" --mode consume --bootstrap "$BOOT" --topic "$TOPIC" --count "$COUNT" \
+                >"$WORK/baseline.json" 2>"$WORK/baseline.log" || true
+            cat "$WORK/baseline.json"
+            b=$(sed -n 's/.*"msgs_per_cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")
+            PER[baseline]=${b%.*}
+            row baseline "$(sed -n 's/.*"records":\([0-9]*\).*/\1/p' "$WORK/baseline.json")" \
+                "$(sed -n 's/.*"cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" \
+                "$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" "${PER[baseline]:-0}" \
+                "$(sed -n 's/.*"rss_mb":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")"
+            ;;
+        h2load)
+            head -c 3400 /dev/zero | tr '\0' 'x' | sed 's/^/{"pad":"/; s/$/"}/' >"$WORK/body.json"
+            for u in "h2c http://127.0.0.1:$H2/ingest" "h2tls https://127.0.0.1:$H2TLS/ingest"; do
+                set -- $u
+                /usr/bin/time -f "%U %S %e" -o "$WORK/h2load-$1.time" \
+                    h2load -n "$COUNT" -c 1 -m 128 -d "$WORK/body.json" "$2" >"$WORK/h2load-$1.out" 2>&1 || true
+                hcpu=$(awk '{print $1 + $2}' "$WORK/h2load-$1.time")
+                PER[h2load-$1]=$(per "$COUNT" "$hcpu")
+                echo "{\"mode\":\"h2load-$1\",\"requests\":$COUNT,\"cpu_s\":$hcpu,\"per_cpu_s\":${PER[h2load-$1]}}"
+                row "h2load-$1" "$COUNT" "$hcpu" "$(awk '{print $3}' "$WORK/h2load-$1.time")" "${PER[h2load-$1]}" "-"
+            done
+            ;;
+        *) echo "compare: unknown mode $mode" >&2; exit 2 ;;
+        esac
+    done
+    for m in "${!PER[@]}"; do ALL[$m]+="${PER[$m]} "; done
+    if ((ROUNDS > 1)); then
+        echo "round $round: adapter vs librdkafka alone ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+        print_table
+    fi
 done
 
 if ((CALLGRIND > 0)); then
@@ -204,16 +239,19 @@ if ((CALLGRIND > 0)); then
 fi
 
 echo
-echo "adapter vs librdkafka alone, same topic, same sink ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '%-12s %10s %8s %8s %14s %8s %s\n' mode copies cpu_s wall_s per_cpu_s rss_mib "ratio to baseline"
-for r in "${ROWS[@]}"; do
-    m=${r%% *}
-    ratio=""
-    if [[ -n ${PER[baseline]:-} && ${PER[baseline]} -gt 0 && -n ${PER[$m]:-} ]]; then
-        ratio=$(awk -v a="${PER[$m]}" -v b="${PER[baseline]}" 'BEGIN {printf "%.2f", a / b}')
-    fi
-    echo "$r $ratio"
-done
+if ((ROUNDS == 1)); then
+    echo "adapter vs librdkafka alone, same topic, same sink ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+    print_table
+else
+    echo "medians over $ROUNDS rounds, same topic, same sink ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+    printf '%-12s %14s %18s  %s\n' mode "median per_cpu_s" "median ratio" "per round"
+    for mode in ${MODES//,/ } h2load-h2c h2load-h2tls; do
+        [[ -n ${ALL[$mode]:-} ]] || continue
+        [[ $mode == h2load ]] && continue
+        printf '%-12s %14s %18s  %s\n' "$mode" "$(median "${ALL[$mode]}" %.0f)" \
+            "$(median "${RATIOS[$mode]:-}" %.2f)" "${ALL[$mode]% }"
+    done
+fi
 
 if ((AGG)) && [[ -x $BAGG ]]; then
     echo
