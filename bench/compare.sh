@@ -155,7 +155,8 @@ print_table() {
 }
 median() { # values format
     tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk -v f="$2" '{v[NR] = $1}
-        END {if (NR) printf f "\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+        END {if (NR) printf f "\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+             else print "-"}'
 }
 for round in $(seq 1 "$ROUNDS"); do
     ((ROUNDS > 1)) && echo "round $round of $ROUNDS"

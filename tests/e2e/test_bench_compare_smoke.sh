@@ -32,3 +32,18 @@ for mode in tcp baseline; do
 done
 echo "ok: tcp and baseline each read the 3,000 framed copies"
 cat "$OUT"
+
+# --rounds: each mode twice on one backlog, then a median row per mode with both figures.
+timeout 240 "$SRC/bench/compare.sh" --build "$BUILD" --bootstrap "$NDD_TEST_KAFKA" --count 1000 \
+    --modes tcp,baseline --no-aggregation --rounds 2 >"$OUT" 2>&1 ||
+    fail "bench/compare.sh --rounds 2 exited $?"
+(($(grep -c '^round [12]: adapter vs librdkafka alone' "$OUT") == 2)) || fail "not two round tables"
+grep -q '^medians over 2 rounds' "$OUT" || fail "no medians"
+for mode in tcp baseline; do
+    row=$(sed -n '/^medians over 2 rounds/,$p' "$OUT" | grep -E "^$mode +[0-9]") ||
+        fail "no median row for $mode"
+    read -r _ med ratio r1 r2 <<<"$row"
+    [[ $med =~ ^[0-9]+$ && $r1 =~ ^[0-9]+$ && $r2 =~ ^[0-9]+$ && $ratio =~ ^([0-9.]+|-)$ ]] ||
+        fail "$mode: median row '$row'"
+done
+echo "ok: --rounds 2 printed both rounds and a median per mode"
