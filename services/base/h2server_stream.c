@@ -277,17 +277,6 @@ static int on_header(nghttp2_session *sess, const nghttp2_frame *f, nghttp2_rcbu
         st->req.fields[st->n_fields].value_len = valuelen;
         st->field_at[st->n_fields++] = (uint32_t)at;
     }
-    /* The body buffer at its announced size: one allocation instead of a doubling series
-     * (a longer body still grows it; above max_body it is refused in on_data). */
-    if (namelen == 14 && !memcmp(name, "content-length", 14) && !st->body && valuelen <= 9) {
-        size_t cl = 0;
-        for (size_t i = 0; i < valuelen && value[i] >= '0' && value[i] <= '9'; i++)
-            cl = cl * 10 + (size_t)(value[i] - '0');
-        if (cl > 0 && cl <= st->conn->srv->o.max_body && (st->body = malloc(cl))) {
-            st->body_cap = cl;
-            st->conn->srv->buffered += cl;
-        }
-    }
     return 0;
 }
 
@@ -356,6 +345,14 @@ static int on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *us
         why = h2check_trailers_end(&st->check, end);
     if (why)
         return stream_malformed(st, why, true);
+    /* The body buffer at its announced size (h2check parsed content-length): one allocation
+     * instead of a doubling series; a body above max_body is refused in on_data. */
+    const h2check_t *chk = &st->check;
+    if (!end && f->hd.type == NGHTTP2_HEADERS && chk->has_length && chk->length > 0 &&
+        chk->length <= c->srv->o.max_body && !st->body && (st->body = malloc(chk->length))) {
+        st->body_cap = chk->length;
+        c->srv->buffered += chk->length;
+    }
     if (end && !st->responded && !st->handed)
         stream_dispatch(c, st);
     return 0;

@@ -242,10 +242,8 @@ static ssize_t h2c_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
     return (ssize_t)n;
 }
 
-/* n requests, one after the other, on one fresh HTTP/2 session over fd (and ssl); c holds
- * the last one's answer. */
-static void h2c_requests(h2c_t *c, const char *method, const char *path, const char *body,
-                         unsigned n_req)
+/* A client session over c's socket (and TLS), its SETTINGS submitted. */
+static nghttp2_session *h2c_session(h2c_t *c)
 {
     nghttp2_session_callbacks *cb;
     nghttp2_session_callbacks_new(&cb);
@@ -257,38 +255,7 @@ static void h2c_requests(h2c_t *c, const char *method, const char *path, const c
     assert_int_equal(nghttp2_session_client_new(&s, cb, c), 0);
     nghttp2_session_callbacks_del(cb);
     assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
-    nghttp2_nv nv[] = {
-        {(uint8_t *)":method", (uint8_t *)method, 7, strlen(method), 0},
-        {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
-        {(uint8_t *)":scheme", (uint8_t *)(c->ssl ? "https" : "http"), 7, c->ssl ? 5 : 4, 0},
-        {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
-        {(uint8_t *)"x-test", (uint8_t *)"hi", 6, 2, 0},
-    };
-    for (unsigned r = 0; r < n_req; r++) {
-        c->done = false;
-        c->body_len = 0;
-        c->body[0] = '\0';
-        h2c_src_t src = {body, body ? strlen(body) : 0, 0};
-        nghttp2_data_provider dp = {.source.ptr = &src, .read_callback = h2c_read};
-        assert_true(nghttp2_submit_request(s, NULL, nv, 5, body ? &dp : NULL, NULL) > 0);
-        for (int i = 0; i < 200 && !c->done; i++) {
-            assert_int_equal(nghttp2_session_send(s), 0);
-            uint8_t buf[16384];
-            int n =
-                c->ssl ? SSL_read(c->ssl, buf, sizeof buf) : (int)recv(c->fd, buf, sizeof buf, 0);
-            if (n <= 0)
-                break;
-            assert_true(nghttp2_session_mem_recv(s, buf, (size_t)n) == n);
-        }
-        assert_true(c->done);
-    }
-    nghttp2_session_del(s);
-}
-
-/* One request on a fresh HTTP/2 session over fd (and ssl); fills c. */
-static void h2c_request(h2c_t *c, const char *method, const char *path, const char *body)
-{
-    h2c_requests(c, method, path, body, 1);
+    return s;
 }
 
 /* One request of the fields nv (sent as they are, whatever they say) and body on session s;
@@ -299,18 +266,43 @@ static void h2c_raw(nghttp2_session *s, h2c_t *c, const nghttp2_nv *nv, size_t n
     c->status = 0;
     c->close_code = 0;
     c->body_len = 0;
+    c->body[0] = '\0';
     h2c_src_t src = {body, body ? strlen(body) : 0, 0};
     nghttp2_data_provider dp = {.source.ptr = &src, .read_callback = h2c_read};
     assert_true(nghttp2_submit_request(s, NULL, nv, n, body ? &dp : NULL, NULL) > 0);
     for (int i = 0; i < 200 && !c->done; i++) {
         assert_int_equal(nghttp2_session_send(s), 0);
         uint8_t buf[16384];
-        int r = (int)recv(c->fd, buf, sizeof buf, 0);
+        int r = c->ssl ? SSL_read(c->ssl, buf, sizeof buf) : (int)recv(c->fd, buf, sizeof buf, 0);
         if (r <= 0)
             break;
         assert_true(nghttp2_session_mem_recv(s, buf, (size_t)r) == r);
     }
     assert_true(c->done);
+}
+
+/* n requests, one after the other, on one fresh HTTP/2 session over fd (and ssl); c holds
+ * the last one's answer. */
+static void h2c_requests(h2c_t *c, const char *method, const char *path, const char *body,
+                         unsigned n_req)
+{
+    nghttp2_session *s = h2c_session(c);
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)method, 7, strlen(method), 0},
+        {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
+        {(uint8_t *)":scheme", (uint8_t *)(c->ssl ? "https" : "http"), 7, c->ssl ? 5 : 4, 0},
+        {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
+        {(uint8_t *)"x-test", (uint8_t *)"hi", 6, 2, 0},
+    };
+    for (unsigned r = 0; r < n_req; r++)
+        h2c_raw(s, c, nv, 5, body);
+    nghttp2_session_del(s);
+}
+
+/* One request on a fresh HTTP/2 session over fd (and ssl); fills c. */
+static void h2c_request(h2c_t *c, const char *method, const char *path, const char *body)
+{
+    h2c_requests(c, method, path, body, 1);
 }
 
 #define NV(n, v)                                                                                   \
@@ -356,16 +348,7 @@ test_malformed_h2_requests_get_400_naming_the_fault_and_never_reach_a_handler(vo
     uint16_t port;
     httpd_thread_t *t = start(NULL, &port);
     h2c_t c = {.fd = connect_port(port)};
-    nghttp2_session_callbacks *cb;
-    nghttp2_session_callbacks_new(&cb);
-    nghttp2_session_callbacks_set_send_callback(cb, h2c_send);
-    nghttp2_session_callbacks_set_on_header_callback(cb, h2c_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, h2c_data);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, h2c_close);
-    nghttp2_session *s;
-    assert_int_equal(nghttp2_session_client_new(&s, cb, &c), 0);
-    nghttp2_session_callbacks_del(cb);
-    assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+    nghttp2_session *s = h2c_session(&c);
 #define REQ(...)                                                                                   \
     {                                                                                              \
         __VA_ARGS__                                                                                \
