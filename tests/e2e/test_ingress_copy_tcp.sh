@@ -92,7 +92,8 @@ got=$("${SEND[@]}" --port "$TCP" --tls --ca "$T/ca.pem" --cert "$T/c.pem" --key 
     --frames 4 --per-frame 5 --prefix s) || fail "TLS sender: $got"
 [ "$got" = "acked 4 nacked 0" ] || fail "TLS sender got: $got"
 [ "$(count "ndd-$TAG-tls-NRF")" -eq 20 ] || fail "TLS NRF topic holds $(count "ndd-$TAG-tls-NRF"), want 20"
-kcat -b "$BROKER" -C -t "ndd-$TAG-tls-NRF" -e -q -f '%k|%h\n' | grep '^s-7|' | grep -q '@message-type=request' ||
+tls_records=$(kcat -b "$BROKER" -C -t "ndd-$TAG-tls-NRF" -e -q -f '%k|%h\n')
+grep '^s-7|' <<<"$tls_records" | grep -q '@message-type=request' ||
     fail "TLS record s-7 without its key or headers"
 # without a client certificate: no copy gets in
 "${SEND[@]}" --port "$TCP" --tls --ca "$T/ca.pem" --frames 1 --per-frame 1 --prefix x >"$T/nocert" 2>&1 &&

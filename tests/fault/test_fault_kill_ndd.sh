@@ -28,8 +28,11 @@ settle_and_account 60
 want=$((PRODUCED / 2)) t0=$SECONDS
 while xdrs=$(topic_records "${PFX}XDR") && ((xdrs < want && SECONDS - t0 < 60)); do sleep 1; done
 ((xdrs >= want)) || fail "the correlation role wrote $xdrs xDRs for $want transactions"
-curl -s "http://127.0.0.1:${NDD_HTTP[0]}/metrics" | grep -q '^ndd_director_role_up{role="correlation"} 1' ||
-    fail "ndd_director_role_up does not show the correlation running"
+# The page is read whole before it is searched: `curl | grep -q` under pipefail fails when
+# grep stops at the match while curl still writes (curl exits 23 on the closed pipe).
+metrics=$(curl -s "http://127.0.0.1:${NDD_HTTP[0]}/metrics")
+grep -q '^ndd_director_role_up{role="correlation"} 1' <<<"$metrics" ||
+    fail "ndd_director_role_up does not show the correlation running: $(grep '^ndd_director_role_up' <<<"$metrics")"
 kill -TERM "${NDD_PID[0]}"
 rc=0
 wait "${NDD_PID[0]}" || rc=$?

@@ -116,7 +116,8 @@ done
 if ((ready)); then
     ok
     echo "ndd-aggregation from the image is ready against $BROKER"
-    curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^ndd_build_info{' && ok || fail "/metrics lacks ndd_build_info"
+    metrics=$(curl -s "http://127.0.0.1:$PORT/metrics")
+    grep -q '^ndd_build_info{' <<<"$metrics" && ok || fail "/metrics lacks ndd_build_info"
 else
     tail -n 20 "$T/agg.log"
     fail "ndd-aggregation from the image did not become ready: $(curl -s "http://127.0.0.1:$PORT/readyz")"
