@@ -68,6 +68,7 @@ struct h2 {
     h2_req_t *free_list;
     unsigned n_reqs;
     unsigned active;              /* slots in use */
+    unsigned refill_at;           /* window full: no new stream until active falls to this */
     unsigned pending;             /* requests not yet reported */
     const struct timeval *tv_req; /* common timeout for requests */
     struct event *close_ev;       /* deferred teardown */
@@ -106,6 +107,14 @@ static void h2_req_release(h2_t *t, h2_req_t *r)
     r->next_free = t->free_list;
     t->free_list = r;
     t->active--;
+}
+
+/* The stream window in use: the configured slots, or fewer if the peer allows fewer. */
+static unsigned h2_window(const h2_t *t)
+{
+    uint32_t peer =
+        nghttp2_session_get_remote_settings(t->sess, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+    return peer < t->n_reqs ? peer : t->n_reqs;
 }
 
 /* Delivers the outcome of a request to the owner (once). */
@@ -264,7 +273,10 @@ static int h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t error_co
         snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->cfg.endpoint);
         h2_schedule_teardown(t, why);
     } else if (t->ev.on_writable && t->state == H2_UP) {
-        t->ev.on_writable(t->owner);
+        if (t->refill_at && t->active <= t->refill_at)
+            t->refill_at = 0;
+        if (!t->refill_at)
+            t->ev.on_writable(t->owner);
     }
     return 0;
 }
@@ -432,6 +444,7 @@ static void h2_teardown(h2_t *t, const char *reason)
             h2_req_release(t, r);
     }
     t->pending = 0;
+    t->refill_at = 0;
     t->ev.on_down(t->owner, reason);
 }
 
@@ -547,11 +560,9 @@ static unsigned h2_capacity(const transport_t *base)
         return 0;
     if (evbuffer_get_length(bufferevent_get_output(t->bev)) >= t->cfg.out_buf_max)
         return 0;
-    uint32_t peer =
-        nghttp2_session_get_remote_settings(t->sess, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
-    unsigned cap = t->n_reqs;
-    if (peer < cap)
-        cap = peer;
+    if (t->refill_at && t->active > t->refill_at)
+        return 0;
+    unsigned cap = h2_window(t);
     return t->active >= cap ? 0 : cap - t->active;
 }
 
@@ -590,6 +601,14 @@ static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *
     }
     r->stream_id = sid;
     evtimer_add(&r->timer, t->tv_req);
+    /* Once the window is full, new streams wait until a quarter of it has been answered
+     * (silly-window avoidance, as TCP does for its window): refilled one stream per answer,
+     * a saturated window settles into a write and a wake-up of both sides per copy, the
+     * largest cost of a copy at full rate. Below saturation the window never fills and
+     * nothing waits. */
+    unsigned window = h2_window(t);
+    if (t->active >= window)
+        t->refill_at = window - (window + 3) / 4;
     h2_flush(t);
     return 0;
 }

@@ -72,6 +72,11 @@ void sink_conn_start(sink_conn_t *c, bufferevent_data_cb readcb, bufferevent_dat
 {
     bufferevent_setcb(c->bev, readcb, writecb, eventcb, arg);
     bufferevent_setwatermark(c->bev, EV_WRITE, out_high / 2, 0);
+    /* libevent reads at most 16 KiB per wake-up by default: four or five 3.4 KB copies, so a
+     * burst of requests got its answers in many small writes, each waking the client. A read
+     * of what a burst holds answers it in one write, as servers with larger receive buffers
+     * (nginx's 256 KiB) do. */
+    bufferevent_set_max_single_read(c->bev, SINK_MAX_SINGLE_READ);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     if (c->transport == SINK_H2TLS || c->transport == SINK_TLS) {
         struct timeval hs = {SINK_TLS_HANDSHAKE_S, 0};

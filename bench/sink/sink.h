@@ -20,6 +20,8 @@
 
 /* Seconds a TLS client has to complete its handshake. */
 #define SINK_TLS_HANDSHAKE_S 10
+/* Bytes read per wake-up at most (libevent's default is 16 KiB). */
+#define SINK_MAX_SINGLE_READ (256 * 1024)
 
 struct event_base;
 struct event;

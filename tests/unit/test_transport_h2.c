@@ -32,6 +32,9 @@ typedef struct ctx {
     char down_reason[400];
     uint8_t payload[3400];
     int to_send, sent;
+    unsigned window;     /* max_in_flight, when a test watches how the window refills */
+    bool window_full;    /* the window has been full once */
+    int smallest_refill; /* fewest requests a pump sent while it still had more to send */
 } ctx_t;
 
 static void on_ack(void *o, void *cookie, int status)
@@ -53,9 +56,17 @@ static void on_fail(void *o, void *cookie, const transport_failure_t *f)
 
 static void pump(ctx_t *c)
 {
+    int before = c->sent;
     while (c->sent < c->to_send && transport_send(c->t, c->payload, sizeof c->payload,
                                                   (void *)(intptr_t)(c->sent + 1)) == 0)
         c->sent++;
+    int n = c->sent - before;
+    /* A refill stopped by the window (not by running out of requests) after it was full. */
+    if (c->window_full && n > 0 && c->sent < c->to_send &&
+        (c->smallest_refill == 0 || n < c->smallest_refill))
+        c->smallest_refill = n;
+    if (c->window && transport_in_flight(c->t) >= c->window)
+        c->window_full = true;
 }
 
 static void on_up(void *o)
@@ -178,6 +189,31 @@ static void test_h2c_delivers_every_request_with_concurrent_streams(void **state
     assert_int_equal(c.failed, 0);
     assert_int_equal(c.last_status, 200);
     assert_int_equal(c.ups, 1);
+    assert_int_equal(transport_in_flight(c.t), 0);
+    unmake(&c);
+    atu_stop(srv, SIGTERM);
+}
+
+/* A full window of streams is refilled a quarter at a time, not one stream per answer: at
+ * full rate, one stream per answer means a write and a wake-up of both sides per copy. */
+static void test_h2_full_window_refills_a_quarter_at_a_time(void **state)
+{
+    int port = atu_free_port(27100, 27999);
+    pid_t srv = start_nghttpd(port, NULL, NULL);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/ingest", port);
+    ctx_t c = {0};
+    c.window = 16;
+    make(&c, url, NULL, c.window, 5000, "POST");
+    c.to_send = NREQ;
+    transport_connect(c.t);
+    assert_true(atu_run_until(c.base, all_done, &c, 20000));
+    assert_int_equal(c.acked, NREQ);
+    assert_int_equal(c.failed, 0);
+    assert_true(c.window_full);
+    if (c.smallest_refill < 4)
+        fail_msg("a full window of 16 was refilled with %d stream(s), want at least 4",
+                 c.smallest_refill);
     assert_int_equal(transport_in_flight(c.t), 0);
     unmake(&c);
     atu_stop(srv, SIGTERM);
@@ -437,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_retry_after_and_retryable_statuses),
         cmocka_unit_test(test_h2c_delivers_every_request_with_concurrent_streams),
         cmocka_unit_test(test_h2_connection_stays_up_without_spurious_reconnects),
+        cmocka_unit_test(test_h2_full_window_refills_a_quarter_at_a_time),
         cmocka_unit_test(test_h2_tls_alpn_delivers_every_request),
         cmocka_unit_test(test_h2_tls_unknown_ca_is_refused_with_clear_error),
         cmocka_unit_test(test_h2_non_2xx_status_fails_not_retryable_with_body_excerpt),
