@@ -359,7 +359,8 @@ static void feed_take(feed_t *f, rd_kafka_message_t *rkm)
         }
         encoding_result_t r = enc->add(&d->batch, &m);
         if (r == ENCODING_OK) {
-            feed_drop_parsed_headers(rkm);
+            if (!m.framed)
+                feed_drop_parsed_headers(rkm);
             fm.d = d;
             d->msgs[d->n++] = fm;
             if (d->n >= f->cfg->delivery.batch_max)

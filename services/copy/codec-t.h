@@ -6,6 +6,7 @@
 #ifndef NDD_CODEC_T_H
 #define NDD_CODEC_T_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -119,6 +120,9 @@ typedef struct codec_msg {
     uint64_t agg_seq;         /* @agg-seq, 0 when absent */
     codec_slice_t method;     /* :method, absent for responses */
     codec_slice_t path;       /* :path */
+    /* Decoded from MAIN's frame form: librdkafka parsed no header list for this record, so
+     * there is none to free early (asking would parse the empty header section again). */
+    bool framed;
 
     /* The HTTP/2 header fields in the order they were carried (pseudo-headers included). */
     size_t n_http;

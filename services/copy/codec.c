@@ -403,6 +403,7 @@ static void msg_reset(codec_msg_t *m)
     m->path = (codec_slice_t){0};
     m->n_http = 0;
     m->n_ext = 0;
+    m->framed = false;
 }
 
 /* One header of the record: sorted into meta / ext / http with its structural checks. */
@@ -725,6 +726,7 @@ codec_reason_t codec_decode_frame_limited(codec_msg_t *out, const void *data, si
         decode_start(out, rec.key.ptr, rec.key.len, rec.body.ptr, rec.body.len, l, err);
     if (r != CODEC_OK)
         return r;
+    out->framed = true;
     unsigned pseudo = 0;
     size_t total = 0;
     frame_header_iter_t hi;
