@@ -25,10 +25,14 @@
 
 #include "conn.h"
 #include "log.h"
+#include "mempool.h"
 #include "tls.h"
 #include "transport.h"
 
 #define H2_EXCERPT_MAX 256
+/* Bytes of freed nghttp2 blocks a connection keeps for reuse: a window of 100-256 streams
+ * holds about 1 KiB each (stream, queued frames, header copies). */
+#define H2_MEM_CACHED (256u * 1024)
 #define H2_MAX_NV (8 + TRANSPORT_MAX_HEADERS)
 
 typedef enum h2_state { H2_DOWN = 0, H2_CONNECTING, H2_UP, H2_CLOSING } h2_state_t;
@@ -61,6 +65,11 @@ struct h2 {
     void *owner;
     struct bufferevent *bev;
     nghttp2_session *sess;
+    /* nghttp2 allocates a stream, its frames and a copy of its fields per request and frees
+     * them at the answer: free lists in front of malloc, as for ndd-admin's server
+     * (services/base/mempool.h), instead of glibc's arena once its 7-block cache is full. */
+    mempool_t *mem;
+    nghttp2_mem ngmem;
     h2_state_t state;
     bool in_ng; /* inside nghttp2 mem_recv/mem_send */
     bool goaway;
@@ -366,7 +375,7 @@ static int h2_session_start(h2_t *t, char *why, size_t whylen)
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_on_stream_close);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2_on_frame_recv);
     nghttp2_session_callbacks_set_error_callback2(cbs, h2_on_error);
-    int rv = nghttp2_session_client_new(&t->sess, cbs, t);
+    int rv = nghttp2_session_client_new3(&t->sess, cbs, t, NULL, &t->ngmem);
     nghttp2_session_callbacks_del(cbs);
     if (rv != 0) {
         snprintf(why, whylen, "nghttp2 session: %s", nghttp2_strerror(rv));
@@ -505,10 +514,13 @@ static transport_t *h2_create(struct event_base *base, const transport_config_t 
         t->cfg.content_type = "application/json";
     t->n_reqs = t->cfg.max_in_flight;
     t->reqs = calloc(t->n_reqs, sizeof *t->reqs);
+    t->mem = mempool_new(H2_MEM_CACHED);
+    if (t->mem)
+        mempool_nghttp2_mem(t->mem, &t->ngmem);
     t->close_ev = event_new(base, -1, 0, h2_close_evcb, t);
     struct timeval tv = {t->cfg.timeout_ms / 1000, (t->cfg.timeout_ms % 1000) * 1000};
     t->tv_req = event_base_init_common_timeout(base, &tv);
-    if (!t->reqs || !t->close_ev || !t->tv_req) {
+    if (!t->reqs || !t->close_ev || !t->tv_req || !t->mem) {
         snprintf(err, errlen, "out of memory");
         transport_h2_ops.destroy(&t->base);
         return NULL;
@@ -649,6 +661,8 @@ static void h2_destroy(transport_t *base)
     free(t->reqs);
     if (t->close_ev)
         event_free(t->close_ev);
+    if (t->mem)
+        mempool_free_all(t->mem); /* after the session: it gave its blocks back */
     free(t);
 }
 

@@ -443,26 +443,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     conn_start(c);
 }
 
-static void *ng_malloc(size_t n, void *pool)
-{
-    return mempool_alloc(pool, n);
-}
-
-static void ng_free(void *ptr, void *pool)
-{
-    mempool_free(pool, ptr);
-}
-
-static void *ng_calloc(size_t nmemb, size_t n, void *pool)
-{
-    return mempool_calloc(pool, nmemb, n);
-}
-
-static void *ng_realloc(void *ptr, size_t n, void *pool)
-{
-    return mempool_realloc(pool, ptr, n);
-}
-
 /* A server with the documented defaults filled in and no listener: what both h2server_new
  * and h2server_new_detached start from. */
 static h2server_t *h2server_alloc(struct event_base *base, const h2server_options_t *opts,
@@ -474,7 +454,7 @@ static h2server_t *h2server_alloc(struct event_base *base, const h2server_option
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    s->ngmem = (nghttp2_mem){s->mem, ng_malloc, ng_free, ng_calloc, ng_realloc};
+    mempool_nghttp2_mem(s->mem, &s->ngmem);
     s->base = base;
     s->o = *opts;
     if (!s->o.bind_addr)

@@ -146,3 +146,28 @@ size_t mempool_cached(const mempool_t *p)
 {
     return p->cached;
 }
+
+static void *ng_malloc(size_t n, void *pool)
+{
+    return mempool_alloc(pool, n);
+}
+
+static void ng_free(void *ptr, void *pool)
+{
+    mempool_free(pool, ptr);
+}
+
+static void *ng_calloc(size_t nmemb, size_t n, void *pool)
+{
+    return mempool_calloc(pool, nmemb, n);
+}
+
+static void *ng_realloc(void *ptr, size_t n, void *pool)
+{
+    return mempool_realloc(pool, ptr, n);
+}
+
+void mempool_nghttp2_mem(mempool_t *p, nghttp2_mem *out)
+{
+    *out = (nghttp2_mem){p, ng_malloc, ng_free, ng_calloc, ng_realloc};
+}

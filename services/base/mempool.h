@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include <nghttp2/nghttp2.h>
+
 #define MEMPOOL_CLASS_MAX 4096
 
 typedef struct mempool mempool_t;
@@ -29,5 +31,9 @@ void *mempool_realloc(mempool_t *p, void *ptr, size_t n);
 
 /* Bytes kept in the free lists now. */
 size_t mempool_cached(const mempool_t *p);
+
+/* nghttp2's allocator interface on the pool (nghttp2_session_*_new3), for a session used by
+ * the pool's thread only. */
+void mempool_nghttp2_mem(mempool_t *p, nghttp2_mem *out);
 
 #endif
