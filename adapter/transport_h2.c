@@ -23,6 +23,7 @@
 #include <event2/event_struct.h>
 #include <nghttp2/nghttp2.h>
 
+#include "buf.h"
 #include "conn.h"
 #include "log.h"
 #include "mempool.h"
@@ -595,7 +596,7 @@ static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *
     r->status = 0;
     r->retry_after_ms = 0;
     r->excerpt_len = 0;
-    snprintf(r->clen, sizeof r->clen, "%zu", len);
+    buf_format_u64(r->clen, len); /* snprintf was 2 % of a one-copy request's instructions */
     t->active++;
     t->pending++;
     nghttp2_nv nva[H2_MAX_NV];

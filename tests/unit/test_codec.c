@@ -494,6 +494,30 @@ static void test_error_field_never_carries_control_bytes(void **state)
     rd_kafka_headers_destroy(h);
 }
 
+/* The lookup by length finds every metadata name, and only exact names: a near miss of the
+ * same length, another case, no '@', or a name longer than any is not metadata. */
+static void test_meta_lookup_finds_every_name_and_nothing_else(void **state)
+{
+    (void)state;
+    for (int m = 0; m < CODEC_META__COUNT; m++) {
+        const char *n = codec_meta_name((codec_meta_t)m);
+        size_t len = strlen(n);
+        assert_int_equal(codec_meta_lookup(n, len), m);
+        char miss[64];
+        snprintf(miss, sizeof miss, "%s", n);
+        miss[len - 1] ^= 0x20; /* the last letter in the other case, or another byte */
+        assert_int_equal(codec_meta_lookup(miss, len), -1);
+        miss[len - 1] ^= 0x20;
+        miss[0] = 'x';
+        assert_int_equal(codec_meta_lookup(miss, len), -1);
+        assert_int_equal(codec_meta_lookup(n, len - 1), -1);
+    }
+    assert_int_equal(codec_meta_lookup("@", 1), -1);
+    assert_int_equal(codec_meta_lookup("@NF-TYPE", 8), -1);
+    const char *lng = "@agg-timestamp-us-and-some-more-characters";
+    assert_int_equal(codec_meta_lookup(lng, strlen(lng)), -1);
+}
+
 static void test_names_are_stable(void **state)
 {
     (void)state;
@@ -525,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_key_length_limit_boundary),
         cmocka_unit_test(test_decode_says_whether_the_id_came_as_key_header_or_both),
         cmocka_unit_test(test_meta_value_limit_boundary),
+        cmocka_unit_test(test_meta_lookup_finds_every_name_and_nothing_else),
         cmocka_unit_test(test_extension_header_limit_boundary),
         cmocka_unit_test(test_body_limit_is_per_decoder_and_the_default_is_one_mib),
         cmocka_unit_test(test_null_value_is_empty_body),
