@@ -67,8 +67,10 @@ __attribute__((format(printf, 2, 3))) static frame_status_t fail(frame_parser_t 
     return FRAME_ERROR;
 }
 
-/* Walks one record [p, end) completely; returns NULL on success or what is wrong. */
-static const char *check_record(const uint8_t *p, const uint8_t *end)
+/* Walks one record [p, end) completely; returns NULL on success or what is wrong. On success
+ * *headers_end (when asked) is where the header block ends and the key length starts, so a
+ * reader needs no second walk to find the key and the body. */
+static const char *check_record(const uint8_t *p, const uint8_t *end, const uint8_t **headers_end)
 {
     if (end - p < 2)
         return "record shorter than its header count";
@@ -92,6 +94,8 @@ static const char *check_record(const uint8_t *p, const uint8_t *end)
             return "header value past record end";
         p += vl;
     }
+    if (headers_end)
+        *headers_end = p;
     if (end - p < 4)
         return "key length past record end";
     uint32_t kl = buf_rd_be32(p);
@@ -155,7 +159,7 @@ frame_status_t frame_parse(frame_parser_t *p, const uint8_t *data, size_t len, f
             if ((size_t)(end - q) < rl)
                 return fail(p, "record %u: length %u past payload end (frame id %llu)", i, rl,
                             (unsigned long long)h->id);
-            const char *why = check_record(q, q + rl);
+            const char *why = check_record(q, q + rl, NULL);
             if (why)
                 return fail(p, "record %u: %s (frame id %llu)", i, why, (unsigned long long)h->id);
             q += rl;
@@ -208,20 +212,14 @@ bool frame_record_next(frame_record_iter_t *it, frame_record_t *rec)
     if (it->end - it->p < 4)
         return false;
     uint32_t rl = buf_rd_be32(it->p);
-    const uint8_t *p = it->p + 4;
-    if ((size_t)(it->end - p) < rl || check_record(p, p + rl) != NULL)
+    const uint8_t *p = it->p + 4, *hend = NULL;
+    if ((size_t)(it->end - p) < rl || check_record(p, p + rl, &hend) != NULL)
         return false;
     const uint8_t *rend = p + rl;
     rec->header_count = buf_rd_be16(p);
-    p += 2;
-    rec->headers = p;
-    for (uint16_t i = 0; i < rec->header_count; i++) {
-        uint16_t nl = buf_rd_be16(p);
-        p += 2 + nl;
-        uint32_t vl = buf_rd_be32(p);
-        p += 4 + vl;
-    }
-    rec->headers_len = (size_t)(p - rec->headers);
+    rec->headers = p + 2;
+    rec->headers_len = (size_t)(hend - rec->headers);
+    p = hend;
     uint32_t kl = buf_rd_be32(p);
     rec->key.ptr = (const char *)p + 4;
     rec->key.len = kl;
