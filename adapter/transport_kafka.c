@@ -55,83 +55,7 @@
 #include "log.h"
 #include "transport.h"
 
-/* Transaction batching (docs/kafka-feed.md, "Guarantees"): a commit every KTX_TXN_MS or after
- * KTX_TXN_RECORDS records, whichever comes first. init_transactions and the flushes wait at
- * most KTX_TXN_WAIT_MS on the feed thread; send offsets, commit and abort at most the rest of
- * the transaction's timeout (-1, as librdkafka recommends: a shorter wait can desynchronise
- * its state when a request fails). */
-#ifndef KTX_TXN_MS /* -DKTX_TXN_MS=… for the measurement of docs/benchmarks.md */
-#define KTX_TXN_MS 100
-#endif
-#define KTX_TXN_RECORDS 10000
-#define KTX_TXN_WAIT_MS 10000
-/* With no records to produce, the offsets of filtered records still move on: committed in a
- * transaction of their own at most this often (else a feed whose tail is filtered out would
- * read it again after every restart and show lag). */
-#define KTX_IDLE_COMMIT_MS 500
-
-/* Source records whose batch a broker refused for good inside a transaction, remembered until
- * their replay is refused (dead-lettered); KTX_POS_MAX records of one batch are looked at. */
-#define KTX_POISON_MAX 4096
-#define KTX_POS_MAX 1024
-
-typedef enum ktx_state { KTX_DOWN = 0, KTX_CONNECTING, KTX_UP } ktx_state_t;
-
-/* One batch (one send()) in flight: its messages outstanding and its first error. */
-typedef struct ktx_slot {
-    void *cookie;
-    uint32_t left;           /* messages not yet reported */
-    rd_kafka_resp_err_t err; /* first error of its messages; 0: none */
-    bool used;
-    bool ready;   /* every message reported while send() still held it: report from the loop */
-    bool refused; /* err is librdkafka's refusal of a record in send(): never produced */
-    char reason[640];
-} ktx_slot_t;
-
-typedef struct ktx {
-    transport_t base;
-    struct event_base *evb;
-    transport_config_t cfg;
-    transport_events_t ev;
-    void *owner;
-    ktx_state_t state;
-    char topic[250];
-    char bootstrap[128];
-    rd_kafka_t *rk;
-    rd_kafka_topic_t *rkt;
-    rd_kafka_queue_t *mainq;
-    int pipefd[2];
-    struct event *io_ev;     /* the main queue's signal pipe readable */
-    struct event *check_ev;  /* deferred work: the first metadata check, a pending teardown */
-    struct event *report_ev; /* batches whose messages were all reported during send() */
-    ktx_slot_t *slots;
-    unsigned cap, live;
-    bool down_pending; /* every broker down / fatal error: tear down from the loop */
-    bool in_poll;      /* inside rd_kafka_poll: the producer cannot be destroyed now */
-    bool raw;          /* pass-through payloads (one record's value), not DATA frames */
-    char down_reason[640];
-    /* exactly once */
-    transport_source_t *src; /* NULL: at-least-once only */
-    bool eos;                /* the producer is transactional */
-    bool txn_open;           /* begun, not yet committed or aborted */
-    bool committing;         /* no more sends: commit once the last report is in */
-    bool abort_pending;      /* a message of the transaction failed: abort from the loop */
-    bool ignore_drs;         /* the reports of an aborted transaction's purged messages */
-    uint64_t txn_records;
-    struct event *commit_ev; /* the commit interval, or the last report of a committing one */
-    struct event *idle_ev;   /* offsets-only commits while no record is produced */
-    rd_kafka_topic_partition_list_t *last_offs; /* committed by the last transaction */
-    char txn_reason[640];
-    /* positions of records refused for good in an aborted transaction (a ring), and why */
-    transport_pos_t *poison, *pos_scratch;
-    unsigned n_poison, poison_next;
-    char poison_reason[640];
-    metrics_gauge_t *m_eos;
-    metrics_counter_t *m_produced, *m_committed, *m_aborted;
-    metrics_histogram_t *m_commit; /* send offsets + commit, the feed thread's wait */
-} ktx_t;
-
-static void ktx_teardown(ktx_t *t, const char *reason);
+#include "transport_kafka-int.h"
 
 static const struct {
     const char *name, *help;
@@ -206,21 +130,8 @@ static void ktx_mode(ktx_t *t, bool eos)
         t->src->mode(t->src->ctx, eos);
 }
 
-/* The in-flight sends are void (their transaction aborted or the producer is gone): no
- * report for them, the feed's rewind takes their records again. */
-static void ktx_forget(ktx_t *t)
-{
-    for (unsigned i = 0; i < t->cap; i++)
-        t->slots[i].used = t->slots[i].ready = false;
-    t->live = 0;
-    t->txn_open = t->committing = t->abort_pending = false;
-    t->txn_records = 0;
-    if (t->commit_ev)
-        evtimer_del(t->commit_ev);
-}
-
 /* Errors a retry cannot fix: the batch goes to the feed's DLQ with the reason. */
-static bool ktx_err_permanent(rd_kafka_resp_err_t e)
+bool ktx_err_permanent(rd_kafka_resp_err_t e)
 {
     switch (e) {
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
@@ -235,55 +146,6 @@ static bool ktx_err_permanent(rd_kafka_resp_err_t e)
     default:
         return false;
     }
-}
-
-/* Remembers the source positions of a batch refused for good in the open transaction (a ring:
- * past KTX_POISON_MAX the oldest is overwritten). Out of memory or without positions the batch
- * is not remembered: its replay fails and aborts again (retried, never lost). */
-static void ktx_poison_add(ktx_t *t, const ktx_slot_t *s)
-{
-    if (!t->cfg.positions)
-        return;
-    if (!t->poison) {
-        if (!(t->poison = malloc(KTX_POISON_MAX * sizeof *t->poison)))
-            return;
-        for (unsigned j = 0; j < KTX_POISON_MAX; j++)
-            t->poison[j] = (transport_pos_t){.partition = -1, .offset = -1}; /* free */
-    }
-    if (!t->pos_scratch && !(t->pos_scratch = calloc(KTX_POS_MAX, sizeof *t->pos_scratch)))
-        return;
-    size_t n = t->cfg.positions(s->cookie, t->pos_scratch, KTX_POS_MAX);
-    for (size_t i = 0; i < n; i++) {
-        if (t->poison[t->poison_next].offset < 0)
-            t->n_poison++;
-        t->poison[t->poison_next] = t->pos_scratch[i];
-        t->poison_next = (t->poison_next + 1) % KTX_POISON_MAX;
-    }
-    snprintf(t->poison_reason, sizeof t->poison_reason,
-             "%.500s (refused for good in a transaction, which was aborted; dead-lettered on "
-             "its replay)",
-             s->reason);
-}
-
-/* true: a record of the batch was refused for good before; its positions are forgotten (the
- * batch is dead-lettered). Called only while something is remembered. */
-static bool ktx_poison_take(ktx_t *t, void *cookie)
-{
-    if (!t->poison || !t->pos_scratch)
-        return false;
-    size_t n = t->cfg.positions(cookie, t->pos_scratch, KTX_POS_MAX);
-    bool hit = false;
-    for (size_t i = 0; i < n && t->n_poison; i++)
-        for (unsigned j = 0; j < KTX_POISON_MAX; j++) {
-            transport_pos_t *q = &t->poison[j];
-            if (q->offset >= 0 && q->offset == t->pos_scratch[i].offset &&
-                q->partition == t->pos_scratch[i].partition) {
-                *q = (transport_pos_t){.partition = -1, .offset = -1};
-                t->n_poison--;
-                hit = true;
-            }
-        }
-    return hit;
 }
 
 static void ktx_slot_report(ktx_t *t, ktx_slot_t *s)
@@ -387,168 +249,6 @@ static void ktx_io_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (t->state == KTX_UP && t->ev.on_writable && t->live < t->cap)
         t->ev.on_writable(t->owner);
-}
-
-/* A transaction that cannot commit: aborted (its records are never visible to read_committed
- * consumers), the in-flight sends forgotten and the feed rewound to its committed offsets.
- * When the abort itself fails (fatal: fenced, or the cluster gone) the producer is made
- * again, which rewinds too. Takes xe. */
-static void ktx_txn_abort(ktx_t *t, bool abortable, char *reason, size_t rlen)
-{
-    if (abortable) {
-        rd_kafka_error_t *ae = rd_kafka_abort_transaction(t->rk, -1);
-        if (!ae) {
-            if (t->m_aborted)
-                metrics_counter_inc(t->m_aborted);
-            ktx_forget(t);
-            /* the purged messages' reports: served now, ignored, before a slot is reused */
-            t->ignore_drs = true;
-            rd_kafka_flush(t->rk, KTX_TXN_WAIT_MS);
-            t->ignore_drs = false;
-            log_warn("feed %s: %s; aborted, produced again from the last committed offsets",
-                     t->cfg.feed, reason);
-            t->src->rewind(t->src->ctx, reason);
-            if (t->state == KTX_UP && t->ev.on_writable)
-                t->ev.on_writable(t->owner);
-            return;
-        }
-        snprintf(reason + strlen(reason), rlen - strlen(reason), "; abort: %.150s",
-                 rd_kafka_error_string(ae));
-        rd_kafka_error_destroy(ae);
-    }
-    ktx_teardown(t, reason); /* a new producer: init_transactions fences what was left */
-}
-
-/* A transactional call failed: abort when librdkafka says the transaction can be aborted,
- * else (fatal, or retriable such as a timeout) a new producer. Takes xe. */
-static void ktx_txn_failed(ktx_t *t, rd_kafka_error_t *xe, const char *what)
-{
-    char reason[640];
-    snprintf(reason, sizeof reason, "kafka %s: topic %.200s: transaction %s: %.200s (%.60s)",
-             t->bootstrap, t->topic, what, rd_kafka_error_string(xe), rd_kafka_error_name(xe));
-    bool abortable = rd_kafka_error_txn_requires_abort(xe);
-    rd_kafka_error_destroy(xe);
-    ktx_txn_abort(t, abortable, reason, sizeof reason);
-}
-
-/* Commits the open transaction once every send of it is reported: the feed's committable
- * offsets go into it first, so records and offsets are visible together. */
-static rd_kafka_error_t *ktx_commit_offsets(ktx_t *t, const char **what)
-{
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    evtimer_del(t->commit_ev);
-    rd_kafka_error_t *xe = NULL;
-    rd_kafka_topic_partition_list_t *offs = t->src->offsets(t->src->ctx);
-    if (offs && offs->cnt > 0) {
-        rd_kafka_consumer_group_metadata_t *g =
-            rd_kafka_consumer_group_metadata(t->src->consumer(t->src->ctx));
-        xe = g ? rd_kafka_send_offsets_to_transaction(t->rk, offs, g, -1)
-               : rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE, "no consumer group metadata");
-        if (g)
-            rd_kafka_consumer_group_metadata_destroy(g);
-    }
-    *what = "send offsets";
-    if (!xe) {
-        *what = "commit";
-        xe = rd_kafka_commit_transaction(t->rk, -1);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (!xe && t->m_commit)
-        metrics_histogram_observe(t->m_commit, (double)(t1.tv_sec - t0.tv_sec) +
-                                                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-    if (t->last_offs)
-        rd_kafka_topic_partition_list_destroy(t->last_offs);
-    t->last_offs = xe ? NULL : offs; /* NULL: unknown, the next idle check commits */
-    if (xe && offs)
-        rd_kafka_topic_partition_list_destroy(offs);
-    return xe;
-}
-
-static void ktx_commit(ktx_t *t)
-{
-    const char *what = "";
-    rd_kafka_error_t *xe = ktx_commit_offsets(t, &what);
-    if (xe) {
-        ktx_txn_failed(t, xe, what);
-        return;
-    }
-    if (t->m_committed)
-        metrics_counter_inc(t->m_committed);
-    t->txn_open = t->committing = false;
-    t->txn_records = 0;
-    if (t->ev.on_writable)
-        t->ev.on_writable(t->owner);
-}
-
-/* The commit interval has passed, the last report of a committing transaction is in, or a
- * message failed (abort). Never from inside a poll: from the loop. */
-static void ktx_commit_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    ktx_t *t = arg;
-    if (t->state != KTX_UP || !t->eos || !t->txn_open)
-        return;
-    if (t->abort_pending) {
-        char reason[640];
-        snprintf(reason, sizeof reason, "kafka %s: transaction aborted: a message failed: %.400s",
-                 t->bootstrap, t->txn_reason);
-        ktx_txn_abort(t, true, reason, sizeof reason);
-        return;
-    }
-    t->committing = true; /* capacity 0 until it is committed */
-    if (t->live == 0)
-        ktx_commit(t);
-}
-
-/* Whether the feed's committable offsets moved since the last commit. */
-static bool ktx_offsets_moved(ktx_t *t)
-{
-    rd_kafka_topic_partition_list_t *o = t->src->offsets(t->src->ctx);
-    bool moved = !t->last_offs ? o && o->cnt > 0 : !o || o->cnt != t->last_offs->cnt;
-    for (int i = 0; o && !moved && i < o->cnt; i++) {
-        const rd_kafka_topic_partition_t *p = rd_kafka_topic_partition_list_find(
-            t->last_offs, o->elems[i].topic, o->elems[i].partition);
-        moved = !p || p->offset != o->elems[i].offset;
-    }
-    if (o)
-        rd_kafka_topic_partition_list_destroy(o);
-    return moved;
-}
-
-/* No transaction open: commit the offsets that moved without records (filtered out). */
-static void ktx_idle_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    ktx_t *t = arg;
-    if (t->state != KTX_UP || !t->eos || t->txn_open || t->live || !ktx_offsets_moved(t))
-        return;
-    rd_kafka_error_t *xe = rd_kafka_begin_transaction(t->rk);
-    if (xe) {
-        rd_kafka_error_destroy(xe);
-        return; /* a send will find the producer's state and make it again */
-    }
-    t->txn_open = t->committing = true;
-    ktx_commit(t);
-}
-
-/* Whether init_transactions failing says the cluster cannot (or will not let us) do
- * transactions: then at-least-once, instead of a connect retried forever. */
-static bool ktx_txn_unsupported(rd_kafka_resp_err_t e)
-{
-    switch (e) {
-    case RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE:
-    case RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED:
-    case RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION:
-    case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
-    case RD_KAFKA_RESP_ERR_INVALID_TRANSACTION_TIMEOUT:
-        return true;
-    default:
-        return false;
-    }
 }
 
 static int ktx_producer_new(ktx_t *t, char *err, size_t errlen);
@@ -666,7 +366,7 @@ static void ktx_producer_free(ktx_t *t)
     t->mainq = NULL;
 }
 
-static void ktx_teardown(ktx_t *t, const char *reason)
+void ktx_teardown(ktx_t *t, const char *reason)
 {
     if (t->state == KTX_DOWN)
         return;
@@ -774,45 +474,6 @@ static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
 }
 
 static void ktx_destroy(transport_t *base);
-
-/* The feed's partitions are being revoked: the open transaction is aborted (its records
- * would otherwise be produced again by the partitions' next owner) and the feed drops what
- * it holds; the partitions' next owner reads from the last committed offsets. */
-static void ktx_revoked(transport_t *base)
-{
-    ktx_t *t = (ktx_t *)base;
-    char reason[640];
-    if (t->state == KTX_UP && t->eos && t->txn_open) {
-        /* commit what is produced: the last reports first (their acks reach the ledger) */
-        t->committing = true;
-        t->in_poll = true;
-        rd_kafka_flush(t->rk, KTX_TXN_WAIT_MS);
-        t->in_poll = false;
-        if (t->state != KTX_UP)
-            return; /* torn down meanwhile: rewound */
-        if (t->live > 0 || t->abort_pending) {
-            snprintf(reason, sizeof reason,
-                     "kafka %s: partitions revoked with %u send(s) unreported%s", t->bootstrap,
-                     t->live, t->abort_pending ? " or failed" : "");
-            ktx_txn_abort(t, true, reason, sizeof reason);
-            return;
-        }
-        const char *what = "";
-        rd_kafka_error_t *xe = ktx_commit_offsets(t, &what);
-        if (xe) {
-            ktx_txn_failed(t, xe, what);
-            return;
-        }
-        if (t->m_committed)
-            metrics_counter_inc(t->m_committed);
-        ktx_forget(t); /* nothing in flight: only the transaction state */
-    }
-    /* What the feed holds of the revoked partitions is no longer ours to produce. */
-    if (t->state == KTX_UP && !t->eos)
-        return; /* at-least-once: the feed's usual revoke */
-    snprintf(reason, sizeof reason, "partitions revoked (rebalance)");
-    t->src->rewind(t->src->ctx, reason);
-}
 
 static transport_t *ktx_create(struct event_base *base, const transport_config_t *cfg,
                                const transport_events_t *ev, void *owner, char *err, size_t errlen)
