@@ -416,7 +416,16 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         goto fail;
     }
     const char *topics[1] = {cfg->source_topic};
-    char member[512];
+    char member[512], qualifier[sizeof cfg->name + 16];
+    /* The source topic is part of the static member's identity: a member that rejoins a stable
+     * group under the same group.instance.id gets its old assignment back without a rebalance
+     * (brokers since Kafka 3.2 leave it to the leader to ask for one, KIP-814, which librdkafka
+     * 2.0 does not), so a feed moved to another topic and restarted or reloaded within the
+     * session timeout held the old topic's partitions and consumed nothing. */
+    uint32_t th = 2166136261u; /* FNV-1a */
+    for (const char *p = cfg->source_topic; *p; p++)
+        th = (th ^ (uint8_t)*p) * 16777619u;
+    snprintf(qualifier, sizeof qualifier, "%s-t%08x", cfg->name, th);
     kafka_consumer_opts_t co = {
         .brokers = f->brokers,
         .group_id = cfg->group_id,
@@ -425,7 +434,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         .n_topics = 1,
         .cooperative = false,
         .instance_id = kafka_group_instance_id(member, sizeof member, f->rt.instance, "ndd-adapter",
-                                               cfg->name, f->rt.http_port),
+                                               qualifier, f->rt.http_port),
         .props = consumer_props,
         .n_props = ncp,
         .on_rebalance = feed_on_rebalance,

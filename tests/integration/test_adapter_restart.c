@@ -97,10 +97,64 @@ static void test_adapter_killed_and_restarted_delivers_again_within_10_s(void **
     ktu_delete_topic(topic);
 }
 
+/* A feed moved to another source topic and the adapter restarted at once (within the session
+ * timeout of its static member): the feed consumes the new topic. With the old topic's
+ * assignment handed back to the rejoining member (the same group.instance.id, a stable group,
+ * no rebalance) it consumed nothing until a metadata refresh minutes later. */
+static void test_adapter_restarted_on_another_topic_delivers_from_it(void **state)
+{
+    (void)state;
+    enum { N = 200, BUDGET_MS = 30000 };
+    char topic1[128], topic2[128], feed[96], feeds_file[400], log[400], doc[1200];
+    ktu_unique_name("adapter-move-a", topic1, sizeof topic1);
+    ktu_unique_name("adapter-move-b", topic2, sizeof topic2);
+    ktu_unique_name("feed-moved", feed, sizeof feed);
+    snprintf(feeds_file, sizeof feeds_file, "%s/%s.json", tmpdir, feed);
+    snprintf(log, sizeof log, "%s/%s.log", tmpdir, feed);
+    assert_int_equal(ktu_create_topic(topic1, 3), 0);
+    assert_int_equal(ktu_create_topic(topic2, 3), 0);
+    int mport = atu_free_port(27100, 27999);
+    int pa = atu_free_port(27100, 27999);
+    atu_srv_t *srv = atu_srv_start(ATU_SRV_H2, pa, NULL);
+    assert_non_null(srv);
+    const char *fmt = "{\"feeds\":[{\"name\":\"%s\",\"source_topic\":\"%s\",\"transport\":"
+                      "\"http2\",\"encoding\":\"json\",\"endpoints\":[{\"url\":"
+                      "\"http://127.0.0.1:%d/in\"}]}]}";
+    snprintf(doc, sizeof doc, fmt, feed, topic1, pa);
+    assert_int_equal(atu_write_file(feeds_file, doc), 0);
+    pid_t adapter = atu_start_adapter(feeds_file, mport, log, NULL);
+    if (adapter <= 0)
+        fail_msg("ndd-adapter did not start (log %s)", log);
+    assert_int_equal(atu_produce_copies(topic1, 0, N, 500), 0);
+    if (!wait_range(srv, 0, N, 60000))
+        fail_msg("first run delivered %zu distinct of %d (log %s)", atu_srv_distinct(srv), N, log);
+
+    atu_stop(adapter, SIGKILL);
+    snprintf(doc, sizeof doc, fmt, feed, topic2, pa);
+    assert_int_equal(atu_write_file(feeds_file, doc), 0);
+    uint64_t t0 = atu_now_ms();
+    adapter = atu_start_adapter(feeds_file, mport, log, NULL);
+    if (adapter <= 0)
+        fail_msg("ndd-adapter did not restart (log %s)", log);
+    assert_int_equal(atu_produce_copies(topic2, N, N, 500), 0);
+    bool moved = wait_range(srv, N, 2 * N, BUDGET_MS - (int)(atu_now_ms() - t0));
+    uint64_t took = atu_now_ms() - t0;
+    fprintf(stderr, "restart on another topic: its copies delivered %s %llu ms\n",
+            moved ? "in" : "not within", (unsigned long long)took);
+    if (!moved)
+        fail_msg("after the move to %s only %zu distinct of %d within %d ms (log %s)", topic2,
+                 atu_srv_distinct(srv), 2 * N, BUDGET_MS, log);
+    atu_stop(adapter, SIGTERM);
+    atu_srv_stop(srv);
+    ktu_delete_topic(topic1);
+    ktu_delete_topic(topic2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adapter_killed_and_restarted_delivers_again_within_10_s),
+        cmocka_unit_test(test_adapter_restarted_on_another_topic_delivers_from_it),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
