@@ -174,19 +174,27 @@ static void unmake(ctx_t *c)
     event_base_free(c->base);
 }
 
-static void test_h2c_delivers_every_request_with_concurrent_streams(void **state)
+/* NREQ requests over h2c to a fresh nghttpd with max_in_flight streams, every one acked; the
+ * server's pid for the caller to stop once it has looked at c. */
+static pid_t h2c_deliver_all(ctx_t *c, unsigned max_in_flight)
 {
     int port = atu_free_port(27100, 27999);
     pid_t srv = start_nghttpd(port, NULL, NULL);
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/ingest", port);
+    make(c, url, NULL, max_in_flight, 5000, "POST");
+    c->to_send = NREQ;
+    transport_connect(c->t);
+    assert_true(atu_run_until(c->base, all_done, c, 20000));
+    assert_int_equal(c->acked, NREQ);
+    assert_int_equal(c->failed, 0);
+    return srv;
+}
+
+static void test_h2c_delivers_every_request_with_concurrent_streams(void **state)
+{
     ctx_t c = {0};
-    make(&c, url, NULL, 64, 5000, "POST");
-    c.to_send = NREQ;
-    transport_connect(c.t);
-    assert_true(atu_run_until(c.base, all_done, &c, 20000));
-    assert_int_equal(c.acked, NREQ);
-    assert_int_equal(c.failed, 0);
+    pid_t srv = h2c_deliver_all(&c, 64);
     assert_int_equal(c.last_status, 200);
     assert_int_equal(c.ups, 1);
     assert_int_equal(transport_in_flight(c.t), 0);
@@ -198,18 +206,8 @@ static void test_h2c_delivers_every_request_with_concurrent_streams(void **state
  * full rate, one stream per answer means a write and a wake-up of both sides per copy. */
 static void test_h2_full_window_refills_a_quarter_at_a_time(void **state)
 {
-    int port = atu_free_port(27100, 27999);
-    pid_t srv = start_nghttpd(port, NULL, NULL);
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/ingest", port);
-    ctx_t c = {0};
-    c.window = 16;
-    make(&c, url, NULL, c.window, 5000, "POST");
-    c.to_send = NREQ;
-    transport_connect(c.t);
-    assert_true(atu_run_until(c.base, all_done, &c, 20000));
-    assert_int_equal(c.acked, NREQ);
-    assert_int_equal(c.failed, 0);
+    ctx_t c = {.window = 16};
+    pid_t srv = h2c_deliver_all(&c, c.window);
     assert_true(c.window_full);
     if (c.smallest_refill < 4)
         fail_msg("a full window of 16 was refilled with %d stream(s), want at least 4",
