@@ -13,9 +13,11 @@
  * callbacks, and our callbacks call the owner, who may call send()/disconnect() again: while
  * inside nghttp2 (t->in_ng) a send only submits, and a teardown is deferred to the loop. */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -77,8 +79,12 @@ struct h2 {
     h2_req_t *reqs;
     h2_req_t *free_list;
     unsigned n_reqs;
-    unsigned active;              /* slots in use */
-    unsigned refill_at;           /* window full: no new stream until active falls to this */
+    unsigned active;        /* slots in use */
+    unsigned refill_at;     /* window full: no new stream until active falls to this */
+    int rcvlowat;           /* the socket's SO_RCVLOWAT as last set (0: never set) */
+    bool read_since_tick;   /* answers read since lowat_ev last fired */
+    struct event *lowat_ev; /* bounds how long answers may wait under the mark */
+    struct timeval tv_lowat;
     unsigned pending;             /* requests not yet reported */
     const struct timeval *tv_req; /* common timeout for requests */
     struct event *close_ev;       /* deferred teardown */
@@ -108,6 +114,58 @@ static void h2_schedule_teardown(h2_t *t, const char *reason)
     event_active(t->close_ev, 0, 0);
 }
 
+/* How many bytes the kernel holds back before it wakes us to read (SO_RCVLOWAT). With the
+ * window full nothing can be sent until a quarter of it is answered, and each answer is at
+ * least one frame of H2_FRAME_MIN bytes (a HEADERS or an RST_STREAM on its stream): waking
+ * for each handful of answers as they trickled in was a sleep and a wake-up of the feed's
+ * thread per 4-5 copies, a tenth of its CPU at full rate.
+ * The mark never exceeds what the open streams owe (h2_lowat_check), but streams the endpoint
+ * never answers owe nothing: answers already received could wait under the mark for those
+ * streams' timeouts and then time out too, to be sent again. So the mark is also bounded in
+ * time: a tick every H2_LOWAT_WAIT_MS (at most a quarter of the request timeout) that saw no
+ * read drops it, and what waited is read at once. Plain sockets only: over TLS, records
+ * already decrypted into the session would wait for bytes that may never come. */
+#define H2_FRAME_MIN 9
+#define H2_LOWAT_WAIT_MS 2
+
+static void h2_set_rcvlowat(h2_t *t, int want)
+{
+    if (want < 1)
+        want = 1;
+    if (t->cfg.use_tls || !t->bev || want == (t->rcvlowat ? t->rcvlowat : 1))
+        return;
+    evutil_socket_t fd = bufferevent_getfd(t->bev);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) != 0)
+        return; /* only costs wake-ups, as before */
+    t->rcvlowat = want;
+    if (want == 1) {
+        evtimer_del(t->lowat_ev);
+    } else if (!evtimer_pending(t->lowat_ev, NULL)) {
+        t->read_since_tick = false;
+        evtimer_add(t->lowat_ev, &t->tv_lowat);
+    }
+}
+
+static void h2_lowat_tick(evutil_socket_t fd, short what, void *arg)
+{
+    h2_t *t = arg;
+    if (t->rcvlowat <= 1 || !t->bev)
+        return;
+    if (!t->read_since_tick) {
+        h2_set_rcvlowat(t, 1); /* epoll reports at once what waited under the mark */
+        return;
+    }
+    t->read_since_tick = false;
+    evtimer_add(t->lowat_ev, &t->tv_lowat);
+}
+
+/* Keeps the mark within what the open streams owe: called wherever streams end. */
+static void h2_lowat_check(h2_t *t)
+{
+    if (t->rcvlowat > 1 && (unsigned)t->rcvlowat > H2_FRAME_MIN * t->active)
+        h2_set_rcvlowat(t, (int)(H2_FRAME_MIN * t->active));
+}
+
 static void h2_req_release(h2_t *t, h2_req_t *r)
 {
     evtimer_del(&r->timer);
@@ -117,6 +175,7 @@ static void h2_req_release(h2_t *t, h2_req_t *r)
     r->next_free = t->free_list;
     t->free_list = r;
     t->active--;
+    h2_lowat_check(t);
 }
 
 /* The stream window in use: the configured slots, or fewer if the peer allows fewer. */
@@ -321,6 +380,7 @@ static void h2_readcb(struct bufferevent *bev, void *arg)
         return;
     }
     t->in_ng = true;
+    t->read_since_tick = true;
     while (evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v[8];
         int n = evbuffer_peek(in, -1, NULL, v, 8);
@@ -343,6 +403,9 @@ static void h2_readcb(struct bufferevent *bev, void *arg)
             break;
     }
     t->in_ng = false;
+    /* Not full any more (nothing waits on a quarter): answers are read as they come. */
+    if (!t->refill_at)
+        h2_set_rcvlowat(t, 1);
     h2_flush(t);
 }
 
@@ -455,6 +518,8 @@ static void h2_teardown(h2_t *t, const char *reason)
     }
     t->pending = 0;
     t->refill_at = 0;
+    t->rcvlowat = 0; /* the next connection's socket starts at the default */
+    evtimer_del(t->lowat_ev);
     t->ev.on_down(t->owner, reason);
 }
 
@@ -480,6 +545,8 @@ static void h2_timeoutcb(evutil_socket_t fd, short what, void *arg)
     r->excerpt_len = 0;
     h2_report(t, r, 0, false, true, why);
     h2_flush(t);
+    if (!t->refill_at) /* the RST closed the stream and, with it, the full window */
+        h2_set_rcvlowat(t, 1);
 }
 
 /* ---- ops ---- */
@@ -519,9 +586,13 @@ static transport_t *h2_create(struct event_base *base, const transport_config_t 
     if (t->mem)
         mempool_nghttp2_mem(t->mem, &t->ngmem);
     t->close_ev = event_new(base, -1, 0, h2_close_evcb, t);
+    t->lowat_ev = evtimer_new(base, h2_lowat_tick, t);
+    uint32_t wait_ms =
+        t->cfg.timeout_ms / 4 < H2_LOWAT_WAIT_MS ? t->cfg.timeout_ms / 4 : H2_LOWAT_WAIT_MS;
+    t->tv_lowat = (struct timeval){0, (suseconds_t)wait_ms * 1000};
     struct timeval tv = {t->cfg.timeout_ms / 1000, (t->cfg.timeout_ms % 1000) * 1000};
     t->tv_req = event_base_init_common_timeout(base, &tv);
-    if (!t->reqs || !t->close_ev || !t->tv_req || !t->mem) {
+    if (!t->reqs || !t->close_ev || !t->lowat_ev || !t->tv_req || !t->mem) {
         snprintf(err, errlen, "out of memory");
         transport_h2_ops.destroy(&t->base);
         return NULL;
@@ -620,8 +691,11 @@ static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *
      * largest cost of a copy at full rate. Below saturation the window never fills and
      * nothing waits. */
     unsigned window = h2_window(t);
-    if (t->active >= window)
+    if (t->active >= window) {
         t->refill_at = window - (window + 3) / 4;
+        if (t->rcvlowat <= 1)
+            h2_set_rcvlowat(t, (int)(H2_FRAME_MIN * (t->active - t->refill_at)));
+    }
     h2_flush(t);
     return 0;
 }
@@ -662,6 +736,8 @@ static void h2_destroy(transport_t *base)
     free(t->reqs);
     if (t->close_ev)
         event_free(t->close_ev);
+    if (t->lowat_ev)
+        event_free(t->lowat_ev);
     if (t->mem)
         mempool_free_all(t->mem); /* after the session: it gave its blocks back */
     free(t);

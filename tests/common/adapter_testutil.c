@@ -72,6 +72,22 @@ static bool atu_port_free(int port)
     return ok;
 }
 
+int atu_listen_loopback(int port)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (lfd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(lfd, 8) != 0) {
+        close(lfd);
+        return -1;
+    }
+    return lfd;
+}
+
 int atu_free_port(int lo, int hi)
 {
     static unsigned seed;

@@ -19,6 +19,9 @@ void atu_stop(pid_t pid, int sig);
 /* A port in [lo, hi] that was free on 127.0.0.1 a moment ago (random start, then scan),
  * never one this process was given before. */
 int atu_free_port(int lo, int hi);
+/* A listening TCP socket on 127.0.0.1:port that the test accepts on (or never does): its fd,
+ * or -1. */
+int atu_listen_loopback(int port);
 /* true once a TCP connect to 127.0.0.1:port succeeds, false after timeout_ms. */
 bool atu_wait_port(int port, int timeout_ms);
 /* Runs the loop until cond(arg) is true (checked every ~5 ms and after each event) or

@@ -1,6 +1,8 @@
 /* The HTTP/2 transport against nghttpd (Debian nghttp2-server), a server that is not NDD code:
  * h2c prior knowledge and TLS with ALPN h2, many concurrent streams, non-2xx statuses, an
  * unknown CA, connection refused, request timeouts and the server dying mid-flight. */
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,10 +13,12 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cmocka.h>
 #include <event2/event.h>
+#include <event2/util.h>
 
 #include "adapter_testutil.h"
 #include "log.h"
@@ -32,9 +36,12 @@ typedef struct ctx {
     char down_reason[400];
     uint8_t payload[3400];
     int to_send, sent;
-    unsigned window;     /* max_in_flight, when a test watches how the window refills */
-    bool window_full;    /* the window has been full once */
-    int smallest_refill; /* fewest requests a pump sent while it still had more to send */
+    unsigned window;          /* max_in_flight, when a test watches how the window refills */
+    bool window_full;         /* the window has been full once */
+    int smallest_refill;      /* fewest requests a pump sent while it still had more to send */
+    struct timeval last_wake; /* the loop's cached time at the last ack: one per wake-up */
+    int wakes_full;           /* wake-ups that brought acks after the window was full */
+    int acks_full;            /* acks those wake-ups brought */
 } ctx_t;
 
 static void on_ack(void *o, void *cookie, int status)
@@ -42,6 +49,15 @@ static void on_ack(void *o, void *cookie, int status)
     ctx_t *c = o;
     c->acked++;
     c->last_status = status;
+    if (c->window_full) {
+        /* libevent caches the time once per loop turn: a new value is a new wake-up. */
+        struct timeval now;
+        event_base_gettimeofday_cached(c->base, &now);
+        if (now.tv_sec != c->last_wake.tv_sec || now.tv_usec != c->last_wake.tv_usec)
+            c->wakes_full++;
+        c->last_wake = now;
+        c->acks_full++;
+    }
 }
 
 static void on_fail(void *o, void *cookie, const transport_failure_t *f)
@@ -161,7 +177,14 @@ static void make(ctx_t *c, const char *url, SSL_CTX *ssl, unsigned max_in_flight
                               .content_type = "application/json",
                               .n_headers = 1,
                               .headers = {{"x-ndd-feed", "test"}}};
-    c->base = event_base_new();
+    /* A precise clock: the loop's cached time then tells one wake-up from the next (the
+     * default coarse clock ticks every few milliseconds). */
+    struct event_config *ec = event_config_new();
+    assert_non_null(ec);
+    event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    c->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    assert_non_null(c->base);
     for (size_t i = 0; i < sizeof c->payload; i++)
         c->payload[i] = (uint8_t)('a' + i % 26);
     c->t = transport_h2_ops.create(c->base, &cfg, &EV, c, err, sizeof err);
@@ -215,6 +238,189 @@ static void test_h2_full_window_refills_a_quarter_at_a_time(void **state)
     assert_int_equal(transport_in_flight(c.t), 0);
     unmake(&c);
     atu_stop(srv, SIGTERM);
+}
+
+/* ---- a minimal HTTP/2 peer: the smallest answers there are, one write each ----
+ * nghttpd answers with its headers and an echo of the body; this peer answers a request with
+ * one 10-byte HEADERS frame (:status 200, END_STREAM), written on its own after gap_us, and can
+ * leave every skip_every-th stream unanswered, so a test sees how the client reads a trickle
+ * of answers and that streams which never answer hold back nobody's. */
+typedef struct tiny_peer {
+    int lfd, port;
+    unsigned skip_every;
+    int gap_us;
+    volatile int stop;
+    pthread_t th;
+} tiny_peer_t;
+
+static int tp_write(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void tp_frame(uint8_t *f, uint32_t len, uint8_t type, uint8_t flags, uint32_t sid)
+{
+    f[0] = (uint8_t)(len >> 16);
+    f[1] = (uint8_t)(len >> 8);
+    f[2] = (uint8_t)len;
+    f[3] = type;
+    f[4] = flags;
+    f[5] = (uint8_t)(sid >> 24);
+    f[6] = (uint8_t)(sid >> 16);
+    f[7] = (uint8_t)(sid >> 8);
+    f[8] = (uint8_t)sid;
+}
+
+/* One client connection until it closes: frames parsed just enough to see requests end. */
+static void tp_serve(tiny_peer_t *tp, int fd)
+{
+    /* SETTINGS (initial stream window 16 MiB) and a connection window of 1 GiB: the client's
+     * bodies never wait for flow control. */
+    uint8_t hello[9 + 6 + 9 + 4];
+    tp_frame(hello, 6, 0x4, 0, 0);
+    memcpy(hello + 9, "\x00\x04\x01\x00\x00\x00", 6);
+    tp_frame(hello + 15, 4, 0x8, 0, 0);
+    memcpy(hello + 24, "\x40\x00\x00\x00", 4);
+    if (tp_write(fd, hello, sizeof hello) != 0)
+        return;
+    static uint8_t in[1 << 17];
+    size_t have = 0;
+    bool preface = false;
+    while (!tp->stop) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (poll(&pf, 1, 50) <= 0)
+            continue;
+        ssize_t r = read(fd, in + have, sizeof in - have);
+        if (r <= 0)
+            return;
+        have += (size_t)r;
+        size_t off = 0;
+        if (!preface) {
+            if (have < 24)
+                continue;
+            off = 24;
+            preface = true;
+        }
+        while (have - off >= 9) {
+            const uint8_t *f = in + off;
+            uint32_t len = (uint32_t)f[0] << 16 | (uint32_t)f[1] << 8 | f[2];
+            if (have - off < 9 + len)
+                break;
+            uint8_t type = f[3], flags = f[4];
+            uint32_t sid =
+                ((uint32_t)f[5] << 24 | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 | f[8]) &
+                0x7fffffffu;
+            off += 9 + len;
+            if (type == 0x4 && !(flags & 0x1)) { /* SETTINGS: acknowledge */
+                uint8_t ack[9];
+                tp_frame(ack, 0, 0x4, 0x1, 0);
+                if (tp_write(fd, ack, 9) != 0)
+                    return;
+            }
+            if ((type != 0x0 && type != 0x1) || !(flags & 0x1)) /* DATA or HEADERS, END_STREAM */
+                continue;
+            if (tp->skip_every && ((sid - 1) / 2 + 1) % tp->skip_every == 0)
+                continue;
+            if (tp->gap_us)
+                usleep((useconds_t)tp->gap_us);
+            uint8_t ans[10];
+            tp_frame(ans, 1, 0x1, 0x5, sid); /* HEADERS, END_STREAM | END_HEADERS */
+            ans[9] = 0x88;                   /* :status 200, static table index 8 */
+            if (tp_write(fd, ans, sizeof ans) != 0)
+                return;
+        }
+        memmove(in, in + off, have - off);
+        have -= off;
+    }
+}
+
+static void *tp_main(void *arg)
+{
+    tiny_peer_t *tp = arg;
+    while (!tp->stop) {
+        struct pollfd pf = {tp->lfd, POLLIN, 0};
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        int fd = accept(tp->lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        int one = 1; /* each answer its own segment, as the gap means, not coalesced by Nagle */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        tp_serve(tp, fd);
+        close(fd);
+    }
+    return NULL;
+}
+
+static void tiny_peer_start(tiny_peer_t *tp)
+{
+    tp->port = atu_free_port(27100, 27999);
+    tp->lfd = atu_listen_loopback(tp->port);
+    assert_true(tp->lfd >= 0);
+    assert_int_equal(pthread_create(&tp->th, NULL, tp_main, tp), 0);
+}
+
+static void tiny_peer_stop(tiny_peer_t *tp)
+{
+    tp->stop = 1;
+    pthread_join(tp->th, NULL);
+    close(tp->lfd);
+}
+
+/* n requests through a window of c->window streams to the tiny peer, until each is
+ * reported; the peer is stopped. */
+static void tiny_deliver(ctx_t *c, tiny_peer_t *tp, uint32_t timeout_ms, int n)
+{
+    tiny_peer_start(tp);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/ingest", tp->port);
+    make(c, url, NULL, c->window, timeout_ms, "POST");
+    c->to_send = n;
+    transport_connect(c->t);
+    assert_true(atu_run_until(c->base, all_done, c, 20000));
+    tiny_peer_stop(tp);
+}
+
+/* With the window full, answers that trickle in one write at a time are read a quarter of
+ * the window at a time (the socket's receive low-water mark), not one wake-up each: at full
+ * rate a wake-up per handful of answers was a tenth of the feed thread's CPU. */
+static void test_h2_full_window_reads_trickled_answers_a_quarter_at_a_time(void **state)
+{
+    tiny_peer_t tp = {.gap_us = 300};
+    ctx_t c = {.window = 16};
+    tiny_deliver(&c, &tp, 5000, 200);
+    assert_int_equal(c.acked, 200);
+    assert_int_equal(c.failed, 0);
+    assert_true(c.window_full);
+    assert_true(c.wakes_full > 0);
+    double per_wake = (double)c.acks_full / c.wakes_full;
+    if (per_wake < 3.0)
+        fail_msg("%d answers after the window filled came in %d wake-ups (%.1f each), want >= 3",
+                 c.acks_full, c.wakes_full, per_wake);
+    assert_int_equal(transport_in_flight(c.t), 0);
+    unmake(&c);
+}
+
+/* Streams that are never answered end on their timers; the others' answers, however few
+ * bytes they are, are still read in time (the low-water mark is bounded in time as well as
+ * by what the open streams owe): before that bound, some answered streams timed out too. */
+static void test_h2_unanswered_streams_do_not_hold_back_other_answers(void **state)
+{
+    tiny_peer_t tp = {.skip_every = 4};
+    ctx_t c = {.window = 16};
+    tiny_deliver(&c, &tp, 300, 64);
+    assert_int_equal(c.acked, 48);
+    assert_int_equal(c.failed, 16);
+    assert_int_equal(c.failed_retryable, 16);
+    assert_non_null(strstr(c.last_reason, "timeout"));
+    unmake(&c);
 }
 
 static void test_h2_tls_alpn_delivers_every_request(void **state)
@@ -302,13 +508,8 @@ static void test_h2_silent_server_times_out_requests_as_retryable(void **state)
 {
     /* A listening socket that never answers: TCP connects, HTTP/2 never replies. */
     int port = atu_free_port(27100, 27999);
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(lfd, 8), 0);
+    int lfd = atu_listen_loopback(port);
+    assert_true(lfd >= 0);
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
     ctx_t c = {0};
@@ -472,6 +673,8 @@ int main(void)
         cmocka_unit_test(test_h2c_delivers_every_request_with_concurrent_streams),
         cmocka_unit_test(test_h2_connection_stays_up_without_spurious_reconnects),
         cmocka_unit_test(test_h2_full_window_refills_a_quarter_at_a_time),
+        cmocka_unit_test(test_h2_full_window_reads_trickled_answers_a_quarter_at_a_time),
+        cmocka_unit_test(test_h2_unanswered_streams_do_not_hold_back_other_answers),
         cmocka_unit_test(test_h2_tls_alpn_delivers_every_request),
         cmocka_unit_test(test_h2_tls_unknown_ca_is_refused_with_clear_error),
         cmocka_unit_test(test_h2_non_2xx_status_fails_not_retryable_with_body_excerpt),

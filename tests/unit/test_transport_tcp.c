@@ -210,13 +210,8 @@ static void test_tcp_nack_503_is_retryable(void **state)
 /* A listener that accepts nothing and never answers: frames reach the kernel only. */
 static int silent_listener(int port)
 {
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(lfd, 8), 0);
+    int lfd = atu_listen_loopback(port);
+    assert_true(lfd >= 0);
     return lfd;
 }
 
