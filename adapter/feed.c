@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "log.h"
 #include "tls.h"
 
@@ -422,9 +423,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
      * (brokers since Kafka 3.2 leave it to the leader to ask for one, KIP-814, which librdkafka
      * 2.0 does not), so a feed moved to another topic and restarted or reloaded within the
      * session timeout held the old topic's partitions and consumed nothing. */
-    uint32_t th = 2166136261u; /* FNV-1a */
-    for (const char *p = cfg->source_topic; *p; p++)
-        th = (th ^ (uint8_t)*p) * 16777619u;
+    uint32_t th = buf_fnv1a_str(BUF_FNV1A_INIT, cfg->source_topic);
     snprintf(qualifier, sizeof qualifier, "%s-t%08x", cfg->name, th);
     kafka_consumer_opts_t co = {
         .brokers = f->brokers,

@@ -51,6 +51,21 @@ int buf_append_json_escaped(buf_t *b, const void *p, size_t n);
 /* Drops the first n bytes (consumed by a writer). */
 void buf_consume(buf_t *b, size_t n);
 
+/* FNV-1a, 32 bits: a small stable hash of names (label sets, a feed's source topic in its
+ * group member id), the same value in every process and release; not for keys an adversary
+ * picks. Start from BUF_FNV1A_INIT; buf_fnv1a_byte adds one byte (a separator). */
+#define BUF_FNV1A_INIT 2166136261u
+static inline uint32_t buf_fnv1a_byte(uint32_t h, uint8_t c)
+{
+    return (h ^ c) * 16777619u;
+}
+static inline uint32_t buf_fnv1a_str(uint32_t h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = buf_fnv1a_byte(h, *p);
+    return h;
+}
+
 /* Big-endian reads for frame parsers; the caller checks lengths first. */
 static inline uint16_t buf_rd_be16(const uint8_t *p)
 {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "log.h"
 #include "metrics-int.h"
 
@@ -170,11 +171,10 @@ static const char *label_canonical(const char *v, char **owned)
 
 static uint32_t labels_hash(const char *const *values, size_t n)
 {
-    uint32_t h = 2166136261u;
+    uint32_t h = BUF_FNV1A_INIT;
     for (size_t i = 0; i < n; i++) {
-        for (const unsigned char *p = (const unsigned char *)(values[i] ? values[i] : ""); *p; p++)
-            h = (h ^ *p) * 16777619u;
-        h = (h ^ 0xffu) * 16777619u; /* separator: ("ab","c") != ("a","bc") */
+        h = buf_fnv1a_str(h, values[i] ? values[i] : "");
+        h = buf_fnv1a_byte(h, 0xff); /* separator: ("ab","c") != ("a","bc") */
     }
     return h;
 }
