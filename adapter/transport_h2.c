@@ -114,17 +114,17 @@ static void h2_schedule_teardown(h2_t *t, const char *reason)
     event_active(t->close_ev, 0, 0);
 }
 
-/* How many bytes the kernel holds back before it wakes us to read (SO_RCVLOWAT). With the
- * window full nothing can be sent until a quarter of it is answered, and each answer is at
- * least one frame of H2_FRAME_MIN bytes (a HEADERS or an RST_STREAM on its stream): waking
- * for each handful of answers as they trickled in was a sleep and a wake-up of the feed's
- * thread per 4-5 copies, a tenth of its CPU at full rate.
- * The mark never exceeds what the open streams owe (h2_lowat_check), but streams the endpoint
- * never answers owe nothing: answers already received could wait under the mark for those
- * streams' timeouts and then time out too, to be sent again. So the mark is also bounded in
- * time: a tick every H2_LOWAT_WAIT_MS (at most a quarter of the request timeout) that saw no
- * read drops it, and what waited is read at once. Plain sockets only: over TLS, records
- * already decrypted into the session would wait for bytes that may never come. */
+/* How many bytes the kernel holds back before it wakes us to read (SO_RCVLOWAT): what the
+ * feed is waiting for, counted as H2_FRAME_MIN bytes per answer, the smallest frame there is
+ * (a HEADERS or an RST_STREAM on its stream). Endpoints answer as they read, in small writes,
+ * and waking for each handful of answers was a sleep and a wake-up of the feed's thread per
+ * 4-5 copies at full rate, a tenth of its CPU (h2_lowat_update says how much is waited for).
+ * Streams the endpoint never answers owe nothing: answers already received could wait under
+ * the mark for those streams' timeouts and then time out too, to be sent again. So the mark is
+ * bounded in time: a tick every H2_LOWAT_WAIT_MS (at most a quarter of the request timeout)
+ * that saw no read drops it, and what waited is read at once; the tick runs only while the
+ * mark is up. It delays acknowledgements, never deliveries. Plain sockets only: over TLS,
+ * records already decrypted into the session would wait for bytes that may never come. */
 #define H2_FRAME_MIN 9
 #define H2_LOWAT_WAIT_MS 2
 
@@ -159,11 +159,20 @@ static void h2_lowat_tick(evutil_socket_t fd, short what, void *arg)
     evtimer_add(t->lowat_ev, &t->tv_lowat);
 }
 
-/* Keeps the mark within what the open streams owe: called wherever streams end. */
-static void h2_lowat_check(h2_t *t)
+/* The mark for what is in flight now, set at the end of each read, write and timeout rather
+ * than per stream: a full window waits for a quarter of it; otherwise for the answers of every
+ * open stream, so that a batch of requests is answered into one wake-up instead of the two or
+ * three writes an endpoint splits its answers into (at 8,000 copies/s the feed thread woke
+ * ~3,000 times a second, ~20 us each). A mark above what is owed (a stream ended between two
+ * updates) or answers stuck behind streams that are never answered wait at most for the tick.
+ * Raised only when it at least doubles: one system call per batch, not per request. */
+static void h2_lowat_update(h2_t *t)
 {
-    if (t->rcvlowat > 1 && (unsigned)t->rcvlowat > H2_FRAME_MIN * t->active)
-        h2_set_rcvlowat(t, (int)(H2_FRAME_MIN * t->active));
+    unsigned owe = t->refill_at && t->active > t->refill_at ? t->active - t->refill_at : t->active;
+    int want = owe > 1 ? (int)(H2_FRAME_MIN * owe) : 1;
+    int cur = t->rcvlowat ? t->rcvlowat : 1;
+    if (want < cur || want >= 2 * cur)
+        h2_set_rcvlowat(t, want);
 }
 
 static void h2_req_release(h2_t *t, h2_req_t *r)
@@ -175,7 +184,6 @@ static void h2_req_release(h2_t *t, h2_req_t *r)
     r->next_free = t->free_list;
     t->free_list = r;
     t->active--;
-    h2_lowat_check(t);
 }
 
 /* The stream window in use: the configured slots, or fewer if the peer allows fewer. */
@@ -403,9 +411,7 @@ static void h2_readcb(struct bufferevent *bev, void *arg)
             break;
     }
     t->in_ng = false;
-    /* Not full any more (nothing waits on a quarter): answers are read as they come. */
-    if (!t->refill_at)
-        h2_set_rcvlowat(t, 1);
+    h2_lowat_update(t);
     h2_flush(t);
 }
 
@@ -415,6 +421,7 @@ static void h2_writecb(struct bufferevent *bev, void *arg)
     h2_flush(t);
     if (t->state == H2_UP && t->ev.on_writable)
         t->ev.on_writable(t->owner);
+    h2_lowat_update(t);
 }
 
 static int h2_on_error(nghttp2_session *s, int lib_error_code, const char *msg, size_t len,
@@ -545,8 +552,7 @@ static void h2_timeoutcb(evutil_socket_t fd, short what, void *arg)
     r->excerpt_len = 0;
     h2_report(t, r, 0, false, true, why);
     h2_flush(t);
-    if (!t->refill_at) /* the RST closed the stream and, with it, the full window */
-        h2_set_rcvlowat(t, 1);
+    h2_lowat_update(t); /* the RST closed the stream */
 }
 
 /* ---- ops ---- */
@@ -693,8 +699,7 @@ static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *
     unsigned window = h2_window(t);
     if (t->active >= window) {
         t->refill_at = window - (window + 3) / 4;
-        if (t->rcvlowat <= 1)
-            h2_set_rcvlowat(t, (int)(H2_FRAME_MIN * (t->active - t->refill_at)));
+        h2_lowat_update(t);
     }
     h2_flush(t);
     return 0;

@@ -42,6 +42,7 @@ typedef struct ctx {
     struct timeval last_wake; /* the loop's cached time at the last ack: one per wake-up */
     int wakes_full;           /* wake-ups that brought acks after the window was full */
     int acks_full;            /* acks those wake-ups brought */
+    int wakes_all;            /* wake-ups that brought acks */
 } ctx_t;
 
 static void on_ack(void *o, void *cookie, int status)
@@ -49,13 +50,14 @@ static void on_ack(void *o, void *cookie, int status)
     ctx_t *c = o;
     c->acked++;
     c->last_status = status;
+    /* libevent caches the time once per loop turn: a new value is a new wake-up. */
+    struct timeval now;
+    event_base_gettimeofday_cached(c->base, &now);
+    bool new_wake = now.tv_sec != c->last_wake.tv_sec || now.tv_usec != c->last_wake.tv_usec;
+    c->last_wake = now;
+    c->wakes_all += new_wake;
     if (c->window_full) {
-        /* libevent caches the time once per loop turn: a new value is a new wake-up. */
-        struct timeval now;
-        event_base_gettimeofday_cached(c->base, &now);
-        if (now.tv_sec != c->last_wake.tv_sec || now.tv_usec != c->last_wake.tv_usec)
-            c->wakes_full++;
-        c->last_wake = now;
+        c->wakes_full += new_wake;
         c->acks_full++;
     }
 }
@@ -408,6 +410,23 @@ static void test_h2_full_window_reads_trickled_answers_a_quarter_at_a_time(void 
     unmake(&c);
 }
 
+/* Below a full window, the answers to a batch of requests are read together too (the mark
+ * asks for every open stream's answer, the tick bounds the wait): an endpoint answering one
+ * write at a time no longer wakes the feed once per answer. */
+static void test_h2_answers_below_a_full_window_are_read_together(void **state)
+{
+    tiny_peer_t tp = {.gap_us = 300};
+    ctx_t c = {.window = 64};
+    tiny_deliver(&c, &tp, 5000, 40);
+    assert_int_equal(c.acked, 40);
+    assert_int_equal(c.failed, 0);
+    assert_false(c.window_full);
+    double per_wake = (double)c.acked / c.wakes_all;
+    if (per_wake < 3.0)
+        fail_msg("40 answers came in %d wake-ups (%.1f each), want >= 3", c.wakes_all, per_wake);
+    unmake(&c);
+}
+
 /* Streams that are never answered end on their timers; the others' answers, however few
  * bytes they are, are still read in time (the low-water mark is bounded in time as well as
  * by what the open streams owe): before that bound, some answered streams timed out too. */
@@ -674,6 +693,7 @@ int main(void)
         cmocka_unit_test(test_h2_connection_stays_up_without_spurious_reconnects),
         cmocka_unit_test(test_h2_full_window_refills_a_quarter_at_a_time),
         cmocka_unit_test(test_h2_full_window_reads_trickled_answers_a_quarter_at_a_time),
+        cmocka_unit_test(test_h2_answers_below_a_full_window_are_read_together),
         cmocka_unit_test(test_h2_unanswered_streams_do_not_hold_back_other_answers),
         cmocka_unit_test(test_h2_tls_alpn_delivers_every_request),
         cmocka_unit_test(test_h2_tls_unknown_ca_is_refused_with_clear_error),
