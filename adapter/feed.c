@@ -377,7 +377,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     snprintf(f->prop_vals[4], sizeof f->prop_vals[4], "%u", mp.receive_max_bytes);
     snprintf(f->prop_vals[5], sizeof f->prop_vals[5], "%u", mp.dlq_buffer_kbytes);
     snprintf(f->prop_vals[6], sizeof f->prop_vals[6], "%u", mp.message_max_bytes);
-    enum { NDEF = 8 };
+    enum { NDEF = 10 };
     size_t nprops = rt->n_kafka_props + NDEF;
     f->props = calloc(nprops, sizeof *f->props);
     if (!f->props) {
@@ -395,6 +395,14 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     f->props[6] = (kafka_prop_t){"fetch.error.backoff.ms", "10"};
     /* Generic in librdkafka, but only the consumer's may be this small (DLQ records are not). */
     f->props[7] = (kafka_prop_t){"consumer.message.max.bytes", f->prop_vals[6]};
+    /* A fetch answered at the first byte brought one to three copies at 1,000 copies/s: a
+     * wake-up of the broker thread and of the feed per copy or two, which made a copy cost
+     * ~70 us of CPU there against ~9 us on a backlog. Waiting for 64 KiB or 10 ms (as the
+     * aggregation does) halves that at 1,000/s (14,493 -> 28,571 copies per CPU-second) and
+     * adds at most 10 ms to a copy's trip at low rates; at 8,000/s 64 KiB come in ~2.5 ms.
+     * An operator's --kafka.fetch.* comes after these and wins. */
+    f->props[8] = (kafka_prop_t){"fetch.min.bytes", "65536"};
+    f->props[9] = (kafka_prop_t){"fetch.wait.max.ms", "10"};
     for (size_t i = 0; i < rt->n_kafka_props; i++)
         f->props[i + NDEF] = rt->kafka_props[i];
     kafka_prop_t consumer_props[256], producer_props[256];
