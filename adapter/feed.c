@@ -311,7 +311,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
          * into one producer's transactions): a restarted instance fences its predecessor. */
         char member[512];
         const char *id = kafka_group_instance_id(member, sizeof member, rt->instance, "ndd-adapter",
-                                                 cfg->name, rt->http_port);
+                                                 cfg->name, NULL, rt->http_port);
         char host[256] = "localhost";
         if (!id && gethostname(host, sizeof host - 1) != 0)
             snprintf(host, sizeof host, "localhost");
@@ -425,14 +425,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         goto fail;
     }
     const char *topics[1] = {cfg->source_topic};
-    char member[512], qualifier[sizeof cfg->name + 16];
-    /* The source topic is part of the static member's identity: a member that rejoins a stable
-     * group under the same group.instance.id gets its old assignment back without a rebalance
-     * (brokers since Kafka 3.2 leave it to the leader to ask for one, KIP-814, which librdkafka
-     * 2.0 does not), so a feed moved to another topic and restarted or reloaded within the
-     * session timeout held the old topic's partitions and consumed nothing. */
-    uint32_t th = buf_fnv1a_str(BUF_FNV1A_INIT, cfg->source_topic);
-    snprintf(qualifier, sizeof qualifier, "%s-t%08x", cfg->name, th);
+    char member[512]; /* carries a hash of the source topic (kafka_group_instance_id) */
     kafka_consumer_opts_t co = {
         .brokers = f->brokers,
         .group_id = cfg->group_id,
@@ -441,7 +434,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         .n_topics = 1,
         .cooperative = false,
         .instance_id = kafka_group_instance_id(member, sizeof member, f->rt.instance, "ndd-adapter",
-                                               qualifier, f->rt.http_port),
+                                               cfg->name, cfg->source_topic, f->rt.http_port),
         .props = consumer_props,
         .n_props = ncp,
         .on_rebalance = feed_on_rebalance,

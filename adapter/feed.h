@@ -32,7 +32,8 @@ typedef struct feed_runtime {
     events_t *events; /* NULL: no alarms; else endpoint-down raised/cleared on "<feed>/<url>" */
     unsigned feed_memory_mb; /* memory budget of a feed without delivery.memory_mb; 0: 5 MiB */
     /* Static group membership of each feed's consumer (kafka_group_instance_id, qualified by
-     * the feed's name): the instance setting (NULL: none) and the HTTP port (<= 0: none). */
+     * the feed's name and its source topic): the instance setting (NULL: none) and the HTTP
+     * port (<= 0: none). */
     const char *instance;
     int http_port;
 } feed_runtime_t;

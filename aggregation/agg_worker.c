@@ -623,24 +623,24 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
                                   {"fetch.max.bytes", "4194304"},
                                   {"fetch.min.bytes", "65536"},
                                   {"fetch.wait.max.ms", "10"}};
-    kafka_pair_opts_t ko = {
-        .brokers = cfg->brokers,
-        .client_id = w->client_id,
-        .group_id = w->group,
-        .topic = w->in_topic,
-        .cooperative = cfg->cooperative,
-        .instance_id = kafka_group_instance_id(w->member_id, sizeof(w->member_id), cfg->instance,
-                                               "ndd-aggregation", cfg->nf_type, cfg->http_port),
-        .props = cfg->props,
-        .n_props = cfg->n_props,
-        .producer_defaults = pdefs,
-        .n_producer_defaults = 1,
-        .consumer_defaults = cdefs,
-        .n_consumer_defaults = sizeof(cdefs) / sizeof(cdefs[0]),
-        .on_delivery = agg_on_delivery,
-        .on_rebalance = agg_on_rebalance,
-        .on_consumer_stats = agg_on_stats,
-        .owner = w};
+    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
+                            .client_id = w->client_id,
+                            .group_id = w->group,
+                            .topic = w->in_topic,
+                            .cooperative = cfg->cooperative,
+                            .instance_id = kafka_group_instance_id(
+                                w->member_id, sizeof(w->member_id), cfg->instance,
+                                "ndd-aggregation", cfg->nf_type, w->in_topic, cfg->http_port),
+                            .props = cfg->props,
+                            .n_props = cfg->n_props,
+                            .producer_defaults = pdefs,
+                            .n_producer_defaults = 1,
+                            .consumer_defaults = cdefs,
+                            .n_consumer_defaults = sizeof(cdefs) / sizeof(cdefs[0]),
+                            .on_delivery = agg_on_delivery,
+                            .on_rebalance = agg_on_rebalance,
+                            .on_consumer_stats = agg_on_stats,
+                            .owner = w};
     if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
     if (kafka_wake_init(&w->wake) ||

@@ -641,22 +641,22 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
     }
 
     const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"}};
-    kafka_pair_opts_t ko = {
-        .brokers = cfg->brokers,
-        .client_id = w->client_id,
-        .group_id = w->group,
-        .topic = w->main_topic,
-        .cooperative = cfg->cooperative,
-        .instance_id = kafka_group_instance_id(w->member_id, sizeof(w->member_id), cfg->instance,
-                                               "ndd-correlation", NULL, cfg->http_port),
-        .props = cfg->props,
-        .n_props = cfg->n_props,
-        .consumer_defaults = cdefs,
-        .n_consumer_defaults = 1,
-        .on_delivery = corr_on_delivery,
-        .on_rebalance = corr_on_rebalance,
-        .on_consumer_stats = corr_on_stats,
-        .owner = w};
+    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
+                            .client_id = w->client_id,
+                            .group_id = w->group,
+                            .topic = w->main_topic,
+                            .cooperative = cfg->cooperative,
+                            .instance_id = kafka_group_instance_id(
+                                w->member_id, sizeof(w->member_id), cfg->instance,
+                                "ndd-correlation", NULL, w->main_topic, cfg->http_port),
+                            .props = cfg->props,
+                            .n_props = cfg->n_props,
+                            .consumer_defaults = cdefs,
+                            .n_consumer_defaults = 1,
+                            .on_delivery = corr_on_delivery,
+                            .on_rebalance = corr_on_rebalance,
+                            .on_consumer_stats = corr_on_stats,
+                            .owner = w};
     if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
     log_info("correlation: consuming %s in group %s (%s%s), xDRs (%s) to %s, dead letters to %s; "

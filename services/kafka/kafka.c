@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "kafka-int.h"
 #include "log.h"
 
@@ -505,9 +506,18 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
 }
 
 const char *kafka_group_instance_id(char *out, size_t size, const char *instance,
-                                    const char *service, const char *qualifier, int http_port)
+                                    const char *service, const char *qualifier, const char *topic,
+                                    int http_port)
 {
+    char qt[400];
     const char *q = qualifier && *qualifier ? qualifier : NULL;
+    if (topic && *topic) {
+        uint32_t th = buf_fnv1a_str(BUF_FNV1A_INIT, topic);
+        int l = snprintf(qt, sizeof qt, "%s%st%08x", q ? q : "", q ? "-" : "", th);
+        if (l < 0 || (size_t)l >= sizeof qt)
+            return NULL; /* truncated: no static membership, as below */
+        q = qt;
+    }
     int n;
     if (instance && *instance) {
         n = snprintf(out, size, "%s%s%s", instance, q ? "-" : "", q ? q : "");

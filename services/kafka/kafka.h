@@ -175,14 +175,21 @@ rd_kafka_t *kafka_producer_handle(kafka_producer_t *p);
 
 #define KAFKA_SESSION_TIMEOUT_MS_DEFAULT "10000"
 
-/* The group.instance.id of a daemon's consumer, into out: "<instance>-<qualifier>" when the
- * operator named the instance (it must then be unique per replica), else
- * "<host name>-<service>-<qualifier>-<http port>" when the daemon listens on a fixed port (two
- * replicas on one host cannot share one, and a restart keeps it). Two consumers with the same
- * id in one group would fence each other, so with neither (no instance, port 0 or off) there
- * is no stable id unique per replica: NULL, dynamic membership. qualifier may be NULL. */
+/* The group.instance.id of a daemon's consumer, into out: "<instance>-<qualifier>-t<hash>"
+ * when the operator named the instance (it must then be unique per replica), else
+ * "<host name>-<service>-<qualifier>-t<hash>-<http port>" when the daemon listens on a fixed
+ * port (two replicas on one host cannot share one, and a restart keeps it). Two consumers with
+ * the same id in one group would fence each other, so with neither (no instance, port 0 or
+ * off) there is no stable id unique per replica: NULL, dynamic membership.
+ * <hash> is FNV-1a of the topic the consumer reads, 8 hex digits: a member that rejoins a
+ * stable group under the same id gets its old assignment back without a rebalance (brokers
+ * since Kafka 3.2 leave that rebalance to the group leader, KIP-814, which librdkafka 2.0 does
+ * not ask for), so a consumer moved to another topic and restarted within its session timeout
+ * would hold the old topic's partitions and read nothing. qualifier and topic may be NULL (no
+ * part for them): a transactional id, which must not change with the topic, passes none. */
 const char *kafka_group_instance_id(char *out, size_t size, const char *instance,
-                                    const char *service, const char *qualifier, int http_port);
+                                    const char *service, const char *qualifier, const char *topic,
+                                    int http_port);
 
 /* Defaults: enable.auto.offset.store=false (only kafka_consumer_store() marks progress),
  * enable.auto.commit=true with auto.commit.interval.ms=1000 (so only *stored* offsets are

@@ -103,10 +103,10 @@ static void test_group_instance_id_is_the_named_instance_with_its_qualifier(void
     (void)state;
     char id[128];
     assert_string_equal(
-        kafka_group_instance_id(id, sizeof id, "agg-1", "ndd-aggregation", "SCP", 9100),
+        kafka_group_instance_id(id, sizeof id, "agg-1", "ndd-aggregation", "SCP", NULL, 9100),
         "agg-1-SCP");
-    assert_string_equal(kafka_group_instance_id(id, sizeof id, "ada-0", "ndd-adapter", NULL, 0),
-                        "ada-0");
+    assert_string_equal(
+        kafka_group_instance_id(id, sizeof id, "ada-0", "ndd-adapter", NULL, NULL, 0), "ada-0");
 }
 
 static void test_group_instance_id_without_instance_names_host_service_and_fixed_port(void **state)
@@ -116,12 +116,38 @@ static void test_group_instance_id_without_instance_names_host_service_and_fixed
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
     snprintf(want, sizeof want, "%s-ndd-adapter-feed-a-9102", host);
-    assert_string_equal(kafka_group_instance_id(id, sizeof id, NULL, "ndd-adapter", "feed-a", 9102),
-                        want);
+    assert_string_equal(
+        kafka_group_instance_id(id, sizeof id, NULL, "ndd-adapter", "feed-a", NULL, 9102), want);
     /* Another replica on the same host has another port: another id. */
     snprintf(want, sizeof want, "%s-ndd-adapter-feed-a-9103", host);
-    assert_string_equal(kafka_group_instance_id(id, sizeof id, "", "ndd-adapter", "feed-a", 9103),
-                        want);
+    assert_string_equal(
+        kafka_group_instance_id(id, sizeof id, "", "ndd-adapter", "feed-a", NULL, 9103), want);
+}
+
+/* The topic read is part of the id: a member rejoining a stable group under the same id gets
+ * its old assignment back, so a consumer moved to another topic must come back as another
+ * member. The hash is FNV-1a of the topic name, so the id is the same in every release. */
+static void test_group_instance_id_names_a_hash_of_the_topic_read(void **state)
+{
+    (void)state;
+    char id[512], id2[512], want[512], host[256] = "localhost";
+    assert_string_equal(
+        kafka_group_instance_id(id, sizeof id, "agg-1", "ndd-aggregation", "SCP", "SCP", 9100),
+        "agg-1-SCP-t48f27859");
+    assert_string_equal(
+        kafka_group_instance_id(id, sizeof id, "corr-0", "ndd-correlation", NULL, "MAIN", 0),
+        "corr-0-t96272888");
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    snprintf(want, sizeof want, "%s-ndd-adapter-feed-a-t48f27859-9102", host);
+    assert_string_equal(
+        kafka_group_instance_id(id, sizeof id, NULL, "ndd-adapter", "feed-a", "SCP", 9102), want);
+    kafka_group_instance_id(id, sizeof id, "a", "ndd-adapter", "feed-a", "SCP", 0);
+    kafka_group_instance_id(id2, sizeof id2, "a", "ndd-adapter", "feed-a", "SCP2", 0);
+    assert_string_not_equal(id, id2);
+    /* No topic: no part for it (a transactional id must not change with the topic). */
+    assert_string_equal(kafka_group_instance_id(id, sizeof id, "a", "ndd-adapter", "f", "", 0),
+                        "a-f");
 }
 
 static void test_group_instance_id_is_none_without_instance_or_fixed_port(void **state)
@@ -129,10 +155,11 @@ static void test_group_instance_id_is_none_without_instance_or_fixed_port(void *
     (void)state;
     char id[128];
     /* Ephemeral or no HTTP port: nothing stable and unique per replica, dynamic membership. */
-    assert_null(kafka_group_instance_id(id, sizeof id, NULL, "ndd-aggregation", "SCP", 0));
-    assert_null(kafka_group_instance_id(id, sizeof id, NULL, "ndd-aggregation", "SCP", -1));
+    assert_null(kafka_group_instance_id(id, sizeof id, NULL, "ndd-aggregation", "SCP", NULL, 0));
+    assert_null(kafka_group_instance_id(id, sizeof id, NULL, "ndd-aggregation", "SCP", NULL, -1));
     /* Truncated, two replicas' ids could collide: none rather than a shared one. */
-    assert_null(kafka_group_instance_id(id, 8, "a-long-instance-name", "ndd-adapter", "f", 1));
+    assert_null(
+        kafka_group_instance_id(id, 8, "a-long-instance-name", "ndd-adapter", "f", NULL, 1));
 }
 
 int main(void)
@@ -144,6 +171,7 @@ int main(void)
         cmocka_unit_test(test_stall_counts_from_the_last_acknowledgement_while_records_wait),
         cmocka_unit_test(test_group_instance_id_is_the_named_instance_with_its_qualifier),
         cmocka_unit_test(test_group_instance_id_without_instance_names_host_service_and_fixed_port),
+        cmocka_unit_test(test_group_instance_id_names_a_hash_of_the_topic_read),
         cmocka_unit_test(test_group_instance_id_is_none_without_instance_or_fixed_port),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
