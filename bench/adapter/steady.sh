@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ndd-adapter at a steady rate (issue 12: "moderate rates cost proportionally little CPU"). One
+# h2c feed (JSON, one copy per request) on a fresh NF topic to a fresh ndd-sink; once the feed
+# delivered its first copy, ndd-nf-sim produces --rate copies/s of 3,400 B for --duration
+# seconds. The figure is copies / (utime+stime of the adapter from just before the traffic
+# until the sink acknowledged the last copy), so start-up and the group join are not counted.
+# Per-thread CPU and voluntary context switches (wake-ups) go to stderr. Run it with --adapter
+# of two builds in turn to compare them on the same broker within minutes.
+#
+#   bench/adapter/steady.sh [--build DIR] [--bootstrap HOST:PORT] [--rate 1000]
+#                           [--duration 10] [--in-flight 512] [--adapter PATH]
+# Env ADAPTER_ARGS: more options for ndd-adapter, e.g. ADAPTER_ARGS=--kafka.fetch.wait.max.ms=100.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${NDD_BUILD_DIR:-$ROOT/build}
+BOOT=${NDD_KAFKA:-127.0.0.1:9092}
+RATE=1000 DURATION=10 IN_FLIGHT=512 ADAPTER=""
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --bootstrap) BOOT=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --in-flight) IN_FLIGHT=$2; shift 2 ;;
+    --adapter) ADAPTER=$2; shift 2 ;;
+    -h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "steady: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+ADAPTER=${ADAPTER:-$BUILD/adapter/ndd-adapter}
+NFSIM=$BUILD/bench/nfsim/ndd-nf-sim
+SINK=$BUILD/bench/sink/ndd-sink
+for b in "$ADAPTER" "$NFSIM" "$SINK"; do [[ -x $b ]] || { echo "missing $b" >&2; exit 1; }; done
+WORK=$(mktemp -d /tmp/ndd-adapter-steady-XXXXXX)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+
+read -r H2 SM AM < <("$ROOT/deploy/local/stack.sh" free-ports 3 | tr '\n' ' ') || true
+p="astdy$RANDOM-"
+"$NFSIM" --bootstrap "$BOOT" --count 1 --size 3400 --nf-mix SCP=1 --topic-prefix "$p" \
+    --partitions 3 --quiet >/dev/null 2>"$WORK/nfsim-create.log"
+"$SINK" --h2-port "$H2" --metrics-port "$SM" >"$WORK/sink.log" 2>&1 &
+PIDS+=($!)
+sleep 0.3
+printf '{"feeds":[{"name":"%s","source_topic":"%s","transport":"http2","encoding":"json",%s}]}\n' \
+    "${p}feed" "${p}SCP" \
+    "\"endpoints\":[{\"url\":\"http://127.0.0.1:$H2/ingest\"}],\"delivery\":{\"max_in_flight\":$IN_FLIGHT}" \
+    >"$WORK/feeds.json"
+"$ADAPTER" --bootstrap "$BOOT" --feeds-file "$WORK/feeds.json" --http.port "$AM" \
+    --log.level warn ${ADAPTER_ARGS:-} >"$WORK/adapter.log" 2>&1 &
+APID=$!
+PIDS+=($APID)
+acked() {
+    curl -s "127.0.0.1:$AM/metrics" | awk '/^ndd_adapter_messages_acked_total/ {s+=$2} END {print s+0}'
+}
+deadline=$((SECONDS + 60))
+while [[ $(acked) -lt 1 ]]; do
+    ((SECONDS < deadline)) || { echo "steady: the feed delivered nothing (see $WORK)" >&2; exit 1; }
+    sleep 0.1
+done
+c0=$(cpu_s $APID)
+"$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
+    --topic-prefix "$p" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+# What the simulator had acknowledged by the broker (a paced run may round up by one).
+n=$(grep -o '"acked":[0-9]*' "$WORK/nfsim.json" | head -1 | cut -d: -f2)
+[[ -n $n ]] || { echo "steady: ndd-nf-sim reported nothing (see $WORK)" >&2; exit 1; }
+deadline=$((SECONDS + 60))
+while [[ $(acked) -lt $((n + 1)) && $SECONDS -lt $deadline ]]; do sleep 0.05; done
+c1=$(cpu_s $APID)
+got=$(($(acked) - 1))
+for t in /proc/$APID/task/*; do
+    echo "thread $(cat "$t/comm") cpu $(awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "$t/stat") vcsw $(awk '/^voluntary_ctxt/ {print $2}' "$t/status")" >&2
+done
+echo "{\"adapter\":\"$ADAPTER\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,\"acked\":$got,\"cpu_s\":$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.2f", b - a}'),\"per_cpu_s\":$(awk -v n="$got" -v a="$c0" -v b="$c1" 'BEGIN {printf "%.0f", (b > a ? n / (b - a) : 0)}'),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+[[ $got -ge $n ]] || { echo "steady: $got of $n acknowledged within 60 s (see $WORK)" >&2; exit 1; }
+rm -rf "$WORK"
