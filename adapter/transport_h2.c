@@ -13,7 +13,6 @@
  * callbacks, and our callbacks call the owner, who may call send()/disconnect() again: while
  * inside nghttp2 (t->in_ng) a send only submits, and a teardown is deferred to the loop. */
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +80,7 @@ struct h2 {
     unsigned n_reqs;
     unsigned active;        /* slots in use */
     unsigned refill_at;     /* window full: no new stream until active falls to this */
-    int rcvlowat;           /* the socket's SO_RCVLOWAT as last set (0: never set) */
+    int rcvlowat;           /* the socket's SO_RCVLOWAT as last set (1: the default) */
     bool read_since_tick;   /* answers read since lowat_ev last fired */
     struct event *lowat_ev; /* bounds how long answers may wait under the mark */
     struct timeval tv_lowat;
@@ -132,7 +131,7 @@ static void h2_set_rcvlowat(h2_t *t, int want)
 {
     if (want < 1)
         want = 1;
-    if (t->cfg.use_tls || !t->bev || want == (t->rcvlowat ? t->rcvlowat : 1))
+    if (t->cfg.use_tls || !t->bev || want == t->rcvlowat)
         return;
     evutil_socket_t fd = bufferevent_getfd(t->bev);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) != 0)
@@ -170,8 +169,7 @@ static void h2_lowat_update(h2_t *t)
 {
     unsigned owe = t->refill_at && t->active > t->refill_at ? t->active - t->refill_at : t->active;
     int want = owe > 1 ? (int)(H2_FRAME_MIN * owe) : 1;
-    int cur = t->rcvlowat ? t->rcvlowat : 1;
-    if (want < cur || want >= 2 * cur)
+    if (want < t->rcvlowat || want >= 2 * t->rcvlowat)
         h2_set_rcvlowat(t, want);
 }
 
@@ -525,7 +523,7 @@ static void h2_teardown(h2_t *t, const char *reason)
     }
     t->pending = 0;
     t->refill_at = 0;
-    t->rcvlowat = 0; /* the next connection's socket starts at the default */
+    t->rcvlowat = 1; /* the next connection's socket starts at the default */
     evtimer_del(t->lowat_ev);
     t->ev.on_down(t->owner, reason);
 }
@@ -593,6 +591,7 @@ static transport_t *h2_create(struct event_base *base, const transport_config_t 
         mempool_nghttp2_mem(t->mem, &t->ngmem);
     t->close_ev = event_new(base, -1, 0, h2_close_evcb, t);
     t->lowat_ev = evtimer_new(base, h2_lowat_tick, t);
+    t->rcvlowat = 1;
     uint32_t wait_ms =
         t->cfg.timeout_ms / 4 < H2_LOWAT_WAIT_MS ? t->cfg.timeout_ms / 4 : H2_LOWAT_WAIT_MS;
     t->tv_lowat = (struct timeval){0, (suseconds_t)wait_ms * 1000};
