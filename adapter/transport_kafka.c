@@ -378,6 +378,8 @@ void ktx_teardown(ktx_t *t, const char *reason)
         /* Nothing produced since the last commit will be visible (the next init_transactions
          * of this transactional.id aborts it): produced again after the rewind. */
         ktx_forget(t);
+        if (t->m_aborted)
+            metrics_counter_inc(t->m_aborted);
         t->src->rewind(t->src->ctx, reason);
     }
     for (unsigned i = 0; i < t->cap; i++) {
@@ -439,8 +441,13 @@ static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
             return -1;
         }
     /* transaction.timeout.ms: how long a transaction left open by a crash blocks read_committed
-     * consumers when no instance with the same transactional.id comes back to abort it */
-    snprintf(txn_tmo, sizeof txn_tmo, "%s", tmo);
+     * consumers when no instance with the same transactional.id comes back to abort it. It is
+     * message.timeout.ms plus the abort's own wait: after a record refused for good, librdkafka
+     * (2.0) holds the sends behind it until message.timeout.ms before the abort can go on; a
+     * transaction timeout no longer than that let the broker abort it first and fence the
+     * producer (a new producer instead of an abort). */
+    snprintf(txn_tmo, sizeof txn_tmo, "%u",
+             (t->cfg.timeout_ms < 10000 ? 10000 : t->cfg.timeout_ms) + KTX_TXN_WAIT_MS);
     if (t->eos && (rd_kafka_conf_set(c, "transactional.id", t->src->txn_id, e, sizeof e) ||
                    rd_kafka_conf_set(c, "transaction.timeout.ms", txn_tmo, e, sizeof e))) {
         snprintf(err, errlen, "kafka transactional.id %s: %s", t->src->txn_id, e);

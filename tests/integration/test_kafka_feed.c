@@ -510,6 +510,14 @@ static void refusal_goes_to_the_dlq(const char *pfx, const char *kafka, bool in_
     if (in_txn) {
         assert_true(feed_metric(mport, "ndd_adapter_kafka_exactly_once", feed) == 1);
         assert_true(feed_metric(mport, "ndd_adapter_kafka_transactions_aborted_total", feed) >= 1);
+        /* The producer's abort, not the broker's transaction timeout (which fences it and
+         * leaves a new producer to rewind): the abort waits for the sends behind the refusal
+         * up to message.timeout.ms, so the transaction must outlive that. */
+        char *l = atu_read_file(log);
+        assert_non_null(l);
+        if (!strstr(l, "; aborted, produced again from the last committed offsets"))
+            fail_msg("the transaction was not aborted by the feed (log %s)", log);
+        free(l);
     }
     atu_stop(a, SIGTERM);
     got_t g;
