@@ -40,6 +40,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "httpd_conn-int.h"
 #include "httpd_int.h"
 #include "netconn.h"
 #include "log.h"
@@ -49,76 +50,27 @@
 #define CONN_OUT_KEEP (64 * 1024)   /* an output buffer larger than this is freed when sent */
 #define CONN_OUT_PAUSE (256 * 1024) /* pipelined requests wait while this much is unsent */
 #define GUARD_BODY_RATE (64 * 1024) /* bytes/s a body must average, past header_timeout_s */
-#define GUARD_RESERVE_TIMEOUT_S 2   /* a probe-reserve connection's whole request */
 #define GUARD_WARN_EVERY_MS 10000
-#define GUARD_LINGER_MS 2000   /* reading what follows an error reply, before the close */
-#define GUARD_NEW_GRACE_MS 250 /* a new connection's time for its first request to arrive */
-#define GUARD_EVICT_PEEKS 16   /* sockets one admission looks into, at most */
+#define GUARD_LINGER_MS 2000 /* reading what follows an error reply, before the close */
 
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define H2_PREFACE_LEN 24
-
-typedef enum {
-    HC_HANDSHAKE, /* TLS handshake under way */
-    HC_IDLE,      /* no byte of a request yet (new, or keep-alive after a reply) */
-    HC_HEADER,    /* reading a header */
-    HC_BODY       /* header read, body incomplete */
-} hc_state_t;
-
-typedef struct field_off {
-    uint32_t name, name_len, value, value_len;
-} field_off_t;
-
-struct httpd_conn {
-    httpd_t *h;
-    netconn_t nc; /* the socket, its TLS session and its two events */
-    struct event *timer;
-    httpd_conn_t *next, *prev;
-    char addr[64]; /* the client's address: the per-client cap */
-    char peer[80]; /* "ip:port" */
-    hc_state_t state;
-    bool serving;         /* a reply is being sent */
-    bool reserve;         /* admitted past the caps: probes only */
-    bool request_pending; /* a whole request was waiting in the socket at admission */
-    bool partial_waiting; /* not read yet, but part of a request is waiting: a slow client */
-    unsigned spared_pass; /* evictable(): spared as too new in pass h->evict_pass */
-    bool closing;         /* close once the output is sent */
-    bool linger;          /* ... after reading what the client still sends (an error reply) */
-    bool lingering;       /* reply sent, write side shut: input is read and dropped */
-    bool fresh;           /* no request yet: the HTTP/2 preface may come */
-    int64_t since_ms;     /* when the current state began: the eviction order */
-    int64_t req_start_ms;
-    int64_t deadline_ms; /* 0: none */
-    int64_t last_io_ms;
-    int64_t timer_at_ms; /* 0: not armed */
-    char *in;
-    size_t in_len, in_cap, in_off;
-    size_t scan_off; /* where the search for the header's end resumes (from in_off) */
-    /* the header of the request at in_off, once read whole */
-    bool have_header;
-    size_t hdr_len;
-    int64_t content_length;
-    bool chunked, expect_continue;
-    char *out;
-    size_t out_len, out_off, out_cap;
-    _Alignas(max_align_t) unsigned char memo[HTTPD_CONN_MEMO_BYTES]; /* httpd_req_conn_memo */
-};
 
 void *httpd_conn_memo(httpd_conn_t *c)
 {
     return c->memo;
 }
 
-static int64_t mono_ms(void)
+int64_t httpd_conn_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void warn_limited(httpd_t *h, const char *what, const httpd_conn_t *c)
+void httpd_conn_warn_limited(httpd_t *h, const char *what, const httpd_conn_t *c)
 {
-    int64_t now = mono_ms();
+    int64_t now = httpd_conn_now_ms();
     if (now - h->warned_ms < GUARD_WARN_EVERY_MS) {
         log_debug("httpd: port %u: %s (%s)", h->port, what, c->addr);
         return;
@@ -152,7 +104,7 @@ static void conn_unlink(httpd_conn_t *c)
 }
 
 /* Closes the connection now. Callers return at once: c is gone. */
-static void conn_free(httpd_conn_t *c)
+void httpd_conn_free(httpd_conn_t *c)
 {
     conn_unlink(c);
     netconn_close(&c->nc, c->closing && c->state != HC_HANDSHAKE);
@@ -163,7 +115,7 @@ static void conn_free(httpd_conn_t *c)
 void httpd_conn_close_all(httpd_t *h)
 {
     while (h->conns)
-        conn_free(h->conns);
+        httpd_conn_free(h->conns);
 }
 
 static void want_read(httpd_conn_t *c, bool on)
@@ -184,7 +136,7 @@ static void timer_arm(httpd_conn_t *c)
         at = c->deadline_ms;
     if (c->timer_at_ms && c->timer_at_ms <= at)
         return; /* fires earlier and looks again */
-    int64_t ms = at - mono_ms();
+    int64_t ms = at - httpd_conn_now_ms();
     if (ms < 0)
         ms = 0;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
@@ -197,29 +149,30 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     httpd_conn_t *c = arg;
     (void)fd;
     (void)what;
-    int64_t now = mono_ms();
+    int64_t now = httpd_conn_now_ms();
     c->timer_at_ms = 0;
     if (c->lingering && now >= c->deadline_ms) {
-        conn_free(c);
+        httpd_conn_free(c);
         return;
     }
     if (c->deadline_ms && now >= c->deadline_ms) {
         if (c->serving) {
             c->deadline_ms = now + 1000; /* a pipelined request waits for the reply before it */
         } else {
-            warn_limited(c->h,
-                         c->state == HC_IDLE || c->state == HC_HANDSHAKE
-                             ? "connection closed: no request in time"
-                             : "connection closed: request not read whole by its deadline",
-                         c);
-            conn_free(c);
+            httpd_conn_warn_limited(
+                c->h,
+                c->state == HC_IDLE || c->state == HC_HANDSHAKE
+                    ? "connection closed: no request in time"
+                    : "connection closed: request not read whole by its deadline",
+                c);
+            httpd_conn_free(c);
             return;
         }
     }
     if (now - c->last_io_ms >= (int64_t)c->h->request_timeout_s * 1000) {
         log_debug("httpd: port %u: %s: idle for %d s, closed", c->h->port, c->peer,
                   c->h->request_timeout_s);
-        conn_free(c);
+        httpd_conn_free(c);
         return;
     }
     timer_arm(c);
@@ -250,11 +203,11 @@ static int conn_flush(httpd_conn_t *c)
             break;
         if (w <= 0) {
             log_debug("httpd: port %u: %s: write failed, closed", c->h->port, c->peer);
-            conn_free(c);
+            httpd_conn_free(c);
             return -1;
         }
         c->out_off += (size_t)w;
-        c->last_io_ms = mono_ms();
+        c->last_io_ms = httpd_conn_now_ms();
     }
     if (c->out_off < c->out_len) {
         c->serving = true;
@@ -273,7 +226,7 @@ static int conn_flush(httpd_conn_t *c)
     if (c->serving) {
         c->serving = false;
         if (c->state == HC_IDLE)
-            c->since_ms = mono_ms();
+            c->since_ms = httpd_conn_now_ms();
     }
     if (c->closing && c->linger && !c->nc.ssl && !c->lingering &&
         shutdown(c->nc.fd, SHUT_WR) == 0) {
@@ -283,14 +236,14 @@ static int conn_flush(httpd_conn_t *c)
          * the end of the reply) and what it still sends is read and dropped, for at most
          * GUARD_LINGER_MS or until it closes too. */
         c->lingering = true;
-        c->deadline_ms = mono_ms() + GUARD_LINGER_MS;
+        c->deadline_ms = httpd_conn_now_ms() + GUARD_LINGER_MS;
         want_write(c, false);
         want_read(c, true);
         timer_arm(c);
         return 0;
     }
     if (c->closing) {
-        conn_free(c);
+        httpd_conn_free(c);
         return -1;
     }
     if (!c->nc.read_wants_write)
@@ -763,7 +716,7 @@ static int conn_request(httpd_conn_t *c)
 need_body:
     if (c->state != HC_BODY) {
         c->state = HC_BODY;
-        c->since_ms = mono_ms();
+        c->since_ms = httpd_conn_now_ms();
         if (!c->reserve) {
             int64_t rate_ms = chunked ? (int64_t)h->max_body * 1000 / GUARD_BODY_RATE
                                       : cl * 1000 / GUARD_BODY_RATE;
@@ -794,7 +747,7 @@ static int conn_process(httpd_conn_t *c)
         c->scan_off = 0;
         if (c->state != HC_IDLE && !c->have_header) {
             c->state = HC_IDLE;
-            c->since_ms = mono_ms();
+            c->since_ms = httpd_conn_now_ms();
         }
         if (c->in_cap > 4 * CONN_IN_INITIAL && !c->closing) {
             char *s = realloc(c->in, CONN_IN_INITIAL);
@@ -811,7 +764,7 @@ static int conn_process(httpd_conn_t *c)
         }
         if (c->state == HC_IDLE) {
             c->state = HC_HEADER;
-            c->req_start_ms = c->since_ms = mono_ms();
+            c->req_start_ms = c->since_ms = httpd_conn_now_ms();
         }
         if (c->state == HC_HEADER && !c->deadline_ms && !c->reserve)
             c->deadline_ms = c->req_start_ms + (int64_t)c->h->header_timeout_s * 1000;
@@ -837,7 +790,7 @@ static int conn_read(httpd_conn_t *c)
             if (!s) {
                 log_error("httpd: port %u: %s: out of memory for a request; connection closed",
                           c->h->port, c->peer);
-                conn_free(c);
+                httpd_conn_free(c);
                 return -1;
             }
             c->in = s;
@@ -848,14 +801,14 @@ static int conn_read(httpd_conn_t *c)
         if (r == IO_AGAIN)
             break;
         if (r < 0) {
-            conn_free(c);
+            httpd_conn_free(c);
             return -1;
         }
         if (r == 0) {
             eof = true;
             break;
         }
-        c->last_io_ms = mono_ms();
+        c->last_io_ms = httpd_conn_now_ms();
         if (c->state == HC_IDLE) {
             c->state = HC_HEADER;
             c->req_start_ms = c->since_ms = c->last_io_ms;
@@ -872,7 +825,7 @@ static int conn_read(httpd_conn_t *c)
             c->closing = true; /* send the replies, then close */
             return 0;
         }
-        conn_free(c);
+        httpd_conn_free(c);
         return -1;
     }
     return 0;
@@ -886,11 +839,11 @@ static int conn_handshake(httpd_conn_t *c)
         return 0;
     if (r < 0) {
         log_debug("httpd: port %u: %s: TLS handshake failed: %s", c->h->port, c->peer, e);
-        conn_free(c);
+        httpd_conn_free(c);
         return -1;
     }
     c->state = HC_IDLE;
-    c->since_ms = c->last_io_ms = mono_ms();
+    c->since_ms = c->last_io_ms = httpd_conn_now_ms();
     if (!c->reserve)
         c->deadline_ms = 0;
     if (tls_alpn_is(c->nc.ssl, "h2"))
@@ -913,7 +866,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         while ((r = recv(c->nc.fd, drop, sizeof drop, 0)) > 0)
             ;
         if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            conn_free(c); /* the client closed too (or the connection failed) */
+            httpd_conn_free(c); /* the client closed too (or the connection failed) */
         return;
     }
     if (c->nc.write_wants_read) {
@@ -952,8 +905,8 @@ static int conn_h2_handoff(httpd_conn_t *c, const char *data, size_t len)
 {
     httpd_t *h = c->h;
     if (c->reserve) {
-        warn_limited(h, "HTTP/2 on a probe-reserve connection: closed", c);
-        conn_free(c);
+        httpd_conn_warn_limited(h, "HTTP/2 on a probe-reserve connection: closed", c);
+        httpd_conn_free(c);
         return -1;
     }
     evutil_socket_t fd = c->nc.fd;
@@ -970,127 +923,6 @@ static int conn_h2_handoff(httpd_conn_t *c, const char *data, size_t len)
     httpd_h2_adopt(h, fd, ssl, peer, data, len);
     free(in);
     return -1;
-}
-
-/* ---- admission ---- */
-
-typedef enum { WAITING_NOTHING, WAITING_PART, WAITING_WHOLE } waiting_t;
-
-/* What sits unread in the socket of a connection not read yet. A probe or a scrape sends its
- * whole request in one packet, usually there before the connection is even admitted: such a
- * connection is about to be in service. Part of a request is a slow client's opening (plain
- * TCP only; TLS bytes are opaque: nothing). */
-static waiting_t request_waiting(const httpd_conn_t *c)
-{
-    if (c->nc.ssl || c->nc.fd < 0)
-        return WAITING_NOTHING;
-    char peek[2048];
-    ssize_t n = recv(c->nc.fd, peek, sizeof peek - 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n <= 0)
-        return WAITING_NOTHING;
-    peek[n] = '\0';
-    if (strstr(peek, "\r\n\r\n") != NULL || strstr(peek, "\n\n") != NULL)
-        return WAITING_WHOLE;
-    return WAITING_PART;
-}
-
-static bool is_partial(const httpd_conn_t *x)
-{
-    return x->state == HC_HEADER || x->state == HC_BODY || x->partial_waiting;
-}
-
-/* The connection to evict for a new one, of addr (NULL: of any address): never one with a
- * request in service; first those part-way through a request (a slow client's), oldest first,
- * then idle ones, oldest first. Partial requests go first because a probe's connection is
- * idle between its accept and its request (one packet), while a slowloris's sits on a
- * partial header: a flood of new slow connections then evicts its own kind, not the probe.
- *
- * An idle pick not read yet is looked into first (a burst of accepts is admitted before any
- * of it is read): a whole request waiting spares it, part of one makes it partial, and with
- * nothing there it is spared while younger than GUARD_NEW_GRACE_MS (its request may still
- * be on the way) unless only such connections are left. Each look marks one connection, so
- * this ends; at most GUARD_EVICT_PEEKS looks per admission bound its cost under a flood. */
-static httpd_conn_t *evictable(httpd_t *h, const httpd_conn_t *except, const char *addr)
-{
-    httpd_conn_t *best, *young = NULL;
-    unsigned pass = ++h->evict_pass, peeks = 0;
-    int64_t now = mono_ms();
-again:
-    best = NULL;
-    for (httpd_conn_t *x = h->conns; x; x = x->next) {
-        if (x == except || x->serving || x->reserve || x->request_pending || x->spared_pass == pass)
-            continue;
-        if (addr && strcmp(x->addr, addr) != 0)
-            continue;
-        bool partial = is_partial(x);
-        bool best_partial = best && is_partial(best);
-        if (!best || (partial && !best_partial) ||
-            (partial == best_partial && x->since_ms <= best->since_ms))
-            best = x;
-    }
-    if (best && best->state == HC_IDLE && !best->partial_waiting && peeks < GUARD_EVICT_PEEKS) {
-        peeks++;
-        switch (request_waiting(best)) {
-        case WAITING_WHOLE:
-            best->request_pending = true;
-            goto again;
-        case WAITING_PART:
-            best->partial_waiting = true;
-            goto again; /* now ranked with the partial ones */
-        case WAITING_NOTHING:
-            if (now - best->since_ms < GUARD_NEW_GRACE_MS) {
-                best->spared_pass = pass;
-                if (!young)
-                    young = best; /* the oldest of the new ones */
-                goto again;
-            }
-            break;
-        }
-    }
-    return best ? best : young;
-}
-
-/* false: c was closed. */
-static bool admit(httpd_conn_t *c)
-{
-    httpd_t *h = c->h;
-    c->request_pending = request_waiting(c) == WAITING_WHOLE;
-    size_t same = 0, normal = 0;
-    for (httpd_conn_t *x = h->conns; x; x = x->next) {
-        if (x == c || x->reserve)
-            continue;
-        normal++;
-        if (strcmp(x->addr, c->addr) == 0)
-            same++;
-    }
-    if (same >= h->max_per_client) {
-        httpd_conn_t *v = evictable(h, c, c->addr);
-        if (!v)
-            goto reserve;
-        warn_limited(h, "connection cap per client reached: its oldest waiting connection closed",
-                     c);
-        conn_free(v);
-        normal--;
-    }
-    if (normal >= h->max_conn) {
-        httpd_conn_t *v = evictable(h, c, NULL);
-        if (!v)
-            goto reserve;
-        warn_limited(h, "connection cap reached: the oldest waiting connection closed", v);
-        conn_free(v);
-    }
-    return true;
-reserve:
-    if (h->nreserve < h->probe_reserve) {
-        c->reserve = true;
-        h->nreserve++;
-        c->deadline_ms = mono_ms() + GUARD_RESERVE_TIMEOUT_S * 1000;
-        warn_limited(h, "connection caps full of requests in service: admitted for probes only", c);
-        return true;
-    }
-    warn_limited(h, "connection caps and probe reserve full: new connection closed", c);
-    conn_free(c);
-    return false;
 }
 
 void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa, int salen)
@@ -1121,7 +953,7 @@ void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa
     c->in_cap = CONN_IN_INITIAL;
     c->fresh = true;
     c->state = HC_IDLE;
-    c->since_ms = c->last_io_ms = mono_ms();
+    c->since_ms = c->last_io_ms = httpd_conn_now_ms();
     char ip[INET6_ADDRSTRLEN];
     netconn_peer_name(sa, ip, sizeof ip, c->peer, sizeof c->peer);
     snprintf(c->addr, sizeof c->addr, "%s", ip);
@@ -1138,13 +970,13 @@ void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa
         char err[256];
         if (netconn_tls_accept(&c->nc, h->ssl_ctx, err, sizeof err)) {
             log_error("httpd: port %u: %s: TLS: %s", h->port, c->peer, err);
-            conn_free(c);
+            httpd_conn_free(c);
             return;
         }
         c->state = HC_HANDSHAKE;
     }
     log_debug("httpd: port %u: connection from %s, %zu open", h->port, c->peer, (size_t)h->nconn);
-    if (!admit(c))
+    if (!httpd_conn_admit(c))
         return;
     if (c->nc.ssl && !c->reserve)
         c->deadline_ms = c->since_ms + (int64_t)h->header_timeout_s * 1000;

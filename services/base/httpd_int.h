@@ -1,7 +1,8 @@
 /* Private to services/base/httpd*.c: the server object, a connection, a request, and the
  * calls between httpd.c (API, routing, replies, life cycle), httpd_conn.c (HTTP/1.1 on a
- * socket: reading, parsing, writing, and the connection guard) and httpd_h2.c (HTTP/2 on the
- * same port, by h2server.c). Not for use outside these files. */
+ * socket: reading, parsing, writing, and the connection guard's deadlines), httpd_admit.c
+ * (the guard's admission at accept) and httpd_h2.c (HTTP/2 on the same port, by h2server.c).
+ * Not for use outside these files. */
 #ifndef NDD_HTTPD_INT_H
 #define NDD_HTTPD_INT_H
 
