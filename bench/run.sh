@@ -31,7 +31,8 @@
 #   --rate N         override the profile's rate (copies/s)
 #   --no-baselines   skip h2load and the librdkafka baselines
 #   --set NAME=VAL   override one profile setting, e.g. --set BATCH_MAX=50 (repeatable);
-#                    AGG_ARGS and SIM_ARGS add options to every ndd-aggregation and to ndd-nf-sim,
+#                    AGG_ARGS, ADA_ARGS and SIM_ARGS add options to every ndd-aggregation, to
+#                    ndd-adapter and to ndd-nf-sim,
 #                    e.g. --set "AGG_ARGS=--kafka.linger.ms=20" --set "SIM_ARGS=--prop linger.ms=20"
 #   --report-only    print table and JSON again from a kept --work-dir (no new run)
 #   --profile compare  not a traffic profile: bench/compare.sh (adapter per delivery mode,
@@ -56,7 +57,7 @@ SETS=()
 PORT_RANGE=${NDD_BENCH_PORTS:-26000-26999}
 
 usage() {
-    sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 say() { echo "bench: $*" >&2; }
@@ -451,7 +452,7 @@ run_once() { # tag rate duration
     take_port
     local ada_port=$PORT
     "$BIN_ADA" --bootstrap "$BOOTSTRAP" --feeds-file "$d/feeds.json" --http.port "$ada_port" \
-        --log.level info >"$d/adapter.log" 2>&1 &
+        --log.level info ${ADA_ARGS:-} >"$d/adapter.log" 2>&1 &
     PIDS+=("$!")
     run_pids+=("$!")
     COMP_PIDS[adapter]+="$! "

@@ -207,6 +207,10 @@ static const size_t nfsim_mix_sizes[] = {1941, 3400, 3769};
 #define NFSIM_PAD_HEADER_MAX 8000 /* under the codec's 8192-byte field value limit */
 #define NFSIM_TEXT_MAX 2048       /* expanded path, location, one header value */
 #define NFSIM_BODY_NATURAL_MAX 8192
+/* Padding is cut from this much SBI-like text at a random place: larger than what lz4 or zstd
+ * see of one batch, so a compressed batch of copies shrinks about as much as real JSON bodies
+ * (repeated field names, random identifiers), not like a run of one letter. */
+#define NFSIM_PAD_POOL (1024 * 1024)
 
 typedef struct nfsim_txn {
     nfsim_nf_t nf;
@@ -239,6 +243,7 @@ struct nfsim_gen {
     size_t value_cap;
     char pad_hdr[NFSIM_PAD_HEADER_MAX + 1];
     char seq_text[24], ts_text[24];
+    char *pad_pool; /* NFSIM_PAD_POOL bytes of text; NULL with cfg.pad_x */
 };
 
 /* ------------------------------------------------------------------------------ helpers */
@@ -257,6 +262,100 @@ static uint64_t nfsim_rand(nfsim_gen_t *g)
 static double nfsim_unit(nfsim_gen_t *g)
 {
     return (double)(nfsim_rand(g) >> 11) / 9007199254740992.0;
+}
+
+/* Field names of NF profiles, policies and subscription data: what repeats in SBI bodies. */
+static const char *const nfsim_pad_names[] = {
+    "nfInstanceId",
+    "nfType",
+    "nfStatus",
+    "ipv4Addresses",
+    "fqdn",
+    "priority",
+    "capacity",
+    "load",
+    "sNssais",
+    "sst",
+    "sd",
+    "dnn",
+    "supi",
+    "gpsi",
+    "pduSessionId",
+    "ratType",
+    "servingPlmn",
+    "mcc",
+    "mnc",
+    "ueIpv4",
+    "notifUri",
+    "suppFeat",
+    "policyCtrlReqTriggers",
+    "sessRules",
+    "pccRules",
+    "qosDecs",
+    "5qi",
+    "arp",
+    "maxbrUl",
+    "maxbrDl",
+    "chargingId",
+};
+
+/* One `name:value,` token of the padding text; value shapes as in SBI (uuid, address, number,
+ * fqdn, hex). No quote or backslash: the text sits inside a JSON string. */
+static size_t nfsim_pad_token(nfsim_gen_t *g, char *o, size_t room)
+{
+    size_t k = nfsim_rand(g) % (sizeof nfsim_pad_names / sizeof *nfsim_pad_names);
+    uint64_t a = nfsim_rand(g), b = nfsim_rand(g);
+    int n;
+    switch (k % 5) {
+    case 0:
+        n = snprintf(o, room, "%s:%08x-%04x-4%03x-%04x-%012llx,", nfsim_pad_names[k], (unsigned)a,
+                     (unsigned)(a >> 32) & 0xffff, (unsigned)(a >> 48) & 0xfff,
+                     (unsigned)b & 0xffff, (unsigned long long)(b >> 16) & 0xffffffffffffULL);
+        break;
+    case 1:
+        n = snprintf(o, room, "%s:10.%u.%u.%u,", nfsim_pad_names[k], (unsigned)(a & 255),
+                     (unsigned)(a >> 8 & 255), (unsigned)(a >> 16 & 255));
+        break;
+    case 2:
+        n = snprintf(o, room, "%s:%llu,", nfsim_pad_names[k], (unsigned long long)(a % 100000));
+        break;
+    case 3:
+        n = snprintf(o, room, "%s:nf-%02u.%s.5gc.mnc%03u.mcc%03u.3gppnetwork.org,",
+                     nfsim_pad_names[k], (unsigned)(a % 64), nfsim_nf_names[a % NFSIM_NF__COUNT],
+                     (unsigned)(b % 1000), (unsigned)((b >> 10) % 1000));
+        break;
+    default:
+        n = snprintf(o, room, "%s:%016llx%016llx,", nfsim_pad_names[k], (unsigned long long)a,
+                     (unsigned long long)b);
+    }
+    return n > 0 && (size_t)n < room ? (size_t)n : 0;
+}
+
+static char *nfsim_pad_pool_new(nfsim_gen_t *g)
+{
+    char *p = malloc(NFSIM_PAD_POOL);
+    size_t at = 0, n;
+    if (!p)
+        return NULL;
+    while ((n = nfsim_pad_token(g, p + at, NFSIM_PAD_POOL - at)) > 0)
+        at += n;
+    memset(p + at, '0', NFSIM_PAD_POOL - at);
+    return p;
+}
+
+/* n bytes of padding: a run of 'x', or text from random places of the pool. */
+static void nfsim_pad(nfsim_gen_t *g, char *dst, size_t n)
+{
+    if (!g->pad_pool) {
+        memset(dst, 'x', n);
+        return;
+    }
+    while (n > 0) {
+        size_t c = n < NFSIM_PAD_POOL / 2 ? n : NFSIM_PAD_POOL / 2;
+        memcpy(dst, g->pad_pool + nfsim_rand(g) % (NFSIM_PAD_POOL - c), c);
+        dst += c;
+        n -= c;
+    }
 }
 
 const char *nfsim_nf_name(nfsim_nf_t nf)
@@ -554,7 +653,7 @@ rd_kafka_headers_t *nfsim_next(nfsim_gen_t *g, nfsim_copy_t *out)
         need > strlen(NFSIM_PAD_HEADER)) {
         /* Bodiless message (GET, 204): pad in a header rather than invent a body. */
         size_t n = need - strlen(NFSIM_PAD_HEADER);
-        memset(g->pad_hdr, 'x', n);
+        nfsim_pad(g, g->pad_hdr, n);
         g->pad_hdr[n] = '\0';
         rc |= nfsim_hdr(h, &bytes, NFSIM_PAD_HEADER, g->pad_hdr);
     } else if (need > 0) {
@@ -580,7 +679,7 @@ rd_kafka_headers_t *nfsim_next(nfsim_gen_t *g, nfsim_copy_t *out)
             memcpy(v, g->body, o);
             memcpy(v + o, open, strlen(open));
             o += strlen(open);
-            memset(v + o, 'x', fill);
+            nfsim_pad(g, v + o, fill);
             o += fill;
             memcpy(v + o, close, strlen(close));
             o += strlen(close);
@@ -647,7 +746,11 @@ nfsim_gen_t *nfsim_gen_new(const nfsim_config_t *cfg, uint64_t seq_start, char *
                  (unsigned long long)(nfsim_rand(g) & 0xffffffffULL));
     g->value_cap = (cfg->size_mode == NFSIM_SIZE_FIXED ? cfg->size : 4096) + NFSIM_BODY_NATURAL_MAX;
     g->value = malloc(g->value_cap);
-    if (!g->value) {
+    if (!cfg->pad_x)
+        g->pad_pool = nfsim_pad_pool_new(g);
+    if (!g->value || (!cfg->pad_x && !g->pad_pool)) {
+        free(g->value);
+        free(g->pad_pool);
         free(g);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -660,6 +763,7 @@ void nfsim_gen_free(nfsim_gen_t *g)
     if (!g)
         return;
     free(g->value);
+    free(g->pad_pool);
     free(g);
 }
 

@@ -38,6 +38,7 @@ typedef struct nfsim_config {
     double error_rate;    /* share of transactions answered with an error status */
     uint64_t subscribers; /* SUPI population */
     uint64_t seed;
+    bool pad_x;         /* pad with a run of 'x' (compresses ~250:1) instead of SBI-like text */
     const char *run_id; /* part of every correlation id; NULL: random */
 } nfsim_config_t;
 

@@ -64,6 +64,8 @@ static void nfsim_usage(FILE *f)
                "  --error-rate F      share of transactions answered with an error (0.02)\n"
                "  --subscribers N     SUPI population (default 1000000)\n"
                "  --seed N            traffic shape seed (default: from time and pid)\n"
+               "  --pad text|x        padding: SBI-like text, compressing like real bodies\n"
+               "                      (default), or a run of 'x' (compresses ~250:1)\n"
                "  --run-id ID         in every correlation id (default: random)\n"
                "  --prop K=V          librdkafka producer property (repeatable)\n"
                "  --flush-timeout S   wait for acknowledgements at the end (default 30)\n"
@@ -123,6 +125,7 @@ int main(int argc, char **argv)
         O_SUBS,
         O_SEED,
         O_RUN,
+        O_PAD,
         O_PROP,
         O_FLUSH,
         O_QUIET,
@@ -142,6 +145,7 @@ int main(int argc, char **argv)
         {"error-rate", required_argument, 0, O_ERR},
         {"subscribers", required_argument, 0, O_SUBS},
         {"seed", required_argument, 0, O_SEED},
+        {"pad", required_argument, 0, O_PAD},
         {"run-id", required_argument, 0, O_RUN},
         {"prop", required_argument, 0, O_PROP},
         {"flush-timeout", required_argument, 0, O_FLUSH},
@@ -216,6 +220,13 @@ int main(int argc, char **argv)
             break;
         case O_RUN:
             cfg.run_id = optarg;
+            break;
+        case O_PAD:
+            if (strcmp(optarg, "text") && strcmp(optarg, "x")) {
+                fprintf(stderr, "ndd-nf-sim: --pad wants text or x, not %s\n", optarg);
+                return 2;
+            }
+            cfg.pad_x = optarg[0] == 'x';
             break;
         case O_PROP: {
             char *eq = strchr(optarg, '=');

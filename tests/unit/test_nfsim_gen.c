@@ -162,6 +162,48 @@ static void test_nf_mix_weights_shape_the_traffic(void **state)
     nfsim_gen_free(g);
 }
 
+/* The longest run of one byte in any copy's value and padding header, over n copies. */
+static size_t longest_run(const nfsim_config_t *c, int n)
+{
+    char err[128];
+    nfsim_gen_t *g = nfsim_gen_new(c, 0, err, sizeof err);
+    assert_non_null(g);
+    size_t best = 0;
+    for (int i = 0; i < n; i++) {
+        nfsim_copy_t cp;
+        rd_kafka_headers_t *h = nfsim_next(g, &cp);
+        const void *pv = NULL;
+        size_t pl = 0;
+        const char *parts[2] = {cp.value, NULL};
+        size_t lens[2] = {cp.value_len, 0};
+        if (rd_kafka_header_get_last(h, NFSIM_PAD_HEADER, &pv, &pl) == 0) {
+            parts[1] = pv;
+            lens[1] = pl;
+        }
+        for (int k = 0; k < 2; k++)
+            for (size_t j = 0, run = 0; j < lens[k]; j++) {
+                run = j > 0 && parts[k][j] == parts[k][j - 1] ? run + 1 : 1;
+                best = run > best ? run : best;
+            }
+        rd_kafka_headers_destroy(h);
+    }
+    nfsim_gen_free(g);
+    return best;
+}
+
+/* The padding is SBI-like text, so that lz4 or zstd on MAIN and the NF topics are measured on
+ * bodies that compress like real ones; --pad x keeps the old run of one letter. */
+static void test_padding_is_text_unless_a_run_of_x_is_asked_for(void **state)
+{
+    (void)state;
+    nfsim_config_t c = all_nf(2);
+    c.size_mode = NFSIM_SIZE_FIXED;
+    c.size = 3400;
+    assert_true(longest_run(&c, 400) < 16);
+    c.pad_x = true;
+    assert_true(longest_run(&c, 400) > 1000);
+}
+
 static void test_bad_generator_settings_are_refused(void **state)
 {
     char err[128];
@@ -184,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_fixed_sizes_are_exact),
         cmocka_unit_test(test_mix_sizes_stay_near_the_published_profiles),
         cmocka_unit_test(test_nf_mix_weights_shape_the_traffic),
+        cmocka_unit_test(test_padding_is_text_unless_a_run_of_x_is_asked_for),
         cmocka_unit_test(test_bad_generator_settings_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
