@@ -420,7 +420,8 @@ static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
     char txn_tmo[32];
     char e[256];
     char tmo[32], linger[16];
-    snprintf(tmo, sizeof tmo, "%u", t->cfg.timeout_ms < 10000 ? 10000 : t->cfg.timeout_ms);
+    unsigned msg_tmo = t->cfg.timeout_ms < 10000 ? 10000 : t->cfg.timeout_ms;
+    snprintf(tmo, sizeof tmo, "%u", msg_tmo);
     snprintf(linger, sizeof linger, "%d", 5);
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     const char *kv[][2] = {
@@ -446,8 +447,7 @@ static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
      * (2.0) holds the sends behind it until message.timeout.ms before the abort can go on; a
      * transaction timeout no longer than that let the broker abort it first and fence the
      * producer (a new producer instead of an abort). */
-    snprintf(txn_tmo, sizeof txn_tmo, "%u",
-             (t->cfg.timeout_ms < 10000 ? 10000 : t->cfg.timeout_ms) + KTX_TXN_WAIT_MS);
+    snprintf(txn_tmo, sizeof txn_tmo, "%u", msg_tmo + KTX_TXN_WAIT_MS);
     if (t->eos && (rd_kafka_conf_set(c, "transactional.id", t->src->txn_id, e, sizeof e) ||
                    rd_kafka_conf_set(c, "transaction.timeout.ms", txn_tmo, e, sizeof e))) {
         snprintf(err, errlen, "kafka transactional.id %s: %s", t->src->txn_id, e);

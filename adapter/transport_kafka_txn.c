@@ -81,12 +81,6 @@ void ktx_txn_abort(ktx_t *t, bool abortable, char *reason, size_t rlen)
 {
     if (abortable) {
         rd_kafka_error_t *ae = rd_kafka_abort_transaction(t->rk, -1);
-        if (ae && rd_kafka_error_is_retriable(ae)) {
-            /* -1 is what is left of transaction.timeout.ms; librdkafka lets a timed-out
-             * abort be called again, and it goes on in the background meanwhile. */
-            rd_kafka_error_destroy(ae);
-            ae = rd_kafka_abort_transaction(t->rk, KTX_TXN_WAIT_MS);
-        }
         if (!ae) {
             if (t->m_aborted)
                 metrics_counter_inc(t->m_aborted);

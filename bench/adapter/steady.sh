@@ -34,7 +34,8 @@ for b in "$ADAPTER" "$NFSIM" "$SINK"; do [[ -x $b ]] || { echo "missing $b" >&2;
 WORK=$(mktemp -d /tmp/ndd-adapter-steady-XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
-cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+# shellcheck source=bench/steady-lib.sh
+. "$ROOT/bench/steady-lib.sh"
 
 read -r H2 SM AM < <("$ROOT/deploy/local/stack.sh" free-ports 3 | tr '\n' ' ') || true
 p="astdy$RANDOM-"
@@ -59,7 +60,7 @@ while [[ $(acked) -lt 1 ]]; do
     ((SECONDS < deadline)) || { echo "steady: the feed delivered nothing (see $WORK)" >&2; exit 1; }
     sleep 0.1
 done
-c0=$(cpu_s $APID)
+c0=$(steady_cpu_s /proc/$APID)
 "$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
     --topic-prefix "$p" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
 # What the simulator had acknowledged by the broker (a paced run may round up by one).
@@ -67,11 +68,9 @@ n=$(grep -o '"acked":[0-9]*' "$WORK/nfsim.json" | head -1 | cut -d: -f2)
 [[ -n $n ]] || { echo "steady: ndd-nf-sim reported nothing (see $WORK)" >&2; exit 1; }
 deadline=$((SECONDS + 60))
 while [[ $(acked) -lt $((n + 1)) && $SECONDS -lt $deadline ]]; do sleep 0.05; done
-c1=$(cpu_s $APID)
+c1=$(steady_cpu_s /proc/$APID)
 got=$(($(acked) - 1))
-for t in /proc/$APID/task/*; do
-    echo "thread $(cat "$t/comm") cpu $(awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "$t/stat") vcsw $(awk '/^voluntary_ctxt/ {print $2}' "$t/status")" >&2
-done
-echo "{\"adapter\":\"$ADAPTER\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,\"acked\":$got,\"cpu_s\":$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.2f", b - a}'),\"per_cpu_s\":$(awk -v n="$got" -v a="$c0" -v b="$c1" 'BEGIN {printf "%.0f", (b > a ? n / (b - a) : 0)}'),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+steady_threads $APID
+echo "{\"adapter\":\"$ADAPTER\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,\"acked\":$got,$(steady_figures "$got" "$c0" "$c1"),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 [[ $got -ge $n ]] || { echo "steady: $got of $n acknowledged within 60 s (see $WORK)" >&2; exit 1; }
 rm -rf "$WORK"

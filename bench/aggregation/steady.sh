@@ -29,7 +29,8 @@ NFSIM=$BUILD/bench/nfsim/ndd-nf-sim
 WORK=$(mktemp -d /tmp/ndd-agg-steady-XXXXXX)
 APID=""
 trap '[[ -n $APID ]] && kill $APID 2>/dev/null; wait 2>/dev/null || true' EXIT
-cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+# shellcheck source=bench/steady-lib.sh
+. "$ROOT/bench/steady-lib.sh"
 
 p="stdy$RANDOM-"
 "$NFSIM" --bootstrap "$BOOT" --count 1 --size 3400 --nf-mix SCP=1 --topic-prefix "$p" \
@@ -39,11 +40,11 @@ p="stdy$RANDOM-"
     --log.level=warn ${AGG_ARGS:-} >"$WORK/agg.log" 2>&1 &
 APID=$!
 sleep 8 # join and the first record
-c0=$(cpu_s $APID)
+c0=$(steady_cpu_s /proc/$APID)
 "$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
     --topic-prefix "$p" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
 sleep 2
-c1=$(cpu_s $APID)
-for t in /proc/$APID/task/*; do echo "thread $(cat $t/comm) cpu $(awk -v hz=$(getconf CLK_TCK) '{print ($14+$15)/hz}' $t/stat) vcsw $(awk '/^voluntary_ctxt/ {print $2}' $t/status)" >&2; done
+c1=$(steady_cpu_s /proc/$APID)
+steady_threads $APID
 n=$(awk -v r="$RATE" -v d="$DURATION" 'BEGIN {print r * d}')
-echo "{\"daemon\":\"$DAEMON\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,\"cpu_s\":$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.2f", b - a}'),\"per_cpu_s\":$(awk -v n="$n" -v a="$c0" -v b="$c1" 'BEGIN {printf "%.0f", (b > a ? n / (b - a) : 0)}'),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+echo "{\"daemon\":\"$DAEMON\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,$(steady_figures "$n" "$c0" "$c1"),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"

@@ -4,7 +4,6 @@
 #ifndef NDD_HTTPD_CONN_INT_H
 #define NDD_HTTPD_CONN_INT_H
 
-#include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
