@@ -8,19 +8,20 @@
 # of two builds in turn to compare them on the same broker within minutes.
 #
 #   bench/adapter/steady.sh [--build DIR] [--bootstrap HOST:PORT] [--rate 1000]
-#                           [--duration 10] [--in-flight 512] [--adapter PATH]
+#                           [--duration 10] [--partitions 3] [--in-flight 512] [--adapter PATH]
 # Env ADAPTER_ARGS: more options for ndd-adapter, e.g. ADAPTER_ARGS=--kafka.fetch.wait.max.ms=100.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${NDD_BUILD_DIR:-$ROOT/build}
 BOOT=${NDD_KAFKA:-127.0.0.1:9092}
-RATE=1000 DURATION=10 IN_FLIGHT=512 ADAPTER=""
+RATE=1000 DURATION=10 PARTS=3 IN_FLIGHT=512 ADAPTER=""
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
     --bootstrap) BOOT=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
+    --partitions) PARTS=$2; shift 2 ;;
     --in-flight) IN_FLIGHT=$2; shift 2 ;;
     --adapter) ADAPTER=$2; shift 2 ;;
     -h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -40,7 +41,7 @@ trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev
 read -r H2 SM AM < <("$ROOT/deploy/local/stack.sh" free-ports 3 | tr '\n' ' ') || true
 p="astdy$RANDOM-"
 "$NFSIM" --bootstrap "$BOOT" --count 1 --size 3400 --nf-mix SCP=1 --topic-prefix "$p" \
-    --partitions 3 --quiet >/dev/null 2>"$WORK/nfsim-create.log"
+    --partitions "$PARTS" --quiet >/dev/null 2>"$WORK/nfsim-create.log"
 "$SINK" --h2-port "$H2" --metrics-port "$SM" >"$WORK/sink.log" 2>&1 &
 PIDS+=($!)
 sleep 0.3
@@ -62,7 +63,7 @@ while [[ $(acked) -lt 1 ]]; do
 done
 c0=$(steady_cpu_s /proc/$APID)
 "$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
-    --topic-prefix "$p" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+    --topic-prefix "$p" --partitions "$PARTS" --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
 # What the simulator had acknowledged by the broker (a paced run may round up by one).
 n=$(grep -o '"acked":[0-9]*' "$WORK/nfsim.json" | head -1 | cut -d: -f2)
 [[ -n $n ]] || { echo "steady: ndd-nf-sim reported nothing (see $WORK)" >&2; exit 1; }

@@ -4,28 +4,31 @@
 # join, then ndd-nf-sim produces --rate copies/s of 3,400 B for --duration seconds; the figure
 # is copies / (utime+stime of the daemon during the traffic and 2 s after it), so start-up and
 # the group join are not counted. Per-thread CPU and voluntary context switches (wake-ups)
-# of the daemon go to stderr.
+# of the daemon go to stderr. Every copy the simulator had acknowledged must then be in MAIN
+# within 60 s ("main" in the result line), else the run fails: it measured nothing.
 #
 #   bench/aggregation/steady.sh [--build DIR] [--bootstrap HOST:PORT] [--rate 1000]
-#                               [--duration 20] [--daemon PATH]
+#                               [--duration 20] [--partitions 3] [--daemon PATH]
 # Env AGG_ARGS: more options for the daemon, e.g. AGG_ARGS=--main-format=frame.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${NDD_BUILD_DIR:-$ROOT/build}
 BOOT=${NDD_KAFKA:-127.0.0.1:9092}
-RATE=1000 DURATION=20 DAEMON=""
+RATE=1000 DURATION=20 PARTS=3 DAEMON=""
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
     --bootstrap) BOOT=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
+    --partitions) PARTS=$2; shift 2 ;;
     --daemon) DAEMON=$2; shift 2 ;;
     *) echo "steady: unknown option $1" >&2; exit 2 ;;
     esac
 done
 DAEMON=${DAEMON:-$BUILD/aggregation/ndd-aggregation}
 NFSIM=$BUILD/bench/nfsim/ndd-nf-sim
+OFFSETS=$BUILD/bench/probes/ndd-offsets
 WORK=$(mktemp -d /tmp/ndd-agg-steady-XXXXXX)
 APID=""
 trap '[[ -n $APID ]] && kill $APID 2>/dev/null; wait 2>/dev/null || true' EXIT
@@ -34,7 +37,7 @@ trap '[[ -n $APID ]] && kill $APID 2>/dev/null; wait 2>/dev/null || true' EXIT
 
 p="stdy$RANDOM-"
 "$NFSIM" --bootstrap "$BOOT" --count 1 --size 3400 --nf-mix SCP=1 --topic-prefix "$p" \
-    --partitions 3 --quiet >/dev/null 2>"$WORK/nfsim-create.log"
+    --partitions "$PARTS" --quiet >/dev/null 2>"$WORK/nfsim-create.log"
 "$DAEMON" --bootstrap="$BOOT" --nf-type=SCP --topic="${p}SCP" --main-topic="${p}MAIN" \
     --dlq-topic="${p}DLQ" --group="${p}agg" --http.port=-1 --config-topic= --events-topic= \
     --log.level=warn ${AGG_ARGS:-} >"$WORK/agg.log" 2>&1 &
@@ -42,9 +45,24 @@ APID=$!
 sleep 8 # join and the first record
 c0=$(steady_cpu_s /proc/$APID)
 "$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
-    --topic-prefix "$p" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+    --topic-prefix "$p" --partitions "$PARTS" --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
 sleep 2
 c1=$(steady_cpu_s /proc/$APID)
 steady_threads $APID
-n=$(awk -v r="$RATE" -v d="$DURATION" 'BEGIN {print r * d}')
-echo "{\"daemon\":\"$DAEMON\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,$(steady_figures "$n" "$c0" "$c1"),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+# What the simulator had acknowledged by the broker (a paced run may round up by one).
+n=$(grep -o '"acked":[0-9]*' "$WORK/nfsim.json" | head -1 | cut -d: -f2)
+[[ -n $n ]] || { echo "steady: ndd-nf-sim reported nothing (see $WORK)" >&2; exit 1; }
+# MAIN holds the copy that created the NF topic too.
+main_records() {
+    "$OFFSETS" --bootstrap "$BOOT" --topic "${p}MAIN" 2>/dev/null | grep -o '"records":[0-9]*' | head -1 | cut -d: -f2
+}
+deadline=$((SECONDS + 60))
+while :; do
+    main=$(main_records || true)
+    ((${main:-0} >= n + 1 || SECONDS >= deadline)) && break
+    sleep 0.5
+done
+main=$((${main:-0} > 0 ? ${main:-0} - 1 : 0))
+echo "{\"daemon\":\"$DAEMON\",\"rate\":$RATE,\"duration_s\":$DURATION,\"partitions\":$PARTS,\"copies\":$n,\"main\":$main,$(steady_figures "$n" "$c0" "$c1"),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+[[ $main -ge $n ]] || { echo "steady: $main of $n copies reached MAIN within 60 s (see $WORK)" >&2; exit 1; }
+rm -rf "$WORK"

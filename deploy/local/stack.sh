@@ -7,7 +7,9 @@
 #
 # Defaults: DIR=<repo>/.stack, Kafka 9092, controller Kafka+1, SSL Kafka+2, SASL_SSL Kafka+3,
 # PostgreSQL 55432. Env: NDD_STACK_DIR, NDD_KAFKA_PORT, NDD_CONTROLLER_PORT, NDD_SSL_PORT,
-# NDD_SASL_PORT, NDD_PG_PORT.
+# NDD_SASL_PORT, NDD_PG_PORT; for measuring broker settings, NDD_KAFKA_JVM_GC (the JVM's GC
+# flags, default "-XX:+UseG1GC -XX:MaxGCPauseMillis=20") and NDD_KAFKA_EXTRA_PROPERTIES (a file
+# appended to server.properties; its keys win). Both apply when Kafka starts.
 # start is idempotent and, when done, prints exactly two lines to stdout (also in DIR/env):
 #   NDD_KAFKA=127.0.0.1:N
 #   NDD_PG='host=127.0.0.1 port=N dbname=ndd user=ndd passfile=DIR/pgpass'
@@ -32,7 +34,7 @@ PG_START_TIMEOUT=${NDD_PG_START_TIMEOUT:-60}
 STOP_TIMEOUT=30
 
 usage() {
-    sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 log() { echo "stack: $*" >&2; }
@@ -254,10 +256,20 @@ kafka_start() {
         -e "s|@SSL_PORT@|$SSL_PORT|g" -e "s|@SASL_PORT@|$SASL_PORT|g" -e "s|@TLS_DIR@|$TLS_DIR|g" \
         -e "s|@DATA_DIR@|$KDIR/data|g" "$ROOT/deploy/local/kafka/server.properties.in" \
         >"$KDIR/server.properties"
+    # Broker settings to measure (bench/broker/settings.sh): appended, so a key given there
+    # overrides the template's (Java properties: the last value of a key wins).
+    if [[ -n ${NDD_KAFKA_EXTRA_PROPERTIES:-} ]]; then
+        cat "$NDD_KAFKA_EXTRA_PROPERTIES" >>"$KDIR/server.properties" ||
+            die "NDD_KAFKA_EXTRA_PROPERTIES: cannot read $NDD_KAFKA_EXTRA_PROPERTIES"
+    fi
     sed -e "s|@LOG_FILE@|$KAFKA_LOG|g" "$ROOT/deploy/local/kafka/log4j.properties.in" \
         >"$KDIR/log4j.properties"
 
-    local jvm=(java -Xms128m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+    # G1 measured no worse than Parallel or Serial GC in CPU per copy (docs/benchmarks.md,
+    # "Session 16"); NDD_KAFKA_JVM_GC replaces these flags for such a measurement.
+    local gc=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20)
+    if [[ -n ${NDD_KAFKA_JVM_GC:-} ]]; then read -ra gc <<<"$NDD_KAFKA_JVM_GC"; fi
+    local jvm=(java -Xms128m -Xmx512m "${gc[@]}"
         -Djava.awt.headless=true -Dlog4j.configuration="file:$KDIR/log4j.properties"
         -Dkafka.logs.dir="$KDIR" -cp "$KAFKA_LIBS/*")
     if [[ ! -f $KDIR/data/meta.properties ]]; then

@@ -1,0 +1,14 @@
+# Shared by the e2e tests of bench/broker (sourced, not run; not a test itself).
+
+# broker_check_run OUT LABEL: OUT has the run line of LABEL (copies the simulator had
+# acknowledged, 2,000 or more at 1,000/s for 2 s, and a positive broker CPU per copy) and the
+# table row of LABEL. Calls the test's fail on the first miss.
+broker_check_run() {
+    local line copies us
+    line=$(grep -F "$2"$'\t' "$1") || fail "no run line for '$2'"
+    copies=$(sed -n 's/.* copies=\([0-9]*\).*/\1/p' <<<"$line")
+    us=$(sed -n 's/.*broker_us_per_copy=\([0-9.]*\).*/\1/p' <<<"$line")
+    ((copies >= 2000)) || fail "'$2': $copies copies acknowledged, want at least 2,000"
+    awk -v u="$us" 'BEGIN { exit !(u > 0) }' || fail "'$2': broker CPU per copy '$us'"
+    grep -qF "| $2 | " "$1" || fail "no table row for '$2'"
+}
