@@ -664,8 +664,11 @@ fail:
  * (kafka_consumer_kick). When full polls were coming and the queue then stays dry for
  * AGG_DRY_MS, the broker still has a backlog that librdkafka is not fetching: wake it. */
 #define AGG_DRY_MS 3
-/* Longest wait before the delivery reports of records in flight are served. */
-#define AGG_DR_WAIT_MS 10
+/* Longest wait before the delivery reports of records in flight are served. Longer than the
+ * consumer's fetch wait (10 ms): while copies keep coming, the next fetch's wake-up serves
+ * them, and this only fires once the traffic pauses. At 10 ms it fired after most fetches at
+ * 1,000 copies/s, one wake-up in two of the worker (3,090 -> 1,660 per 15,000 copies). */
+#define AGG_DR_WAIT_MS 30
 static void agg_kick_if_starved(agg_worker_t *w, size_t got, uint32_t room)
 {
     if (got >= room) {
