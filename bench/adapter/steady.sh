@@ -40,8 +40,7 @@ trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev
 
 read -r H2 SM AM < <("$ROOT/deploy/local/stack.sh" free-ports 3 | tr '\n' ' ') || true
 p="astdy$RANDOM-"
-"$NFSIM" --bootstrap "$BOOT" --count 1 --size 3400 --nf-mix SCP=1 --topic-prefix "$p" \
-    --partitions "$PARTS" --quiet >/dev/null 2>"$WORK/nfsim-create.log"
+steady_sim create --bootstrap "$BOOT" --count 1 --topic-prefix "$p" --partitions "$PARTS" >/dev/null
 "$SINK" --h2-port "$H2" --metrics-port "$SM" >"$WORK/sink.log" 2>&1 &
 PIDS+=($!)
 sleep 0.3
@@ -62,15 +61,11 @@ while [[ $(acked) -lt 1 ]]; do
     sleep 0.1
 done
 c0=$(steady_cpu_s /proc/$APID)
-"$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
-    --topic-prefix "$p" --partitions "$PARTS" --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
-# What the simulator had acknowledged by the broker (a paced run may round up by one).
-n=$(grep -o '"acked":[0-9]*' "$WORK/nfsim.json" | head -1 | cut -d: -f2)
-[[ -n $n ]] || { echo "steady: ndd-nf-sim reported nothing (see $WORK)" >&2; exit 1; }
-deadline=$((SECONDS + 60))
-while [[ $(acked) -lt $((n + 1)) && $SECONDS -lt $deadline ]]; do sleep 0.05; done
+n=$(steady_sim run --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --topic-prefix "$p" \
+    --partitions "$PARTS")
+# The feed's first copy (the one that created the topic) is counted too.
+got=$(($(steady_wait_count $((n + 1)) 0.05 acked) - 1))
 c1=$(steady_cpu_s /proc/$APID)
-got=$(($(acked) - 1))
 steady_threads $APID
 echo "{\"adapter\":\"$ADAPTER\",\"rate\":$RATE,\"duration_s\":$DURATION,\"copies\":$n,\"acked\":$got,$(steady_figures "$got" "$c0" "$c1"),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 [[ $got -ge $n ]] || { echo "steady: $got of $n acknowledged within 60 s (see $WORK)" >&2; exit 1; }

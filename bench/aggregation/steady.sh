@@ -36,33 +36,24 @@ trap '[[ -n $APID ]] && kill $APID 2>/dev/null; wait 2>/dev/null || true' EXIT
 . "$ROOT/bench/steady-lib.sh"
 
 p="stdy$RANDOM-"
-"$NFSIM" --bootstrap "$BOOT" --count 1 --size 3400 --nf-mix SCP=1 --topic-prefix "$p" \
-    --partitions "$PARTS" --quiet >/dev/null 2>"$WORK/nfsim-create.log"
+steady_sim create --bootstrap "$BOOT" --count 1 --topic-prefix "$p" --partitions "$PARTS" >/dev/null
 "$DAEMON" --bootstrap="$BOOT" --nf-type=SCP --topic="${p}SCP" --main-topic="${p}MAIN" \
     --dlq-topic="${p}DLQ" --group="${p}agg" --http.port=-1 --config-topic= --events-topic= \
     --log.level=warn ${AGG_ARGS:-} >"$WORK/agg.log" 2>&1 &
 APID=$!
 sleep 8 # join and the first record
 c0=$(steady_cpu_s /proc/$APID)
-"$NFSIM" --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --size 3400 --nf-mix SCP=1 \
-    --topic-prefix "$p" --partitions "$PARTS" --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+n=$(steady_sim run --bootstrap "$BOOT" --rate "$RATE" --duration "$DURATION" --topic-prefix "$p" \
+    --partitions "$PARTS")
 sleep 2
 c1=$(steady_cpu_s /proc/$APID)
 steady_threads $APID
-# What the simulator had acknowledged by the broker (a paced run may round up by one).
-n=$(grep -o '"acked":[0-9]*' "$WORK/nfsim.json" | head -1 | cut -d: -f2)
-[[ -n $n ]] || { echo "steady: ndd-nf-sim reported nothing (see $WORK)" >&2; exit 1; }
-# MAIN holds the copy that created the NF topic too.
 main_records() {
     "$OFFSETS" --bootstrap "$BOOT" --topic "${p}MAIN" 2>/dev/null | grep -o '"records":[0-9]*' | head -1 | cut -d: -f2
 }
-deadline=$((SECONDS + 60))
-while :; do
-    main=$(main_records || true)
-    ((${main:-0} >= n + 1 || SECONDS >= deadline)) && break
-    sleep 0.5
-done
-main=$((${main:-0} > 0 ? ${main:-0} - 1 : 0))
+# MAIN holds the copy that created the NF topic too.
+main=$(steady_wait_count $((n + 1)) 0.5 main_records)
+main=$((main > 0 ? main - 1 : 0))
 echo "{\"daemon\":\"$DAEMON\",\"rate\":$RATE,\"duration_s\":$DURATION,\"partitions\":$PARTS,\"copies\":$n,\"main\":$main,$(steady_figures "$n" "$c0" "$c1"),\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 [[ $main -ge $n ]] || { echo "steady: $main of $n copies reached MAIN within 60 s (see $WORK)" >&2; exit 1; }
 rm -rf "$WORK"
