@@ -11,6 +11,9 @@
 #
 # Modes: h2c (one copy per HTTP/2 request), h2c-batch (batch_max 64), tcp (binary frames,
 # up to 16 per frame, acked), tls (the same over TLS), baseline (ndd-kafka-baseline consume),
+# forward (ndd-kafka-baseline forward: the consume baseline writing every value to a TCP
+# socket on loopback, 64 per writev, no framing and no acks: the least a forwarder to a socket
+# pays, so its ratio to the consume baseline bounds what the tcp mode's can be),
 # h2load (h2load -m 128 POSTing 3,400-byte bodies to the same sink, h2c and TLS).
 # Each adapter mode is a fresh consumer group reading the same topic from the beginning; its
 # CPU is utime+stime of the whole ndd-adapter process (start, join, drain) until the sink side
@@ -39,7 +42,7 @@ BUILD=${NDD_BUILD_DIR:-$ROOT/build}
 BOOT=${NDD_KAFKA:-127.0.0.1:9092}
 COUNT=100000
 AGG_COUNT=""
-MODES="h2c,h2c-batch,tcp,tls,baseline,h2load"
+MODES="h2c,h2c-batch,tcp,tls,baseline,forward,h2load"
 AGG=1
 CALLGRIND=0
 MAIN_FORMAT=headers
@@ -57,7 +60,7 @@ while [[ $# -gt 0 ]]; do
     --main-format) MAIN_FORMAT=$2; shift 2 ;;
     --h2c-in-flight) H2C_IN_FLIGHT=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -h | --help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -182,16 +185,18 @@ for round in $(seq 1 "$ROUNDS"); do
             echo "{\"mode\":\"$mode\",\"delivered\":$n,\"cpu_s\":$cpu,\"wall_s\":$wall,\"per_cpu_s\":${PER[$mode]},\"peak_rss_mib\":$rss}"
             row "$mode" "$n" "$cpu" "$wall" "${PER[$mode]}" "$rss"
             ;;
-        baseline)
-            "$BASE" --mode consume --bootstrap "$BOOT" --topic "$TOPIC" --count "$COUNT" \
-                >"$WORK/baseline.json" 2>"$WORK/baseline.log" || true
-            cat "$WORK/baseline.json"
-            b=$(sed -n 's/.*"msgs_per_cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")
-            PER[baseline]=${b%.*}
-            row baseline "$(sed -n 's/.*"records":\([0-9]*\).*/\1/p' "$WORK/baseline.json")" \
-                "$(sed -n 's/.*"cpu_s":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" \
-                "$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")" "${PER[baseline]:-0}" \
-                "$(sed -n 's/.*"rss_mb":\([0-9.]*\).*/\1/p' "$WORK/baseline.json")"
+        baseline | forward)
+            bmode=consume
+            [[ $mode == forward ]] && bmode=forward
+            "$BASE" --mode $bmode --bootstrap "$BOOT" --topic "$TOPIC" --count "$COUNT" \
+                >"$WORK/$mode.json" 2>"$WORK/$mode.log" || true
+            cat "$WORK/$mode.json"
+            b=$(sed -n 's/.*"msgs_per_cpu_s":\([0-9.]*\).*/\1/p' "$WORK/$mode.json")
+            PER[$mode]=${b%.*}
+            row "$mode" "$(sed -n 's/.*"records":\([0-9]*\).*/\1/p' "$WORK/$mode.json")" \
+                "$(sed -n 's/.*"cpu_s":\([0-9.]*\).*/\1/p' "$WORK/$mode.json")" \
+                "$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' "$WORK/$mode.json")" "${PER[$mode]:-0}" \
+                "$(sed -n 's/.*"rss_mb":\([0-9.]*\).*/\1/p' "$WORK/$mode.json")"
             ;;
         h2load)
             head -c 3400 /dev/zero | tr '\0' 'x' | sed 's/^/{"pad":"/; s/$/"}/' >"$WORK/body.json"

@@ -7,7 +7,12 @@
  *      and produces them to MAIN, storing offsets after acknowledgement;
  *   3. the daemon is stopped (SIGTERM) once its group committed all N;
  *   4. consume-only baseline: a child process consumes the same N copies in a fresh group and
- *      does nothing with them but store offsets.
+ *      does nothing with them but store offsets;
+ *   5. relay baseline: `ndd-kafka-baseline --mode relay --copy` consumes the same N copies in a
+ *      fresh group with the daemon's consumer settings, parses their headers and produces
+ *      each value to a second MAIN topic with NDD's producer settings, storing offsets after
+ *      acknowledgement: the Kafka work of the aggregation done by librdkafka alone, none of
+ *      NDD's (with --main-format headers it moves the headers along, as the header form).
  *
  * For each: messages per CPU-second (user+sys of that process from wait4's rusage, over its
  * whole life), wall time and peak RSS. The broker runs on the same machine and its CPU is
@@ -28,6 +33,7 @@
  * the daemon's consumer, an unprefixed one to all of them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -435,16 +441,47 @@ int main(int argc, char **argv)
     bench_result_t cons = {.name = "librdkafka consume-only"};
     b_run_child(&cons, child_consume, in, g1);
     b_print(&cons);
+
+    bench_result_t rel = {.name = "librdkafka relay"};
+    char relay_bin[600], relay_to[96], relay_n[32];
+    snprintf(relay_bin, sizeof(relay_bin), "%s/bench/baseline/ndd-kafka-baseline", NDD_BINARY_DIR);
+    snprintf(relay_to, sizeof(relay_to), "ndd-bench-relay-%08x", tag);
+    snprintf(relay_n, sizeof(relay_n), "%zu", b_count);
+    char *rargv[16 + 2 * B_MAX_PROPS] = {relay_bin,     "--mode",          "relay",   "--copy",
+                                         "--bootstrap", (char *)b_brokers, "--topic", in,
+                                         "--to",        relay_to,          "--count", relay_n};
+    int rn = 12;
+    if (!strcmp(a_format, "--main-format=headers"))
+        rargv[rn++] = "--keep-headers";
+    for (int i = 0; i < b_nprops; i++) {
+        rargv[rn++] = "--prop";
+        rargv[rn++] = b_prop_arg[i] + 8; /* "--kafka.K=V" without "--kafka." */
+    }
+    double rt0 = b_now();
+    pid_t rpid = fork();
+    if (rpid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 1); /* its own JSON line: the figure is taken from wait4 here */
+        execv(relay_bin, rargv);
+        _exit(127);
+    }
+    b_finish(&rel, rpid, rt0);
+    b_print(&rel);
     unlink(filter_path);
     unlink(log_path);
     printf("ratio ndd-aggregation / consume-only CPU per message: %.2f\n",
            (agg.cpu_s / b_count) / (cons.cpu_s / b_count));
     printf("ratio ndd-aggregation / (consume-only + produce-only) CPU per message: %.2f\n",
            agg.cpu_s / (cons.cpu_s + prod.cpu_s));
+    printf("ratio ndd-aggregation / librdkafka relay CPU per message: %.2f\n",
+           rel.cpu_s > 0 ? agg.cpu_s / rel.cpu_s : 0);
     if (!keep) {
         kafka_admin_delete_topic(b_brokers, in, 10000);
         kafka_admin_delete_topic(b_brokers, mainf, 10000);
         kafka_admin_delete_topic(b_brokers, dlq, 10000);
+        kafka_admin_delete_topic(b_brokers, relay_to, 10000);
     }
-    return done >= (int64_t)b_count ? 0 : 1;
+    bool rel_ok = WIFEXITED(rel.status) && WEXITSTATUS(rel.status) == 0;
+    return done >= (int64_t)b_count && rel_ok ? 0 : 1;
 }

@@ -8,13 +8,17 @@
 # within 60 s ("main" in the result line), else the run fails: it measured nothing.
 #
 #   bench/aggregation/steady.sh [--build DIR] [--bootstrap HOST:PORT] [--rate 1000]
-#                               [--duration 20] [--partitions 3] [--daemon PATH]
+#                               [--duration 20] [--partitions 3] [--daemon PATH] [--baseline]
 # Env AGG_ARGS: more options for the daemon, e.g. AGG_ARGS=--main-format=frame.
+# --baseline: the same run with librdkafka alone in the daemon's place (`ndd-kafka-baseline
+# --mode relay --copy`: the aggregation's consumer and producer settings, every header parsed,
+# the value relayed to MAIN without headers, as the frame form), so that the daemon's figure
+# has the client library's own beside it; env BASE_ARGS: more options for it (--prop ...).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${NDD_BUILD_DIR:-$ROOT/build}
 BOOT=${NDD_KAFKA:-127.0.0.1:9092}
-RATE=1000 DURATION=20 PARTS=3 DAEMON=""
+RATE=1000 DURATION=20 PARTS=3 DAEMON="" BASELINE=0
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -23,6 +27,7 @@ while [[ $# -gt 0 ]]; do
     --duration) DURATION=$2; shift 2 ;;
     --partitions) PARTS=$2; shift 2 ;;
     --daemon) DAEMON=$2; shift 2 ;;
+    --baseline) BASELINE=1; shift ;;
     *) echo "steady: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -31,15 +36,22 @@ NFSIM=$BUILD/bench/nfsim/ndd-nf-sim
 OFFSETS=$BUILD/bench/probes/ndd-offsets
 WORK=$(mktemp -d /tmp/ndd-agg-steady-XXXXXX)
 APID=""
-trap '[[ -n $APID ]] && kill $APID 2>/dev/null; wait 2>/dev/null || true' EXIT
+trap '[[ -n $APID ]] && kill $APID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 # shellcheck source=bench/steady-lib.sh
 . "$ROOT/bench/steady-lib.sh"
 
 p="stdy$RANDOM-"
 steady_sim create --bootstrap "$BOOT" --count 1 --topic-prefix "$p" --partitions "$PARTS" >/dev/null
-"$DAEMON" --bootstrap="$BOOT" --nf-type=SCP --topic="${p}SCP" --main-topic="${p}MAIN" \
-    --dlq-topic="${p}DLQ" --group="${p}agg" --http.port=-1 --config-topic= --events-topic= \
-    --log.level=warn ${AGG_ARGS:-} >"$WORK/agg.log" 2>&1 &
+if ((BASELINE)); then
+    DAEMON=$BUILD/bench/baseline/ndd-kafka-baseline
+    # The count is never reached: the run ends it (SIGTERM) once MAIN holds every copy.
+    "$DAEMON" --mode relay --copy --bootstrap "$BOOT" --topic "${p}SCP" --to "${p}MAIN" \
+        --count 1000000000 --timeout 3600 ${BASE_ARGS:-} >"$WORK/agg.log" 2>&1 &
+else
+    "$DAEMON" --bootstrap="$BOOT" --nf-type=SCP --topic="${p}SCP" --main-topic="${p}MAIN" \
+        --dlq-topic="${p}DLQ" --group="${p}agg" --http.port=-1 --config-topic= --events-topic= \
+        --log.level=warn ${AGG_ARGS:-} >"$WORK/agg.log" 2>&1 &
+fi
 APID=$!
 sleep 8 # join and the first record
 c0=$(steady_cpu_s /proc/$APID)

@@ -1,5 +1,21 @@
 # Shared by the e2e tests of bench/broker (sourced, not run; not a test itself).
 
+# broker_test_begin NAME: skips the test (exit 0) unless tests/run.sh's stack is there; else
+# sets OUT (a temporary file, removed at exit) and fail MESSAGE (prints it and OUT, exits 1).
+broker_test_begin() {
+    if [[ -z ${NDD_TEST_STACK_DIR:-} ]]; then
+        echo "SKIP: NDD_TEST_STACK_DIR is not set (tests/run.sh starts the suite's stack and its jars)"
+        exit 0
+    fi
+    OUT=$(mktemp "/tmp/ndd-$1.XXXXXX")
+    trap 'rm -f "$OUT"' EXIT
+}
+fail() {
+    echo "FAIL: $*"
+    cat "$OUT"
+    exit 1
+}
+
 # broker_check_run OUT LABEL: OUT has the run line of LABEL (copies the simulator had
 # acknowledged, 2,000 or more at 1,000/s for 2 s, and a positive broker CPU per copy) and the
 # table row of LABEL. Calls the test's fail on the first miss.

@@ -11,17 +11,7 @@ BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 # shellcheck source=tests/e2e/bench_broker_lib.sh
 . "$SRC/tests/e2e/bench_broker_lib.sh"
-if [[ -z ${NDD_TEST_STACK_DIR:-} ]]; then
-    echo "SKIP: NDD_TEST_STACK_DIR is not set (tests/run.sh starts the suite's stack and its jars)"
-    exit 0
-fi
-OUT=$(mktemp /tmp/ndd-bench-broker-settings-smoke.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
-fail() {
-    echo "FAIL: $*"
-    cat "$OUT"
-    exit 1
-}
+broker_test_begin bench-broker-settings-smoke
 label="Serial GC, 2 I/O threads"
 timeout 240 "$SRC/bench/broker/settings.sh" --build "$BUILD" --rounds 1 --warmup 1 --rate 1000 \
     --duration 2 --partitions 1 --variant "$label|-XX:+UseSerialGC|num.io.threads=2" >"$OUT" 2>&1 ||

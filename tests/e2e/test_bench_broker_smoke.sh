@@ -11,17 +11,7 @@ BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 # shellcheck source=tests/e2e/bench_broker_lib.sh
 . "$SRC/tests/e2e/bench_broker_lib.sh"
-if [[ -z ${NDD_TEST_STACK_DIR:-} ]]; then
-    echo "SKIP: NDD_TEST_STACK_DIR is not set (tests/run.sh starts the suite's stack)"
-    exit 0
-fi
-OUT=$(mktemp /tmp/ndd-bench-broker-smoke.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
-fail() {
-    echo "FAIL: $*"
-    cat "$OUT"
-    exit 1
-}
+broker_test_begin bench-broker-smoke
 timeout 120 "$SRC/bench/broker/run.sh" --stack-dir "$NDD_TEST_STACK_DIR" --build "$BUILD" \
     --rate 1000 --duration 2 --rounds 1 --warmup 1 --partitions 1 \
     --config "default||fetch.wait.max.ms=100" \
