@@ -1,7 +1,8 @@
-# Shared by bench/adapter/steady.sh and bench/aggregation/steady.sh (sourced, not run): the CPU
-# of a process or thread from /proc, and one stderr line per thread of a daemon with its CPU
-# and voluntary context switches (its wake-ups), where a steady rate's fixed cost shows; the
-# simulator's run and the wait for a count to arrive (using the caller's NFSIM and WORK).
+# Shared by bench/adapter/steady.sh, bench/aggregation/steady.sh and (steady_wait_count)
+# bench/broker/run.sh (sourced, not run): the CPU of a process or thread from /proc, and one
+# stderr line per thread of a daemon with its CPU and voluntary context switches (its
+# wake-ups), where a steady rate's fixed cost shows; the simulator's run (using the caller's
+# NFSIM and WORK) and the wait for a count to arrive.
 
 # utime + stime in seconds of /proc/PID or /proc/PID/task/TID (the directory).
 steady_cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "$1/stat"; }

@@ -8,7 +8,7 @@
  *   3. the daemon is stopped (SIGTERM) once its group committed all N;
  *   4. consume-only baseline: a child process consumes the same N copies in a fresh group and
  *      does nothing with them but store offsets;
- *   5. relay baseline: `ndd-kafka-baseline --mode relay --copy` consumes the same N copies in a
+ *   5. relay baseline: `ndd-kafka-baseline --mode relay` consumes the same N copies in a
  *      fresh group with the daemon's consumer settings, parses their headers and produces
  *      each value to a second MAIN topic with NDD's producer settings, storing offsets after
  *      acknowledgement: the Kafka work of the aggregation done by librdkafka alone, none of
@@ -447,10 +447,10 @@ int main(int argc, char **argv)
     snprintf(relay_bin, sizeof(relay_bin), "%s/bench/baseline/ndd-kafka-baseline", NDD_BINARY_DIR);
     snprintf(relay_to, sizeof(relay_to), "ndd-bench-relay-%08x", tag);
     snprintf(relay_n, sizeof(relay_n), "%zu", b_count);
-    char *rargv[16 + 2 * B_MAX_PROPS] = {relay_bin,     "--mode",          "relay",   "--copy",
-                                         "--bootstrap", (char *)b_brokers, "--topic", in,
-                                         "--to",        relay_to,          "--count", relay_n};
-    int rn = 12;
+    char *rargv[16 + 2 * B_MAX_PROPS] = {relay_bin,         "--mode",  "relay", "--bootstrap",
+                                         (char *)b_brokers, "--topic", in,      "--to",
+                                         relay_to,          "--count", relay_n};
+    int rn = 11;
     if (!strcmp(a_format, "--main-format=headers"))
         rargv[rn++] = "--keep-headers";
     for (int i = 0; i < b_nprops; i++) {

@@ -11,7 +11,7 @@
 #                               [--duration 20] [--partitions 3] [--daemon PATH] [--baseline]
 # Env AGG_ARGS: more options for the daemon, e.g. AGG_ARGS=--main-format=frame.
 # --baseline: the same run with librdkafka alone in the daemon's place (`ndd-kafka-baseline
-# --mode relay --copy`: the aggregation's consumer and producer settings, every header parsed,
+# --mode relay`: the aggregation's consumer and producer settings, every header parsed,
 # the value relayed to MAIN without headers, as the frame form), so that the daemon's figure
 # has the client library's own beside it; env BASE_ARGS: more options for it (--prop ...).
 set -euo pipefail
@@ -45,7 +45,7 @@ steady_sim create --bootstrap "$BOOT" --count 1 --topic-prefix "$p" --partitions
 if ((BASELINE)); then
     DAEMON=$BUILD/bench/baseline/ndd-kafka-baseline
     # The count is never reached: the run ends it (SIGTERM) once MAIN holds every copy.
-    "$DAEMON" --mode relay --copy --bootstrap "$BOOT" --topic "${p}SCP" --to "${p}MAIN" \
+    "$DAEMON" --mode relay --bootstrap "$BOOT" --topic "${p}SCP" --to "${p}MAIN" \
         --count 1000000000 --timeout 3600 ${BASE_ARGS:-} >"$WORK/agg.log" 2>&1 &
 else
     "$DAEMON" --bootstrap="$BOOT" --nf-type=SCP --topic="${p}SCP" --main-topic="${p}MAIN" \

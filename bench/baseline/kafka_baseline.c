@@ -5,11 +5,11 @@
  *                      [--headers 16] [--partitions P]
  *   ndd-kafka-baseline --mode consume|forward --bootstrap B --topic T --count N [--timeout S]
  *   ndd-kafka-baseline --mode relay --bootstrap B --topic T --to T2 --count N [--keep-headers]
- *                      [--copy] [--prop [consumer.|producer.]NAME=VALUE]...
+ *                      [--prop [consumer.|producer.]NAME=VALUE]...
  *
- * produce: the producer settings NDD's daemons use (idempotent, acks=all, linger.ms=5), N
- *   records of --size bytes (value + --headers small headers), flat out; done when all are
- *   acknowledged.
+ * produce: the producer settings NDD's daemons use (idempotent, acks=all, one request in
+ *   flight, linger.ms=5), N records of --size bytes (value + --headers small headers), flat
+ *   out; done when all are acknowledged.
  * consume: a fresh consumer group reads N records from the earliest offset and discards them
  *   (touching every header, as a decoder would).
  * forward: the same, and every record's value is written to a TCP connection on loopback (64
@@ -20,9 +20,9 @@
  * relay: what ndd-aggregation's Kafka work costs librdkafka alone: a fresh consumer group reads
  *   T from the earliest offset with the aggregation's consumer settings (fetches of 64 KiB or
  *   10 ms, offsets stored by hand), parses every record's headers, and produces the record's
- *   key and value (referenced, not copied; --copy: copied, the record released at once) to T2
- *   (made first with T's partition count, when missing) with NDD's producer settings; a
- *   record's offset is stored once its copy is acknowledged.
+ *   key and value (copied by librdkafka, the record released at once) to T2 (made first with
+ *   T's partition count, when missing) with NDD's producer settings; a record's offset is
+ *   stored once its copy is acknowledged.
  *   Without --keep-headers the copy has no headers (as MAIN in the frame form); with it the
  *   parsed headers move to the copy (the header form). Done when N copies are acknowledged, or
  *   on SIGTERM (a steady-rate run).
@@ -121,16 +121,52 @@ static int kb_set_props(rd_kafka_conf_t *conf, const char *mine)
     return 0;
 }
 
-static int kb_produce(const char *bootstrap, const char *topic, uint64_t count, size_t size,
-                      int nheaders, double timeout)
+/* NDD's producer settings (services/kafka/kafka.c: idempotent, one request in flight, 5 ms
+ * batches, bounded queue), then the --prop settings for producers; NULL on a bad setting
+ * (reported). */
+static rd_kafka_conf_t *kb_producer_conf(const char *bootstrap)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (kb_set(conf, "bootstrap.servers", bootstrap) ||
         kb_set(conf, "enable.idempotence", "true") || kb_set(conf, "acks", "all") ||
-        kb_set(conf, "max.in.flight", "1") || /* as NDD's producers (services/kafka/kafka.c) */
-        kb_set(conf, "linger.ms", "5") || kb_set(conf, "queue.buffering.max.messages", "100000") ||
-        kb_set(conf, "queue.buffering.max.kbytes", "65536") || kb_set(conf, "log_level", "3") ||
-        kb_set_props(conf, "producer."))
+        kb_set(conf, "max.in.flight", "1") || kb_set(conf, "linger.ms", "5") ||
+        kb_set(conf, "batch.num.messages", "10000") ||
+        kb_set(conf, "queue.buffering.max.messages", "100000") ||
+        kb_set(conf, "queue.buffering.max.kbytes", "65536") ||
+        kb_set(conf, "partitioner", "murmur2_random") || kb_set(conf, "log_level", "3") ||
+        kb_set_props(conf, "producer.")) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    return conf;
+}
+
+/* A fresh group (NAME-pid-time) reading from the earliest offset and committing what is
+ * stored, with the n_more settings of more and then the --prop settings for consumers; NULL
+ * on a bad setting (reported). */
+static rd_kafka_conf_t *kb_consumer_conf(const char *bootstrap, const char *name,
+                                         const char *const (*more)[2], size_t n_more)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char group[64];
+    snprintf(group, sizeof group, "%s-%d-%ld", name, (int)getpid(), (long)time(NULL));
+    int bad = kb_set(conf, "bootstrap.servers", bootstrap) || kb_set(conf, "group.id", group) ||
+              kb_set(conf, "auto.offset.reset", "earliest") ||
+              kb_set(conf, "enable.auto.commit", "true") || kb_set(conf, "log_level", "3");
+    for (size_t i = 0; !bad && i < n_more; i++)
+        bad = kb_set(conf, more[i][0], more[i][1]);
+    if (bad || kb_set_props(conf, "consumer.")) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    return conf;
+}
+
+static int kb_produce(const char *bootstrap, const char *topic, uint64_t count, size_t size,
+                      int nheaders, double timeout)
+{
+    rd_kafka_conf_t *conf = kb_producer_conf(bootstrap);
+    if (!conf)
         return 2;
     rd_kafka_conf_set_dr_msg_cb(conf, kb_dr);
     char err[512];
@@ -350,13 +386,8 @@ static int kb_consume(const char *bootstrap, const char *topic, uint64_t count, 
                       kb_fwd_t *fwd)
 {
     const char *mode = fwd ? "forward" : "consume";
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char group[64];
-    snprintf(group, sizeof group, "ndd-kafka-baseline-%d-%ld", (int)getpid(), (long)time(NULL));
-    if (kb_set(conf, "bootstrap.servers", bootstrap) || kb_set(conf, "group.id", group) ||
-        kb_set(conf, "auto.offset.reset", "earliest") ||
-        kb_set(conf, "enable.auto.commit", "true") || kb_set(conf, "log_level", "3") ||
-        kb_set_props(conf, "consumer."))
+    rd_kafka_conf_t *conf = kb_consumer_conf(bootstrap, "ndd-kafka-baseline", NULL, 0);
+    if (!conf)
         return 2;
     rd_kafka_t *rk = kb_consumer_start(conf, bootstrap, topic);
     if (!rk)
@@ -411,58 +442,48 @@ static int kb_consume(const char *bootstrap, const char *topic, uint64_t count, 
     return 0;
 }
 
-/* By default the consumed record rides as the copy's opaque until its delivery report, so the
- * value is referenced, never copied; with --copy librdkafka copies the value and the record is
- * released at once (the opaque then carries its partition and offset). Either way a record's
- * offset is stored only once its copy is acknowledged (at-least-once, as the aggregation). */
-static rd_kafka_topic_t *kb_relay_from; /* the consumer's handle of the input topic (--copy) */
+/* librdkafka copies each value (RD_KAFKA_MSG_F_COPY) and the consumed record is released at
+ * once: holding the records until their reports instead pinned their fetch buffers (up to
+ * 290 MiB) and cost more CPU (81,000-112,000 against 124,000-144,000 copies per CPU-second,
+ * session 17). The copy's opaque carries the record's partition and offset, which is stored
+ * once the copy is acknowledged (at-least-once, as the aggregation). */
+static rd_kafka_topic_t *kb_relay_from; /* the consumer's handle of the input topic */
 #define KB_PART_BITS 12                 /* partitions per input topic: at most 4,096 */
 
 static void kb_relay_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
     (void)opaque;
-    rd_kafka_message_t *in = kb_relay_from ? NULL : m->_private;
     uintptr_t po = (uintptr_t)m->_private;
-    rd_kafka_topic_t *rkt = in ? in->rkt : kb_relay_from;
-    int32_t part = in ? in->partition : (int32_t)(po & ((1u << KB_PART_BITS) - 1));
-    int64_t off = in ? in->offset : (int64_t)(po >> KB_PART_BITS);
+    int32_t part = (int32_t)(po & ((1u << KB_PART_BITS) - 1));
+    int64_t off = (int64_t)(po >> KB_PART_BITS);
     if (m->err) {
         if (kb_failed++ < 5)
             fprintf(stderr, "ndd-kafka-baseline: relay of %s [%d] @%" PRId64 " failed: %s\n",
-                    rd_kafka_topic_name(rkt), (int)part, off, rd_kafka_err2str(m->err));
+                    rd_kafka_topic_name(kb_relay_from), (int)part, off, rd_kafka_err2str(m->err));
     } else {
         kb_acked++;
-        rd_kafka_offset_store(rkt, part, off);
+        rd_kafka_offset_store(kb_relay_from, part, off);
     }
-    if (in)
-        rd_kafka_message_destroy(in);
 }
 
 static int kb_relay(const char *bootstrap, const char *from, const char *to, uint64_t count,
-                    bool keep_headers, bool copy, double timeout)
+                    bool keep_headers, double timeout)
 {
-    char group[64], err[512];
-    snprintf(group, sizeof group, "ndd-kafka-relay-%d-%ld", (int)getpid(), (long)time(NULL));
-    rd_kafka_conf_t *cc = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
+    char err[512];
     /* The aggregation's consumer (services/kafka/kafka.c, aggregation/agg_worker.c) and NDD's
-     * producer (services/kafka/kafka.c): the same client work, none of NDD's own. */
-    if (kb_set(cc, "bootstrap.servers", bootstrap) || kb_set(cc, "group.id", group) ||
-        kb_set(cc, "auto.offset.reset", "earliest") ||
-        kb_set(cc, "enable.auto.offset.store", "false") ||
-        kb_set(cc, "enable.auto.commit", "true") || kb_set(cc, "auto.commit.interval.ms", "1000") ||
-        kb_set(cc, "queued.max.messages.kbytes", "16384") ||
-        kb_set(cc, "fetch.min.bytes", "65536") || kb_set(cc, "fetch.wait.max.ms", "10") ||
-        kb_set(cc, "log_level", "3") || kb_set_props(cc, "consumer.") ||
-        kb_set(pc, "bootstrap.servers", bootstrap) || kb_set(pc, "enable.idempotence", "true") ||
-        kb_set(pc, "max.in.flight", "1") || kb_set(pc, "linger.ms", "5") ||
-        kb_set(pc, "batch.num.messages", "10000") ||
-        kb_set(pc, "queue.buffering.max.messages", "100000") ||
-        kb_set(pc, "queue.buffering.max.kbytes", "65536") ||
-        kb_set(pc, "partitioner", "murmur2_random") || kb_set(pc, "log_level", "3") ||
-        kb_set_props(pc, "producer.")) {
-        rd_kafka_conf_destroy(cc);
-        rd_kafka_conf_destroy(pc);
+     * producer: the same client work, none of NDD's own. */
+    static const char *const agg_consumer[][2] = {{"enable.auto.offset.store", "false"},
+                                                  {"auto.commit.interval.ms", "1000"},
+                                                  {"queued.max.messages.kbytes", "16384"},
+                                                  {"fetch.min.bytes", "65536"},
+                                                  {"fetch.wait.max.ms", "10"}};
+    rd_kafka_conf_t *cc = kb_consumer_conf(bootstrap, "ndd-kafka-relay", agg_consumer,
+                                           sizeof agg_consumer / sizeof agg_consumer[0]);
+    rd_kafka_conf_t *pc = cc ? kb_producer_conf(bootstrap) : NULL;
+    if (!pc) {
+        if (cc)
+            rd_kafka_conf_destroy(cc);
         return 2;
     }
     /* T2 as the aggregation makes MAIN: as many partitions as the input (a broker's
@@ -488,8 +509,7 @@ static int kb_relay(const char *bootstrap, const char *from, const char *to, uin
         return 1;
     }
     rd_kafka_resp_err_t e;
-    if (copy)
-        kb_relay_from = rd_kafka_topic_new(c, from, NULL);
+    kb_relay_from = rd_kafka_topic_new(c, from, NULL);
     rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(c);
     rd_kafka_message_t *batch[1000];
     double start = kb_mono_s();
@@ -517,15 +537,12 @@ static int kb_relay(const char *bootstrap, const char *from, const char *to, uin
                 rd_kafka_message_detach_headers(m, &h);
             else
                 h = NULL;
-            void *op =
-                copy ? (void *)(((uintptr_t)m->offset << KB_PART_BITS) | (uintptr_t)m->partition)
-                     : (void *)m;
+            void *op = (void *)(((uintptr_t)m->offset << KB_PART_BITS) | (uintptr_t)m->partition);
             for (;;) {
                 e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(to), RD_KAFKA_V_KEY(m->key, m->key_len),
                                       RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_HEADERS(h),
                                       RD_KAFKA_V_OPAQUE(op),
-                                      RD_KAFKA_V_MSGFLAGS(copy ? RD_KAFKA_MSG_F_COPY : 0),
-                                      RD_KAFKA_V_END);
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
                 if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || kb_stop)
                     break;
                 rd_kafka_poll(p, 10); /* bounded queue: wait for acknowledgements */
@@ -535,11 +552,9 @@ static int kb_relay(const char *bootstrap, const char *from, const char *to, uin
                         from, (int)m->partition, m->offset, to, rd_kafka_err2str(e));
                 if (h)
                     rd_kafka_headers_destroy(h);
-                rd_kafka_message_destroy(m);
                 kb_failed++;
-            } else if (copy) {
-                rd_kafka_message_destroy(m);
             }
+            rd_kafka_message_destroy(m);
         }
         rd_kafka_poll(p, 0);
     }
@@ -548,8 +563,7 @@ static int kb_relay(const char *bootstrap, const char *from, const char *to, uin
     double secs = mt.n ? kb_mono_s() - mt.t0 : 0, cpu = proc_usage_cpu_s() - mt.c0;
     kb_print("relay", kb_acked, secs, cpu, mt.bytes + mt.hsum, "");
     rd_kafka_queue_destroy(q);
-    if (kb_relay_from)
-        rd_kafka_topic_destroy(kb_relay_from);
+    rd_kafka_topic_destroy(kb_relay_from);
     rd_kafka_consumer_close(c);
     rd_kafka_destroy(c);
     rd_kafka_destroy(p);
@@ -566,7 +580,7 @@ static int kb_relay(const char *bootstrap, const char *from, const char *to, uin
 int main(int argc, char **argv)
 {
     const char *mode = NULL, *bootstrap = getenv("NDD_KAFKA"), *topic = NULL, *to = NULL;
-    bool keep_headers = false, copy = false;
+    bool keep_headers = false;
     uint64_t count = 100000;
     long size = 3400, nheaders = 16;
     double timeout = 120;
@@ -579,7 +593,7 @@ int main(int argc, char **argv)
                                        {"timeout", required_argument, 0, 'T'},
                                        {"to", required_argument, 0, 'o'},
                                        {"keep-headers", no_argument, 0, 'k'},
-                                       {"copy", no_argument, 0, 'c'},
+
                                        {"prop", required_argument, 0, 'p'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -613,9 +627,6 @@ int main(int argc, char **argv)
         case 'k':
             keep_headers = true;
             break;
-        case 'c':
-            copy = true;
-            break;
         case 'p': {
             char *eq = strchr(optarg, '=');
             if (!eq || eq == optarg || kb_nprops == KB_MAX_PROPS) {
@@ -629,12 +640,11 @@ int main(int argc, char **argv)
             break;
         }
         case 'h':
-            printf(
-                "usage: ndd-kafka-baseline --mode produce|consume|forward|relay --bootstrap B "
-                "--topic T\n"
-                "       [--count N (100000)] [--size BYTES (3400)] [--headers N (16)]\n"
-                "       [--timeout S (120)] [--to T2 (relay)] [--keep-headers] [--copy] (relay)\n"
-                "       [--prop [consumer.|producer.]NAME=VALUE]...\n");
+            printf("usage: ndd-kafka-baseline --mode produce|consume|forward|relay --bootstrap B "
+                   "--topic T\n"
+                   "       [--count N (100000)] [--size BYTES (3400)] [--headers N (16)]\n"
+                   "       [--timeout S (120)] [--to T2 (relay)] [--keep-headers] (relay)\n"
+                   "       [--prop [consumer.|producer.]NAME=VALUE]...\n");
             return 0;
         default:
             return 2;
@@ -664,7 +674,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "ndd-kafka-baseline: --mode relay needs --to\n");
             return 2;
         }
-        return kb_relay(bootstrap, topic, to, count, keep_headers, copy, timeout);
+        return kb_relay(bootstrap, topic, to, count, keep_headers, timeout);
     }
     fprintf(stderr, "ndd-kafka-baseline: --mode must be produce, consume, forward or relay\n");
     return 2;

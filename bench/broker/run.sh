@@ -7,7 +7,7 @@
 # like the batching), while a kcat group consumer follows the topic with the
 # configuration's consumer properties; the broker's CPU is utime + stime of its JVM from
 # /proc over the run. With --relay the copies cross the broker twice, as in NDD: librdkafka
-# alone in the aggregation's place (`ndd-kafka-baseline --mode relay --copy`, the
+# alone in the aggregation's place (`ndd-kafka-baseline --mode relay`, the
 # configuration's producer properties on its producer and consumer properties on its
 # consumer) relays the NF topic to a second topic, which kcat follows instead; each line then
 # also gives the whole system's copies per CPU-second with librdkafka alone in NDD's place
@@ -113,6 +113,12 @@ W=$(mktemp -d /tmp/ndd-bench-broker.XXXXXX)
 KC="" RP=""
 # Each kill may find its process gone: '|| true', or errexit would end the trap before the rest.
 trap '[[ -n $KC ]] && kill $KC 2>/dev/null || true; [[ -n $RP ]] && kill $RP 2>/dev/null || true; rm -rf "$W"' EXIT
+# shellcheck source=bench/steady-lib.sh
+. "$ROOT/bench/steady-lib.sh" # steady_wait_count
+# main_records TOPIC: the records TOPIC holds (nothing when the broker did not answer).
+main_records() {
+    "$OFFSETS" --bootstrap "$NDD_KAFKA" --topic "$1" 2>/dev/null | grep -o '"records":[0-9]*' | head -1 | cut -d: -f2
+}
 TCK=$(getconf CLK_TCK)
 cpu() { awk -v t="$TCK" '{printf "%.3f", ($14 + $15) / t}' "/proc/$1/stat"; }
 
@@ -133,7 +139,7 @@ run() {
         for p in "${cp[@]}"; do [[ -n $p ]] && rargs+=(--prop "consumer.$p"); done
         # Makes MAIN like the NF topic; never reaches its count: stopped (SIGTERM) once measured.
         ((LATENCY)) && rargs+=(--keep-headers)
-        "$RELAYBIN" --mode relay --copy --bootstrap "$NDD_KAFKA" --topic "$t-SCP" --to "$t-MAIN" \
+        "$RELAYBIN" --mode relay --bootstrap "$NDD_KAFKA" --topic "$t-SCP" --to "$t-MAIN" \
             --count 1000000000 --timeout 3600 "${rargs[@]}" >"$W/relay.json" 2>"$W/relay.err" &
         RP=$!
         local i
@@ -166,14 +172,9 @@ run() {
     n=$(sed -n 's/.*"acked":\([0-9]*\).*/\1/p' "$W/sim.json")
     if ((RELAY)); then
         # Every copy relayed (with the 4 that made the topic) before the CPU is read.
-        local got=0 deadline=$((SECONDS + 60))
-        while :; do
-            got=$("$OFFSETS" --bootstrap "$NDD_KAFKA" --topic "$t-MAIN" 2>/dev/null |
-                grep -o '"records":[0-9]*' | head -1 | cut -d: -f2)
-            ((${got:-0} >= n + 4 || SECONDS >= deadline)) && break
-            sleep 0.5
-        done
-        ((${got:-0} >= n + 4)) || { echo "the relay left $t-MAIN at ${got:-0} of $((n + 4)) copies" >&2; exit 1; }
+        local got
+        got=$(steady_wait_count $((n + 4)) 0.5 main_records "$t-MAIN")
+        ((got >= n + 4)) || { echo "the relay left $t-MAIN at $got of $((n + 4)) copies" >&2; exit 1; }
     fi
     sleep 3 # the consumer reads the tail
     b1=$(cpu "$KPID")

@@ -6,23 +6,12 @@
 set -euo pipefail
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-if [[ -z ${NDD_TEST_KAFKA:-} ]]; then
-    echo "SKIP: NDD_TEST_KAFKA is not set (tests/run.sh starts the suite's stack)"
-    exit 0
-fi
-OUT=$(mktemp /tmp/ndd-bench-adapter-steady-smoke.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
+# shellcheck source=tests/e2e/bench_lib.sh
+. "$SRC/tests/e2e/bench_lib.sh"
+bench_test_begin bench-adapter-steady-smoke
 timeout 180 "$SRC/bench/adapter/steady.sh" --build "$BUILD" --bootstrap "$NDD_TEST_KAFKA" \
-    --rate 200 --duration 2 >"$OUT" 2>&1 || {
-    echo "FAIL: bench/adapter/steady.sh exited $?"
-    cat "$OUT"
-    exit 1
-}
-line=$(grep '^{"adapter"' "$OUT") || {
-    echo "FAIL: no result line"
-    cat "$OUT"
-    exit 1
-}
+    --rate 200 --duration 2 >"$OUT" 2>&1 || fail "bench/adapter/steady.sh exited $?"
+line=$(grep '^{"adapter"' "$OUT") || fail "no result line"
 python3 - "$line" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1])
@@ -32,8 +21,4 @@ assert r["acked"] == r["copies"], f"acked {r['acked']} of {r['copies']}: {r}"
 assert isinstance(r["per_cpu_s"], int) and r["per_cpu_s"] >= 0, r
 print(f"ok: {r['copies']} copies at 200/s acknowledged, {r['per_cpu_s']} per CPU-second")
 PY
-grep -q '^thread feed-' "$OUT" || {
-    echo "FAIL: no per-thread line for the feed's thread"
-    cat "$OUT"
-    exit 1
-}
+grep -q '^thread feed-' "$OUT" || fail "no per-thread line for the feed's thread"

@@ -7,17 +7,10 @@
 # Needs NDD_BUILD_DIR and NDD_TEST_KAFKA (tests/run.sh).
 set -euo pipefail
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
-if [[ -z ${NDD_TEST_KAFKA:-} ]]; then
-    echo "SKIP: NDD_TEST_KAFKA is not set (tests/run.sh starts the suite's stack)"
-    exit 0
-fi
-OUT=$(mktemp /tmp/ndd-bench-aggregation-smoke.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
-fail() {
-    echo "FAIL: $*"
-    cat "$OUT"
-    exit 1
-}
+SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+# shellcheck source=tests/e2e/bench_lib.sh
+. "$SRC/tests/e2e/bench_lib.sh"
+bench_test_begin bench-aggregation-smoke
 timeout 240 "$BUILD/bench/aggregation/ndd-bench-aggregation" --bootstrap "$NDD_TEST_KAFKA" \
     --count 2000 --size 3400 --partitions 1 --backlog --main-format frame >"$OUT" 2>&1 ||
     fail "ndd-bench-aggregation exited $?"

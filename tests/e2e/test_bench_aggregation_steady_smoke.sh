@@ -8,17 +8,9 @@
 set -euo pipefail
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-if [[ -z ${NDD_TEST_KAFKA:-} ]]; then
-    echo "SKIP: NDD_TEST_KAFKA is not set (tests/run.sh starts the suite's stack)"
-    exit 0
-fi
-OUT=$(mktemp /tmp/ndd-bench-aggregation-steady-smoke.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
-fail() {
-    echo "FAIL: $*"
-    cat "$OUT"
-    exit 1
-}
+# shellcheck source=tests/e2e/bench_lib.sh
+. "$SRC/tests/e2e/bench_lib.sh"
+bench_test_begin bench-aggregation-steady-smoke
 
 # steady BINARY THREAD [ARGS...]: one run; its result line must name BINARY (the process it
 # measured), count every copy in MAIN, and the process's thread THREAD must be listed.

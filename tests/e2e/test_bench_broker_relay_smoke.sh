@@ -10,9 +10,9 @@
 set -euo pipefail
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-# shellcheck source=tests/e2e/bench_broker_lib.sh
-. "$SRC/tests/e2e/bench_broker_lib.sh"
-broker_test_begin bench-broker-relay-smoke
+# shellcheck source=tests/e2e/bench_lib.sh
+. "$SRC/tests/e2e/bench_lib.sh"
+bench_test_begin bench-broker-relay-smoke NDD_TEST_STACK_DIR
 timeout 150 "$SRC/bench/broker/run.sh" --stack-dir "$NDD_TEST_STACK_DIR" --build "$BUILD" \
     --rate 1000 --duration 2 --rounds 1 --warmup 1 --partitions 1 --latency \
     --config "relayed||fetch.wait.max.ms=100" >"$OUT" 2>&1 || fail "bench/broker/run.sh exited $?"

@@ -9,9 +9,9 @@
 set -euo pipefail
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-# shellcheck source=tests/e2e/bench_broker_lib.sh
-. "$SRC/tests/e2e/bench_broker_lib.sh"
-broker_test_begin bench-broker-settings-smoke
+# shellcheck source=tests/e2e/bench_lib.sh
+. "$SRC/tests/e2e/bench_lib.sh"
+bench_test_begin bench-broker-settings-smoke NDD_TEST_STACK_DIR
 label="Serial GC, 2 I/O threads"
 timeout 240 "$SRC/bench/broker/settings.sh" --build "$BUILD" --rounds 1 --warmup 1 --rate 1000 \
     --duration 2 --partitions 1 --variant "$label|-XX:+UseSerialGC|num.io.threads=2" >"$OUT" 2>&1 ||

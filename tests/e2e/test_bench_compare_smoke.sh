@@ -8,17 +8,9 @@
 set -euo pipefail
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-if [[ -z ${NDD_TEST_KAFKA:-} ]]; then
-    echo "SKIP: NDD_TEST_KAFKA is not set (tests/run.sh starts the suite's stack)"
-    exit 0
-fi
-OUT=$(mktemp /tmp/ndd-bench-compare-smoke.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
-fail() {
-    echo "FAIL: $*"
-    cat "$OUT"
-    exit 1
-}
+# shellcheck source=tests/e2e/bench_lib.sh
+. "$SRC/tests/e2e/bench_lib.sh"
+bench_test_begin bench-compare-smoke
 timeout 240 "$SRC/bench/compare.sh" --build "$BUILD" --bootstrap "$NDD_TEST_KAFKA" --count 3000 \
     --modes tcp,baseline,forward --no-aggregation --main-format frame >"$OUT" 2>&1 ||
     fail "bench/compare.sh exited $?"

@@ -1,10 +1,12 @@
-# Shared by the e2e tests of bench/broker (sourced, not run; not a test itself).
+# Shared by the e2e tests of bench/ (sourced, not run; not a test itself).
 
-# broker_test_begin NAME: skips the test (exit 0) unless tests/run.sh's stack is there; else
-# sets OUT (a temporary file, removed at exit) and fail MESSAGE (prints it and OUT, exits 1).
-broker_test_begin() {
-    if [[ -z ${NDD_TEST_STACK_DIR:-} ]]; then
-        echo "SKIP: NDD_TEST_STACK_DIR is not set (tests/run.sh starts the suite's stack and its jars)"
+# bench_test_begin NAME [VAR]: skips the test (exit 0) unless tests/run.sh set VAR
+# (NDD_TEST_KAFKA by default; NDD_TEST_STACK_DIR for a test that needs the stack's directory);
+# else sets OUT (a temporary file, removed at exit). fail MESSAGE prints it and OUT, exits 1.
+bench_test_begin() {
+    local var=${2:-NDD_TEST_KAFKA}
+    if [[ -z ${!var:-} ]]; then
+        echo "SKIP: $var is not set (tests/run.sh starts the suite's stack)"
         exit 0
     fi
     OUT=$(mktemp "/tmp/ndd-$1.XXXXXX")
