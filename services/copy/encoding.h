@@ -25,6 +25,7 @@
 #include "buf.h"
 #include "codec-t.h"
 #include "metrics.h"
+#include "optdesc.h"
 
 typedef enum encoding_result {
     ENCODING_OK = 0,
@@ -77,6 +78,7 @@ typedef struct encoding {
      * also gets the feed's name and registry: the encoding's own families (label feed) are
      * resolved there, once per feed; the adapter removes the feed's series when it stops. */
     const char *options;
+    const optdesc_t *option_desc; /* the member's options (types, defaults, ranges, help) */
     int (*check_options)(const json_t *options, char *err, size_t errlen);
     int (*thread_start)(const json_t *options, const char *feed, metrics_registry_t *metrics,
                         char *err, size_t errlen);

@@ -228,6 +228,59 @@ static encoding_result_t synthetic_end(encoding_batch_t *b)
     return ENCODING_OK;
 }
 
+/* The synthetic member (docs/synthetic.md): the description the admin serves and checks
+ * with; synth_ctx_new parses it (the mapping's addresses and duplicates). */
+static const optdesc_t synthetic_mapping_desc[] = {
+    {.name = "fqdn",
+     .type = OPTDESC_STRING,
+     .max = 255,
+     .help = "an FQDN the copies name (one of fqdn, instance)"},
+    {.name = "instance",
+     .type = OPTDESC_STRING,
+     .max = 255,
+     .help = "an NF instance id (one of fqdn, instance)"},
+    {.name = "addr",
+     .type = OPTDESC_STRING,
+     .flags = OPTDESC_REQUIRED,
+     .max = 255,
+     .help = "ip:port or [ipv6]:port"},
+    {0},
+};
+static const optdesc_t synthetic_desc[] = {
+    {.name = "mss",
+     .type = OPTDESC_INT,
+     .min = 536,
+     .max = 9000,
+     .def = "1460",
+     .unit = "bytes",
+     .help = "TCP segment payload over IPv4"},
+    {.name = "mss_ipv6",
+     .type = OPTDESC_INT,
+     .min = 536,
+     .max = 9000,
+     .def = "1440",
+     .unit = "bytes",
+     .help = "TCP segment payload over IPv6"},
+    {.name = "max_connections",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = SYNTH_MAX_MAX_CONNS,
+     .def = "4096",
+     .unit = "connections",
+     .help = "synthetic TCP connections held; beyond it the least recently used one is closed"},
+    {.name = "hpack_indexing",
+     .type = OPTDESC_BOOL,
+     .def = "false",
+     .help = "index header fields in HPACK (smaller packets; a capture read from its middle cannot "
+             "decode them)"},
+    {.name = "mapping",
+     .type = OPTDESC_ARRAY,
+     .max = SYNTH_MAX_RULES,
+     .help = "addresses for copies without @src-addr/@dst-addr: by fqdn or instance",
+     .sub = synthetic_mapping_desc},
+    {0},
+};
+
 const encoding_t encoding_synthetic = {
     .name = "synthetic",
     .content_type = ENCODING_SYNTHETIC_CONTENT_TYPE,
@@ -238,6 +291,7 @@ const encoding_t encoding_synthetic = {
     .add = synthetic_add,
     .end_batch = synthetic_end,
     .options = "synthetic",
+    .option_desc = synthetic_desc,
     .check_options = synthetic_check,
     .thread_start = synthetic_thread_start,
     .thread_stop = synthetic_thread_stop,

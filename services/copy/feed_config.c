@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "filter.h"
+#include "optdesc.h"
+
+#define OPTDESC_MAX_FEED_KEYS 16 /* rows of feed_config_desc */
 
 static const feed_config_opts_t feed_config_worker_opts = {.read_secrets = true};
 
@@ -13,18 +16,6 @@ void feed_config_err_format(const jfield_err_t *err, const char *where, char *ou
 {
     const char *sep = where && *where && err->path[0] ? "." : "";
     snprintf(out, outlen, "%s%s%s: %s", where ? where : "", sep, err->path, err->reason);
-}
-
-/* A string member copied into dst (dst's size is the limit); absent leaves dst alone. */
-static int feed_str(const json_t *o, const char *key, const char *prefix, bool required, char *dst,
-                    size_t dstlen, jfield_err_t *err)
-{
-    const char *s;
-    if (jfield_string(o, key, prefix, required, dstlen - 1, &s, err))
-        return -1;
-    if (s)
-        snprintf(dst, dstlen, "%s", s);
-    return 0;
 }
 
 static int feed_topic(const json_t *o, const char *key, char *dst, size_t dstlen, jfield_err_t *err)
@@ -43,65 +34,253 @@ static int feed_topic(const json_t *o, const char *key, char *dst, size_t dstlen
     return 0;
 }
 
-static int feed_uint(const json_t *o, const char *key, const char *prefix, int64_t min, int64_t max,
-                     uint64_t *dst, jfield_err_t *err)
-{
-    int64_t v = (int64_t)*dst;
-    if (jfield_int(o, key, prefix, false, min, max, &v, err))
-        return -1;
-    *dst = (uint64_t)v;
-    return 0;
-}
+/* The feed's delivery member (docs/api.md, "Feed"): one row per setting, the check and the
+ * schema alike. */
+#define FD(field) OPTDESC_STORE(feed_delivery_config_t, field)
+static const optdesc_t feed_delivery_desc[] = {
+    {.name = "max_in_flight",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 10000,
+     .def = "64",
+     .unit = "requests",
+     .help = "requests or frames awaiting their answer, per endpoint",
+     FD(max_in_flight)},
+    {.name = "timeout_ms",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 3600000,
+     .def = "5000",
+     .unit = "ms",
+     .help = "how long one request or frame may wait for its answer",
+     FD(timeout_ms)},
+    {.name = "retry_max_ms",
+     .type = OPTDESC_INT,
+     .max = INT64_C(7) * 86400000,
+     .def = "300000",
+     .unit = "ms",
+     .help = "how long a copy is retried before it goes to the dead-letter topic",
+     FD(retry_max_ms)},
+    {.name = "retry_initial_ms",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 600000,
+     .def = "100",
+     .unit = "ms",
+     .help = "the first retry's delay",
+     FD(retry_initial_ms)},
+    {.name = "retry_backoff_max_ms",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 3600000,
+     .def = "5000",
+     .unit = "ms",
+     .help = "the longest delay between two retries",
+     FD(retry_backoff_max_ms)},
+    {.name = "batch_max",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 10000,
+     .unit = "messages",
+     .help = "copies per request or frame; default: the encoding's (json 1, frame 16)",
+     FD(batch_max)},
+    {.name = "batch_ms",
+     .type = OPTDESC_INT,
+     .max = 60000,
+     .def = "0",
+     .unit = "ms",
+     .help = "the longest wait to fill a batch",
+     FD(batch_ms)},
+    {.name = "max_pending",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 1000000,
+     .def = "1024",
+     .unit = "messages",
+     .help =
+         "copies the feed holds (batched, in flight, retrying), at least batch_max; when full the "
+         "feed stops reading",
+     FD(max_pending)},
+    {.name = "max_request_bytes",
+     .type = OPTDESC_INT,
+     .min = 1024,
+     .max = INT64_C(256) << 20,
+     .def = "4194304",
+     .unit = "bytes",
+     .help = "the largest encoded request or frame",
+     FD(max_request_bytes)},
+    {.name = "fire_and_forget",
+     .type = OPTDESC_BOOL,
+     .def = "false",
+     .help = "count a copy delivered once written, without an answer (transports that allow it)",
+     FD(fire_and_forget)},
+    {.name = "backoff_initial_ms",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 600000,
+     .def = "100",
+     .unit = "ms",
+     .help = "the first reconnect delay of an endpoint",
+     FD(backoff_initial_ms)},
+    {.name = "backoff_max_ms",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 3600000,
+     .def = "10000",
+     .unit = "ms",
+     .help = "the longest reconnect delay",
+     FD(backoff_max_ms)},
+    {.name = "fail_threshold",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 1000,
+     .def = "5",
+     .unit = "failures",
+     .help = "consecutive failures that take an endpoint out of the rotation",
+     FD(fail_threshold)},
+    {.name = "memory_mb",
+     .type = OPTDESC_INT,
+     .max = 65536,
+     .def = "0",
+     .unit = "MiB",
+     .help =
+         "the feed's memory budget (fetch buffers, copies held); 0: the adapter's --feed-memory-mb",
+     FD(memory_mb)},
+    {0},
+};
+#undef FD
+
+#define FT(field) OPTDESC_STORE(feed_config_t, field)
+static const optdesc_t feed_tls_desc[] = {
+    {.name = "ca_file",
+     .type = OPTDESC_STRING,
+     .help = "CA certificates (PEM) that verify the endpoint; default: the system's",
+     FT(ca_file)},
+    {.name = "cert_file",
+     .type = OPTDESC_STRING,
+     .help = "client certificate (PEM), with key_file, for endpoints that require one",
+     FT(cert_file)},
+    {.name = "key_file",
+     .type = OPTDESC_STRING,
+     .flags = OPTDESC_SECRET,
+     .help = "the client certificate's private key (PEM file)",
+     FT(key_file)},
+    {.name = "key_password_file",
+     .type = OPTDESC_STRING,
+     .flags = OPTDESC_SECRET,
+     .help = "a file holding the private key's password",
+     FT(key_password_file)},
+    {.name = "verify",
+     .type = OPTDESC_BOOL,
+     .def = "true",
+     .help = "verify the endpoint's certificate and name (turn off only in a lab)",
+     FT(verify)},
+    {.name = "sni",
+     .type = OPTDESC_STRING,
+     .max = 253,
+     .help = "server name sent and verified; default: the URL's host",
+     FT(sni)},
+    {0},
+};
+#undef FT
+
+static const char *const feed_http_methods[] = {"POST", "PUT", "PATCH", NULL};
+static const optdesc_t feed_http_desc[] = {
+    {.name = "path",
+     .type = OPTDESC_STRING,
+     .max = 511,
+     .help = "request path (starts with /); default: the URL's path"},
+    {.name = "method",
+     .type = OPTDESC_ENUM,
+     .def = "\"POST\"",
+     .help = "request method",
+     .choices = feed_http_methods},
+    {.name = "headers",
+     .type = OPTDESC_MAP,
+     .max = TRANSPORT_MAX_HEADERS,
+     .help = "request header fields: lowercase name to value"},
+    {.name = "header_files",
+     .type = OPTDESC_MAP,
+     .flags = OPTDESC_SECRET,
+     .max = TRANSPORT_MAX_HEADERS,
+     .help = "header fields whose values are secrets: name to the file holding the value (e.g. "
+             "authorization)"},
+    {0},
+};
+
+static const optdesc_t feed_endpoint_desc[] = {
+    {.name = "url",
+     .type = OPTDESC_STRING,
+     .flags = OPTDESC_REQUIRED,
+     .max = 599,
+     .help = "where copies go; its scheme names the transport's (see url_example)"},
+    {.name = "weight",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 1000,
+     .def = "1",
+     .help = "share of the copies, against the others'"},
+    {0},
+};
+
+/* The feed object's members. transport and encoding take their choices from the tables
+ * (transport_desc.h, encoding.h), filled in by feed_schema_json. */
+const optdesc_t feed_config_desc[] = {
+    {.name = "name",
+     .type = OPTDESC_STRING,
+     .flags = OPTDESC_REQUIRED,
+     .max = FEED_NAME_MAX,
+     .help = "the feed's name, [A-Za-z0-9._-] (part of its consumer group and dead-letter topic)"},
+    {.name = "source_topic",
+     .type = OPTDESC_STRING,
+     .max = 249,
+     .def = "\"MAIN\"",
+     .help = "the topic the feed reads: MAIN (copies), XDR (xDRs) or an ingress topic"},
+    {.name = "dlq_topic",
+     .type = OPTDESC_STRING,
+     .max = 249,
+     .help = "where refused copies go, with the reason; default: ndd.dlq.<name>"},
+    {.name = "filter",
+     .type = OPTDESC_FILTER,
+     .help = "which copies the feed carries: a filter's name, an inline filter, or null (all)"},
+    {.name = "transport",
+     .type = OPTDESC_ENUM,
+     .def = "\"http2\"",
+     .help = "how copies reach the endpoints"},
+    {.name = "encoding",
+     .type = OPTDESC_ENUM,
+     .def = "\"json\"",
+     .help = "how copies are written; each transport carries some encodings"},
+    {.name = "endpoints",
+     .type = OPTDESC_ARRAY,
+     .flags = OPTDESC_REQUIRED,
+     .min = 1,
+     .max = FEED_MAX_ENDPOINTS,
+     .help = "the endpoints, weighted, with failover",
+     .sub = feed_endpoint_desc},
+    {.name = "delivery",
+     .type = OPTDESC_OBJECT,
+     .help = "in flight, timeouts, retries, batches",
+     .sub = feed_delivery_desc},
+    {.name = "tls",
+     .type = OPTDESC_OBJECT,
+     .help = "TLS to the endpoints (https, tls schemes)",
+     .sub = feed_tls_desc},
+    {.name = "http",
+     .type = OPTDESC_OBJECT,
+     .help = "HTTP/2 requests (transport http2)",
+     .sub = feed_http_desc},
+    {0},
+};
 
 static int feed_delivery(feed_config_t *c, const json_t *j, jfield_err_t *err)
 {
-    static const char *const keys[] = {"max_in_flight",
-                                       "timeout_ms",
-                                       "retry_max_ms",
-                                       "retry_initial_ms",
-                                       "retry_backoff_max_ms",
-                                       "batch_max",
-                                       "batch_ms",
-                                       "max_pending",
-                                       "max_request_bytes",
-                                       "fire_and_forget",
-                                       "backoff_initial_ms",
-                                       "backoff_max_ms",
-                                       "fail_threshold",
-                                       "memory_mb",
-                                       NULL};
     json_t *d;
     if (jfield_object(j, "delivery", "", false, &d, err))
         return -1;
     feed_delivery_config_t *x = &c->delivery;
-    if (d) {
-        if (jfield_unknown(d, keys, NULL, "delivery", err))
-            return -1;
-        uint64_t v;
-#define FEED_U(key, min, max, field)                                                               \
-    do {                                                                                           \
-        v = x->field;                                                                              \
-        if (feed_uint(d, key, "delivery", min, max, &v, err))                                      \
-            return -1;                                                                             \
-        x->field = v;                                                                              \
-    } while (0)
-        FEED_U("max_in_flight", 1, 10000, max_in_flight);
-        FEED_U("timeout_ms", 1, 3600000, timeout_ms);
-        FEED_U("retry_max_ms", 0, INT64_C(7) * 86400000, retry_max_ms);
-        FEED_U("retry_initial_ms", 1, 600000, retry_initial_ms);
-        FEED_U("retry_backoff_max_ms", 1, 3600000, retry_backoff_max_ms);
-        FEED_U("batch_max", 1, 10000, batch_max);
-        FEED_U("batch_ms", 0, 60000, batch_ms);
-        FEED_U("max_pending", 1, 1000000, max_pending);
-        FEED_U("max_request_bytes", 1024, INT64_C(256) << 20, max_request_bytes);
-        FEED_U("backoff_initial_ms", 1, 600000, backoff_initial_ms);
-        FEED_U("backoff_max_ms", 1, 3600000, backoff_max_ms);
-        FEED_U("fail_threshold", 1, 1000, fail_threshold);
-        FEED_U("memory_mb", 0, 65536, memory_mb);
-#undef FEED_U
-        if (jfield_bool(d, "fire_and_forget", "delivery", false, &x->fire_and_forget, err))
-            return -1;
-    }
+    if (d && optdesc_check(feed_delivery_desc, d, "delivery", x, err))
+        return -1;
     if (x->max_pending < x->batch_max) {
         if (d && json_object_get(d, "batch_max"))
             return jfield_fail(err, JFIELD_INVALID, "delivery.max_pending",
@@ -119,7 +298,6 @@ static int feed_delivery(feed_config_t *c, const json_t *j, jfield_err_t *err)
 
 static int feed_endpoints(feed_config_t *c, const json_t *j, jfield_err_t *err)
 {
-    static const char *const keys[] = {"url", "weight", NULL};
     json_t *eps = json_object_get(j, "endpoints");
     if (!eps)
         return jfield_fail(err, JFIELD_MISSING, "endpoints", "field \"endpoints\" is required");
@@ -136,13 +314,12 @@ static int feed_endpoints(feed_config_t *c, const json_t *j, jfield_err_t *err)
         snprintf(urlpath, sizeof urlpath, "%s.url", at);
         json_t *e = json_array_get(eps, i);
         feed_endpoint_config_t *ec = &c->endpoints[i];
-        uint64_t weight = 1;
         if (!json_is_object(e))
             return jfield_fail(err, JFIELD_WRONG_TYPE, at, "expected object, got %s",
                                jfield_type_name(e));
-        if (jfield_unknown(e, keys, NULL, at, err) ||
-            feed_str(e, "url", at, true, ec->url, sizeof ec->url, err))
+        if (optdesc_check(feed_endpoint_desc, e, at, NULL, err))
             return -1;
+        snprintf(ec->url, sizeof ec->url, "%s", json_string_value(json_object_get(e, "url")));
         char reason[400];
         if (transport_url_parse(ec->url, &ec->u, reason, sizeof reason) < 0)
             return jfield_fail(err, JFIELD_BAD_URL, urlpath, "%s", reason);
@@ -153,9 +330,8 @@ static int feed_endpoints(feed_config_t *c, const json_t *j, jfield_err_t *err)
                                "scheme does not match transport \"%s\" (%s)", c->transport->name,
                                schemes);
         }
-        if (feed_uint(e, "weight", at, 1, 1000, &weight, err))
-            return -1;
-        ec->weight = (unsigned)weight;
+        json_t *w = json_object_get(e, "weight");
+        ec->weight = w ? (unsigned)json_integer_value(w) : 1;
         c->n_endpoints++;
     }
     return 0;
@@ -163,21 +339,12 @@ static int feed_endpoints(feed_config_t *c, const json_t *j, jfield_err_t *err)
 
 static int feed_tls(feed_config_t *c, const json_t *j, jfield_err_t *err)
 {
-    static const char *const keys[] = {"ca_file", "cert_file", "key_file", "key_password_file",
-                                       "verify",  "sni",       NULL};
     json_t *t;
     if (jfield_object(j, "tls", "", false, &t, err))
         return -1;
     if (!t)
         return 0;
-    if (jfield_unknown(t, keys, NULL, "tls", err) ||
-        feed_str(t, "ca_file", "tls", false, c->ca_file, sizeof c->ca_file, err) ||
-        feed_str(t, "cert_file", "tls", false, c->cert_file, sizeof c->cert_file, err) ||
-        feed_str(t, "key_file", "tls", false, c->key_file, sizeof c->key_file, err) ||
-        feed_str(t, "key_password_file", "tls", false, c->key_password_file,
-                 sizeof c->key_password_file, err) ||
-        jfield_bool(t, "verify", "tls", false, &c->verify, err) ||
-        feed_str(t, "sni", "tls", false, c->sni, sizeof c->sni, err))
+    if (optdesc_check(feed_tls_desc, t, "tls", c, err))
         return -1;
     if (!c->cert_file[0] != !c->key_file[0])
         return jfield_fail(err, JFIELD_INVALID, c->cert_file[0] ? "tls.key_file" : "tls.cert_file",
@@ -273,18 +440,17 @@ static int feed_headers(feed_config_t *c, const json_t *h, int g, const feed_con
 static int feed_http(feed_config_t *c, const json_t *j, const feed_config_opts_t *o,
                      jfield_err_t *err)
 {
-    static const char *const keys[] = {"path", "method", "headers", "header_files", NULL};
-    static const char *const methods[] = {"POST", "PUT", "PATCH", NULL};
     json_t *h;
     if (jfield_object(j, "http", "", false, &h, err))
         return -1;
     if (!h)
         return 0;
-    const char *method;
-    if (jfield_unknown(h, keys, NULL, "http", err) ||
-        feed_str(h, "path", "http", false, c->path, sizeof c->path, err) ||
-        jfield_enum(h, "method", "http", false, methods, &method, err))
+    if (optdesc_check(feed_http_desc, h, "http", NULL, err))
         return -1;
+    const char *path = json_string_value(json_object_get(h, "path"));
+    const char *method = json_string_value(json_object_get(h, "method"));
+    if (path)
+        snprintf(c->path, sizeof c->path, "%s", path);
     if (c->path[0] && c->path[0] != '/')
         return jfield_fail(err, JFIELD_INVALID, "http.path", "must start with '/'");
     if (method)
@@ -385,8 +551,7 @@ static int feed_transport_options(feed_config_t *c, const json_t *j, jfield_err_
         return -1;
     if (!t)
         return 0;
-    static const char *const none[] = {NULL};
-    if (jfield_unknown(t, d->option_keys ? d->option_keys : none, NULL, d->options, err) ||
+    if (optdesc_check(d->option_desc, t, d->options, NULL, err) ||
         (d->check_options && d->check_options(t, d->options, err)))
         return -1;
     c->transport_options = json_incref(t);
@@ -397,13 +562,10 @@ static int feed_transport_options(feed_config_t *c, const json_t *j, jfield_err_
  * naming another transport's options is refused by feed_transport_check below. */
 static int feed_keys(const json_t *j, const feed_config_opts_t *o, jfield_err_t *err)
 {
-    static const char *const fixed[] = {"name",     "source_topic", "dlq_topic", "filter",
-                                        "encoding", "transport",    "endpoints", "delivery",
-                                        "tls",      "http"};
-    const char *keys[sizeof fixed / sizeof fixed[0] + TRANSPORT_MAX + ENCODING_MAX + 1];
+    const char *keys[OPTDESC_MAX_FEED_KEYS + TRANSPORT_MAX + ENCODING_MAX + 1];
     size_t n = 0;
-    for (; n < sizeof fixed / sizeof fixed[0]; n++)
-        keys[n] = fixed[n];
+    for (const optdesc_t *d = feed_config_desc; d->type != OPTDESC_END; d++)
+        keys[n++] = d->name;
     for (size_t i = 0; i < transport_count(); i++)
         if (transport_at(i)->options)
             keys[n++] = transport_at(i)->options;
@@ -429,6 +591,8 @@ static int feed_encoding_options(feed_config_t *c, const json_t *j, jfield_err_t
     json_t *t = e->options ? json_object_get(j, e->options) : NULL;
     if (!t)
         return 0;
+    if (e->option_desc && optdesc_check(e->option_desc, t, e->options, NULL, err))
+        return -1;
     char why[300];
     if (e->check_options && e->check_options(t, why, sizeof why))
         return jfield_fail(err, JFIELD_INVALID, e->options, "%s", why);

@@ -8,6 +8,11 @@
 #define NDD_SERVICES_FEED_CONFIG_H
 
 #include "feed_config-t.h"
+#include "optdesc.h"
+
+/* The feed object's members (name, topics, filter, transport, encoding, endpoints, delivery,
+ * tls, http): the description the parser checks with and feed_schema.h serves. */
+extern const optdesc_t feed_config_desc[];
 
 /* Parses one feed object. opts NULL: the workers' parse (secrets read, inline filters only).
  * NULL with *err set when the feed is refused. */

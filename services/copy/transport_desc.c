@@ -10,6 +10,8 @@
 
 const transport_desc_t transport_desc_http2 = {
     .name = "http2",
+    .url_example = "https://probe.example:8443/ingest",
+    .sections = TRANSPORT_SECTION_TLS | TRANSPORT_SECTION_HTTP,
     .schemes = {{"http", false, "80"}, {"https", true, "443"}},
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_OPTIONAL,
@@ -19,6 +21,7 @@ const transport_desc_t transport_desc_http2 = {
 
 const transport_desc_t transport_desc_tcp = {
     .name = "tcp",
+    .url_example = "tcp://probe.example:5000",
     .schemes = {{"tcp", false, NULL}},
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_NONE,
@@ -28,6 +31,8 @@ const transport_desc_t transport_desc_tcp = {
 
 const transport_desc_t transport_desc_tls = {
     .name = "tls",
+    .url_example = "tls://probe.example:5001",
+    .sections = TRANSPORT_SECTION_TLS,
     .schemes = {{"tls", true, NULL}},
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_NONE,
@@ -35,32 +40,58 @@ const transport_desc_t transport_desc_tls = {
     .encodings = {"frame", "synthetic"},
 };
 
-static const char *const transport_file_keys[] = {
-    "prefix",          "max_bytes",         "max_seconds",    "max_records",
-    "retention_bytes", "retention_seconds", "min_free_bytes", NULL};
+static const optdesc_t transport_file_desc[] = {
+    {.name = "prefix",
+     .type = OPTDESC_STRING,
+     .max = 63,
+     .help =
+         "the files' name prefix, [A-Za-z0-9._-] not starting with '.'; default: the feed's name"},
+    {.name = "max_bytes",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = INT64_C(1) << 40,
+     .def = "67108864",
+     .unit = "bytes",
+     .help = "a file is closed and a new one opened at this size"},
+    {.name = "max_seconds",
+     .type = OPTDESC_INT,
+     .max = 7 * 86400,
+     .def = "60",
+     .unit = "s",
+     .help = "a file open this long is closed (bounds how long its copies wait for their ack); 0: "
+             "never"},
+    {.name = "max_records",
+     .type = OPTDESC_INT,
+     .max = INT64_C(1) << 40,
+     .def = "0",
+     .unit = "records",
+     .help = "a file is closed after this many copies; 0: no limit"},
+    {.name = "retention_bytes",
+     .type = OPTDESC_INT,
+     .max = INT64_MAX,
+     .def = "0",
+     .unit = "bytes",
+     .help = "the oldest closed files are removed beyond this total; 0: no limit"},
+    {.name = "retention_seconds",
+     .type = OPTDESC_INT,
+     .max = 10 * 366 * 86400,
+     .def = "0",
+     .unit = "s",
+     .help = "closed files older than this are removed; 0: no limit"},
+    {.name = "min_free_bytes",
+     .type = OPTDESC_INT,
+     .max = INT64_MAX,
+     .def = "1048576",
+     .unit = "bytes",
+     .help = "below this much free space the feed stops writing (full disk)"},
+    {0},
+};
 
-/* The file member's values (docs/adapter.md, "File export"): a wrong type or a value out of
- * range is refused with its path, never replaced by the default. */
+/* The file member's prefix (docs/adapter.md, "File export"): types and ranges are the
+ * description's; the name rule is this. */
 static int transport_file_check(const json_t *o, const char *prefix, jfield_err_t *err)
 {
-    static const struct {
-        const char *key;
-        int64_t min, max;
-    } ints[] = {
-        {"max_bytes", 1, (int64_t)1 << 40},         /* a file's size before rotation */
-        {"max_seconds", 0, 7 * 86400},              /* 0: no rotation by age */
-        {"max_records", 0, (int64_t)1 << 40},       /* 0: no rotation by count */
-        {"retention_bytes", 0, INT64_MAX},          /* 0: no limit */
-        {"retention_seconds", 0, 10 * 366 * 86400}, /* 0: no limit */
-        {"min_free_bytes", 0, INT64_MAX},
-    };
-    int64_t v;
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-        if (jfield_int(o, ints[i].key, prefix, false, ints[i].min, ints[i].max, &v, err))
-            return -1;
-    const char *pre = NULL;
-    if (jfield_string(o, "prefix", prefix, false, 63, &pre, err))
-        return -1;
+    const char *pre = json_string_value(json_object_get(o, "prefix"));
     if (pre) {
         /* a file name's first part: no directory, nothing the shell or a glob would read */
         bool ok = *pre && *pre != '.';
@@ -81,43 +112,77 @@ static int transport_file_check(const json_t *o, const char *prefix, jfield_err_
  * renamed; the ack is the fsync of the file that holds the records. */
 const transport_desc_t transport_desc_file = {
     .name = "file",
+    .url_example = "file:///var/lib/ndd/export",
     .schemes = {{"file", false, NULL}},
     .url_form = TRANSPORT_URL_LOCAL,
     .url_path = TRANSPORT_PATH_REQUIRED,
     .ack = TRANSPORT_ACK_DURABLE,
     .encodings = {"json", "synthetic", "xdr-jsonl"},
     .options = "file",
-    .option_keys = transport_file_keys,
+    .option_desc = transport_file_desc,
     .check_options = transport_file_check,
 };
 
 /* exactly_once: transactions (transport_kafka.c); topic and consumer: what ndd-admin creates
  * and grants (feed_kafka_acl.c). */
-static const char *const transport_kafka_keys[] = {"config", "exactly_once", "topic", "consumer",
-                                                   NULL};
+static const optdesc_t transport_kafka_topic_desc[] = {
+    {.name = "partitions",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 10000,
+     .def = "3",
+     .help = "partitions of the feed's topic"},
+    {.name = "replication_factor",
+     .type = OPTDESC_INT,
+     .min = -1,
+     .max = 32767,
+     .def = "-1",
+     .help = "replicas of each partition; -1: the broker's default (0 is refused)"},
+    {.name = "retention_ms",
+     .type = OPTDESC_INT,
+     .min = -1,
+     .max = INT64_MAX,
+     .def = "604800000",
+     .unit = "ms",
+     .help = "how long records stay; -1: for ever (0 is refused)"},
+    {0},
+};
+static const optdesc_t transport_kafka_consumer_desc[] = {
+    {.name = "principal",
+     .type = OPTDESC_STRING,
+     .flags = OPTDESC_REQUIRED,
+     .max = 255,
+     .help = "the vendor's principal, User:<SCRAM user> or User:<certificate subject>"},
+    {.name = "group_prefix",
+     .type = OPTDESC_STRING,
+     .max = 200,
+     .help = "consumer groups the vendor may use start with this; default: <feed name>-"},
+    {0},
+};
+static const optdesc_t transport_kafka_desc[] = {
+    {.name = "config",
+     .type = OPTDESC_MAP,
+     .help = "librdkafka producer properties for the target cluster (security.protocol, sasl.*, "
+             "ssl.*)"},
+    {.name = "exactly_once",
+     .type = OPTDESC_BOOL,
+     .def = "true",
+     .help = "transactions with the feed's offsets; false: at-least-once, idempotent"},
+    {.name = "topic",
+     .type = OPTDESC_OBJECT,
+     .help = "the topic ndd-admin creates for the feed on its cluster",
+     .sub = transport_kafka_topic_desc},
+    {.name = "consumer",
+     .type = OPTDESC_OBJECT,
+     .help = "the vendor's consumer that ndd-admin grants read access (ACLs)",
+     .sub = transport_kafka_consumer_desc},
+    {0},
+};
 
-/* kafka.config: librdkafka properties for the target cluster (security.protocol, sasl.*,
- * ssl.*), every value a string as librdkafka takes them. kafka.exactly_once (default true):
- * false keeps the at-least-once idempotent producer where transactions are not wanted. */
+/* Types and ranges are the description's; the ACL rules (a real principal, no 0 for the
+ * replication factor or the retention) are feed_kafka_acl.c's. */
 static int transport_kafka_check(const json_t *o, const char *prefix, jfield_err_t *err)
 {
-    const json_t *c = json_object_get(o, "config");
-    const json_t *eo = json_object_get(o, "exactly_once");
-    char path[160];
-    if (eo && !json_is_boolean(eo)) {
-        snprintf(path, sizeof path, "%s.exactly_once", prefix);
-        return jfield_fail(err, JFIELD_INVALID, path, "must be true or false");
-    }
-    snprintf(path, sizeof path, "%s.config", prefix);
-    if (c && !json_is_object(c))
-        return jfield_fail(err, JFIELD_INVALID, path, "must be an object of librdkafka properties");
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)c, k, v) if (!json_is_string(v))
-    {
-        snprintf(path, sizeof path, "%s.config.%s", prefix, k);
-        return jfield_fail(err, JFIELD_INVALID, path, "must be a string");
-    }
     return feed_kafka_acl_check(o, prefix, err);
 }
 
@@ -126,13 +191,15 @@ static int transport_kafka_check(const json_t *o, const char *prefix, jfield_err
  * in a transaction with the feed's offsets unless kafka.exactly_once is false. */
 const transport_desc_t transport_desc_kafka = {
     .name = "kafka",
+    .url_example = "kafka://kafka.vendor.example:9093/ndd.feed.vendor-a",
+    .exactly_once = true,
     .schemes = {{"kafka", false, "9092"}},
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_REQUIRED,
     .ack = TRANSPORT_ACK_DURABLE,
     .encodings = {"frame", "passthrough"}, /* passthrough: xDRs of XDR, key and headers kept */
     .options = "kafka",
-    .option_keys = transport_kafka_keys,
+    .option_desc = transport_kafka_desc,
     .check_options = transport_kafka_check,
 };
 

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "jfield.h"
+#include "optdesc.h"
 
 /* ---- types ---- */
 
@@ -46,8 +47,18 @@ typedef enum transport_ack {
     TRANSPORT_ACK_DURABLE,  /* the copy is durably written (fsync'ed file, acks=all produce) */
 } transport_ack_t;
 
+/* Which of the feed's common members apply to a transport (the console shows those). The
+ * delivery member applies to every transport. */
+enum {
+    TRANSPORT_SECTION_TLS = 1u << 0,  /* "tls": the transport has a TLS scheme */
+    TRANSPORT_SECTION_HTTP = 1u << 1, /* "http": the transport sends HTTP requests */
+};
+
 typedef struct transport_desc {
-    const char *name; /* the feed's "transport" value, e.g. "http2" */
+    const char *name;        /* the feed's "transport" value, e.g. "http2" */
+    const char *url_example; /* an endpoint URL as an operator writes it, for forms and docs */
+    unsigned sections;       /* TRANSPORT_SECTION_* */
+    bool exactly_once;       /* can deliver exactly once (transactions with the offsets) */
     transport_scheme_t schemes[TRANSPORT_MAX_SCHEMES];
     transport_url_form_t url_form;
     transport_url_path_t url_path;
@@ -57,13 +68,13 @@ typedef struct transport_desc {
     /* Encodings it carries, by name; NULL ends the list. */
     const char *encodings[TRANSPORT_MAX_ENCODINGS];
     /* The transport's own settings: a member of the feed object named options (e.g. "file"),
-     * an object whose keys are option_keys (NULL-terminated). NULL: the transport has none.
-     * feed_config checks the keys and keeps the object (feed_config_t.transport_options) for
-     * the implementation to read. */
+     * an object described by option_desc (types, defaults, ranges, help: the check and the
+     * schema). NULL: the transport has none. feed_config checks the member against the
+     * description and keeps it (feed_config_t.transport_options) for the implementation. */
     const char *options;
-    const char *const *option_keys;
-    /* Optional: the values of that member (types, ranges), a field error with its path under
-     * prefix (the member's name) on the first bad one. NULL: only the keys are checked. */
+    const optdesc_t *option_desc;
+    /* Optional: rules across the member's values that the description cannot say, a field
+     * error with its path under prefix (the member's name) on the first bad one. */
     int (*check_options)(const json_t *options, const char *prefix, jfield_err_t *err);
 } transport_desc_t;
 

@@ -82,7 +82,16 @@ const encoding_t encoding_lines = {
 
 /* ---- the test transport: its description row and its implementation ---- */
 
-static const char *const memq_keys[] = {"capacity", NULL};
+static const optdesc_t memq_desc[] = {
+    {.name = "capacity",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 1000,
+     .def = "16",
+     .unit = "records",
+     .help = "records the queue holds"},
+    {0},
+};
 
 static const transport_desc_t transport_desc_memq = {
     .name = "memq",
@@ -93,7 +102,7 @@ static const transport_desc_t transport_desc_memq = {
     .ack = TRANSPORT_ACK_DURABLE,
     .encodings = {"lines"},
     .options = "memq",
-    .option_keys = memq_keys,
+    .option_desc = memq_desc,
 };
 
 /* Records what it was given and acks each send from the event loop. */
