@@ -41,6 +41,7 @@
 #include "log.h"
 #include "pcap.h"
 #include "transport.h"
+#include "transport_desc.h"
 
 #define FTF_MAX_PARTS 256
 #define FTF_POS_MAX 10000
@@ -120,12 +121,6 @@ static uint64_t ftf_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t opt_u64(const json_t *o, const char *k, uint64_t def)
-{
-    json_t *v = o ? json_object_get(o, k) : NULL;
-    return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v) : def;
 }
 
 static void ftf_kick(ftf_t *t)
@@ -484,12 +479,14 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     snprintf(t->prefix, sizeof t->prefix, "%s", pre && *pre ? pre : cfg->feed);
     t->pcapng = cfg->content_type && !strcmp(cfg->content_type, ENCODING_SYNTHETIC_CONTENT_TYPE);
     t->ndjson = cfg->content_type && !strcmp(cfg->content_type, ENCODING_NDJSON_CONTENT_TYPE);
-    t->max_bytes = opt_u64(o, "max_bytes", 64u << 20);
-    t->max_seconds = (uint32_t)opt_u64(o, "max_seconds", 60);
-    t->max_records = opt_u64(o, "max_records", 0);
-    t->retention_bytes = opt_u64(o, "retention_bytes", 0);
-    t->retention_seconds = (uint32_t)opt_u64(o, "retention_seconds", 0);
-    t->min_free = opt_u64(o, "min_free_bytes", 1u << 20);
+    /* the file member's values, or the defaults its description states (transport_desc.c) */
+    const optdesc_t *d = transport_desc_file.option_desc;
+    t->max_bytes = (uint64_t)optdesc_int(d, o, "max_bytes");
+    t->max_seconds = (uint32_t)optdesc_int(d, o, "max_seconds");
+    t->max_records = (uint64_t)optdesc_int(d, o, "max_records");
+    t->retention_bytes = (uint64_t)optdesc_int(d, o, "retention_bytes");
+    t->retention_seconds = (uint32_t)optdesc_int(d, o, "retention_seconds");
+    t->min_free = (uint64_t)optdesc_int(d, o, "min_free_bytes");
     t->cap = cfg->max_in_flight ? cfg->max_in_flight : 64;
     t->cookies = calloc(t->cap, sizeof *t->cookies);
     t->reporting = calloc(t->cap, sizeof *t->reporting);

@@ -23,6 +23,22 @@ const optdesc_t *optdesc_find(const optdesc_t *tab, const char *name)
     return NULL;
 }
 
+int64_t optdesc_int(const optdesc_t *tab, const json_t *obj, const char *name)
+{
+    const json_t *v = obj ? json_object_get(obj, name) : NULL;
+    if (json_is_integer(v))
+        return (int64_t)json_integer_value(v);
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    const optdesc_t *d = optdesc_find(tab, name);
+    if (!d || !d->def)
+        return 0;
+    json_t *def = json_loads(d->def, JSON_DECODE_ANY, NULL);
+    int64_t r = json_is_integer(def) ? (int64_t)json_integer_value(def) : json_is_true(def);
+    json_decref(def);
+    return r;
+}
+
 /* Writes a checked scalar into the caller's struct at the row's offset. */
 static void optdesc_store_int(const optdesc_t *d, void *dst, int64_t v)
 {

@@ -63,6 +63,10 @@ typedef struct optdesc {
  * dst (may be NULL: check only). prefix is obj's path ("" at the top). 0, or -1 with *err. */
 int optdesc_check(const optdesc_t *tab, const json_t *obj, const char *prefix, void *dst,
                   jfield_err_t *err);
+/* The integer member name of obj (checked before), else the default its row states: an
+ * implementation reads its settings through the description, so a default is written once.
+ * 0 when the row has neither. */
+int64_t optdesc_int(const optdesc_t *tab, const json_t *obj, const char *name);
 /* The row named name, or NULL. */
 const optdesc_t *optdesc_find(const optdesc_t *tab, const char *name);
 /* The table as a JSON array of option objects (docs/api.md, "Feed schema"): name, path (under
