@@ -129,6 +129,7 @@ typedef struct admin_events admin_events_t;
 typedef struct admin_prop admin_prop_t;
 typedef struct admin_tokens admin_tokens_t;
 typedef struct admin_kacl admin_kacl_t;
+typedef struct admin_dlq admin_dlq_t;
 
 /* Everything a request handler may reach. */
 typedef struct admin_ctx {
@@ -137,6 +138,7 @@ typedef struct admin_ctx {
     admin_events_t *events; /* NULL: no ndd.events consumer */
     admin_tokens_t *tokens; /* NULL: every request is anonymous (401) */
     admin_kacl_t *kacl;     /* NULL: Kafka feed topics and ACLs are not managed */
+    admin_dlq_t *dlq;       /* NULL: no Kafka, no dead-letter view (503) */
     admin_cache_t cache[ADMIN_KIND_COUNT];
     size_t max_body; /* bytes; larger bodies get 413 */
     /* Writes refused with 503 (ndd_admin_database_unavailable_total; NULL: not counted). */

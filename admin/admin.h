@@ -39,6 +39,12 @@ json_t *admin_parse_body(const char *body, size_t len, size_t max, admin_err_t *
 /* The feed's filter reference: its name when "filter" is a string, else NULL. */
 const char *admin_feed_filter_ref(json_t *feed);
 
+/* ---- changed paths (admin_diff.c) ---- */
+/* [{"path":"delivery.timeout_ms","before":5000,"after":2000}, ...] between two objects
+ * (either NULL: absent), server fields (id, version, created_at, updated_at) ignored, in path
+ * order. A member only one side has carries only "before" or only "after". New reference. */
+json_t *admin_json_diff(json_t *before, json_t *after);
+
 /* ---- JSON merge patch, RFC 7396 (admin_patch.c) ---- */
 /* Returns a new value: target with patch applied (target is not modified). */
 json_t *admin_merge_patch(json_t *target, json_t *patch);
@@ -101,6 +107,14 @@ int admin_db_load(admin_db_t *db, admin_ctx_t *ctx, char *err, size_t errlen);
 int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
                    json_t *body, int64_t if_match, const char *who, json_t **out, json_t **before,
                    admin_err_t *err);
+/* The same steps inside a transaction the caller opened with admin_db_begin (the declarative
+ * apply: many writes, one transaction). On failure the caller rolls back. */
+int admin_db_begin(admin_db_t *db, admin_err_t *err);
+int admin_db_write_in(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
+                      json_t *body, int64_t if_match, const char *who, json_t **out,
+                      json_t **before, admin_err_t *err);
+int admin_db_commit(admin_db_t *db, admin_err_t *err);
+void admin_db_rollback(admin_db_t *db);
 /* An audit query: every filter optional (NULL / 0 = any); since/until are timestamps
  * PostgreSQL reads as timestamptz (since inclusive, until exclusive). */
 typedef struct admin_audit_query {
@@ -121,12 +135,17 @@ int admin_db_audit_sql(const admin_audit_query_t *q, char *sql, size_t sqllen, c
 json_t *admin_db_audit_list(admin_db_t *db, const admin_audit_query_t *q, admin_err_t *err);
 json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err);
 /* Tokens. */
+/* Insert and revoke each write their audit row (kind "token", action "create"/"revoke", who:
+ * the acting token's name or "cli:<user>"; before/after without salt or hash) in the same
+ * statement. */
 int admin_db_token_insert(admin_db_t *db, const char *id, const char *name, admin_role_t role,
-                          const char *salt_hex, const char *hash_hex, char *err, size_t errlen);
+                          const char *salt_hex, const char *hash_hex, const char *who, char *err,
+                          size_t errlen);
 /* 1 found (role/name/salt/hash filled), 0 not found or revoked, -1 database error. */
 int admin_db_token_lookup(admin_db_t *db, const char *id, admin_role_t *role, char *name,
                           size_t namelen, char *salt_hex, char *hash_hex);
-int admin_db_token_revoke(admin_db_t *db, const char *name, char *err, size_t errlen);
+int admin_db_token_revoke(admin_db_t *db, const char *name, const char *who, char *err,
+                          size_t errlen);
 json_t *admin_db_token_list(admin_db_t *db, char *err, size_t errlen);
 /* Alarms: raise is idempotent per (type, resource) while active; clear sets state cleared. */
 int admin_db_alarm_raise(admin_db_t *db, const char *type, const char *resource,
@@ -135,6 +154,7 @@ int admin_db_alarm_clear(admin_db_t *db, const char *type, const char *resource)
 json_t *admin_db_alarm_list(admin_db_t *db, const char *state, const char *type,
                             const char *severity, int limit, admin_err_t *err);
 json_t *admin_db_alarm_get(admin_db_t *db, int64_t id, admin_err_t *err);
+/* Acknowledges and writes the audit row (kind "alarm", action "ack") in one statement. */
 int admin_db_alarm_ack(admin_db_t *db, int64_t id, const char *who, json_t **out, admin_err_t *err);
 /* true while the last statement reached the server. */
 bool admin_db_ok(admin_db_t *db);
@@ -198,6 +218,25 @@ void admin_kacl_metrics(admin_kacl_t *k, struct metrics_registry *r);
 bool admin_kacl_pending(const admin_kacl_t *k);
 uint64_t admin_kacl_errors(const admin_kacl_t *k);
 
+/* ---- dead-letter view (admin_dlq.c, docs/api.md "Dead letters") ---- */
+/* A reader of the admin's cluster: assign with offsets from the watermarks, never a consumer
+ * group, never a commit. NULL with err on failure. */
+admin_dlq_t *admin_dlq_new(const char *bootstrap, char *err, size_t errlen);
+void admin_dlq_free(admin_dlq_t *d);
+/* Whether topic is a dead-letter topic: ndd.dlq.* or the dlq_topic of a stored feed. */
+bool admin_dlq_topic_ok(admin_ctx_t *ctx, const char *topic);
+/* {"topics":[{"topic","records"}]}: every dead-letter topic of the cluster, by name; records
+ * = the sum of end - begin offsets of its partitions. NULL with err (503) when Kafka does not
+ * answer in time. */
+json_t *admin_dlq_topics(admin_dlq_t *d, admin_ctx_t *ctx, admin_err_t *err);
+/* {"topic","items":[…]}: the last `limit` records of topic, newest first (by timestamp);
+ * with_body: the first ADMIN_DLQ_BODY_MAX bytes of each value. 404 for an unknown topic, 503
+ * when Kafka does not answer. Blocks for at most ADMIN_DLQ_TIMEOUT_MS. */
+#define ADMIN_DLQ_BODY_MAX 512
+#define ADMIN_DLQ_TIMEOUT_MS 3000
+json_t *admin_dlq_read(admin_dlq_t *d, const char *topic, int limit, bool with_body,
+                       admin_err_t *err);
+
 /* ---- ndd.events consumer, status and alarms (admin_events.c) ---- */
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
                                  admin_db_t *db, int64_t down_after_ms, char *err, size_t errlen);
@@ -247,6 +286,9 @@ void admin_h_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t
  * output does not fit / the text is not a cursor. */
 int admin_cursor_encode(const char *name, const char *id, char *out, size_t outlen);
 int admin_cursor_decode(const char *cursor, char *name, size_t namelen, char *id, size_t idlen);
+/* After a committed write of one object (out NULL: deleted): the cache, then ndd.config (a
+ * filter also republishes the feeds that embed it). admin_routes_objects.c. */
+void admin_after_write(admin_ctx_t *ctx, admin_kind_t kind, const char *id, json_t *out);
 void admin_h_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_create(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_replace(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
@@ -263,6 +305,11 @@ void admin_h_whoami(admin_ctx_t *, const admin_req_t *, const char *, admin_resp
 void admin_h_tokens_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_tokens_create(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_tokens_revoke(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+
+/* admin_apply.c: POST /api/v1/apply (role admin) */
+void admin_h_apply(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+/* admin_routes_dlq.c: GET /api/v1/deadletters (bodies for role admin only) */
+void admin_h_deadletters(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 
 /* ---- context ---- */
 int admin_ctx_init(admin_ctx_t *ctx, size_t max_objects, size_t max_body);

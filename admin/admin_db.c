@@ -358,23 +358,58 @@ static int admin_db_check_filter_unused(admin_db_t *db, const char *old_name, ad
     return 0;
 }
 
+int admin_db_begin(admin_db_t *db, admin_err_t *err)
+{
+    if (admin_db_ensure(db, err) != 0)
+        return -1;
+    return admin_db_simple(db, "BEGIN", err);
+}
+
+int admin_db_commit(admin_db_t *db, admin_err_t *err)
+{
+    return admin_db_simple(db, "COMMIT", err);
+}
+
+void admin_db_rollback(admin_db_t *db)
+{
+    admin_err_t ignore;
+    if (!admin_db_conn_lost(db))
+        admin_db_simple(db, "ROLLBACK", &ignore);
+}
+
 int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
                    json_t *body, int64_t if_match, const char *who, json_t **out, json_t **before,
                    admin_err_t *err)
 {
     *out = NULL;
     *before = NULL;
-    if (admin_db_ensure(db, err) != 0)
+    if (admin_db_begin(db, err) != 0)
         return -1;
-    if (admin_db_simple(db, "BEGIN", err) != 0)
+    if (admin_db_write_in(db, kind, action, id, body, if_match, who, out, before, err) != 0) {
+        admin_db_rollback(db);
         return -1;
+    }
+    if (admin_db_commit(db, err) == 0)
+        return 0;
+    json_decref(*out);
+    json_decref(*before);
+    *out = NULL;
+    *before = NULL;
+    return -1;
+}
+
+int admin_db_write_in(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
+                      json_t *body, int64_t if_match, const char *who, json_t **out,
+                      json_t **before, admin_err_t *err)
+{
+    *out = NULL;
+    *before = NULL;
     const char *kname = admin_kind_name(kind);
     bool is_create = strcmp(action, "create") == 0, is_delete = strcmp(action, "delete") == 0,
          is_patch = strcmp(action, "patch") == 0;
     json_t *newbody = NULL;
     char *before_text = NULL, *after_text = NULL, *body_text = NULL;
     PGresult *r = NULL;
-    admin_err_t ignore;
 
     if (!is_create) {
         const char *p[2] = {kname, id};
@@ -477,8 +512,6 @@ int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const 
         goto fail;
     PQclear(r);
     r = NULL;
-    if (admin_db_simple(db, "COMMIT", err) != 0)
-        goto fail_norollback;
     json_decref(newbody);
     free(body_text);
     free(before_text);
@@ -486,9 +519,6 @@ int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const 
     return 0;
 
 fail:
-    if (!admin_db_conn_lost(db))
-        admin_db_simple(db, "ROLLBACK", &ignore);
-fail_norollback:
     PQclear(r);
     json_decref(newbody);
     free(body_text);
@@ -622,14 +652,25 @@ json_t *admin_db_audit_get(admin_db_t *db, int64_t id, admin_err_t *err)
 
 /* ---- tokens ---- */
 
+/* The audit row of a token: what it is, never its salt or hash. */
+#define TOKEN_AUDIT_JSON(t)                                                                        \
+    "jsonb_build_object('id', " t ".id, 'name', " t ".name, 'role', " t ".role, 'created_at', " t  \
+    ".created_at, 'revoked_at', " t ".revoked_at)"
+
 int admin_db_token_insert(admin_db_t *db, const char *id, const char *name, admin_role_t role,
-                          const char *salt_hex, const char *hash_hex, char *err, size_t errlen)
+                          const char *salt_hex, const char *hash_hex, const char *who, char *err,
+                          size_t errlen)
 {
     admin_err_t e;
-    const char *p[5] = {id, name, admin_role_name(role), salt_hex, hash_hex};
+    const char *p[6] = {id, name, admin_role_name(role), salt_hex, hash_hex, who};
+    /* One statement: the token and its audit row commit together or not at all. */
     PGresult *r = admin_db_exec(
-        db, "INSERT INTO api_tokens (id, name, role, salt, hash) VALUES ($1, $2, $3, $4, $5)", 5, p,
-        &e);
+        db,
+        "WITH t AS (INSERT INTO api_tokens (id, name, role, salt, hash) VALUES ($1, $2, $3, $4, "
+        "$5) RETURNING id, name, role, created_at, revoked_at) INSERT INTO audit (who, action, "
+        "kind, object_id, before, after) SELECT $6, 'create', 'token', t.id, "
+        "NULL, " TOKEN_AUDIT_JSON("t") " FROM t",
+        6, p, &e);
     if (!r) {
         snprintf(err, errlen, "%s", e.status == 409 ? "a token with this name exists" : e.reason);
         return -1;
@@ -661,18 +702,25 @@ int admin_db_token_lookup(admin_db_t *db, const char *id, admin_role_t *role, ch
     return found;
 }
 
-int admin_db_token_revoke(admin_db_t *db, const char *name, char *err, size_t errlen)
+int admin_db_token_revoke(admin_db_t *db, const char *name, const char *who, char *err,
+                          size_t errlen)
 {
     admin_err_t e;
-    const char *p[1] = {name};
+    const char *p[2] = {name, who};
     PGresult *r = admin_db_exec(
-        db, "UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL", 1, p,
-        &e);
+        db,
+        "WITH old AS (SELECT * FROM api_tokens WHERE name = $1 AND revoked_at IS NULL FOR "
+        "UPDATE), t AS (UPDATE api_tokens a SET revoked_at = now() FROM old WHERE a.id = old.id "
+        "RETURNING a.id, a.name, a.role, a.created_at, a.revoked_at), au AS (INSERT INTO audit "
+        "(who, action, kind, object_id, before, after) SELECT $2, 'revoke', 'token', t.id, "
+        "(SELECT " TOKEN_AUDIT_JSON("old") " FROM old), " TOKEN_AUDIT_JSON(
+            "t") " FROM t) SELECT count(*) FROM t",
+        2, p, &e);
     if (!r) {
         snprintf(err, errlen, "%s", e.reason);
         return -1;
     }
-    int n = atoi(PQcmdTuples(r));
+    int n = atoi(PQgetvalue(r, 0, 0));
     PQclear(r);
     if (n == 0) {
         snprintf(err, errlen, "no active token named \"%s\"", name);
@@ -790,6 +838,12 @@ json_t *admin_db_alarm_get(admin_db_t *db, int64_t id, admin_err_t *err)
                               "alarm", admin_db_alarm_row, err);
 }
 
+/* The audit row of an alarm: the fields an acknowledgement changes and what names it. */
+#define ALARM_AUDIT_JSON(a)                                                                        \
+    "jsonb_build_object('id', " a ".id, 'type', " a ".type, 'resource', " a ".resource, "          \
+    "'severity', " a ".severity, 'state', " a ".state, 'acked_at', " a ".acked_at, 'acked_by', " a \
+    ".acked_by)"
+
 int admin_db_alarm_ack(admin_db_t *db, int64_t id, const char *who, json_t **out, admin_err_t *err)
 {
     *out = NULL;
@@ -798,10 +852,15 @@ int admin_db_alarm_ack(admin_db_t *db, int64_t id, const char *who, json_t **out
     char id_s[24];
     snprintf(id_s, sizeof(id_s), "%lld", (long long)id);
     const char *p[2] = {id_s, who};
-    PGresult *r = admin_db_exec(db,
-                                "UPDATE alarms SET acked_at = now(), acked_by = $2, updated_at = "
-                                "now() WHERE id = $1::bigint RETURNING " ALARM_COLS,
-                                2, p, err);
+    /* One statement: the acknowledgement and its audit row commit together. */
+    PGresult *r = admin_db_exec(
+        db,
+        "WITH old AS (SELECT * FROM alarms WHERE id = $1::bigint FOR UPDATE), a AS (UPDATE "
+        "alarms SET acked_at = now(), acked_by = $2, updated_at = now() FROM old WHERE alarms.id "
+        "= old.id RETURNING alarms.*), au AS (INSERT INTO audit (who, action, kind, object_id, "
+        "before, after) SELECT $2, 'ack', 'alarm', a.id::text, (SELECT " ALARM_AUDIT_JSON(
+            "old") " FROM old), " ALARM_AUDIT_JSON("a") " FROM a) SELECT " ALARM_COLS " FROM a",
+        2, p, err);
     if (!r)
         return -1;
     if (PQntuples(r) == 0) {

@@ -75,7 +75,9 @@ static const daemon_def_t admin_def = {
     .name = "ndd-admin",
     .usage = "usage: ndd-admin [settings]              serve the REST API\n"
              "       ndd-admin token create --role admin|viewer --name NAME\n"
-             "       ndd-admin token list | token revoke --name NAME\n",
+             "       ndd-admin token list | token revoke --name NAME\n"
+             "       ndd-admin apply [--dry-run] [--prune] [--url URL] [--token-file F]\n"
+             "                       [--ca-file F] FILE|DIR   (ndd-admin apply --help)\n",
     .specs = admin_specs,
     .n_specs = sizeof(admin_specs) / sizeof(admin_specs[0]),
     .settings = &admin_standalone,

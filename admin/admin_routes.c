@@ -31,6 +31,8 @@ static const admin_route_t admin_route_table[] = {
     {ADMIN_GET, "/api/v1/tokens", admin_h_tokens_list, false, false},
     {ADMIN_POST, "/api/v1/tokens", admin_h_tokens_create, true, false},
     {ADMIN_DELETE, "/api/v1/tokens/{id}", admin_h_tokens_revoke, true, false},
+    {ADMIN_POST, "/api/v1/apply", admin_h_apply, true, false},
+    {ADMIN_GET, "/api/v1/deadletters", admin_h_deadletters, false, false},
     {ADMIN_GET, "/healthz", NULL, false, true},
     {ADMIN_GET, "/readyz", NULL, false, true},
     {ADMIN_GET, "/metrics", NULL, false, true},

@@ -106,7 +106,7 @@ void admin_h_get(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin
 }
 
 /* After a commit: cache, publish, and for a filter the feeds that embed it. */
-static void admin_after_write(admin_ctx_t *ctx, admin_kind_t kind, const char *id, json_t *out)
+void admin_after_write(admin_ctx_t *ctx, admin_kind_t kind, const char *id, json_t *out)
 {
     if (out) {
         json_incref(out);

@@ -164,9 +164,10 @@ void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id
         return;
     bool has_kind = admin_query_get(req->query, "kind", kind, sizeof(kind));
     admin_kind_t k;
-    if (has_kind && admin_kind_from_name(kind, &k) != 0) {
+    if (has_kind && admin_kind_from_name(kind, &k) != 0 && strcmp(kind, "token") &&
+        strcmp(kind, "alarm")) {
         admin_resp_errorf(resp, 400, "invalid parameter", "kind",
-                          "expected feed, filter, source or correlation");
+                          "expected feed, filter, source, correlation, token or alarm");
         return;
     }
     char who[80], since[48], until[48];

@@ -71,7 +71,8 @@ void admin_h_tokens_create(admin_ctx_t *ctx, const admin_req_t *req, const char 
         char tid[32], token[160], salt[65], hash[65], err[512];
         if (admin_token_generate(tid, token, salt, hash) != 0)
             admin_resp_errorf(resp, 500, "internal", "", "no random bytes for a token");
-        else if (admin_db_token_insert(ctx->db, tid, name, r, salt, hash, err, sizeof(err)) != 0)
+        else if (admin_db_token_insert(ctx->db, tid, name, r, salt, hash, req->principal.name, err,
+                                       sizeof(err)) != 0)
             admin_resp_errorf(resp, strstr(err, "exists") ? 409 : 503,
                               strstr(err, "exists") ? "duplicate name" : "database unavailable",
                               strstr(err, "exists") ? "name" : "", "%s", err);
@@ -91,7 +92,7 @@ void admin_h_tokens_revoke(admin_ctx_t *ctx, const admin_req_t *req, const char 
         admin_resp_errorf(resp, 503, "database unavailable", "", "no database configured");
         return;
     }
-    if (admin_db_token_revoke(ctx->db, id, err, sizeof(err)) != 0) {
+    if (admin_db_token_revoke(ctx->db, id, req->principal.name, err, sizeof(err)) != 0) {
         bool missing = strncmp(err, "no active token", 15) == 0;
         admin_resp_errorf(resp, missing ? 404 : 503, missing ? "not found" : "database unavailable",
                           "", "%s", err);

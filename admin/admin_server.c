@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -248,6 +249,11 @@ int admin_serve(daemon_t *d)
             goto out;
         }
         admin_publisher_track(srv.ctx.pub, admin_events_prop(srv.ctx.events));
+        srv.ctx.dlq = admin_dlq_new(brokers, err, sizeof(err));
+        if (!srv.ctx.dlq) {
+            log_error("admin: dead-letter reader (%s): %s", brokers, err);
+            goto out;
+        }
     } else {
         log_warn("admin: no --brokers: configuration is not published to ndd.config");
     }
@@ -317,6 +323,7 @@ out:
     admin_events_free(srv.ctx.events);
     admin_publisher_free(srv.ctx.pub);
     admin_kacl_free(srv.ctx.kacl);
+    admin_dlq_free(srv.ctx.dlq);
     admin_tokens_free(srv.ctx.tokens);
     admin_db_close(srv.ctx.db);
     admin_ctx_free(&srv.ctx);
@@ -333,6 +340,10 @@ int admin_token_command(const admin_settings_t *s, const char *verb, const char 
         return 1;
     }
     int rc = 1;
+    /* The audit's "who" of a command run on the database host: no token, the OS user. */
+    char who[80];
+    const struct passwd *pw = getpwuid(geteuid());
+    snprintf(who, sizeof(who), "cli:%s", pw && pw->pw_name ? pw->pw_name : "unknown");
     if (strcmp(verb, "create") == 0) {
         admin_role_t r = admin_role_parse(role);
         if (r == ADMIN_ROLE_NONE || !name || !*name) {
@@ -342,7 +353,7 @@ int admin_token_command(const admin_settings_t *s, const char *verb, const char 
         }
         char id[32], token[160], salt[65], hash[65];
         if (admin_token_generate(id, token, salt, hash) != 0 ||
-            admin_db_token_insert(db, id, name, r, salt, hash, err, sizeof(err)) != 0) {
+            admin_db_token_insert(db, id, name, r, salt, hash, who, err, sizeof(err)) != 0) {
             fprintf(stderr, "ndd-admin token create: %s\n", err);
             goto out;
         }
@@ -352,7 +363,7 @@ int admin_token_command(const admin_settings_t *s, const char *verb, const char 
                 admin_role_name(r), id);
         rc = 0;
     } else if (strcmp(verb, "revoke") == 0) {
-        if (!name || admin_db_token_revoke(db, name, err, sizeof(err)) != 0) {
+        if (!name || admin_db_token_revoke(db, name, who, err, sizeof(err)) != 0) {
             fprintf(stderr, "ndd-admin token revoke: %s\n", name ? err : "--name is required");
             goto out;
         }

@@ -4,6 +4,7 @@
  *   ndd-admin [--pg CONNINFO] [--bootstrap HOST:PORT] [--http.port 9100] ...   serve
  *   ndd-admin token create --role admin|viewer --name NAME        prints a new token once
  *   ndd-admin token list | token revoke --name NAME
+ *   ndd-admin apply [--dry-run] [--prune] [--url URL] [--token-file F] FILE|DIR
  *
  * Its settings and its run are admin_role.c's, shared with ndd. */
 #include <string.h>
@@ -13,6 +14,8 @@
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "apply") == 0)
+        return admin_apply_command(argc - 1, argv + 1);
     if (!(argc >= 3 && strcmp(argv[1], "token") == 0))
         return daemon_role_main(&admin_role, argc, argv);
     /* `token VERB ...`: VERB takes argv[0]'s place for the settings parser. */
