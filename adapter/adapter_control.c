@@ -36,6 +36,8 @@ typedef struct adapter_control {
 
 typedef struct app_sums {
     json_t *feeds;
+    const char *origin; /* "admin": followed on the configuration topic; "file": feeds file */
+    const char *feeds_file;
     uint64_t delivered, dead, pending;
 } app_sums_t;
 
@@ -50,6 +52,17 @@ static void app_collect_feed(const feed_t *f, void *arg)
     json_object_set_new(j, "delivered_total", json_integer((json_int_t)st.acked));
     json_object_set_new(j, "dead_lettered_total", json_integer((json_int_t)st.dead_lettered));
     json_object_set_new(j, "in_flight", json_integer((json_int_t)st.pending));
+    json_object_set_new(j, "lag", json_integer((json_int_t)st.lag));
+    json_object_set_new(j, "origin", json_string(sum->origin));
+    if (sum->feeds_file)
+        json_object_set_new(j, "feeds_file", json_string(sum->feeds_file));
+    uint64_t n;
+    double p50, p99;
+    /* the copies acknowledged since the previous heartbeat (collect is the one caller) */
+    if (feed_latency_window((feed_t *)f, &n, &p50, &p99))
+        json_object_set_new(
+            j, "latency_ms",
+            json_pack("{s:f,s:f,s:I}", "p50", p50, "p99", p99, "count", (json_int_t)n));
     if (st.kafka_exactly_once >= 0) /* the delivery mode in effect (docs/kafka-feed.md) */
         json_object_set_new(j, "kafka_mode",
                             json_string(st.kafka_exactly_once ? "exactly-once" : "at-least-once"));
@@ -62,11 +75,13 @@ static void app_collect_feed(const feed_t *f, void *arg)
     sum->pending += st.pending;
 }
 
-/* Heartbeat content (docs/control-path.md): per-feed counters and endpoint states. */
+/* Heartbeat content (docs/control-path.md): per-feed counters, lag, delivery latency, where
+ * the feed comes from and endpoint states. */
 static void app_collect(void *owner, json_t *counters, json_t *feeds)
 {
     app_t *a = owner;
-    app_sums_t sum = {.feeds = feeds};
+    app_sums_t sum = {
+        .feeds = feeds, .origin = a->feeds_file ? "file" : "admin", .feeds_file = a->feeds_file};
     feed_manager_foreach(a->fm, app_collect_feed, &sum);
     json_object_set_new(counters, "delivered_total", json_integer((json_int_t)sum.delivered));
     json_object_set_new(counters, "dead_lettered_total", json_integer((json_int_t)sum.dead));
@@ -220,6 +235,7 @@ adapter_control_t *adapter_control_new(daemon_t *d, const adapter_settings_t *s,
                             .service = "ndd-adapter",
                             .instance = s->instance,
                             .version = daemon_version(),
+                            .interval_ms = s->heartbeat_ms,
                             .collect = app_collect,
                             .owner = ap,
                             .props = ap->kp,

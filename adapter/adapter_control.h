@@ -15,6 +15,7 @@ typedef struct adapter_settings {
     daemon_settings_t common; /* first: the skeleton's common settings */
     const char *feeds_file, *config_topic, *events_topic, *instance;
     int64_t feeds_watch_ms, drain_timeout_ms, feed_memory_mb;
+    int64_t heartbeat_ms; /* heartbeat period on the events topic */
 } adapter_settings_t;
 
 typedef struct adapter_control adapter_control_t;

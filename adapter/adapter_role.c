@@ -26,6 +26,8 @@ static const config_spec_t adapter_specs[] = {
      "heartbeats and alarms for ndd-admin go to this topic (empty: off)", 0, AT(events_topic)},
     {"instance", CONFIG_STRING, NULL, "name of this process in heartbeats (default: host name)",
      0, AT(instance)},
+    {"heartbeat-interval", CONFIG_DURATION_MS, "5s", "heartbeat period on the events topic", 0,
+     IN(heartbeat_ms, 100, 3600000)},
     {"feed-memory-mb", CONFIG_INT, "5", "memory budget of each feed in MiB: sizes librdkafka's "
      "prefetch and fetches and the bytes a feed holds (a feed's delivery.memory_mb overrides it)",
      0, IN(feed_memory_mb, 1, 65536)},

@@ -167,6 +167,7 @@ struct feed {
     metrics_counter_t *m_consumed, *m_filtered, *m_dead, *m_rewound, *m_fetch_restarts;
     metrics_gauge_t *m_lag, *m_pending, *m_assigned;
     metrics_histogram_t *m_latency;
+    uint64_t lat_prev[METRICS_MAX_BUCKETS + 1]; /* feed_latency_window's last counts */
     /* Levels for feed_get_stats (other threads read them); the counts of events are the
      * counters above and in epm[], the only ones (feed_get_stats reads them). */
     atomic_uint_fast64_t s_pending;

@@ -524,6 +524,7 @@ void feed_get_stats(const feed_t *f, feed_stats_t *o)
     o->endpoints_up = atomic_load_explicit(&m->s_up, memory_order_relaxed);
     o->paused = atomic_load_explicit(&m->s_paused, memory_order_relaxed);
     o->kafka_exactly_once = atomic_load_explicit(&m->s_kafka_mode, memory_order_relaxed);
+    o->lag = metrics_gauge_value(m->m_lag);
 }
 
 bool feed_endpoint_state(const feed_t *f, size_t i, const char **url, bool *up)

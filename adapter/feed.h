@@ -58,6 +58,7 @@ typedef struct feed_stats {
     unsigned endpoints_up;
     bool paused;
     int kafka_exactly_once; /* kafka feeds: 1 exactly once, 0 at-least-once; -1 other feeds */
+    double lag;             /* ndd_adapter_consumer_lag_messages: fetch lag + pending */
 } feed_stats_t;
 
 /* Starts the feed on a thread of its own. Takes ownership of cfg (also on failure). NULL with
@@ -78,5 +79,10 @@ int feed_assigned(const feed_t *f);
 /* Endpoint i of the feed (0..n_endpoints-1): its URL and whether it is connected now.
  * Thread-safe. false when i is out of range. */
 bool feed_endpoint_state(const feed_t *f, size_t i, const char **url, bool *up);
+/* Delivery latency (the ndd_adapter_e2e_latency_seconds histogram) of the copies
+ * acknowledged since the previous call: their count and p50/p99 in ms, interpolated within
+ * the histogram's buckets. false when none was acknowledged since. Reads the histogram's
+ * counters (nothing on the delivery path); one caller at a time (the heartbeat's collect). */
+bool feed_latency_window(feed_t *f, uint64_t *count, double *p50_ms, double *p99_ms);
 
 #endif

@@ -514,6 +514,32 @@ void feed_poll_cb(evutil_socket_t fd, short what, void *arg)
     feed_poll(arg);
 }
 
+/* A paused feed fetches nothing, so librdkafka's cached high watermarks stop moving while
+ * the source topic grows: the lag of a stalled feed (the case it matters most) would look
+ * flat. Then each partition's high watermark is asked of the broker, within this budget per
+ * lag update (every 2 s; the feed thread waits on it, but a paused feed only waits for its
+ * endpoints); partitions beyond the budget keep their cached figure until the next update. */
+#define FEED_LAG_QUERY_BUDGET_MS 250
+
+static int64_t feed_lag_high(feed_t *f, rd_kafka_t *rk, int32_t part, int64_t *lo,
+                             uint64_t deadline)
+{
+    int64_t hi = -1;
+    uint64_t now = f->paused ? now_ms() : deadline;
+    if (now < deadline &&
+        rd_kafka_query_watermark_offsets(rk, f->cfg->source_topic, part, lo, &hi,
+                                         (int)(deadline - now)) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return hi;
+    if (rd_kafka_get_watermark_offsets(rk, f->cfg->source_topic, part, lo, &hi) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR)
+        return -1;
+    return hi;
+}
+
+/* Messages of the source topic not yet delivered: per assigned partition, its high watermark
+ * less the next offset the feed would take (the one after the last it took, which a rewind
+ * or a seek does not make unknown; librdkafka's position before the first), plus what the
+ * feed holds. */
 static double feed_lag(feed_t *f)
 {
     rd_kafka_t *rk = kafka_consumer_handle(f->kc);
@@ -522,14 +548,17 @@ static double feed_lag(feed_t *f)
          p = partitions_next_assigned(f->ledger, p))
         rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, p);
     double lag = 0;
+    uint64_t deadline = f->paused ? now_ms() + FEED_LAG_QUERY_BUDGET_MS : 0;
     if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         for (int i = 0; i < l->cnt; i++) {
-            int64_t lo, hi;
-            if (rd_kafka_get_watermark_offsets(rk, f->cfg->source_topic, l->elems[i].partition, &lo,
-                                               &hi) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-                hi < 0)
+            int32_t part = l->elems[i].partition;
+            int64_t lo = 0, hi = feed_lag_high(f, rk, part, &lo, deadline);
+            if (hi < 0)
                 continue;
-            int64_t pos = l->elems[i].offset >= 0 ? l->elems[i].offset : lo;
+            int64_t taken = partitions_last_taken(f->ledger, part);
+            int64_t pos = taken >= 0                ? taken + 1
+                          : l->elems[i].offset >= 0 ? l->elems[i].offset
+                                                    : lo;
             if (hi > pos)
                 lag += (double)(hi - pos);
         }

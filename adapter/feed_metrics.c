@@ -164,3 +164,43 @@ void feed_metrics_remove(feed_t *f)
     if (f->cfg->transport && !strcmp(f->cfg->transport->name, "kafka"))
         transport_kafka_metrics_remove(r, f->cfg->name);
 }
+
+/* The value under which a fraction q of the n observations in counts fall, linearly
+ * interpolated inside its bucket (as Prometheus' histogram_quantile); the last finite bound
+ * for the +Inf bucket. */
+static double feed_bucket_quantile(const double *bounds, const uint64_t *counts, size_t nb,
+                                   uint64_t n, double q)
+{
+    double rank = q * (double)n, seen = 0;
+    for (size_t i = 0; i < nb; i++) {
+        if (seen + (double)counts[i] < rank || counts[i] == 0) {
+            seen += (double)counts[i];
+            continue;
+        }
+        if (i + 1 == nb) /* +Inf */
+            return bounds[nb - 2];
+        double lo = i ? bounds[i - 1] : 0, hi = bounds[i];
+        return lo + (hi - lo) * (rank - seen) / (double)counts[i];
+    }
+    return nb >= 2 ? bounds[nb - 2] : 0;
+}
+
+bool feed_latency_window(feed_t *f, uint64_t *count, double *p50_ms, double *p99_ms)
+{
+    uint64_t now[METRICS_MAX_BUCKETS + 1], d[METRICS_MAX_BUCKETS + 1], n = 0;
+    const double *bounds = NULL;
+    size_t nb = metrics_histogram_buckets(f->m_latency, &bounds, now, METRICS_MAX_BUCKETS + 1);
+    if (nb < 2 || nb > METRICS_MAX_BUCKETS + 1)
+        return false;
+    for (size_t i = 0; i < nb; i++) {
+        d[i] = now[i] >= f->lat_prev[i] ? now[i] - f->lat_prev[i] : now[i];
+        f->lat_prev[i] = now[i];
+        n += d[i];
+    }
+    if (n == 0)
+        return false;
+    *count = n;
+    *p50_ms = 1000.0 * feed_bucket_quantile(bounds, d, nb, n, 0.5);
+    *p99_ms = 1000.0 * feed_bucket_quantile(bounds, d, nb, n, 0.99);
+    return true;
+}

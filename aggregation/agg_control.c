@@ -210,6 +210,18 @@ static void agg_collect(void *owner, json_t *counters, json_t *feeds)
 #undef AGG_SET
 }
 
+/* Heartbeat "info": what this worker runs, for the admin's /status "aggregation" list. */
+static void agg_info(void *owner, json_t *info)
+{
+    const agg_control_t *c = owner;
+    json_object_set_new(info, "nf_type", json_string(c->nf));
+    json_object_set_new(info, "topic", json_string(c->in_topic));
+    json_object_set_new(info, "main_topic", json_string(c->main_topic));
+    /* --filter-file wins over the configuration topic's filter record */
+    json_object_set_new(info, "filter",
+                        json_string(c->filter_file_set ? "(file)" : c->filter_name));
+}
+
 /* "MAIN produce failing": records handed to Kafka but no acknowledgement for
  * produce_alarm_ms (broker away, MAIN unwritable; message.timeout.ms is infinite so these
  * are retried, not lost), or produce refusals (dead-lettered) within that time. Cleared once
@@ -288,6 +300,7 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
                                 .heartbeat_ms = o->heartbeat_ms,
                                 .events_hub = o->events_hub,
                                 .collect = agg_collect,
+                                .info = agg_info,
                                 .resolve = agg_control_resolve,
                                 .check = agg_alarm_check};
     c->loaded = !(o->config_topic && *o->config_topic);

@@ -247,6 +247,18 @@ static void corr_collect(void *owner, json_t *counters, json_t *feeds)
 #undef CORR_SET
 }
 
+/* Heartbeat "info": what this worker runs, for the admin's /status "correlation" list (the
+ * settings it was started with once attached; the command line's before). */
+static void corr_info(void *owner, json_t *info)
+{
+    const corr_control_t *c = owner;
+    const char *src = c->started.source_topic[0] ? c->started.source_topic : c->main_topic;
+    json_object_set_new(info, "source_topic", json_string(src));
+    json_object_set_new(info, "xdr_topic", json_string(c->xdr_topic));
+    if (c->started.name[0])
+        json_object_set_new(info, "name", json_string(c->started.name));
+}
+
 /* "xDR produce failing": records handed to Kafka but no acknowledgement for
  * produce_alarm_ms (broker away, XDR topic unwritable; message.timeout.ms is infinite, so
  * they are retried, not lost). Cleared once acknowledgements flow again. A refusal is fatal
@@ -306,6 +318,7 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
                                 .heartbeat_ms = o->heartbeat_ms,
                                 .events_hub = o->events_hub,
                                 .collect = corr_collect,
+                                .info = corr_info,
                                 .resolve = corr_control_resolve,
                                 .check = corr_alarm_check};
     if (worker_control_open(&c->wc, &wo, err, errlen)) {

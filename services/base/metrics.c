@@ -510,6 +510,21 @@ double metrics_histogram_sum(const metrics_histogram_t *h)
              : 0.0;
 }
 
+size_t metrics_histogram_buckets(const metrics_histogram_t *h, const double **bounds,
+                                 uint64_t *counts, size_t max)
+{
+    if (!h)
+        return 0;
+    const struct metrics_child *c = h;
+    size_t n = c->fam->nbounds + 1;
+    for (size_t i = 0; i < n && i < max; i++)
+        counts[i] =
+            atomic_load_explicit(&((struct metrics_child *)c)->buckets[i], memory_order_relaxed);
+    if (bounds)
+        *bounds = c->fam->bounds;
+    return n;
+}
+
 /* ---- buckets ---- */
 
 int metrics_buckets_exponential(double start, double factor, size_t count, double *out)

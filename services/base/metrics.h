@@ -124,6 +124,12 @@ void metrics_child_set_callback(struct metrics_child *c, metrics_value_fn fn, vo
 void metrics_histogram_observe(metrics_histogram_t *h, double v);
 uint64_t metrics_histogram_count(const metrics_histogram_t *h);
 double metrics_histogram_sum(const metrics_histogram_t *h);
+/* The histogram's bounds and its per-bucket counts (not cumulative; the last is +Inf):
+ * copies up to max counts into counts and returns the number of buckets (nbounds + 1), and
+ * points *bounds at the family's bounds; 0 for NULL. Lock-free (relaxed reads): for a
+ * heartbeat's percentiles computed off the hot path. */
+size_t metrics_histogram_buckets(const metrics_histogram_t *h, const double **bounds,
+                                 uint64_t *counts, size_t max);
 
 /* ---- bucket helpers ---- */
 /* start, start*factor, ... (count values) into out; 0 or -1 on bad arguments. */

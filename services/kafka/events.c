@@ -60,6 +60,7 @@ struct events {
     int64_t start_ms; /* monotonic */
     size_t max_heartbeat;
     events_collect_fn collect;
+    events_info_fn info;
     void *owner;
 
     pthread_mutex_t lock; /* everything below */
@@ -147,6 +148,11 @@ json_t *events_heartbeat_build(events_t *ev, int64_t now_ms)
         json_object_set_new(hb, "config", config);
     else
         json_decref(config);
+    json_t *info = hb && ev->info ? json_object() : NULL;
+    if (info) {
+        ev->info(ev->owner, info);
+        json_object_set_new(hb, "info", info);
+    }
     return hb;
 }
 
@@ -780,6 +786,7 @@ events_t *events_new(const events_opts_t *o, char *err, size_t errlen)
     ev->max_alarms = o->max_alarms ? o->max_alarms : EVENTS_DEFAULT_MAX_ALARMS;
     ev->alarms = calloc(ev->max_alarms, sizeof(*ev->alarms));
     ev->collect = o->collect;
+    ev->info = o->info;
     ev->owner = o->owner;
     ev->start_ms = events_mono_ms();
     ev->next_hb_ms = ev->start_ms;

@@ -70,6 +70,10 @@ typedef struct events_hub events_hub_t;
  * empty object to fill per feed name with numbers and "endpoints": {url: "up"|"down"}.
  * Runs on the thread that calls events_tick() (the publisher's own thread with own_thread). */
 typedef void (*events_collect_fn)(void *owner, json_t *counters, json_t *feeds);
+/* Fills the heartbeat's "info": an empty object to fill with what the worker runs (strings
+ * and numbers that are settings, not counters: {"nf_type": "SCP", "topic": "SCP"}); the
+ * admin's /status shows them. Runs right after collect, on the same thread. */
+typedef void (*events_info_fn)(void *owner, json_t *info);
 
 typedef struct events_opts {
     const char *brokers;       /* required (NULL: offline, builds events but sends nothing) */
@@ -80,6 +84,7 @@ typedef struct events_opts {
     const char *version;       /* NULL: "dev" */
     int64_t interval_ms;       /* heartbeat period; 0: EVENTS_DEFAULT_INTERVAL_MS */
     events_collect_fn collect; /* may be NULL: heartbeats without counters */
+    events_info_fn info;       /* may be NULL: heartbeats without "info" */
     void *owner;
     /* true: a thread of the publisher ticks every 100 ms (collect runs there, so it must be
      * thread-safe with respect to the owner). false: the owner calls events_tick(). */

@@ -95,6 +95,7 @@ int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, ch
             .version = o->version,
             .interval_ms = o->heartbeat_ms,
             .collect = o->collect,
+            .info = o->info,
             .owner = o->owner,
             .props = props,
             .n_props = kafka_props_split(o->props, o->n_props, KAFKA_CLIENT_PRODUCER, props),

@@ -42,6 +42,7 @@ typedef struct worker_control_opts {
     const char *version;
     int64_t heartbeat_ms;
     events_collect_fn collect;
+    events_info_fn info;      /* may be NULL */
     events_hub_t *events_hub; /* NULL: the publisher's own producer */
 
     /* Called from a step once the configuration is loaded while wc->dirty is set; it clears
