@@ -398,6 +398,62 @@ int admin_db_write(admin_db_t *db, admin_kind_t kind, const char *action, const 
     return -1;
 }
 
+/* Locks the stored row of (kind, id) and returns it as the API shows it; NULL with err: 404,
+ * 412 when if_match (>= 0) names another version, or the database's error. */
+static json_t *admin_db_lock_current(admin_db_t *db, admin_kind_t kind, const char *id,
+                                     int64_t if_match, admin_err_t *err)
+{
+    const char *kname = admin_kind_name(kind);
+    const char *p[2] = {kname, id};
+    PGresult *r = admin_db_exec(
+        db, "SELECT " OBJ_COLS " FROM objects WHERE kind = $1 AND id = $2 FOR UPDATE", 2, p, err);
+    if (!r)
+        return NULL;
+    if (PQntuples(r) == 0) {
+        admin_err_set(err, 404, "not found", "", "%s %s does not exist", kname, id);
+        PQclear(r);
+        return NULL;
+    }
+    json_t *cur = admin_db_row_object(r, 0, 0);
+    PQclear(r);
+    if (!cur) {
+        admin_err_set(err, 500, "database error", "", "stored %s %s is not valid JSON", kname, id);
+        return NULL;
+    }
+    int64_t v = json_integer_value(json_object_get(cur, "version"));
+    if (if_match >= 0 && v != if_match) {
+        admin_err_set(err, 412, "version mismatch", "version",
+                      "If-Match names version %lld but the current version is %lld",
+                      (long long)if_match, (long long)v);
+        json_decref(cur);
+        return NULL;
+    }
+    return cur;
+}
+
+/* A patch merged against the locked row, not the cache, so concurrent admins cannot lose an
+ * update; the result is validated like a full replacement. NULL with err. */
+static json_t *admin_db_patched(admin_kind_t kind, json_t *current, json_t *patch, admin_err_t *err)
+{
+    json_t *stripped = admin_strip_server_fields(current);
+    json_t *merged = admin_merge_patch(stripped, patch);
+    json_decref(stripped);
+    if (!merged || !json_is_object(merged)) {
+        json_decref(merged);
+        admin_err_set(err, 400, "wrong type", "", "the patch must produce a JSON object");
+        return NULL;
+    }
+    json_t *clean = admin_strip_server_fields(merged);
+    json_decref(merged);
+    if (!clean)
+        admin_err_set(err, 500, "internal", "", "out of memory");
+    else if (admin_validate(kind, clean, err) != 0) {
+        json_decref(clean);
+        return NULL;
+    }
+    return clean;
+}
+
 int admin_db_write_in(admin_db_t *db, admin_kind_t kind, const char *action, const char *id,
                       json_t *body, int64_t if_match, const char *who, json_t **out,
                       json_t **before, admin_err_t *err)
@@ -411,47 +467,10 @@ int admin_db_write_in(admin_db_t *db, admin_kind_t kind, const char *action, con
     char *before_text = NULL, *after_text = NULL, *body_text = NULL;
     PGresult *r = NULL;
 
-    if (!is_create) {
-        const char *p[2] = {kname, id};
-        r = admin_db_exec(db,
-                          "SELECT " OBJ_COLS " FROM objects WHERE kind = $1 AND id = $2 FOR UPDATE",
-                          2, p, err);
-        if (!r)
-            goto fail;
-        if (PQntuples(r) == 0) {
-            admin_err_set(err, 404, "not found", "", "%s %s does not exist", kname, id);
-            goto fail;
-        }
-        *before = admin_db_row_object(r, 0, 0);
-        PQclear(r);
-        r = NULL;
-        if (!*before) {
-            admin_err_set(err, 500, "database error", "", "stored %s %s is not valid JSON", kname,
-                          id);
-            goto fail;
-        }
-        int64_t cur = json_integer_value(json_object_get(*before, "version"));
-        if (if_match >= 0 && cur != if_match) {
-            admin_err_set(err, 412, "version mismatch", "version",
-                          "If-Match names version %lld but the current version is %lld",
-                          (long long)if_match, (long long)cur);
-            goto fail;
-        }
-    }
+    if (!is_create && !(*before = admin_db_lock_current(db, kind, id, if_match, err)))
+        goto fail;
     if (is_patch) {
-        /* Merged against the locked row, not the cache, so concurrent admins cannot lose an
-         * update; the result is validated like a full replacement. */
-        json_t *stripped = admin_strip_server_fields(*before);
-        newbody = admin_merge_patch(stripped, body);
-        json_decref(stripped);
-        if (!newbody || !json_is_object(newbody)) {
-            admin_err_set(err, 400, "wrong type", "", "the patch must produce a JSON object");
-            goto fail;
-        }
-        json_t *clean = admin_strip_server_fields(newbody);
-        json_decref(newbody);
-        newbody = clean;
-        if (admin_validate(kind, newbody, err) != 0)
+        if (!(newbody = admin_db_patched(kind, *before, body, err)))
             goto fail;
     } else if (!is_delete) {
         newbody = admin_strip_server_fields(body);
