@@ -13,6 +13,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "admin.h"
+#include "admin_feed_health.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -33,6 +34,8 @@ typedef struct admin_worker {
     json_t *counters;      /* last heartbeat */
     json_t *prev_counters; /* the one before, for rates */
     json_t *feeds;
+    json_t *prev_feeds; /* the one before, for the feeds' rates */
+    json_t *info;       /* what the worker runs ("info" of its heartbeat), NULL when none */
 } admin_worker_t;
 
 struct admin_events {
@@ -53,7 +56,9 @@ struct admin_events {
      * several in one process, on the one registry). */
     metrics_counter_t *m_applied, *m_rejected;
     uint64_t base_applied, base_rejected;
-    admin_prop_t *prop; /* when workers applied the configuration changes */
+    admin_prop_t *prop;      /* when workers applied the configuration changes */
+    admin_feed_health_t *fh; /* the feeds' lag trends */
+    admin_lag_policy_t lag_policy;
 };
 
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
@@ -79,8 +84,9 @@ admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const
     }
     ev->restored = json_object();
     ev->prop = admin_prop_new();
+    ev->fh = admin_feed_health_new();
     if (!ev->workers || !ev->topic || !ev->m_applied || !ev->m_rejected || !ev->restored ||
-        !ev->prop) {
+        !ev->prop || !ev->fh) {
         admin_events_free(ev);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -139,14 +145,25 @@ void admin_events_free(admin_events_t *ev)
         json_decref(ev->workers[i].counters);
         json_decref(ev->workers[i].prev_counters);
         json_decref(ev->workers[i].feeds);
+        json_decref(ev->workers[i].prev_feeds);
+        json_decref(ev->workers[i].info);
     }
     free(ev->workers);
     json_decref(ev->endpoints_down);
     json_decref(ev->restored);
     json_decref(ev->pending_alarms);
     admin_prop_free(ev->prop);
+    admin_feed_health_free(ev->fh);
     free(ev->topic);
     free(ev);
+}
+
+void admin_events_set_lag_policy(admin_events_t *ev, int64_t window_ms, double floor)
+{
+    if (!ev)
+        return;
+    ev->lag_policy.window_ms = window_ms > 0 ? window_ms : ADMIN_LAG_WINDOW_MS;
+    ev->lag_policy.floor = floor > 0 ? floor : ADMIN_LAG_FLOOR;
 }
 
 admin_prop_t *admin_events_prop(admin_events_t *ev)
@@ -177,7 +194,8 @@ int admin_events_restore(admin_events_t *ev)
             json_object_size(ev->endpoints_down) < ADMIN_MAX_DOWN_ENDPOINTS) {
             json_object_set_new(ev->endpoints_down, res, json_true());
             n++;
-        } else if (strcmp(type, "service-down") == 0 || strcmp(type, "dead-letter-surge") == 0) {
+        } else if (strcmp(type, "service-down") == 0 || strcmp(type, "dead-letter-surge") == 0 ||
+                   strcmp(type, "feed-falling-behind") == 0) {
             /* one worker may have both: keep them as "<type>\n<resource>" keys */
             char key[512];
             snprintf(key, sizeof(key), "%s\n%s", type, res);
@@ -318,6 +336,97 @@ static void admin_heartbeat_endpoints(admin_events_t *ev, json_t *feeds)
     }
 }
 
+/* Delivered per second of feed by worker w, between its last two heartbeats. */
+static double admin_feed_rate(const admin_worker_t *w, const char *feed)
+{
+    if (!w->prev_feeds || w->last_seen_ms <= w->prev_seen_ms)
+        return 0;
+    json_t *a = json_object_get(json_object_get(w->prev_feeds, feed), "delivered_total");
+    json_t *b = json_object_get(json_object_get(w->feeds, feed), "delivered_total");
+    if (!json_is_number(a) || !json_is_number(b))
+        return 0;
+    double d = json_number_value(b) - json_number_value(a);
+    return d > 0 ? d * 1000.0 / (double)(w->last_seen_ms - w->prev_seen_ms) : 0;
+}
+
+/* The lag of feed over the workers serving it now (each reports its own partitions) and
+ * their delivery rate. One pass over the workers per feed of a heartbeat: workers are few
+ * (ADMIN_MAX_WORKERS bounds them). */
+static double admin_feed_lag_sum(const admin_events_t *ev, const char *feed, double *rate)
+{
+    double lag = 0;
+    *rate = 0;
+    for (size_t i = 0; i < ev->nworkers; i++) {
+        const admin_worker_t *w = &ev->workers[i];
+        json_t *f = w->down ? NULL : json_object_get(w->feeds, feed);
+        if (!f)
+            continue;
+        lag += json_number_value(json_object_get(f, "lag"));
+        *rate += admin_feed_rate(w, feed);
+    }
+    return lag;
+}
+
+static void admin_feed_lag_alarm(admin_events_t *ev, const char *feed, admin_lag_trend_t *t,
+                                 double rate)
+{
+    admin_lag_change_t c = admin_lag_judge(t, &ev->lag_policy, rate);
+    if (c == ADMIN_LAG_CLEAR) {
+        log_info("admin alarms: feed %s no longer falling behind (lag %.0f)", feed,
+                 admin_lag_last(t));
+        admin_alarm(ev, false, "feed-falling-behind", feed, NULL, NULL);
+    } else if (c == ADMIN_LAG_RAISE) {
+        double slope;
+        int64_t span;
+        admin_lag_slope(t, &ev->lag_policy, &slope, &span);
+        char text[600];
+        snprintf(text, sizeof(text),
+                 "feed %s is falling behind: lag %.0f messages, growing by %.1f/s over the last "
+                 "%lld s (delivering %.1f/s)",
+                 feed, admin_lag_last(t), slope, (long long)(span / 1000), rate);
+        admin_alarm(ev, true, "feed-falling-behind", feed, "major", text);
+    }
+}
+
+/* A heartbeat's feeds: a lag sample each (the sum over their workers) and the verdict. */
+static void admin_heartbeat_lag(admin_events_t *ev, const admin_worker_t *w, int64_t now_ms)
+{
+    const char *feed;
+    json_t *f;
+    json_object_foreach(w->feeds, feed, f)
+    {
+        if (!json_is_number(json_object_get(f, "lag")))
+            continue; /* an adapter that does not report it */
+        bool created;
+        admin_lag_trend_t *t =
+            admin_feed_health_get(ev->fh, feed, now_ms, w->interval_ms, &created);
+        if (!t)
+            continue;
+        if (created && admin_restored_take(ev, "feed-falling-behind", feed))
+            t->behind = true; /* raised by an earlier run: cleared when the lag stops growing */
+        double rate, lag = admin_feed_lag_sum(ev, feed, &rate);
+        admin_lag_add(t, &ev->lag_policy, now_ms, lag);
+        admin_feed_lag_alarm(ev, feed, t, rate);
+    }
+}
+
+/* Feeds no heartbeat reports any more (deleted, or their adapters gone): forgotten, their
+ * falling-behind alarm cleared. */
+static void admin_feed_expire(admin_events_t *ev, int64_t now_ms)
+{
+    json_t *cleared = json_array();
+    admin_feed_health_expire(ev->fh, now_ms, cleared);
+    size_t i;
+    json_t *name;
+    json_array_foreach(cleared, i, name)
+    {
+        log_info("admin alarms: feed %s no longer reported by any adapter",
+                 json_string_value(name));
+        admin_alarm(ev, false, "feed-falling-behind", json_string_value(name), NULL, NULL);
+    }
+    json_decref(cleared);
+}
+
 static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
 {
     const char *service = json_string_value(json_object_get(j, "service"));
@@ -351,8 +460,12 @@ static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
     json_t *c = json_object_get(j, "counters");
     w->counters = json_is_object(c) ? json_incref(c) : json_object();
     json_t *f = json_object_get(j, "feeds");
-    json_decref(w->feeds);
+    json_decref(w->prev_feeds);
+    w->prev_feeds = w->feeds;
     w->feeds = json_is_object(f) ? json_incref(f) : json_object();
+    json_t *info = json_object_get(j, "info");
+    json_decref(w->info);
+    w->info = json_is_object(info) ? json_incref(info) : NULL;
 
     double dlq = admin_counter_rate(w, "dead_lettered_total");
     if (!w->dlq_surge && dlq > ADMIN_DLQ_SURGE_PER_S) {
@@ -366,6 +479,7 @@ static int admin_apply_heartbeat(admin_events_t *ev, json_t *j, int64_t now_ms)
         admin_alarm(ev, false, "dead-letter-surge", res, NULL, NULL);
     }
     admin_heartbeat_endpoints(ev, w->feeds);
+    admin_heartbeat_lag(ev, w, now_ms);
     json_t *cfg = json_object_get(j, "config");
     if (cfg && admin_prop_worker(ev->prop, service, instance, cfg) != 0)
         log_warn("admin events: heartbeat of %s: \"config\" is not an applied state (ignored)",
@@ -456,6 +570,7 @@ void admin_events_poll(admin_events_t *ev, int max)
         rd_kafka_message_destroy(m);
     }
     admin_events_check(ev, admin_now_ms());
+    admin_feed_expire(ev, admin_now_ms());
     if (ev->db && json_array_size(ev->pending_alarms) > 0 && admin_db_ok(ev->db))
         admin_alarm_flush(ev);
 }
@@ -469,77 +584,202 @@ static void admin_iso(int64_t ms, char *out, size_t len)
     snprintf(out + n, len - n, ".%03dZ", (int)(ms % 1000));
 }
 
-json_t *admin_events_status(admin_events_t *ev, int64_t now_ms)
+/* Adds what worker w reports of feed fname to its /status entry agg: numbers summed (the lag
+ * of workers that are up only: a down worker's partitions are someone else's now), strings
+ * kept from the first worker that reports them (kafka_mode, origin), endpoints down counted,
+ * the delivery rate summed; the latency into lat (count-weighted p50, the highest p99). */
+static void admin_status_feed_add(json_t *agg, json_t *lat, const admin_worker_t *w,
+                                  const char *fname, json_t *f)
 {
-    json_t *workers = json_array(), *feeds = json_object();
-    for (size_t i = 0; i < ev->nworkers; i++) {
-        admin_worker_t *w = &ev->workers[i];
-        char seen[40];
-        admin_iso(w->last_seen_ms, seen, sizeof(seen));
-        json_t *rates = json_object();
-        const char *k;
-        json_t *v;
-        json_object_foreach(w->counters, k, v)
-        {
-            if (json_is_number(v))
-                json_object_set_new(rates, k, json_real(admin_counter_rate(w, k)));
+    const char *k;
+    json_t *v;
+    json_object_foreach(f, k, v)
+    {
+        json_t *cur = json_object_get(agg, k);
+        if (json_is_string(v) && !cur) {
+            json_object_set(agg, k, v);
+            continue;
         }
-        json_array_append_new(
-            workers, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:o,s:b}", "service", w->service,
-                               "instance", w->instance, "state", w->down ? "down" : "up",
-                               "last_seen", seen, "age_ms", (json_int_t)(now_ms - w->last_seen_ms),
-                               "interval_ms", (json_int_t)w->interval_ms, "counters",
-                               w->counters ? w->counters : json_null(), "rates_per_s", rates,
-                               "dead_letter_surge", (int)w->dlq_surge));
-        /* Per feed: numbers summed over the workers serving it. */
+        if (!json_is_number(v) || (w->down && strcmp(k, "lag") == 0))
+            continue;
+        double sum = (cur ? json_number_value(cur) : 0) + json_number_value(v);
+        json_object_set_new(agg, k,
+                            json_is_integer(v) && (!cur || json_is_integer(cur))
+                                ? json_integer((json_int_t)sum)
+                                : json_real(sum));
+    }
+    json_int_t ndown = json_integer_value(json_object_get(agg, "endpoints_down"));
+    const char *url;
+    json_t *st;
+    json_object_foreach(json_object_get(f, "endpoints"), url, st)
+    {
+        if (json_is_string(st) && strcmp(json_string_value(st), "down") == 0)
+            ndown++;
+    }
+    json_object_set_new(agg, "endpoints_down", json_integer(ndown));
+    json_object_set_new(agg, "workers",
+                        json_integer(json_integer_value(json_object_get(agg, "workers")) + 1));
+    char inst[200];
+    snprintf(inst, sizeof(inst), "%s/%s", w->service, w->instance);
+    json_array_append_new(json_object_get(agg, "instances"), json_string(inst));
+    json_object_set_new(agg, "rate_per_s",
+                        json_real(json_number_value(json_object_get(agg, "rate_per_s")) +
+                                  admin_feed_rate(w, fname)));
+    json_t *l = json_object_get(f, "latency_ms");
+    double n = json_number_value(json_object_get(l, "count"));
+    if (n > 0 && !w->down) {
+        json_t *m = json_object_get(lat, fname);
+        double p50 = json_number_value(json_object_get(l, "p50"));
+        double p99 = json_number_value(json_object_get(l, "p99"));
+        if (m) {
+            double mn = json_number_value(json_object_get(m, "n"));
+            double m50 = json_number_value(json_object_get(m, "p50"));
+            double m99 = json_number_value(json_object_get(m, "p99"));
+            p50 = (m50 * mn + p50 * n) / (mn + n);
+            p99 = m99 > p99 ? m99 : p99;
+            n += mn;
+        }
+        json_object_set_new(lat, fname, json_pack("{s:f,s:f,s:f}", "n", n, "p50", p50, "p99", p99));
+    }
+}
+
+/* v rounded to 1/per (per 10: one decimal), divided last so that it prints short. */
+static double admin_round(double v, double per)
+{
+    return (double)(long long)(v * per + (v >= 0 ? 0.5 : -0.5)) / per;
+}
+
+/* The feed's trend, latency and health, once every worker was added. */
+static void admin_status_feed_finish(const admin_events_t *ev, json_t *agg, json_t *lat,
+                                     const char *fname)
+{
+    json_object_del(agg, "latency_ms"); /* a worker's object, when one reported no count */
+    json_t *m = json_object_get(lat, fname);
+    if (m)
+        json_object_set_new(
+            agg, "latency_ms",
+            json_pack("{s:f,s:f}", "p50",
+                      admin_round(json_number_value(json_object_get(m, "p50")), 100), "p99",
+                      admin_round(json_number_value(json_object_get(m, "p99")), 100)));
+    json_object_set_new(
+        agg, "rate_per_s",
+        json_real(admin_round(json_number_value(json_object_get(agg, "rate_per_s")), 10)));
+    const admin_lag_trend_t *t = admin_feed_health_find(ev->fh, fname);
+    bool behind = false;
+    if (t) {
+        double slope;
+        int64_t span;
+        admin_lag_slope(t, &ev->lag_policy, &slope, &span);
+        json_object_set_new(agg, "lag_trend_per_s", json_real(admin_round(slope, 10)));
+        behind = t->behind;
+    }
+    json_int_t down = json_integer_value(json_object_get(agg, "endpoints_down"));
+    json_object_set_new(agg, "health",
+                        json_string(behind     ? "falling behind"
+                                    : down > 0 ? "degraded"
+                                               : "ok"));
+}
+
+/* /status "workers": one entry per worker with its counters and their rates. */
+static json_t *admin_status_worker(const admin_worker_t *w, int64_t now_ms)
+{
+    char seen[40];
+    admin_iso(w->last_seen_ms, seen, sizeof(seen));
+    json_t *rates = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(w->counters, k, v)
+    {
+        if (json_is_number(v))
+            json_object_set_new(rates, k, json_real(admin_counter_rate(w, k)));
+    }
+    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:o,s:b}", "service", w->service, "instance",
+                     w->instance, "state", w->down ? "down" : "up", "last_seen", seen, "age_ms",
+                     (json_int_t)(now_ms - w->last_seen_ms), "interval_ms",
+                     (json_int_t)w->interval_ms, "counters",
+                     w->counters ? w->counters : json_null(), "rates_per_s", rates,
+                     "dead_letter_surge", (int)w->dlq_surge);
+}
+
+/* /status "feeds": per feed, over the workers serving it (docs/api.md). */
+static json_t *admin_status_feeds(const admin_events_t *ev)
+{
+    json_t *feeds = json_object(), *lat = json_object();
+    for (size_t i = 0; i < ev->nworkers; i++) {
+        const admin_worker_t *w = &ev->workers[i];
         const char *fname;
         json_t *f;
         json_object_foreach(w->feeds, fname, f)
         {
             json_t *agg = json_object_get(feeds, fname);
             if (!agg) {
-                agg = json_pack("{s:s,s:i}", "name", fname, "workers", 0);
+                agg = json_pack("{s:s,s:i,s:[]}", "name", fname, "workers", 0, "instances");
                 json_object_set_new(feeds, fname, agg);
             }
-            json_object_set_new(
-                agg, "workers",
-                json_integer(json_integer_value(json_object_get(agg, "workers")) + 1));
-            json_object_foreach(f, k, v)
-            {
-                if (!json_is_number(v))
-                    continue;
-                json_t *cur = json_object_get(agg, k);
-                double sum = (cur ? json_number_value(cur) : 0) + json_number_value(v);
-                json_object_set_new(agg, k,
-                                    json_is_integer(v) && (!cur || json_is_integer(cur))
-                                        ? json_integer((json_int_t)sum)
-                                        : json_real(sum));
-            }
-            json_t *down = json_object_get(agg, "endpoints_down");
-            json_int_t ndown = json_integer_value(down);
-            const char *url;
-            json_t *st;
-            json_object_foreach(json_object_get(f, "endpoints"), url, st)
-            {
-                if (json_is_string(st) && strcmp(json_string_value(st), "down") == 0)
-                    ndown++;
-            }
-            json_object_set_new(agg, "endpoints_down", json_integer(ndown));
+            admin_status_feed_add(agg, lat, w, fname, f);
         }
     }
-    json_t *feed_list = json_array();
+    json_t *list = json_array();
     const char *k;
     json_t *v;
     json_object_foreach(feeds, k, v)
     {
-        json_t *st = json_object_get(v, "endpoints_down");
-        json_object_set_new(v, "health",
-                            json_string(json_integer_value(st) > 0 ? "degraded" : "ok"));
-        json_array_append(feed_list, v);
+        admin_status_feed_finish(ev, v, lat, k);
+        json_array_append(list, v);
     }
     json_decref(feeds);
+    json_decref(lat);
+    return list;
+}
+
+/* A string of the worker's "info" (what it runs), or NULL. */
+static const char *admin_info(const admin_worker_t *w, const char *key)
+{
+    return json_string_value(json_object_get(w->info, key));
+}
+
+static json_int_t admin_counter(const admin_worker_t *w, const char *key)
+{
+    return json_integer_value(json_object_get(w->counters, key));
+}
+
+/* /status "aggregation" and "correlation": what those workers run, from their heartbeats. */
+static void admin_status_pipeline(const admin_events_t *ev, json_t *agg, json_t *corr)
+{
+    for (size_t i = 0; i < ev->nworkers; i++) {
+        const admin_worker_t *w = &ev->workers[i];
+        json_t *e = NULL;
+        if (strcmp(w->service, "ndd-aggregation") == 0) {
+            e = json_pack("{s:s?,s:s,s:s,s:s?,s:I,s:f,s:I}", "nf_type", admin_info(w, "nf_type"),
+                          "instance", w->instance, "state", w->down ? "down" : "up", "topic",
+                          admin_info(w, "topic"), "consumed_total",
+                          admin_counter(w, "consumed_total"), "rate_per_s",
+                          admin_round(admin_counter_rate(w, "consumed_total"), 10),
+                          "dead_lettered_total", admin_counter(w, "dead_lettered_total"));
+            if (e && admin_info(w, "filter"))
+                json_object_set_new(e, "filter", json_string(admin_info(w, "filter")));
+            json_array_append_new(agg, e);
+        } else if (strcmp(w->service, "ndd-correlation") == 0) {
+            e = json_pack(
+                "{s:s,s:s,s:s?,s:s?,s:I,s:I,s:I,s:f}", "instance", w->instance, "state",
+                w->down ? "down" : "up", "source_topic", admin_info(w, "source_topic"), "xdr_topic",
+                admin_info(w, "xdr_topic"), "timeout_ms", admin_counter(w, "timeout_ms"), "open",
+                admin_counter(w, "open_transactions"), "xdrs_total", admin_counter(w, "xdrs_total"),
+                "rate_per_s", admin_round(admin_counter_rate(w, "xdrs_total"), 10));
+            json_array_append_new(corr, e);
+        }
+    }
+}
+
+json_t *admin_events_status(admin_events_t *ev, int64_t now_ms)
+{
+    json_t *workers = json_array(), *agg = json_array(), *corr = json_array();
+    for (size_t i = 0; i < ev->nworkers; i++)
+        json_array_append_new(workers, admin_status_worker(&ev->workers[i], now_ms));
+    admin_status_pipeline(ev, agg, corr);
     return json_pack(
-        "{s:o,s:o,s:I,s:I,s:I}", "workers", workers, "feeds", feed_list, "events_applied",
+        "{s:o,s:o,s:o,s:o,s:I,s:I,s:I}", "workers", workers, "feeds", admin_status_feeds(ev),
+        "aggregation", agg, "correlation", corr, "events_applied",
         (json_int_t)(metrics_counter_get(ev->m_applied) - ev->base_applied), "events_rejected",
         (json_int_t)(metrics_counter_get(ev->m_rejected) - ev->base_rejected),
         "alarm_changes_pending", (json_int_t)json_array_size(ev->pending_alarms));

@@ -40,6 +40,10 @@ static const config_spec_t admin_specs[] = {
      AT(tls_client_auth)},
     {"down-after", CONFIG_DURATION_MS, "0", "missing heartbeats before service-down (0 = three "
      "of the worker's intervals)", 0, IN(down_after_ms, 0, 86400000)},
+    {"feed-lag-window", CONFIG_DURATION_MS, "30s", "window of a feed's lag trend: growing over it "
+     "(and above --feed-lag-floor) is \"falling behind\"", 0, IN(feed_lag_window_ms, 2000, 3600000)},
+    {"feed-lag-floor", CONFIG_INT, "1000", "messages of lag below which a feed is never falling "
+     "behind (or 5 s of its rate, whichever is larger)", 0, IN(feed_lag_floor, 1, 1000000000)},
     {"kafka-status-interval", CONFIG_DURATION_MS, "10s", "how often the status of Kafka feeds "
      "(consumer lag, produce rate) is sampled (0 = never)", 0, IN(kafka_status_ms, 0, 86400000)},
     {"token-ttl", CONFIG_DURATION_MS, "30s", "how long a verified token is cached", 0,

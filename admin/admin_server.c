@@ -12,6 +12,7 @@
 
 #include "admin.h"
 #include "admin_server.h"
+#include "admin_feed_health.h"
 #include "daemon_role.h"
 #include "httpd.h"
 #include "log.h"
@@ -248,6 +249,8 @@ int admin_serve(daemon_t *d)
             log_error("admin: ndd.events consumer (%s at %s): %s", s->events_topic, brokers, err);
             goto out;
         }
+        admin_events_set_lag_policy(srv.ctx.events, s->feed_lag_window_ms,
+                                    (double)s->feed_lag_floor);
         admin_publisher_track(srv.ctx.pub, admin_events_prop(srv.ctx.events));
         srv.ctx.dlq = admin_dlq_new(brokers, err, sizeof(err));
         if (!srv.ctx.dlq) {

@@ -27,6 +27,8 @@ typedef struct admin_settings {
     const char *tls_cert, *tls_key, *tls_ca;
     bool tls_client_auth;
     int64_t down_after_ms;
+    int64_t feed_lag_window_ms; /* the lag trend's window ("falling behind") */
+    int64_t feed_lag_floor;     /* messages below which a feed is never falling behind */
     int64_t token_ttl_ms;
     int64_t kafka_status_ms; /* Kafka feed status samples (0: none) */
     int64_t db_wait_ms;      /* how long start-up waits for PostgreSQL */

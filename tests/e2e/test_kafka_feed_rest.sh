@@ -89,6 +89,16 @@ st=$(curl -sS --max-time 30 -o "$T/resp" -w '%{http_code}' -X POST -H "Authoriza
 [ "$st" = 201 ] || fail "create feed: $st $(cat "$T/resp")"
 wait_feed_up 1 60
 grep -q "exactly once" "$T/adapter-1.log" || fail "the feed does not produce exactly once"
+# the delivery mode in effect, from the adapter's heartbeats, in the admin's /status
+for _ in $(seq 75); do
+    curl -fsS --max-time 5 -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/v1/status" \
+        >"$T/status.json" 2>/dev/null &&
+        jq -e --arg f "$FEED" '.feeds[] | select(.name == $f) |
+            .kafka_mode == "exactly-once" and .origin == "admin"' "$T/status.json" >/dev/null && break
+    sleep 0.2
+done
+jq -e --arg f "$FEED" '.feeds[] | select(.name == $f) | .kafka_mode == "exactly-once"' \
+    "$T/status.json" >/dev/null || fail "/status: no kafka_mode exactly-once for $FEED: $(jq -c .feeds "$T/status.json")"
 
 # 10 s of copies while: kill -9 of adapter 1 at 2 s (restarted at once, same instance: its
 # transactional.id fences the dead one's), adapter 2 joining at 5 s and leaving at 8 s
