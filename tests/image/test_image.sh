@@ -6,9 +6,15 @@
 #   3. `buildah run` of each daemon's --version (every shared library resolves in the runtime
 #      stage) and --check-config (a valid configuration: exit 0; a bad one: exit 2);
 #   4. ndd-aggregation from the image against the test stack's Kafka (NDD_TEST_KAFKA; host
-#      network) becomes ready (/readyz 200) and stops on SIGTERM.
-# Installs buildah and mmdebstrap from Debian when missing. First build: a few minutes
-# (base + Debian packages + compiling NDD); later runs: seconds.
+#      network) becomes ready (/readyz 200) and stops on SIGTERM;
+#   5. the console: ndd-gui-api from the image, with the chart's --web-root, answers / with
+#      200, and the index.html and main script it serves are byte for byte the console
+#      stage's build output (sha256 of each against localhost/ndd-console:src-<hash>, the
+#      stage build.sh tagged for the same sources).
+# Installs buildah and mmdebstrap from Debian when missing (fails when it cannot: no image,
+# no test). First build: a few minutes (bases + Debian packages + npm ci + compiling NDD);
+# later runs: seconds (the image of unchanged sources is reused; after a change, buildah's
+# layer cache keeps the bases, the packages and the console's node_modules).
 set -uo pipefail
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,6 +31,7 @@ fail() {
 }
 ok() { CHECKS=$((CHECKS + 1)); }
 CTR=
+CCTR=
 RUN_PID=
 T=$(mktemp -d /tmp/ndd-image-e2e.XXXXXX)
 cleanup() {
@@ -33,6 +40,7 @@ cleanup() {
         wait "$RUN_PID" 2>/dev/null
     fi
     [[ -n $CTR ]] && buildah rm "$CTR" >/dev/null 2>&1
+    [[ -n $CCTR ]] && buildah rm "$CCTR" >/dev/null 2>&1
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -135,6 +143,66 @@ else
     ok
 fi
 curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && fail "the daemon still answers after its stop" || ok
+
+# 5. the console from the image, against the console stage's build output
+HASH=$(buildah inspect --type image --format '{{index .OCIv1.Config.Labels "ndd.source-hash"}}' "$IMG")
+CIMG=localhost/ndd-console:src-$HASH
+if [[ -z $HASH ]] || ! CCTR=$(buildah from --pull=never "$CIMG" 2>/dev/null); then
+    fail "no console stage $CIMG for the image's sources (deploy/images/build.sh tags it)"
+    CCTR=
+fi
+read -r GPORT < <("$SRC/deploy/local/stack.sh" free-ports 1)
+buildah run --isolation chroot --network host "$CTR" -- ndd-gui-api \
+    --web-root /usr/local/share/ndd/console --admin-url http://127.0.0.1:1 \
+    --http.listen 127.0.0.1 --http.port "$GPORT" >"$T/gui.log" 2>&1 &
+RUN_PID=$!
+code=000
+for _ in $(seq 1 60); do
+    code=$(curl -s -o "$T/index.html" -w '%{http_code}' "http://127.0.0.1:$GPORT/")
+    [[ $code == 200 ]] && break
+    kill -0 "$RUN_PID" 2>/dev/null || break
+    sleep 0.5
+done
+if [[ $code == 200 ]]; then
+    ok
+    echo "ndd-gui-api from the image answers / with 200 ($(wc -c <"$T/index.html") bytes)"
+else
+    tail -n 20 "$T/gui.log"
+    fail "ndd-gui-api from the image answered / with $code, not 200"
+fi
+# The main script: the module index.html loads (content-hashed name under assets/).
+js=$(grep -o 'src="/assets/[^"]*\.js"' "$T/index.html" | head -n1 | sed 's/^src="\(.*\)"$/\1/')
+if [[ -n $js ]] && [[ $(curl -s -o "$T/main.js" -w '%{http_code}' "http://127.0.0.1:$GPORT$js") == 200 ]]; then
+    ok
+else
+    fail "the console's main script '$js' is not served"
+fi
+if [[ -n $CCTR && -n $js ]]; then
+    for f in index.html "${js#/}"; do
+        built=$(buildah run --isolation chroot "$CCTR" -- sha256sum "/out/console/$f" 2>/dev/null | cut -d' ' -f1)
+        local_f=$T/index.html
+        [[ $f == index.html ]] || local_f=$T/main.js
+        served=$(sha256sum "$local_f" | cut -d' ' -f1)
+        if [[ -n $built && $built == "$served" ]]; then
+            ok
+            echo "served $f = the build's: sha256 ${served:0:16}…"
+        else
+            fail "served $f (sha256 $served) is not the console stage's build output (${built:-missing})"
+        fi
+    done
+fi
+kill -TERM "$RUN_PID" 2>/dev/null
+for _ in $(seq 1 40); do
+    kill -0 "$RUN_PID" 2>/dev/null || break
+    sleep 0.5
+done
+if kill -0 "$RUN_PID" 2>/dev/null; then
+    fail "ndd-gui-api in the image did not stop within 20 s of SIGTERM"
+else
+    wait "$RUN_PID" 2>/dev/null
+    RUN_PID=
+    ok
+fi
 
 echo "$CHECKS checks passed, $FAILS failed"
 ((FAILS == 0))
