@@ -190,6 +190,22 @@ def main():
     for coll, rest in (("feeds", feed), ("filters", filt),
                        ("sources", {"type": "SCP", "topic": "OA"}), ("correlation", {})):
         api.call("POST", f"/api/v1/{coll}", adm, dict(rest, name="a' OR '1'='1"), want=422)
+    # declarative apply: a dry run, the apply, the same again (unchanged), an update with its
+    # diff and a prune, and the refusals; the dead-letter view of an admin without Kafka
+    doc = {"filters": [dict(filt, name="oa-apply-filter")],
+           "feeds": [dict(feed, name="oa-apply", filter="oa-apply-filter")]}
+    api.call("POST", "/api/v1/apply?dry_run=true", adm, doc, want=200)
+    api.call("POST", "/api/v1/apply", adm, doc, want=200)
+    api.call("POST", "/api/v1/apply", adm, doc, want=200)
+    doc["feeds"][0]["delivery"] = {"timeout_ms": 2000}
+    api.call("POST", "/api/v1/apply?prune=true", adm, doc, want=200)
+    api.call("POST", "/api/v1/apply", adm, {"feeds": [dict(feed, endpoints=[{"url": "ftp://x"}])]},
+             want=422)
+    api.call("POST", "/api/v1/apply", adm, {"widgets": []}, want=400)
+    api.call("POST", "/api/v1/apply?dry_run=maybe", adm, doc, want=400)
+    api.call("POST", "/api/v1/apply", viewer, doc, want=403)
+    api.call("GET", "/api/v1/deadletters", viewer, want=503)
+    api.call("GET", "/api/v1/audit?kind=token", viewer, want=200)
     # the rest of the API
     api.call("GET", "/api/v1/status", viewer, want=200)
     api.call("GET", "/api/v1/alarms", viewer, want=200)
