@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -29,7 +30,8 @@
 typedef struct apply_opts {
     bool dry_run, prune, json;
     const char *url, *token_file, *ca_file, *cert_file, *key_file, *input;
-    int timeout_s;
+    int timeout_s, wait_s;
+    bool quiet_connect; /* while --wait retries: a refused connection is not reported */
 } apply_opts_t;
 
 /* Where an object of the merged document came from: origin[kind][i] = "FILE: feeds[k]". */
@@ -40,12 +42,14 @@ typedef struct apply_doc {
 
 static const char apply_usage[] =
     "usage: ndd-admin apply [--dry-run] [--prune] [--url URL] [--token-file F] [--ca-file F]\n"
-    "                       [--cert-file F --key-file F] [--timeout S] [--json] FILE|DIR\n"
+    "                       [--cert-file F --key-file F] [--timeout S] [--wait S] [--json]\n"
+    "                       FILE|DIR\n"
     "  Creates or updates the feeds, filters, sources and correlation settings FILE names\n"
     "  (DIR: every *.json in it, merged), matched by name; --prune also deletes the objects\n"
     "  of those kinds that it does not name; --dry-run reports the changes, writes nothing.\n"
     "  URL: the admin (default $NDD_ADMIN_URL or http://127.0.0.1:9100); the token from\n"
-    "  --token-file or $NDD_ADMIN_TOKEN. Exit 0 done, 1 refused, 2 usage.\n";
+    "  --token-file or $NDD_ADMIN_TOKEN. --wait S: retry for up to S seconds while the admin\n"
+    "  refuses connections or answers 503 (starting). Exit 0 done, 1 refused, 2 usage.\n";
 
 /* Appends file's collections to a->doc, remembering where each object came from. */
 static int apply_merge_file(apply_doc_t *a, const char *path)
@@ -216,7 +220,7 @@ static int apply_parse_url(const char *url, apply_url_t *u)
     return u->host[0] && *end == '\0' && port > 0 && port < 65536 ? 0 : -1;
 }
 
-static int apply_connect(const apply_url_t *u, int timeout_s)
+static int apply_connect(const apply_url_t *u, int timeout_s, bool quiet)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
     int gai = getaddrinfo(u->host, u->port, &hints, &res);
@@ -240,7 +244,7 @@ static int apply_connect(const apply_url_t *u, int timeout_s)
         }
     }
     freeaddrinfo(res);
-    if (fd < 0)
+    if (fd < 0 && !quiet)
         fprintf(stderr, "ndd-admin apply: cannot connect to %s:%s: %s\n", u->host, u->port,
                 strerror(last));
     return fd;
@@ -267,9 +271,9 @@ static void apply_conn_close(apply_conn_t *c)
 static int apply_conn_open(apply_conn_t *c, const apply_url_t *u, const apply_opts_t *o)
 {
     memset(c, 0, sizeof(*c));
-    c->fd = apply_connect(u, o->timeout_s);
+    c->fd = apply_connect(u, o->timeout_s, o->quiet_connect);
     if (c->fd < 0 || !u->tls)
-        return c->fd < 0 ? -1 : 0;
+        return c->fd < 0 ? -2 : 0;
     char err[512], endpoint[300];
     tls_config_t tc = {.ca_file = o->ca_file,
                        .cert_file = o->cert_file,
@@ -374,7 +378,8 @@ static int apply_parse_response(buf_t *raw, json_t **body)
     return status;
 }
 
-/* POSTs doc to the admin: the HTTP status with *resp the JSON body, or -1. */
+/* POSTs doc to the admin: the HTTP status with *resp the JSON body, -2 when no connection
+ * could be made, or -1. */
 static int apply_post(const apply_opts_t *o, const char *token, json_t *doc, json_t **resp)
 {
     apply_url_t u;
@@ -398,7 +403,8 @@ static int apply_post(const apply_opts_t *o, const char *token, json_t *doc, jso
                    "\r\n",
                    u.prefix, o->dry_run ? "true" : "false", o->prune ? "true" : "false",
                    v6 ? "[" : "", u.host, v6 ? "]" : "", u.port, token, strlen(body)) == 0 &&
-        buf_append_str(&req, body) == 0 && apply_conn_open(&c, &u, o) == 0) {
+        buf_append_str(&req, body) == 0 && (status = apply_conn_open(&c, &u, o)) == 0) {
+        status = -1;
         if (apply_send(&c, (const char *)req.data, req.len) != 0 || apply_recv_all(&c, &raw) != 0)
             fprintf(stderr, "ndd-admin apply: %s: the request failed (%s)\n", o->url,
                     errno == EAGAIN ? "timed out" : strerror(errno));
@@ -483,17 +489,13 @@ static void apply_print_refusal(int status, json_t *r, json_t *origin)
 
 static int apply_options(int argc, char **argv, apply_opts_t *o)
 {
-    static const struct option longopts[] = {{"dry-run", no_argument, NULL, 'n'},
-                                             {"prune", no_argument, NULL, 'p'},
-                                             {"url", required_argument, NULL, 'u'},
-                                             {"token-file", required_argument, NULL, 't'},
-                                             {"ca-file", required_argument, NULL, 'c'},
-                                             {"cert-file", required_argument, NULL, 'C'},
-                                             {"key-file", required_argument, NULL, 'K'},
-                                             {"timeout", required_argument, NULL, 'T'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"dry-run", no_argument, NULL, 'n'},        {"prune", no_argument, NULL, 'p'},
+        {"url", required_argument, NULL, 'u'},      {"token-file", required_argument, NULL, 't'},
+        {"ca-file", required_argument, NULL, 'c'},  {"cert-file", required_argument, NULL, 'C'},
+        {"key-file", required_argument, NULL, 'K'}, {"timeout", required_argument, NULL, 'T'},
+        {"json", no_argument, NULL, 'j'},           {"wait", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     *o = (apply_opts_t){.url = getenv("NDD_ADMIN_URL"), .timeout_s = 30};
     if (!o->url || !*o->url)
         o->url = "http://127.0.0.1:9100";
@@ -528,6 +530,9 @@ static int apply_options(int argc, char **argv, apply_opts_t *o)
         case 'j':
             o->json = true;
             break;
+        case 'w':
+            o->wait_s = atoi(optarg);
+            break;
         case 'h':
             fputs(apply_usage, stdout);
             return 1;
@@ -536,7 +541,7 @@ static int apply_options(int argc, char **argv, apply_opts_t *o)
             return -1;
         }
     }
-    if (optind != argc - 1 || o->timeout_s < 1 || !o->cert_file != !o->key_file) {
+    if (optind != argc - 1 || o->timeout_s < 1 || o->wait_s < 0 || !o->cert_file != !o->key_file) {
         fprintf(stderr, "%s%s",
                 optind != argc - 1 ? "ndd-admin apply: one FILE or DIR\n"
                 : o->timeout_s < 1 ? "ndd-admin apply: --timeout: seconds >= 1\n"
@@ -547,6 +552,27 @@ static int apply_options(int argc, char **argv, apply_opts_t *o)
     }
     o->input = argv[optind];
     return 0;
+}
+
+/* apply_post, retried every 500 ms for up to --wait seconds while the admin cannot be reached
+ * or answers 503 (PostgreSQL not there yet); the last attempt reports its failure. */
+static int apply_send_waiting(apply_opts_t *o, const char *token, json_t *doc, json_t **resp)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t ms =
+            (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        bool last = ms >= (int64_t)o->wait_s * 1000;
+        o->quiet_connect = !last;
+        int status = apply_post(o, token, doc, resp);
+        if (last || (status != -2 && status != 503))
+            return status == -2 ? -1 : status;
+        json_decref(*resp);
+        *resp = NULL;
+        usleep(500 * 1000);
+    }
 }
 
 int admin_apply_command(int argc, char **argv)
@@ -560,7 +586,7 @@ int admin_apply_command(int argc, char **argv)
         return 2;
     apply_doc_t a = {json_object(), json_object()};
     json_t *resp = NULL;
-    int status = apply_load(&a, o.input) == 0 ? apply_post(&o, token, a.doc, &resp) : -1;
+    int status = apply_load(&a, o.input) == 0 ? apply_send_waiting(&o, token, a.doc, &resp) : -1;
     OPENSSL_cleanse(token, sizeof(token));
     rc = 1;
     if (status == 200 && json_is_array(json_object_get(resp, "changes"))) {

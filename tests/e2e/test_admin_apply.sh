@@ -132,4 +132,13 @@ NDD_ADMIN_TOKEN=$(cat "$T/ops.token") "$ADMIN" apply --url "https://127.0.0.1:$P
     --dry-run "$T/v1.json" >"$T/out" 2>&1 && fail "HTTPS without the CA was accepted"
 grep -q 'certificate verify failed' "$T/out" || fail "HTTPS refusal: $(cat "$T/out")"
 grep -rq "$(cut -c1-40 "$T/ops.token")" "$T"/*.log "$T/out" && fail "the token appears in a log or output"
-echo "PASS: ndd-admin apply: dry run, create, no-op, directory, diff, prune, refusal, roles, HTTPS"
+
+# 10. --wait: an apply started before its admin retries until the admin serves
+WPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+NDD_ADMIN_TOKEN=$(cat "$T/ops.token") "$ADMIN" apply --url "http://127.0.0.1:$WPORT" --wait 30 \
+    --dry-run "$T/v1.json" >"$T/wait.out" 2>&1 &
+WAITER=$!
+start_admin late --http.port "$WPORT"
+wait $WAITER || fail "apply --wait: $(cat "$T/wait.out")"
+grep -q '^create    feed demo$' "$T/wait.out" || fail "apply --wait output: $(cat "$T/wait.out")"
+echo "PASS: ndd-admin apply: dry run, create, no-op, directory, diff, prune, refusal, roles, HTTPS, --wait"
