@@ -1,25 +1,40 @@
 /* The file transport (file:///dir, docs/adapter.md "File export"): the feed's batches go into
  * rotated files in a local directory, pcapng for the synthetic encoding, JSON lines for the
  * JSON envelope (one copy per line) and for xdr-jsonl (one xDR per line, written as the
- * encoding made them). A file is written as <name>.part, rotated by
- * size, age or record count, then fsynced, renamed to <name> and its directory fsynced; only
- * then are the sends it holds acknowledged, so the feed stores their offsets only once the
- * file is durable. A manifest line (manifest.jsonl: name, records, bytes, first and last
- * source offsets per partition, SHA-256) is appended and fsynced for every closed file.
+ * encoding made them). A file is written as <name>.part and rotated by size, age or record
+ * count: then fsynced, renamed to <name> and its directory fsynced, and a manifest line
+ * (manifest.jsonl: name, records, bytes, first and last source offsets per partition,
+ * SHA-256) is appended and fsynced.
  *
- * Crash safety: a .part found when the transport connects is what a crash left: it is
- * deleted, and its records, never acknowledged, are consumed and written again. A full disk
- * (a failed write, fsync or rename, or free space below min_free_bytes) discards the open
- * .part, fails its sends (retryable) and takes the transport down: the feed raises its
- * endpoint-down alarm and holds the records; every reconnect attempt checks the free space
- * again and the transport comes back up when there is room. Retention deletes the oldest
- * closed files beyond retention_bytes in all or older than retention_seconds.
+ * Acknowledgement (group commit): the batches written since the last commit are made durable
+ * together, at most sync_ms after the first of them (at once when max_in_flight batches
+ * wait): fdatasync of the .part, then a commit record (the file's durable length, records
+ * and source offsets so far) written into <name>.part.sync, in one of two fixed slots taken
+ * in turn, and fdatasync'ed; only then are they acknowledged. So a file's size does not depend
+ * on what the feed may hold in memory: a feed keeps up however long its files stay open.
+ *
+ * Crash safety: a .part found when the transport connects (a crash, or a stop) is sealed: cut
+ * to the length its newest complete commit record names (what was acknowledged; the rest was
+ * not, and is consumed and written again), renamed and listed in the manifest with that
+ * record's counts and offsets; a .part without a commit is deleted.
+ *
+ * Free space: before each batch is written, statvfs of the directory must show the batch plus
+ * FTF_RESERVE plus min_free_bytes. When it does not, nothing is written: the open file is
+ * committed and closed and the transport goes down with a reason that names the directory and
+ * its free space (the feed's endpoint-down alarm; the records stay held). It comes up again
+ * only when min_free_bytes plus a margin (FTF_RESUME_MARGIN) is free, so a disk hovering at
+ * the limit does not raise and clear the alarm in turn. A write, fsync or rename that fails
+ * anyway (another writer filled the disk, EIO) takes the transport down the same way; what
+ * was committed is sealed, the rest failed (retryable).
+ *
+ * Retention deletes the oldest closed files beyond retention_bytes in all or older than
+ * retention_seconds.
  *
  * Metrics (label feed, docs/observability.md): files closed and their bytes, files removed
- * by retention, .part files discarded (a crash's leftovers or a failed write); resolved once
- * when the transport is created.
+ * by retention, .part files discarded (nothing committed in them); resolved once when the
+ * transport is created.
  *
- * Every callback runs from the transport's own event (never inside send). */
+ * Every callback runs from the transport's own events (never inside send). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +60,15 @@
 
 #define FTF_MAX_PARTS 256
 #define FTF_POS_MAX 10000
+/* A commit record slot in <name>.part.sync: two, written in turn, so a torn write leaves the
+ * previous one whole. 256 partitions of ~60 bytes fit. */
+#define FTF_SLOT 32768
+/* Room kept beyond a batch and min_free_bytes: the commit record, the manifest line and the
+ * file system's own blocks. */
+#define FTF_RESERVE ((uint64_t)64 << 10)
+/* Writing resumes once min_free_bytes plus this much is free (a quarter of min_free_bytes, at
+ * least 256 KiB): the hysteresis that keeps the alarm from flapping at the limit. */
+#define FTF_RESUME_MARGIN(min) ((min) / 4 > ((uint64_t)256 << 10) ? (min) / 4 : (uint64_t)256 << 10)
 
 typedef struct ftf_part {
     int32_t partition;
@@ -60,22 +84,23 @@ typedef struct ftf {
     char dir[256], prefix[64];
     bool pcapng, ndjson; /* synthetic; xdr-jsonl (batches already JSON lines); else json */
     uint64_t max_bytes, max_records, retention_bytes, min_free;
-    uint32_t max_seconds, retention_seconds;
+    uint32_t max_seconds, retention_seconds, sync_ms;
     bool up, connecting;
-    /* the open file */
-    int fd;
-    char part[480], name[200];
-    uint64_t bytes, records, seq, opened_ms;
+    /* the open file and its commit records */
+    int fd, sfd;
+    char part[480], sync[490], name[200];
+    uint64_t bytes, records, seq, opened_ms, commits;
     EVP_MD_CTX *sha;
-    void **cookies, **reporting; /* the open file's sends; the ones being acked or failed */
+    void **cookies, **reporting; /* sends written, not yet committed; the ones being reported */
     unsigned n_cookies, cap;
     ftf_part_t parts[FTF_MAX_PARTS];
     unsigned n_parts;
     transport_pos_t *pos;
-    bool rotate_due;
-    char broken[1100]; /* a write failed: tear down with this reason */
-    buf_t scratch;
-    struct event *defer, *tick;
+    bool rotate_due, sync_due, full;
+    char broken[1100];  /* a write failed: tear down with this reason */
+    char full_why[700]; /* not enough free space for the next batch: pause with this reason */
+    buf_t scratch, line;
+    struct event *defer, *tick, *sync_ev;
     metrics_counter_t *m_closed, *m_bytes, *m_removed, *m_discarded;
 } ftf_t;
 
@@ -83,11 +108,11 @@ static const struct {
     const char *name, *help;
 } ftf_families[] = {
     {"ndd_adapter_files_closed_total", "Files of the file transport fsynced, renamed and listed "
-                                       "in the manifest (their records acknowledged)"},
+                                       "in the manifest"},
     {"ndd_adapter_files_closed_bytes_total", "Bytes of the closed files"},
     {"ndd_adapter_files_removed_total", "Closed files deleted by retention (bytes or age)"},
-    {"ndd_adapter_files_discarded_total", "Incomplete .part files deleted (left by a crash or a "
-                                          "stop, or a failed write; records written again)"},
+    {"ndd_adapter_files_discarded_total", "Incomplete .part files deleted (nothing in them was "
+                                          "committed; their records are written again)"},
 };
 #define FTF_FAMILIES (sizeof ftf_families / sizeof *ftf_families)
 
@@ -128,17 +153,31 @@ static void ftf_kick(ftf_t *t)
     event_active(t->defer, EV_TIMEOUT, 0);
 }
 
-static bool ftf_space_ok(ftf_t *t, char *why, size_t n)
+/* Free bytes of the directory's file system (UINT64_MAX when statvfs fails: the write itself
+ * then tells). */
+static uint64_t ftf_avail(const ftf_t *t)
 {
     struct statvfs s;
-    if (statvfs(t->dir, &s) != 0) {
-        snprintf(why, n, "directory %s: %s", t->dir, strerror(errno));
+    if (statvfs(t->dir, &s) != 0)
+        return UINT64_MAX;
+    return (uint64_t)s.f_bavail * s.f_frsize;
+}
+
+/* Whether writing may (re)start: the directory exists and min_free_bytes plus the resume
+ * margin is free. */
+static bool ftf_space_ok(ftf_t *t, char *why, size_t n)
+{
+    struct stat st;
+    if (stat(t->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(why, n, "directory %s: %s", t->dir, errno ? strerror(errno) : "not a directory");
         return false;
     }
-    uint64_t avail = (uint64_t)s.f_bavail * s.f_frsize;
-    if (avail < t->min_free) {
-        snprintf(why, n, "disk full: %" PRIu64 " bytes free in %s (min_free_bytes %" PRIu64 ")",
-                 avail, t->dir, t->min_free);
+    uint64_t avail = ftf_avail(t), want = t->min_free + FTF_RESUME_MARGIN(t->min_free);
+    if (avail < want) {
+        snprintf(why, n,
+                 "disk full: %" PRIu64 " bytes free in %s (min_free_bytes %" PRIu64
+                 "); writing resumes at %" PRIu64 " bytes free",
+                 avail, t->dir, t->min_free, want);
         return false;
     }
     return true;
@@ -172,6 +211,12 @@ static unsigned ftf_take_cookies(ftf_t *t)
     return n;
 }
 
+static void ftf_ack_taken(ftf_t *t, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        t->ev.on_ack(t->owner, t->reporting[i], 0);
+}
+
 static void ftf_fail_all(ftf_t *t, const char *reason)
 {
     transport_failure_t f = {.retryable = true, .reason = reason};
@@ -180,15 +225,14 @@ static void ftf_fail_all(ftf_t *t, const char *reason)
         t->ev.on_fail(t->owner, t->reporting[i], &f);
 }
 
-/* The open .part is dropped (a crash would have left the same). */
-static void ftf_discard(ftf_t *t)
+static int fsync_dir(const char *dir)
 {
-    if (t->fd >= 0) {
-        close(t->fd);
-        if (unlink(t->part) == 0 && t->m_discarded)
-            metrics_counter_inc(t->m_discarded);
-    }
-    t->fd = -1;
+    int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        return -1;
+    int r = fsync(d);
+    close(d);
+    return r;
 }
 
 static int ftf_open(ftf_t *t)
@@ -202,12 +246,13 @@ static int ftf_open(ftf_t *t)
     snprintf(t->name, sizeof t->name, "%s-%s-%08" PRIu64 ".%s", t->prefix, ts, ++t->seq,
              t->pcapng ? "pcapng" : "jsonl");
     snprintf(t->part, sizeof t->part, "%s/%s.part", t->dir, t->name);
+    snprintf(t->sync, sizeof t->sync, "%s.sync", t->part);
     t->fd = open(t->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (t->fd < 0) {
         snprintf(t->broken, sizeof t->broken, "cannot create %s: %s", t->part, strerror(errno));
         return -1;
     }
-    t->bytes = t->records = 0;
+    t->bytes = t->records = t->commits = 0;
     t->n_parts = 0;
     t->opened_ms = ftf_now_ms();
     EVP_DigestInit_ex(t->sha, EVP_sha256(), NULL);
@@ -224,66 +269,114 @@ static int ftf_open(ftf_t *t)
     return 0;
 }
 
-static int fsync_dir(const char *dir)
+static void ftf_parts_json(buf_t *b, const ftf_part_t *parts, unsigned n)
 {
-    int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d < 0)
+    buf_printf(b, "[");
+    for (unsigned i = 0; i < n; i++)
+        buf_printf(b, "%s{\"partition\":%" PRId32 ",\"first\":%" PRId64 ",\"last\":%" PRId64 "}",
+                   i ? "," : "", parts[i].partition, parts[i].first, parts[i].last);
+    buf_printf(b, "]");
+}
+
+/* Group commit: the .part's data made durable, then a commit record naming it; the sends
+ * written so far may then be acknowledged (the caller takes and acks them). */
+static int ftf_sync(ftf_t *t)
+{
+    t->sync_due = false;
+    if (t->sync_ev)
+        evtimer_del(t->sync_ev);
+    if (t->fd < 0 || t->n_cookies == 0)
+        return 0;
+    bool fresh = t->sfd < 0;
+    if (fresh)
+        t->sfd = open(t->sync, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (t->sfd < 0 || fdatasync(t->fd) != 0) {
+        snprintf(t->broken, sizeof t->broken, "fsync %s: %s", t->part, strerror(errno));
         return -1;
-    int r = fsync(d);
-    close(d);
-    return r;
+    }
+    buf_t *b = &t->line;
+    buf_reset(b);
+    buf_printf(
+        b, "{\"commit\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"records\":%" PRIu64 ",\"partitions\":",
+        t->commits + 1, t->bytes, t->records);
+    ftf_parts_json(b, t->parts, t->n_parts);
+    buf_printf(b, "}\n");
+    off_t at = (off_t)(t->commits % 2) * FTF_SLOT;
+    if (b->len > FTF_SLOT || pwrite(t->sfd, b->data, b->len, at) != (ssize_t)b->len ||
+        fdatasync(t->sfd) != 0 || (fresh && fsync_dir(t->dir) != 0)) {
+        snprintf(t->broken, sizeof t->broken, "writing %s: %s", t->sync,
+                 b->len > FTF_SLOT ? "commit record too long" : strerror(errno));
+        return -1;
+    }
+    t->commits++;
+    return 0;
+}
+
+static void ftf_commit(ftf_t *t)
+{
+    if (ftf_sync(t) != 0)
+        return;
+    ftf_ack_taken(t, ftf_take_cookies(t));
 }
 
 static void ftf_retention(ftf_t *t);
 
-/* fsync, rename, manifest: then the file's sends are acknowledged. */
+/* Appends one line to manifest.jsonl and fsyncs it; a failure is logged (the file itself is
+ * durable and complete). */
+static void ftf_manifest(ftf_t *t, const char *name, uint64_t records, uint64_t bytes,
+                         const char *hex, const char *parts_json)
+{
+    buf_t *b = &t->line;
+    buf_reset(b);
+    bool pcapng = strlen(name) > 7 && !strcmp(name + strlen(name) - 7, ".pcapng");
+    buf_printf(b,
+               "{\"name\":\"%s\",\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
+               ",\"sha256\":\"%s\",\"format\":\"%s\",\"partitions\":%s}\n",
+               name, records, bytes, hex, pcapng ? "pcapng" : "jsonl", parts_json);
+    char mpath[600];
+    snprintf(mpath, sizeof mpath, "%s/manifest.jsonl", t->dir);
+    int m = open(mpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (m < 0 || ftf_write_all(m, b->data, b->len) != 0 || fsync(m) != 0)
+        log_error("feed %s: %s: manifest line for %s not written: %s", t->cfg.feed, t->cfg.endpoint,
+                  name, strerror(errno));
+    if (m >= 0)
+        close(m);
+    if (t->m_closed) {
+        metrics_counter_inc(t->m_closed);
+        metrics_counter_add(t->m_bytes, bytes);
+    }
+}
+
+/* The open file, committed: fsync, rename, directory fsync, manifest line. */
 static int ftf_close_file(ftf_t *t)
 {
     char final[480];
     snprintf(final, sizeof final, "%s/%s", t->dir, t->name);
-    if (fsync(t->fd) != 0 || close(t->fd) != 0) {
-        snprintf(t->broken, sizeof t->broken, "fsync %s: %s", t->part, strerror(errno));
-        unlink(t->part);
-        t->fd = -1;
-        return -1;
-    }
+    int fd = t->fd;
     t->fd = -1;
+    if (t->sfd >= 0)
+        close(t->sfd);
+    t->sfd = -1;
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        snprintf(t->broken, sizeof t->broken, "fsync %s: %s", t->part, strerror(errno));
+        return -1; /* the .part and its commit records stay: the next connect seals them */
+    }
     if (rename(t->part, final) != 0 || fsync_dir(t->dir) != 0) {
         snprintf(t->broken, sizeof t->broken, "rename %s: %s", t->part, strerror(errno));
-        unlink(t->part);
-        unlink(final);
         return -1;
     }
+    unlink(t->sync);
     uint8_t md[32];
     unsigned mdlen = 0;
     EVP_DigestFinal_ex(t->sha, md, &mdlen);
     char hex[65];
     for (unsigned i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    buf_t *b = &t->scratch;
-    buf_reset(b);
-    buf_printf(b,
-               "{\"name\":\"%s\",\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
-               ",\"sha256\":\"%s\",\"format\":\"%s\",\"partitions\":[",
-               t->name, t->records, t->bytes, hex, t->pcapng ? "pcapng" : "jsonl");
-    for (unsigned i = 0; i < t->n_parts; i++)
-        buf_printf(b, "%s{\"partition\":%" PRId32 ",\"first\":%" PRId64 ",\"last\":%" PRId64 "}",
-                   i ? "," : "", t->parts[i].partition, t->parts[i].first, t->parts[i].last);
-    buf_printf(b, "]}\n");
-    char mpath[600];
-    snprintf(mpath, sizeof mpath, "%s/manifest.jsonl", t->dir);
-    int m = open(mpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (m < 0 || ftf_write_all(m, b->data, b->len) != 0 || fsync(m) != 0) {
-        /* the file is durable and complete; only its manifest line is missing */
-        log_error("feed %s: %s: manifest line for %s not written: %s", t->cfg.feed, t->cfg.endpoint,
-                  t->name, strerror(errno));
-    }
-    if (m >= 0)
-        close(m);
-    if (t->m_closed) {
-        metrics_counter_inc(t->m_closed);
-        metrics_counter_add(t->m_bytes, t->bytes);
-    }
+    buf_t *pj = &t->scratch;
+    buf_reset(pj);
+    ftf_parts_json(pj, t->parts, t->n_parts);
+    buf_append_u8(pj, 0);
+    ftf_manifest(t, t->name, t->records, t->bytes, hex, (const char *)pj->data);
     ftf_retention(t);
     return 0;
 }
@@ -293,13 +386,28 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static bool ours(const ftf_t *t, const char *n, bool part)
+static bool ends_with(const char *n, const char *suffix)
 {
-    size_t pl = strlen(t->prefix), nl = strlen(n);
+    size_t nl = strlen(n), sl = strlen(suffix);
+    return nl > sl && !strcmp(n + nl - sl, suffix);
+}
+
+typedef enum { FTF_CLOSED, FTF_PART, FTF_SYNC } ftf_kind_t;
+
+/* Whether n is one of this feed's files of that kind. */
+static bool ours(const ftf_t *t, const char *n, ftf_kind_t kind)
+{
+    size_t pl = strlen(t->prefix);
     if (strncmp(n, t->prefix, pl) || n[pl] != '-')
         return false;
-    bool is_part = nl > 5 && !strcmp(n + nl - 5, ".part");
-    return part == is_part;
+    switch (kind) {
+    case FTF_PART:
+        return ends_with(n, ".part");
+    case FTF_SYNC:
+        return ends_with(n, ".part.sync");
+    default:
+        return ends_with(n, ".pcapng") || ends_with(n, ".jsonl");
+    }
 }
 
 /* Deletes the oldest closed files beyond the byte and age limits (names sort by time). */
@@ -314,7 +422,7 @@ static void ftf_retention(ftf_t *t)
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (!ours(t, e->d_name, false))
+        if (!ours(t, e->d_name, FTF_CLOSED))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
@@ -362,25 +470,144 @@ static void ftf_retention(ftf_t *t)
     free(mt);
 }
 
+/* The newest whole commit record of a .part.sync file (NULL: none). */
+static json_t *ftf_last_commit(const char *sync)
+{
+    int fd = open(sync, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    static char slot[FTF_SLOT + 1];
+    json_t *best = NULL;
+    for (int i = 0; i < 2; i++) {
+        ssize_t n = pread(fd, slot, FTF_SLOT, (off_t)i * FTF_SLOT);
+        char *nl = n > 0 ? memchr(slot, '\n', (size_t)n) : NULL;
+        json_t *j = nl ? json_loadb(slot, (size_t)(nl - slot), 0, NULL) : NULL;
+        if (j && json_integer_value(json_object_get(j, "commit")) >
+                     (best ? json_integer_value(json_object_get(best, "commit")) : 0)) {
+            json_decref(best);
+            best = j;
+        } else {
+            json_decref(j);
+        }
+    }
+    close(fd);
+    return best;
+}
+
+/* SHA-256 of a file's first len bytes, as hex; -1 when it cannot be read. */
+static int ftf_sha_file(ftf_t *t, const char *path, char hex[65])
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    EVP_DigestInit_ex(t->sha, EVP_sha256(), NULL);
+    static uint8_t b[65536];
+    ssize_t n;
+    while ((n = read(fd, b, sizeof b)) > 0)
+        EVP_DigestUpdate(t->sha, b, (size_t)n);
+    close(fd);
+    uint8_t md[32];
+    unsigned mdlen = 0;
+    EVP_DigestFinal_ex(t->sha, md, &mdlen);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    return n < 0 ? -1 : 0;
+}
+
+/* A .part left open (a crash, a stop, a failed write): cut to its newest commit, renamed and
+ * listed, or deleted when nothing in it was committed. part is the file's name in dir. */
+static void ftf_seal(ftf_t *t, const char *part)
+{
+    char pp[800], sp[820], fp[800], final[480], hex[65];
+    snprintf(pp, sizeof pp, "%s/%s", t->dir, part);
+    snprintf(sp, sizeof sp, "%s.sync", pp);
+    snprintf(final, sizeof final, "%.*s", (int)(strlen(part) - 5), part);
+    snprintf(fp, sizeof fp, "%s/%s", t->dir, final);
+    json_t *c = ftf_last_commit(sp);
+    uint64_t bytes = c ? (uint64_t)json_integer_value(json_object_get(c, "bytes")) : 0;
+    uint64_t recs = c ? (uint64_t)json_integer_value(json_object_get(c, "records")) : 0;
+    char *parts = c ? json_dumps(json_object_get(c, "partitions"), JSON_COMPACT) : NULL;
+    json_decref(c);
+    int fd = recs ? open(pp, O_WRONLY | O_CLOEXEC) : -1;
+    bool ok = fd >= 0 && ftruncate(fd, (off_t)bytes) == 0 && fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!ok) { /* nothing committed: what it holds comes again from the stored offsets */
+        if (unlink(pp) == 0 && t->m_discarded)
+            metrics_counter_inc(t->m_discarded);
+        unlink(sp);
+        if (recs)
+            log_error("feed %s: %s: cannot seal %s: %s", t->cfg.feed, t->cfg.endpoint, part,
+                      strerror(errno));
+        else
+            log_warn("feed %s: %s: removed %s: nothing in it was committed (its records are "
+                     "written again)",
+                     t->cfg.feed, t->cfg.endpoint, part);
+        free(parts);
+        return;
+    }
+    if (rename(pp, fp) != 0 || fsync_dir(t->dir) != 0 || ftf_sha_file(t, fp, hex) != 0) {
+        log_error("feed %s: %s: cannot seal %s: %s", t->cfg.feed, t->cfg.endpoint, part,
+                  strerror(errno));
+        free(parts);
+        return; /* left as it is: the next connect tries again */
+    }
+    unlink(sp);
+    ftf_manifest(t, final, recs, bytes, hex, parts ? parts : "[]");
+    log_info("feed %s: %s: sealed %s left open: %" PRIu64 " committed records, %" PRIu64 " bytes",
+             t->cfg.feed, t->cfg.endpoint, final, recs, bytes);
+    free(parts);
+}
+
+/* The open file given up (a failed write, a stop): what was committed is sealed, the rest
+ * cut off (its sends are failed by the caller, or forgotten at destroy). */
+static void ftf_abandon(ftf_t *t)
+{
+    if (t->fd < 0)
+        return;
+    close(t->fd);
+    t->fd = -1;
+    if (t->sfd >= 0)
+        close(t->sfd);
+    t->sfd = -1;
+    const char *slash = strrchr(t->part, '/');
+    ftf_seal(t, slash ? slash + 1 : t->part);
+    ftf_retention(t);
+}
+
 static void ftf_down(ftf_t *t, const char *reason)
 {
-    ftf_discard(t);
+    ftf_abandon(t);
     t->up = false;
     ftf_fail_all(t, reason);
     log_warn("feed %s: %s: %s", t->cfg.feed, t->cfg.endpoint, reason);
     t->ev.on_down(t->owner, reason);
 }
 
+/* Commit, close, then acknowledge: an ack's new send opens the next file. */
 static void ftf_rotate(ftf_t *t)
 {
     t->rotate_due = false;
-    if (t->fd < 0 || t->n_cookies == 0)
+    if (t->fd < 0)
         return;
-    if (ftf_close_file(t) != 0)
+    if (t->n_cookies == 0 && t->bytes <= (t->pcapng ? PCAPNG_HEADER_LEN : 0))
         return;
-    unsigned n = ftf_take_cookies(t);
-    for (unsigned i = 0; i < n; i++)
-        t->ev.on_ack(t->owner, t->reporting[i], 0);
+    if (ftf_sync(t) != 0 || ftf_close_file(t) != 0)
+        return;
+    ftf_ack_taken(t, ftf_take_cookies(t));
+}
+
+/* Not enough room for the next batch: commit and close what is written, then down until the
+ * free space is back above the resume mark (reconnects check it: ftf_space_ok). */
+static void ftf_pause_full(ftf_t *t)
+{
+    t->full = false;
+    t->up = false; /* the acks below must not bring new sends */
+    t->rotate_due = true;
+    ftf_rotate(t);
+    if (t->broken[0])
+        return; /* ftf_down, by the caller */
+    t->ev.on_down(t->owner, t->full_why);
 }
 
 static void ftf_defer_cb(evutil_socket_t fd, short what, void *arg)
@@ -395,6 +622,7 @@ static void ftf_defer_cb(evutil_socket_t fd, short what, void *arg)
             return;
         }
         t->up = true;
+        t->full = false;
         log_info("feed %s: writing files to %s (%s)", t->cfg.feed, t->dir,
                  t->pcapng ? "pcapng" : "JSON lines");
         t->ev.on_up(t->owner);
@@ -402,8 +630,16 @@ static void ftf_defer_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (!t->up)
         return;
+    if (!t->broken[0] && t->full) {
+        ftf_pause_full(t);
+        if (!t->broken[0])
+            return;
+        t->up = true; /* for ftf_down below */
+    }
     if (!t->broken[0] && t->rotate_due)
         ftf_rotate(t);
+    if (!t->broken[0] && t->sync_due)
+        ftf_commit(t);
     if (t->broken[0]) {
         char why[1100];
         snprintf(why, sizeof why, "%s", t->broken);
@@ -413,6 +649,16 @@ static void ftf_defer_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (t->ev.on_writable)
         t->ev.on_writable(t->owner);
+}
+
+static void ftf_sync_cb(evutil_socket_t fd, short what, void *arg)
+{
+    ftf_t *t = arg;
+    (void)fd, (void)what;
+    if (!t->up)
+        return;
+    t->sync_due = true;
+    ftf_defer_cb(-1, 0, t);
 }
 
 static void ftf_tick_cb(evutil_socket_t fd, short what, void *arg)
@@ -427,33 +673,47 @@ static void ftf_tick_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Deletes what a crash left (.part files) and finds the next file number. */
+/* Seals what a crash or a stop left (.part files), removes stray commit records, finds the
+ * next file number. */
 static void ftf_recover(ftf_t *t)
 {
     DIR *d = opendir(t->dir);
     if (!d)
         return;
     struct dirent *e;
+    char **parts = NULL;
+    size_t n = 0;
     while ((e = readdir(d))) {
-        if (ours(t, e->d_name, true)) {
-            char p[800];
-            snprintf(p, sizeof p, "%s/%s", t->dir, e->d_name);
-            if (unlink(p) == 0) {
-                if (t->m_discarded)
-                    metrics_counter_inc(t->m_discarded);
-                log_warn("feed %s: %s: removed %s left by a crash (its records are written "
-                         "again)",
-                         t->cfg.feed, t->cfg.endpoint, e->d_name);
-            }
-        }
         const char *dash = strrchr(e->d_name, '-');
-        if (ours(t, e->d_name, false) && dash) {
+        if (dash && (ours(t, e->d_name, FTF_CLOSED) || ours(t, e->d_name, FTF_PART))) {
             uint64_t s = strtoull(dash + 1, NULL, 10);
             if (s > t->seq)
                 t->seq = s;
         }
+        if (ours(t, e->d_name, FTF_PART) || ours(t, e->d_name, FTF_SYNC)) {
+            char **np = realloc(parts, (n + 1) * sizeof *np);
+            if (!np)
+                break;
+            parts = np;
+            parts[n++] = strdup(e->d_name);
+        }
     }
     closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i] && ours(t, parts[i], FTF_PART)) {
+            ftf_seal(t, parts[i]);
+        } else if (parts[i]) { /* a commit record whose .part is gone */
+            char p[800], q[800];
+            snprintf(p, sizeof p, "%s/%s", t->dir, parts[i]);
+            snprintf(q, sizeof q, "%.*s", (int)(strlen(p) - 5), p);
+            if (access(q, F_OK) != 0)
+                unlink(p);
+        }
+        free(parts[i]);
+    }
+    free(parts);
+    if (n)
+        ftf_retention(t);
 }
 
 static transport_t *ftf_create(struct event_base *base, const transport_config_t *cfg,
@@ -469,7 +729,7 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     t->cfg = *cfg;
     t->ev = *ev;
     t->owner = owner;
-    t->fd = -1;
+    t->fd = t->sfd = -1;
     snprintf(t->dir, sizeof t->dir, "%s", cfg->path ? cfg->path : "");
     size_t dl = strlen(t->dir);
     while (dl > 1 && t->dir[dl - 1] == '/')
@@ -487,6 +747,7 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     t->retention_bytes = (uint64_t)optdesc_int(d, o, "retention_bytes");
     t->retention_seconds = (uint32_t)optdesc_int(d, o, "retention_seconds");
     t->min_free = (uint64_t)optdesc_int(d, o, "min_free_bytes");
+    t->sync_ms = (uint32_t)optdesc_int(d, o, "sync_ms");
     t->cap = cfg->max_in_flight ? cfg->max_in_flight : 64;
     t->cookies = calloc(t->cap, sizeof *t->cookies);
     t->reporting = calloc(t->cap, sizeof *t->reporting);
@@ -494,8 +755,10 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     t->sha = EVP_MD_CTX_new();
     t->defer = event_new(base, -1, 0, ftf_defer_cb, t);
     t->tick = event_new(base, -1, EV_PERSIST, ftf_tick_cb, t);
+    t->sync_ev = evtimer_new(base, ftf_sync_cb, t);
     if (!t->cookies || !t->reporting || !t->pos || !t->sha || !t->defer || !t->tick ||
-        buf_init(&t->scratch, 0, (size_t)64 << 20) != 0) {
+        !t->sync_ev || buf_init(&t->scratch, 0, (size_t)64 << 20) != 0 ||
+        buf_init(&t->line, 0, FTF_SLOT + 4096) != 0) {
         snprintf(err, errlen, "out of memory");
         transport_file_ops.destroy(&t->base);
         return NULL;
@@ -526,7 +789,7 @@ static int ftf_connect(transport_t *base)
 static unsigned ftf_capacity(const transport_t *base)
 {
     const ftf_t *t = (const ftf_t *)base;
-    if (!t->up || t->rotate_due || t->broken[0])
+    if (!t->up || t->rotate_due || t->full || t->broken[0])
         return 0;
     return t->cap - t->n_cookies;
 }
@@ -564,6 +827,22 @@ static long ftf_lines(const uint8_t *p, size_t len)
     return n;
 }
 
+/* Room for wlen more bytes, min_free_bytes and the reserve; else the pause is set up. */
+static bool ftf_room_for(ftf_t *t, size_t wlen)
+{
+    uint64_t avail = ftf_avail(t), need = (uint64_t)wlen + FTF_RESERVE + t->min_free;
+    if (avail >= need)
+        return true;
+    snprintf(t->full_why, sizeof t->full_why,
+             "disk full: %" PRIu64 " bytes free in %s, below min_free_bytes %" PRIu64
+             " plus the next batch (%zu bytes); writing paused until %" PRIu64 " bytes are free",
+             avail == UINT64_MAX ? 0 : avail, t->dir, t->min_free, wlen,
+             t->min_free + FTF_RESUME_MARGIN(t->min_free));
+    t->full = true;
+    ftf_kick(t);
+    return false;
+}
+
 static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void *cookie)
 {
     ftf_t *t = (ftf_t *)base;
@@ -584,7 +863,9 @@ static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void 
     }
     const uint8_t *w = t->ndjson ? payload : b->data;
     size_t wlen = t->ndjson ? len : b->len;
-    t->cookies[t->n_cookies++] = cookie; /* accepted: acked with its file, or failed */
+    if (!ftf_room_for(t, wlen + (t->fd < 0 && t->pcapng ? PCAPNG_HEADER_LEN : 0)))
+        return -1; /* not accepted: the feed holds it until the transport is up again */
+    t->cookies[t->n_cookies++] = cookie; /* accepted: acked once committed, or failed */
     if (t->fd < 0 && ftf_open(t) != 0) {
         ftf_kick(t);
         return 0;
@@ -598,10 +879,15 @@ static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void 
     t->bytes += wlen;
     t->records += (uint64_t)recs;
     ftf_note_positions(t, cookie);
-    if (t->bytes >= t->max_bytes || (t->max_records && t->records >= t->max_records) ||
-        t->n_cookies == t->cap) {
+    if (t->bytes >= t->max_bytes || (t->max_records && t->records >= t->max_records)) {
         t->rotate_due = true;
         ftf_kick(t);
+    } else if (t->n_cookies == t->cap || t->sync_ms == 0) {
+        t->sync_due = true;
+        ftf_kick(t);
+    } else if (!evtimer_pending(t->sync_ev, NULL)) {
+        struct timeval tv = {t->sync_ms / 1000, (t->sync_ms % 1000) * 1000};
+        evtimer_add(t->sync_ev, &tv);
     }
     return 0;
 }
@@ -629,14 +915,18 @@ static void ftf_disconnect(transport_t *base, const char *reason)
 static void ftf_destroy(transport_t *base)
 {
     ftf_t *t = (ftf_t *)base;
-    if (t->fd >= 0) /* never acknowledged: their records come again after a restart */
-        ftf_discard(t);
+    /* what was committed is sealed; the rest was never acknowledged: it comes again */
+    if (t->fd >= 0 && t->sha)
+        ftf_abandon(t);
     if (t->defer)
         event_free(t->defer);
     if (t->tick)
         event_free(t->tick);
+    if (t->sync_ev)
+        event_free(t->sync_ev);
     EVP_MD_CTX_free(t->sha);
     buf_free(&t->scratch);
+    buf_free(&t->line);
     free(t->cookies);
     free(t->reporting);
     free(t->pos);

@@ -66,6 +66,13 @@ static const optdesc_t transport_file_desc[] = {
      .def = "0",
      .unit = "records",
      .help = "a file is closed after this many copies; 0: no limit"},
+    {.name = "sync_ms",
+     .type = OPTDESC_INT,
+     .max = 10000,
+     .def = "20",
+     .unit = "ms",
+     .help = "the longest a written batch waits for the fsync that acknowledges it; the batches "
+             "written meanwhile share that fsync (0: one fsync per event loop turn)"},
     {.name = "retention_bytes",
      .type = OPTDESC_INT,
      .max = INT64_MAX,
@@ -83,7 +90,8 @@ static const optdesc_t transport_file_desc[] = {
      .max = INT64_MAX,
      .def = "1048576",
      .unit = "bytes",
-     .help = "below this much free space the feed stops writing (full disk)"},
+     .help = "a batch is written only if this much stays free after it; below, the feed pauses "
+             "until a quarter more (at least 256 KiB) is free"},
     {0},
 };
 
