@@ -95,6 +95,28 @@ static int admin_dlq_left_ms(int64_t deadline)
     return left > 0 ? (int)left : 0;
 }
 
+static int admin_dlq_topic_cmp(const void *a, const void *b)
+{
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "topic")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "topic")));
+}
+
+/* The listing in name order (the cluster's metadata has none). */
+static void admin_dlq_sort_by_topic(json_t *topics)
+{
+    size_t n = json_array_size(topics);
+    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    if (!v)
+        return; /* unsorted then, still complete */
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(topics, i));
+    qsort(v, n, sizeof(*v), admin_dlq_topic_cmp);
+    json_array_clear(topics);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(topics, v[i]);
+    free(v);
+}
+
 json_t *admin_dlq_topics(admin_dlq_t *d, admin_ctx_t *ctx, admin_err_t *err)
 {
     int64_t deadline = admin_now_ms() + ADMIN_DLQ_TIMEOUT_MS;
@@ -127,6 +149,7 @@ json_t *admin_dlq_topics(admin_dlq_t *d, admin_ctx_t *ctx, admin_err_t *err)
                               json_pack("{s:s,s:I}", "topic", mt->topic, "records", records));
     }
     rd_kafka_metadata_destroy(md);
+    admin_dlq_sort_by_topic(topics);
     return json_pack("{s:o}", "topics", topics);
 }
 
