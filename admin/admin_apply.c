@@ -38,6 +38,7 @@ typedef struct apply_plan {
     apply_item_t *items;
     size_t n, cap;
     json_t *lists[ADMIN_KIND_COUNT]; /* the document's arrays (NULL: kind absent) */
+    json_t *names[ADMIN_KIND_COUNT]; /* name -> index in lists[k]: lookups in O(1) */
 } apply_plan_t;
 
 static void apply_plan_free(apply_plan_t *p)
@@ -48,6 +49,8 @@ static void apply_plan_free(apply_plan_t *p)
         json_decref(p->items[i].out);
     }
     free(p->items);
+    for (int k = 0; k < ADMIN_KIND_COUNT; k++)
+        json_decref(p->names[k]);
 }
 
 static int apply_plan_add(apply_plan_t *p, apply_item_t it)
@@ -106,6 +109,7 @@ static int apply_validate(apply_plan_t *p, admin_err_t *err)
     for (int k = 0; k < ADMIN_KIND_COUNT; k++) {
         size_t i;
         json_t *o;
+        p->names[k] = json_object();
         json_array_foreach(p->lists[k], i, o)
         {
             if (admin_validate((admin_kind_t)k, o, err) != 0) {
@@ -113,15 +117,18 @@ static int apply_validate(apply_plan_t *p, admin_err_t *err)
                 return -1;
             }
             const char *name = json_string_value(json_object_get(o, "name"));
-            for (size_t j = 0; j < i; j++) {
-                json_t *e = json_array_get(p->lists[k], j);
-                if (strcmp(name, json_string_value(json_object_get(e, "name"))) == 0) {
-                    admin_err_set(err, 422, "duplicate", "name",
-                                  "\"%s\" is also %s[%zu]: a name appears once per kind", name,
-                                  admin_kind_collection((admin_kind_t)k), j);
-                    apply_err_at(err, (admin_kind_t)k, (int)i);
-                    return -1;
-                }
+            json_t *seen = json_object_get(p->names[k], name);
+            if (seen) {
+                admin_err_set(err, 422, "duplicate", "name",
+                              "\"%s\" is also %s[%lld]: a name appears once per kind", name,
+                              admin_kind_collection((admin_kind_t)k),
+                              (long long)json_integer_value(seen));
+                apply_err_at(err, (admin_kind_t)k, (int)i);
+                return -1;
+            }
+            if (json_object_set_new(p->names[k], name, json_integer((json_int_t)i)) != 0) {
+                admin_err_set(err, 500, "internal", "", "out of memory");
+                return -1;
             }
         }
     }
@@ -131,14 +138,8 @@ static int apply_validate(apply_plan_t *p, admin_err_t *err)
 /* The document's object of kind k named name, or NULL. */
 static json_t *apply_doc_find(const apply_plan_t *p, admin_kind_t k, const char *name)
 {
-    size_t i;
-    json_t *o;
-    json_array_foreach(p->lists[k], i, o)
-    {
-        if (strcmp(name, json_string_value(json_object_get(o, "name"))) == 0)
-            return o;
-    }
-    return NULL;
+    json_t *i = json_object_get(p->names[k], name);
+    return i ? json_array_get(p->lists[k], (size_t)json_integer_value(i)) : NULL;
 }
 
 /* Whether the database holds a filter of this name once the apply is done. */
