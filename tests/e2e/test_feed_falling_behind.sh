@@ -3,7 +3,8 @@
 # ndd-adapter following the admin's configuration topic (heartbeats every second), ndd-sink
 # as the feed's HTTP/2 endpoint and ndd-nf-sim producing 200 copies/s to the source topic.
 # The feed is created through the REST API; /status shows it "ok" with origin "admin" and a
-# lag. The endpoint is then stalled (SIGSTOP): the lag grows, /status says "falling behind"
+# lag; a second adapter running a feeds file shows its feed with origin "file" and the
+# file's path. The endpoint is then stalled (SIGSTOP): the lag grows, /status says "falling behind"
 # and the feed-falling-behind alarm is active. The endpoint resumes (SIGCONT) while copies
 # keep coming: the lag drains, the health and the alarm clear. The alarm was raised once and
 # cleared once (one row, count 1). The admin's trend window is 10 s (--feed-lag-window).
@@ -24,7 +25,7 @@ T=$(mktemp -d /tmp/ndd-feed-behind.XXXXXX)
 TAG=behind$$r$RANDOM
 SCHEMA=ndd_e2e_$TAG
 FEED=$TAG-f
-ADMIN_PID= ADA_PID= SINK_PID= SIM_PID=
+ADMIN_PID= ADA_PID= SINK_PID= SIM_PID= FILE_PID=
 fail() {
     echo "FAIL: $*" >&2
     [ -s "$T/status.json" ] && { echo "--- last /status feeds"; jq -c .feeds "$T/status.json"; }
@@ -34,14 +35,14 @@ fail() {
 cleanup() {
     local p
     [ -n "$SINK_PID" ] && kill -CONT "$SINK_PID" 2>/dev/null
-    for p in $SIM_PID $ADA_PID $SINK_PID $ADMIN_PID; do kill -TERM "$p" 2>/dev/null; done
-    for p in $SIM_PID $ADA_PID $SINK_PID $ADMIN_PID; do wait "$p" 2>/dev/null; done
+    for p in $SIM_PID $FILE_PID $ADA_PID $SINK_PID $ADMIN_PID; do kill -TERM "$p" 2>/dev/null; done
+    for p in $SIM_PID $FILE_PID $ADA_PID $SINK_PID $ADMIN_PID; do wait "$p" 2>/dev/null; done
     psql "$PG" -qc "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null 2>&1
     rm -rf "$T"
 }
 trap cleanup EXIT
 
-read -r SINK_PORT SINK_MPORT ADA_PORT <<<"$("$STACK" free-ports 3 | tr "\n" " ")"
+read -r SINK_PORT SINK_MPORT ADA_PORT FILE_PORT <<<"$("$STACK" free-ports 4 | tr "\n" " ")"
 ADMIN=$BUILD/admin/ndd-admin
 (umask 077 && "$ADMIN" token create --pg "$PG" --db-schema "$SCHEMA" --role admin --name behind \
     >"$T/token" 2>>"$T/ndd-admin.log") || fail "token create failed"
@@ -106,6 +107,22 @@ wait_for 30 "feed $FEED delivering with health ok, origin admin and a lag" feed_
     '.health == "ok" and .origin == "admin" and (.lag | type) == "number" and .rate_per_s > 50
      and .instances == ["ndd-adapter/'"$TAG"'-a"] and (.latency_ms.p99 | type) == "number"'
 echo "delivering: $(jq -c --arg f "$FEED" '.feeds[] | select(.name == $f)' "$T/status.json")"
+
+# a feed of an adapter's own feeds file shows too, labelled with where it comes from
+jq -nc --arg src "$TAG-SCP" --arg url "http://127.0.0.1:$SINK_PORT/ingest" '{feeds: [{name: "'"$TAG"'-file",
+    source_topic: $src, transport: "http2", encoding: "json", endpoints: [{url: $url}]}]}' >"$T/feeds.json"
+"$BUILD/adapter/ndd-adapter" --bootstrap "$KAFKA" --feeds-file "$T/feeds.json" \
+    --events-topic "$TAG.events" --instance "$TAG-file" --heartbeat-interval 1s \
+    --http.port "$FILE_PORT" --drain-timeout 1s >>"$T/adapter-file.log" 2>&1 &
+FILE_PID=$!
+file_feed() {
+    get status | jq -e --arg f "$TAG-file" --arg p "$T/feeds.json" \
+        '.feeds[] | select(.name == $f) | .origin == "file" and .feeds_file == $p' >/dev/null
+}
+wait_for 20 "feed $TAG-file with origin file in /status" file_feed
+kill -TERM "$FILE_PID"
+wait "$FILE_PID" 2>/dev/null
+FILE_PID=
 no_active_alarm || fail "feed-falling-behind active while the feed keeps up"
 
 kill -STOP "$SINK_PID"
