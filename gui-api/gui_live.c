@@ -4,9 +4,11 @@
  * counters into rates between two scrapes:
  *   egress/<feed>   copies/s acknowledged by the feed's endpoints
  * (ndd_adapter_messages_acked_total) ingress/<nf>    copies/s written to MAIN per NF type
- * (ndd_aggregation_messages_produced_total) p50/<feed>, p99/<feed>  end-to-end latency in seconds
- * over the last interval, from the ndd_adapter_e2e_latency_seconds buckets (linear inside a bucket)
- *   lag/<feed>      consumer lag (the admin's /status, summed over workers)
+ * (ndd_aggregation_messages_produced_total) p50/<feed>, p99/<feed>  end-to-end latency in
+ * milliseconds over the last interval, from the ndd_adapter_e2e_latency_seconds buckets (linear
+ * inside a bucket)
+ *   lag/<feed>      consumer lag: the admin's /status, or, where it carries none, the adapters'
+ *                   ndd_adapter_consumer_lag_messages (summed over adapters)
  *   dlq/<feed>      dead-lettered copies since the adapter started
  * Each sample is one frame {t, values}; the last history-points frames are kept (bounded).
  * GET /console/live answers server-sent events: the frames after Last-Event-ID and the
@@ -90,6 +92,10 @@ static void gui_live_sample(const gui_prom_sample_t *s, void *arg)
                gui_prom_label(s, "feed", feed, sizeof(feed))) {
         snprintf(k, sizeof(k), "dlq/%s", feed);
         gui_acc_add(a, k, s->value);
+    } else if (strcmp(s->name, "ndd_adapter_consumer_lag_messages") == 0 &&
+               gui_prom_label(s, "feed", feed, sizeof(feed))) {
+        snprintf(k, sizeof(k), "lagm/%s", feed);
+        gui_acc_add(a, k, s->value);
     } else if (strcmp(s->name, "ndd_aggregation_messages_produced_total") == 0 &&
                gui_prom_label(s, "nf_type", feed, sizeof(feed))) {
         snprintf(k, sizeof(k), "in/%s", feed);
@@ -147,6 +153,10 @@ static json_t *gui_live_frame_values(gui_live_t *l, json_t *status, double dt)
         double before;
         if (strncmp(k, "dlq/", 4) == 0)
             json_object_set_new(v, k, json_real(cur->v[i]));
+        if (strncmp(k, "lagm/", 5) == 0) { /* a gauge; /status's lag, below, wins */
+            snprintf(out, sizeof(out), "lag/%s", k + 5);
+            json_object_set_new(v, out, json_real(cur->v[i]));
+        }
         if (dt <= 0 || !gui_acc_get(prev, k, &before))
             continue;
         double rate = cur->v[i] >= before ? (cur->v[i] - before) / dt : 0; /* restart: reset */
@@ -156,10 +166,10 @@ static json_t *gui_live_frame_values(gui_live_t *l, json_t *status, double dt)
             const char *feed = k + 6;
             double p50 = gui_live_quantile(cur, prev, feed, 0.5),
                    p99 = gui_live_quantile(cur, prev, feed, 0.99);
-            snprintf(out, sizeof(out), "p50/%s", feed);
-            json_object_set_new(v, out, isnan(p50) ? json_null() : json_real(p50));
+            snprintf(out, sizeof(out), "p50/%s", feed); /* ms: the console's unit */
+            json_object_set_new(v, out, isnan(p50) ? json_null() : json_real(p50 * 1000));
             snprintf(out, sizeof(out), "p99/%s", feed);
-            json_object_set_new(v, out, isnan(p99) ? json_null() : json_real(p99));
+            json_object_set_new(v, out, isnan(p99) ? json_null() : json_real(p99 * 1000));
         } else if (strncmp(k, "in/", 3) == 0) {
             snprintf(out, sizeof(out), "ingress/%s", k + 3);
             json_object_set_new(v, out, json_real(rate));
@@ -174,28 +184,39 @@ static json_t *gui_live_frame_values(gui_live_t *l, json_t *status, double dt)
         if (!name)
             continue;
         snprintf(out, sizeof(out), "lag/%s", name);
-        json_object_set(v, out,
-                        json_object_get(f, "lag") ? json_object_get(f, "lag") : json_null());
+        json_t *lag = json_object_get(f, "lag");
+        if (json_is_number(lag))
+            json_object_set(v, out, lag);
+        else if (!json_object_get(v, out))
+            json_object_set_new(v, out, json_null());
     }
     return v;
 }
 
-/* The compact status the overview shows next to the charts. */
+/* A list of /status as it is (the feeds' live figures, the aggregation and correlation
+ * workers' heartbeats), at most GUI_LIVE_LIST entries: the admin bounds each entry. */
+#define GUI_LIVE_LIST 1024
+static json_t *gui_live_list(const json_t *st, const char *key)
+{
+    json_t *out = json_array(), *x;
+    size_t i;
+    json_array_foreach(json_object_get(st, key), i, x) if (i < GUI_LIVE_LIST && json_is_object(x))
+        json_array_append(out, x);
+    return out;
+}
+
+/* The status the overview shows next to the charts: workers reduced to their state. */
 static json_t *gui_live_status_summary(const json_t *st)
 {
-    json_t *w = json_array(), *f = json_array();
+    json_t *w = json_array();
     size_t i;
     json_t *x;
     json_array_foreach(json_object_get(st, "workers"), i, x) json_array_append_new(
         w, json_pack("{s:O?,s:O?,s:O?}", "service", json_object_get(x, "service"), "instance",
                      json_object_get(x, "instance"), "state", json_object_get(x, "state")));
-    json_array_foreach(json_object_get(st, "feeds"), i, x) json_array_append_new(
-        f, json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?}", "name", json_object_get(x, "name"), "health",
-                     json_object_get(x, "health"), "lag", json_object_get(x, "lag"),
-                     "endpoints_down", json_object_get(x, "endpoints_down"), "delivered_total",
-                     json_object_get(x, "delivered_total")));
-    return json_pack("{s:o,s:o,s:O?}", "workers", w, "feeds", f, "database",
-                     json_object_get(st, "database"));
+    return json_pack("{s:o,s:o,s:o,s:o,s:O?}", "workers", w, "feeds", gui_live_list(st, "feeds"),
+                     "aggregation", gui_live_list(st, "aggregation"), "correlation",
+                     gui_live_list(st, "correlation"), "database", json_object_get(st, "database"));
 }
 
 static void gui_live_tick(gui_live_t *l)

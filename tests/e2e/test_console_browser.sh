@@ -110,7 +110,7 @@ wait_port_file "$T/gui.port" gui
 GUI=http://127.0.0.1:$(cat "$T/gui.port")
 
 "$BUILD/bench/nfsim/ndd-nf-sim" --bootstrap "$BROKER" --topic-prefix "$PREFIX" --partitions 1 \
-    --rate 200 --duration 280 --quiet >"$T/nfsim.out" 2>"$T/nfsim.log" &
+    --rate 200 --duration 320 --quiet >"$T/nfsim.out" 2>"$T/nfsim.log" &
 PID[nfsim]=$!
 
 for u in "$ADMIN/readyz" "$GUI/readyz"; do
@@ -120,10 +120,14 @@ done
 echo "stack up after ${SECONDS}s: admin $ADMIN, console $GUI"
 
 SINK_PORT=$(free_port)
-export CONSOLE_URL=$GUI ADMIN_URL=$ADMIN ADMIN_TOKEN VIEWER_TOKEN SINK_PORT MAIN_TOPIC=$MAIN \
+SINK_CTL_PORT=$(free_port)
+mkdir -p "$T/export"
+# TAG names the test's own feeds and topics (the DLQ topic is on the shared cluster: ndd.dlq.*)
+export CONSOLE_URL=$GUI ADMIN_TOKEN VIEWER_TOKEN SINK_PORT SINK_CTL_PORT MAIN_TOPIC=$MAIN TAG \
+    DLQ_TOPIC=ndd.dlq.$TAG KAFKA_BOOTSTRAP=$BROKER EXPORT_DIR=$T/export \
     SINK_BIN=$BUILD/bench/sink/ndd-sink SHOTS_DIR=${CONSOLE_SHOTS_DIR:-$T/shots} \
     NODE_PATH=$BT/node_modules
-timeout -k 5 270 node "$BT/console.test.mjs" 2>&1 | tee "$T/browser.out"
+timeout -k 5 300 node "$BT/console.test.mjs" 2>&1 | tee "$T/browser.out"
 rc=${PIPESTATUS[0]}
 ((rc == 0)) || fail "browser scenarios (above)"
 echo "PASS: console browser test in ${SECONDS}s"

@@ -1,8 +1,55 @@
 // Sources and correlation settings: the same list-and-form page over a field table
-// (docs/api.md "Source", "Correlation"); blank optional fields are left out.
+// (docs/api.md "Source", "Correlation"); blank optional fields are left out. Beside the
+// admin's objects, what runs: the "aggregation" or "correlation" workers of /status.
 import { useEffect, useState } from 'preact/hooks';
 import { describe, errorOf, request } from './api';
 import { Check, Field, Page, Select, Status, placeError } from './ui';
+import { fmt } from './live';
+
+/** What runs, from the workers' heartbeats in /status. */
+export interface RunningDef { key: 'aggregation' | 'correlation'; title: string; cols: [string, string][]; empty: string; }
+export const AGGREGATION_RUNNING: RunningDef = {
+  key: 'aggregation', title: 'Aggregation workers running',
+  cols: [['nf_type', 'NF type'], ['instance', 'Instance'], ['state', 'State'], ['topic', 'Topic'], ['rate_per_s', 'Copies/s'],
+    ['consumed_total', 'Consumed'], ['dead_lettered_total', 'Dead letters'], ['filter', 'Filter']],
+  empty: 'No aggregation worker reports: start ndd-aggregation (one per NF type) with --events-topic; it shows here at its first heartbeat.',
+};
+export const CORRELATION_RUNNING: RunningDef = {
+  key: 'correlation', title: 'Correlation workers running',
+  cols: [['instance', 'Instance'], ['state', 'State'], ['source_topic', 'Source topic'], ['xdr_topic', 'xDR topic'], ['timeout_ms', 'Timeout ms'],
+    ['open', 'Open'], ['xdrs_total', 'xDRs'], ['rate_per_s', 'xDRs/s']],
+  empty: 'No correlation worker reports: start ndd-correlation with --events-topic; it shows here at its first heartbeat.',
+};
+
+function cell(v: any): string {
+  if (v === undefined || v === null) return '–';
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : fmt(v);
+  if (typeof v === 'object') return v.name ?? JSON.stringify(v);
+  return String(v);
+}
+
+function Running(p: { def: RunningDef }) {
+  const [rows, setRows] = useState<any[] | null>(null);
+  useEffect(() => {
+    const poll = async () => {
+      const r = await request('GET', '/api/v1/status');
+      if (r.status === 200) setRows(r.data[p.def.key] ?? []);
+    };
+    poll();
+    const t = setInterval(poll, 3000);
+    return () => clearInterval(t);
+  }, [p.def.key]);
+  return (
+    <section aria-labelledby={'running-' + p.def.key}>
+      <h2 id={'running-' + p.def.key}>{p.def.title}</h2>
+      {rows && !rows.length && <p class="empty" data-testid="running-empty">{p.def.empty}</p>}
+      {rows && rows.length > 0 && <table data-testid="running">
+        <thead><tr>{p.def.cols.map(([, t]) => <th scope="col">{t}</th>)}</tr></thead>
+        <tbody>{rows.map((x) => <tr>{p.def.cols.map(([k]) => <td>{cell(x[k])}</td>)}</tr>)}</tbody>
+      </table>}
+    </section>
+  );
+}
 
 export interface Def { key: string; label: string; kind: 'text' | 'int' | 'bool' | 'enum'; options?: string[]; hint?: string; required?: boolean; }
 
@@ -64,8 +111,8 @@ function Form(p: { coll: string; fields: Def[]; id: string | null; onDone: () =>
   );
 }
 
-export function Collection(p: { admin: boolean; coll: string; title: string; fields: Def[] }) {
-  const [items, setItems] = useState<any[]>([]);
+export function Collection(p: { admin: boolean; coll: string; title: string; fields: Def[]; running: RunningDef; empty: string }) {
+  const [items, setItems] = useState<any[] | null>(null);
   const [editing, setEditing] = useState<string | null | undefined>(undefined);
   const [msg, setMsg] = useState('');
   const load = async () => { const r = await request('GET', `/api/v1/${p.coll}?limit=1000`); if (r.status === 200) setItems(r.data.items); };
@@ -80,13 +127,16 @@ export function Collection(p: { admin: boolean; coll: string; title: string; fie
   return (
     <Page title={p.title}>
       {msg && <Status msg={msg} />}
+      <Running def={p.running} />
+      <h2>In the admin</h2>
       {p.admin && <button type="button" onClick={() => setEditing(null)}>New</button>}
-      <table><thead><tr>{cols.map((d) => <th scope="col">{d.label}</th>)}{p.admin && <th scope="col">Actions</th>}</tr></thead>
+      {items && !items.length && <p class="empty" data-testid="admin-empty">{p.empty}</p>}
+      {items && items.length > 0 && <table><thead><tr>{cols.map((d) => <th scope="col">{d.label}</th>)}{p.admin && <th scope="col">Actions</th>}</tr></thead>
         <tbody>{items.map((o) => (
           <tr>{cols.map((d) => <td>{o[d.key] === undefined ? '–' : String(o[d.key])}</td>)}
             {p.admin && <td><button type="button" class="secondary" onClick={() => setEditing(o.id)}>Edit</button>
               <button type="button" class="danger" onClick={() => del(o)}>Delete</button></td>}</tr>
-        ))}</tbody></table>
+        ))}</tbody></table>}
     </Page>
   );
 }

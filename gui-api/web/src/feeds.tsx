@@ -1,252 +1,240 @@
-// Feeds: the list with state and rate, and the form with every field of the feed schema
-// (docs/api.md "Feed", docs/adapter.md). Blank optional fields are left out (the adapter's
-// defaults apply). The admin's 4xx names the field at fault; the form shows it next to
-// that field. Edits send If-Match with the version read; a 412 says someone else changed it.
+// Feeds: the list with what runs (rate, lag and its trend, latency, dead letters, endpoint
+// states, health), the feeds adapters run from a feeds file (read-only), and the form drawn
+// from the admin's own description of a feed (schema.tsx). An edit sends a JSON merge patch
+// of only the members the operator changed, with If-Match; a 412 says someone else changed it.
 import { useEffect, useState } from 'preact/hooks';
 import { describe, errorOf, request } from './api';
-import { Check, Field, Page, Select, Status, placeError } from './ui';
+import type { FeedSchema, Option, Path, Transport } from './schema';
+import { OptionField, diffPatch, getIn, knownPaths, setIn } from './schema';
+import { Page, Select, Status, placeError } from './ui';
+import { fmt, Health, Lag } from './live';
 
-const DELIVERY: [string, string][] = [
-  ['max_in_flight', '1–10000'], ['timeout_ms', '1–3600000'], ['retry_max_ms', '0–604800000'],
-  ['retry_initial_ms', '1–600000'], ['retry_backoff_max_ms', '1–3600000'], ['batch_max', '1–10000'],
-  ['batch_ms', '0–60000'], ['max_pending', '1–1000000, at least batch_max'],
-  ['max_request_bytes', '1024–268435456'], ['backoff_initial_ms', '1–600000'],
-  ['backoff_max_ms', '1–3600000'], ['fail_threshold', '1–1000'], ['memory_mb', '0–65536'],
-];
-const TLS = ['ca_file', 'cert_file', 'key_file', 'key_password_file', 'sni'];
+const SERVER_FIELDS = ['id', 'version', 'created_at', 'updated_at'];
+let schemaCache: FeedSchema | null = null;
 
-interface Form {
-  name: string; source_topic: string; dlq_topic: string; transport: string; encoding: string;
-  endpoints: { url: string; weight: string }[]; filter: string;
-  delivery: Record<string, string>; fire_and_forget: boolean;
-  tls: Record<string, string>; tls_verify: string;
-  http_path: string; http_method: string; http_headers: string; http_header_files: string;
+export async function feedSchema(): Promise<FeedSchema | string> {
+  if (schemaCache) return schemaCache;
+  const r = await request<FeedSchema>('GET', '/api/v1/schema/feeds');
+  if (r.status !== 200) return 'the admin did not describe its feeds: ' + describe(errorOf(r));
+  schemaCache = r.data;
+  return r.data;
 }
 
-function empty(): Form {
-  return { name: '', source_topic: '', dlq_topic: '', transport: 'http2', encoding: 'json',
-    endpoints: [{ url: '', weight: '1' }], filter: '', delivery: {}, fire_and_forget: false,
-    tls: {}, tls_verify: '', http_path: '', http_method: '', http_headers: '', http_header_files: '' };
-}
+const optNamed = (opts: Option[], n: string) => opts.find((o) => o.name === n);
 
-function lines(m: Record<string, string> | undefined): string {
-  return Object.entries(m || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
-}
-function unlines(s: string): Record<string, string> | undefined {
-  const out: Record<string, string> = {};
-  for (const l of s.split('\n')) {
-    const i = l.indexOf(':');
-    if (l.trim() && i > 0) out[l.slice(0, i).trim()] = l.slice(i + 1).trim();
-  }
-  return Object.keys(out).length ? out : undefined;
-}
-
-function fromFeed(f: any): Form {
-  const d: Record<string, string> = {};
-  for (const [k] of DELIVERY) if (f.delivery?.[k] !== undefined) d[k] = String(f.delivery[k]);
-  const t: Record<string, string> = {};
-  for (const k of TLS) if (f.tls?.[k] !== undefined) t[k] = String(f.tls[k]);
-  return { name: f.name, source_topic: f.source_topic ?? '', dlq_topic: f.dlq_topic ?? '',
-    transport: f.transport ?? 'http2', encoding: f.encoding ?? 'json',
-    endpoints: (f.endpoints ?? []).map((e: any) => ({ url: e.url, weight: String(e.weight ?? 1) })),
-    filter: typeof f.filter === 'string' ? f.filter : '', delivery: d,
-    fire_and_forget: !!f.delivery?.fire_and_forget, tls: t,
-    tls_verify: f.tls?.verify === undefined ? '' : String(f.tls.verify),
-    http_path: f.http?.path ?? '', http_method: f.http?.method ?? '',
-    http_headers: lines(f.http?.headers), http_header_files: lines(f.http?.header_files) };
-}
-
-function num(s: string): number | string { return /^-?\d+$/.test(s.trim()) ? Number(s) : s; }
-
-function toFeed(f: Form, inlineFilter: unknown): any {
-  const o: any = { name: f.name.trim(), transport: f.transport, encoding: f.encoding,
-    endpoints: f.endpoints.map((e) => ({ url: e.url.trim(), weight: num(e.weight || '1') })) };
-  if (f.source_topic.trim()) o.source_topic = f.source_topic.trim();
-  if (f.dlq_topic.trim()) o.dlq_topic = f.dlq_topic.trim();
-  o.filter = f.filter === '__inline' ? inlineFilter : f.filter || null;
-  const d: any = {};
-  for (const [k] of DELIVERY) if ((f.delivery[k] ?? '').trim()) d[k] = num(f.delivery[k]);
-  if (f.fire_and_forget) d.fire_and_forget = true;
-  if (Object.keys(d).length) o.delivery = d;
-  const t: any = {};
-  for (const k of TLS) if ((f.tls[k] ?? '').trim()) t[k] = f.tls[k].trim();
-  if (f.tls_verify) t.verify = f.tls_verify === 'true';
-  if (Object.keys(t).length) o.tls = t;
-  const h: any = {};
-  if (f.http_path.trim()) h.path = f.http_path.trim();
-  if (f.http_method) h.method = f.http_method;
-  const hh = unlines(f.http_headers), hf = unlines(f.http_header_files);
-  if (hh) h.headers = hh;
-  if (hf) h.header_files = hf;
-  if (Object.keys(h).length) o.http = h;
-  return o;
-}
-
-function known(f: Form): string[] {
-  return ['name', 'source_topic', 'dlq_topic', 'transport', 'encoding', 'filter', 'endpoints',
-    ...f.endpoints.flatMap((_, i) => [`endpoints[${i}].url`, `endpoints[${i}].weight`]),
-    ...DELIVERY.map(([k]) => 'delivery.' + k), 'delivery.fire_and_forget', 'delivery',
-    ...TLS.map((k) => 'tls.' + k), 'tls.verify', 'tls', 'http.path', 'http.method', 'http.headers',
-    'http.header_files', 'http'];
-}
-
-/** A client-side hint before the round trip; the server stays the judge. */
-function hintUrl(transport: string, url: string): string {
-  if (!url) return '';
-  const ok = transport === 'http2' ? /^https?:\/\/[^/\s]+/.test(url) : new RegExp(`^${transport}://[^/\\s]+:\\d+$`).test(url);
-  return ok ? '' : transport === 'http2' ? 'expected http://host[:port][/path] or https://…' : `expected ${transport}://host:port`;
-}
-
-function FeedForm(p: { id: string | null; onDone: () => void }) {
-  const [f, setF] = useState<Form>(empty());
-  const [inline, setInline] = useState<unknown>(null);
+function FeedForm(p: { id: string | null; schema: FeedSchema; onDone: (msg: string) => void }) {
+  const s = p.schema;
+  // A new feed starts with the rows its required lists need (one endpoint).
+  const [value, setValue] = useState<any>(() => (p.id ? {} : Object.fromEntries(s.feed
+    .filter((o) => o.type === 'array' && (o.required || (o.minItems ?? 0) > 0))
+    .map((o) => [o.name, Array.from({ length: Math.max(1, o.minItems ?? 0) }, () => ({}))]))));
+  const [orig, setOrig] = useState<any>(null);
   const [etag, setEtag] = useState<string | null>(null);
   const [errs, setErrs] = useState<Record<string, string>>({});
   const [top, setTop] = useState('');
   const [filters, setFilters] = useState<string[]>([]);
+  const [loaded, setLoaded] = useState(!p.id);
   useEffect(() => {
     request('GET', '/api/v1/filters?limit=1000').then((r) => r.status === 200 && setFilters(r.data.items.map((x: any) => x.name)));
     if (p.id) request('GET', '/api/v1/feeds/' + p.id).then((r) => {
       if (r.status !== 200) { setTop(describe(errorOf(r))); return; }
-      setF(fromFeed(r.data)); setEtag(r.etag);
-      if (r.data.filter && typeof r.data.filter === 'object') setInline(r.data.filter);
+      setValue(r.data); setOrig(r.data); setEtag(r.etag); setLoaded(true);
     });
   }, [p.id]);
-  const set = (patch: Partial<Form>) => setF({ ...f, ...patch });
+
+  const tOpt = optNamed(s.feed, 'transport'), eOpt = optNamed(s.feed, 'encoding');
+  const trName: string = value.transport ?? (tOpt?.default as string) ?? s.transports[0]?.name;
+  const tr: Transport | undefined = s.transports.find((t) => t.name === trName);
+  const encName: string = value.encoding ?? (eOpt?.default as string) ?? tr?.encodings[0];
+  const enc = s.encodings.find((e) => e.name === encName);
+  const set = (path: Path, v: any) => setValue((old: any) => setIn(old, path, v));
+
+  const chooseTransport = (name: string) => {
+    const nt = s.transports.find((t) => t.name === name);
+    if (!nt) return;
+    let v = { ...value, transport: name };
+    if (tr?.member && tr.member !== nt.member) delete v[tr.member];
+    for (const o of s.feed) /* a section the new transport does not take is dropped */
+      if (o.type === 'object' && tr?.sections.includes(o.name) && !nt.sections.includes(o.name)) delete v[o.name];
+    if (!nt.fire_and_forget && v.delivery?.fire_and_forget !== undefined) v = setIn(v, ['delivery', 'fire_and_forget'], undefined);
+    if (!nt.encodings.includes(encName)) {
+      if (enc?.member) delete v[enc.member];
+      v.encoding = nt.encodings[0];
+    }
+    setValue(v);
+  };
+  const chooseEncoding = (name: string) => {
+    const v = { ...value, encoding: name };
+    if (enc?.member && enc.name !== name) delete v[enc.member];
+    setValue(v);
+  };
+
+  // Which options show: the feed's own (sections only when the transport takes them), the
+  // transport's member, the encoding's member.
+  const visible = (o: Option) => o.type !== 'object' || !tr || tr.sections.includes(o.name);
+  const strip = (o: Option): Option => (o.name === 'delivery' && o.options && tr && !tr.fire_and_forget
+    ? { ...o, options: o.options.filter((c) => c.name !== 'fire_and_forget') } : o);
+  const main = s.feed.filter((o) => !['object', 'array'].includes(o.type) && !['transport', 'encoding'].includes(o.name));
+  const lists = s.feed.filter((o) => o.type === 'array');
+  const sections = s.feed.filter((o) => o.type === 'object' && visible(o)).map(strip);
+  const members: [string, string, Option[]][] = [];
+  if (tr?.member) members.push([tr.member, `${tr.name} transport settings`, tr.options]);
+  if (enc?.member) members.push([enc.member, `${enc.name} encoding settings`, enc.options]);
+  const known = () => ['transport', 'encoding', ...knownPaths(s.feed, value, []),
+    ...members.flatMap(([m, , opts]) => [m, ...knownPaths(opts, value, [m])])];
+  const urlHint = (url: string) => {
+    const ex = tr?.url_example ? `e.g. ${tr.url_example}` : '';
+    const scheme = /^([a-z0-9+.-]+):\/\//i.exec(url)?.[1];
+    const wrong = url && tr && (!scheme || !tr.schemes.includes(scheme.toLowerCase()));
+    return wrong ? `${ex}; transport ${tr!.name} takes ${tr!.schemes.map((x) => x + '://').join(' or ')}` : ex;
+  };
+  const ctx = { value, set, errors: errs, filters, inlineFilter: !!(orig?.filter && typeof orig.filter === 'object'), urlHint };
+
   const save = async (e: Event) => {
     e.preventDefault();
     setErrs({}); setTop('');
-    const body = toFeed(f, inline);
-    const r = p.id ? await request('PUT', '/api/v1/feeds/' + p.id, body, etag)
-                   : await request('POST', '/api/v1/feeds', body);
-    if (r.status === 200 || r.status === 201) { p.onDone(); return; }
+    let r;
+    if (p.id) {
+      const patch = diffPatch(orig, value, SERVER_FIELDS);
+      if (!Object.keys(patch).length) { setTop('Nothing changed: no field differs from the feed as read.'); return; }
+      r = await request('PATCH', '/api/v1/feeds/' + p.id, patch, etag);
+    } else {
+      r = await request('POST', '/api/v1/feeds', value);
+    }
+    if (r.status === 200 || r.status === 201) { p.onDone(p.id ? `Feed ${r.data.name} saved (version ${r.data.version}).` : `Feed ${r.data.name} created.`); return; }
     if (r.status === 412) {
       setTop('This feed was changed by someone else after you opened it (412 Precondition Failed). ' +
              'Your edits are still in the form: reload the feed to see the current version, then apply them again.');
       return;
     }
-    const pl = placeError(errorOf(r), known(f));
+    const pl = placeError(errorOf(r), known());
     setErrs(pl.fields); setTop(pl.top);
     const first = Object.keys(pl.fields)[0];
     if (first) setTimeout(() => (document.getElementById('f-' + first.replace(/[^A-Za-z0-9_-]/g, '_')) as HTMLElement | null)?.focus(), 0);
   };
+  if (!loaded) return <>{top ? <Status kind="error" msg={top} /> : <p>Loading the feed…</p>}</>;
+  const open = (name: string) => getIn(value, [name]) !== undefined || Object.keys(errs).some((k) => k === name || k.startsWith(name + '.'));
   return (
     <form class="feed-form" onSubmit={save} aria-labelledby="form-title" noValidate>
-      <h2 id="form-title">{p.id ? `Edit feed ${f.name}` : 'New feed'}</h2>
+      <h2 id="form-title">{p.id ? `Edit feed ${orig?.name ?? ''}` : 'New feed'}</h2>
       {top && <Status kind="error" msg={top} />}
       <fieldset><legend>Feed</legend>
-        <Field path="name" label="Name" required value={f.name} errors={errs} hint="[A-Za-z0-9._-], at most 64"
-               onInput={(v) => set({ name: v })} />
-        <Field path="source_topic" label="Source topic" value={f.source_topic} errors={errs} placeholder="MAIN" onInput={(v) => set({ source_topic: v })} />
-        <Field path="dlq_topic" label="Dead-letter topic" value={f.dlq_topic} errors={errs} placeholder="ndd.dlq.<name>" onInput={(v) => set({ dlq_topic: v })} />
-        <Select path="transport" label="Transport" value={f.transport} errors={errs}
-                options={[['http2', 'HTTP/2'], ['tcp', 'TCP'], ['tls', 'TLS']]}
-                onChange={(v) => set({ transport: v, encoding: v === 'http2' ? f.encoding : 'frame' })} />
-        <Select path="encoding" label="Encoding" value={f.encoding} errors={errs}
-                options={[['json', 'JSON'], ['frame', 'binary frame']]} onChange={(v) => set({ encoding: v })} />
-        <Select path="filter" label="Filter" value={f.filter} errors={errs}
-                options={[['', '(none: every copy)'], ...filters.map((n) => [n, n] as [string, string]),
-                  ...(inline ? [['__inline', '(inline filter)'] as [string, string]] : [])]}
-                onChange={(v) => set({ filter: v })} />
-      </fieldset>
-      <fieldset><legend>Endpoints</legend>
-        {errs['endpoints'] && <span class="error" role="alert">{errs['endpoints']}</span>}
-        {f.endpoints.map((ep, i) => (
-          <div class="row">
-            <Field path={`endpoints[${i}].url`} label={`Endpoint ${i + 1} URL`} required value={ep.url}
-                   errors={{ ...errs, ...(errs[`endpoints[${i}].url`] || !hintUrl(f.transport, ep.url) ? {} : { [`endpoints[${i}].url`]: hintUrl(f.transport, ep.url) }) }}
-                   onInput={(v) => set({ endpoints: f.endpoints.map((x, j) => (j === i ? { ...x, url: v } : x)) })} />
-            <Field path={`endpoints[${i}].weight`} label="Weight" type="number" value={ep.weight} errors={errs} hint="1–1000"
-                   onInput={(v) => set({ endpoints: f.endpoints.map((x, j) => (j === i ? { ...x, weight: v } : x)) })} />
-            {f.endpoints.length > 1 && (
-              <button type="button" class="secondary" aria-label={`Remove endpoint ${i + 1}`}
-                      onClick={() => set({ endpoints: f.endpoints.filter((_, j) => j !== i) })}>Remove</button>
-            )}
-          </div>
-        ))}
-        <button type="button" class="secondary" onClick={() => set({ endpoints: [...f.endpoints, { url: '', weight: '1' }] })}>Add endpoint</button>
-      </fieldset>
-      <details><summary>Delivery settings</summary><fieldset><legend>Delivery</legend>
         <div class="grid">
-          {DELIVERY.map(([k, h]) => (
-            <Field path={'delivery.' + k} label={k} type="number" value={f.delivery[k] ?? ''} errors={errs} hint={h}
-                   onInput={(v) => set({ delivery: { ...f.delivery, [k]: v } })} />
-          ))}
+          {main.filter((o) => o.type !== 'filter').map((o) => <OptionField o={o} path={[o.name]} ctx={ctx} />)}
+          <Select path="transport" label="transport" value={trName} errors={errs} hint={tOpt?.help}
+                  options={s.transports.map((t) => [t.name, t.name] as [string, string])} onChange={chooseTransport} />
+          <Select path="encoding" label="encoding" value={encName} errors={errs} hint={eOpt?.help}
+                  options={(tr?.encodings ?? []).map((n) => [n, n] as [string, string])} onChange={chooseEncoding} />
+          {main.filter((o) => o.type === 'filter').map((o) => <OptionField o={o} path={[o.name]} ctx={ctx} />)}
         </div>
-        <Check path="delivery.fire_and_forget" label="fire_and_forget (tcp and tls only)" checked={f.fire_and_forget}
-               onChange={(v) => set({ fire_and_forget: v })} />
-      </fieldset></details>
-      <details><summary>TLS</summary><fieldset><legend>TLS files (names on the adapter's host)</legend>
-        <div class="grid">
-          {TLS.map((k) => (
-            <Field path={'tls.' + k} label={k} value={f.tls[k] ?? ''} errors={errs}
-                   onInput={(v) => set({ tls: { ...f.tls, [k]: v } })} />
-          ))}
-          <Select path="tls.verify" label="verify" value={f.tls_verify} errors={errs}
-                  options={[['', '(default: on)'], ['true', 'on'], ['false', 'off']]} onChange={(v) => set({ tls_verify: v })} />
-        </div>
-      </fieldset></details>
-      <details><summary>HTTP</summary><fieldset><legend>HTTP (http2 transport)</legend>
-        <Field path="http.path" label="path" value={f.http_path} errors={errs} hint="starts with /" onInput={(v) => set({ http_path: v })} />
-        <Select path="http.method" label="method" value={f.http_method} errors={errs}
-                options={[['', '(default POST)'], ['POST', 'POST'], ['PUT', 'PUT'], ['PATCH', 'PATCH']]} onChange={(v) => set({ http_method: v })} />
-        <div class="field"><label for="f-http_headers">headers (one "name: value" a line)</label>
-          <textarea id="f-http_headers" value={f.http_headers} onInput={(e) => set({ http_headers: (e.target as HTMLTextAreaElement).value })} />
-          {errs['http.headers'] && <span class="error" role="alert">{errs['http.headers']}</span>}</div>
-        <div class="field"><label for="f-http_header_files">header_files (one "name: /path/of/secret" a line)</label>
-          <textarea id="f-http_header_files" value={f.http_header_files} onInput={(e) => set({ http_header_files: (e.target as HTMLTextAreaElement).value })} />
-          {errs['http.header_files'] && <span class="error" role="alert">{errs['http.header_files']}</span>}</div>
-      </fieldset></details>
+        {tr && <p class="hint" data-testid="transport-facts">{tr.name}: {tr.acknowledged === 'durable' ? 'acknowledged once stored' : 'acknowledged by the peer'}
+          {tr.exactly_once ? ', exactly once' : ''}{tr.fire_and_forget ? ', fire-and-forget allowed' : ''}; carries {tr.encodings.join(', ')}.</p>}
+      </fieldset>
+      {lists.map((o) => <OptionField o={o} path={[o.name]} ctx={ctx} />)}
+      {members.map(([m, title, opts]) => (
+        <fieldset data-testid={'member-' + m}><legend>{title} (“{m}”)</legend>
+          {errs[m] && <span class="error" role="alert">{errs[m]}</span>}
+          <div class="grid">{opts.map((o) => <OptionField o={o} path={[m, o.name]} ctx={ctx} />)}</div>
+        </fieldset>
+      ))}
+      {sections.map((o) => (
+        <details open={open(o.name)}><summary>{o.name} settings</summary>
+          <OptionField o={o} path={[o.name]} ctx={ctx} />
+        </details>
+      ))}
       <div class="actions">
         <button type="submit">{p.id ? 'Save changes' : 'Create feed'}</button>
-        <button type="button" class="secondary" onClick={p.onDone}>Cancel</button>
+        <button type="button" class="secondary" onClick={() => p.onDone('')}>Cancel</button>
       </div>
     </form>
   );
 }
 
+function endpointState(f: any, st: any): string {
+  const n = (f.endpoints ?? []).length;
+  if (!st || st.endpoints_down === undefined) return `${n} endpoint${n === 1 ? '' : 's'}`;
+  return st.endpoints_down ? `${st.endpoints_down} of ${n} down` : `${n} of ${n} up`;
+}
+
+function FeedRow(p: { f: any; st: any; admin: boolean; readOnly?: string; onEdit: () => void; onDelete: () => void }) {
+  const { f, st } = p;
+  return (
+    <tr data-testid={'feed-' + f.name} class={p.readOnly ? 'readonly' : ''}>
+      <th scope="row">{f.name}{p.readOnly && <><br /><small class="origin" data-testid={'origin-' + f.name}>{p.readOnly}</small></>}</th>
+      <td>{f.transport ?? (p.readOnly ? '–' : 'http2')}</td>
+      <td>{(f.endpoints ?? []).map((e: any) => e.url).join(', ')}{f.endpoints && <br />}<small>{endpointState(f, st)}</small></td>
+      <td><Health h={st?.health} /></td>
+      <td class="num" data-testid={'list-rate-' + f.name}>{fmt(st?.rate_per_s)}</td>
+      <td class="num"><Lag lag={st?.lag} trend={st?.lag_trend_per_s} /></td>
+      <td class="num">{st?.latency_ms ? `${fmt(st.latency_ms.p50, 1)} / ${fmt(st.latency_ms.p99, 1)}` : '–'}</td>
+      <td class="num">{st?.dead_lettered_total ?? '–'}</td>
+      <td>{f.version ?? '–'}</td>
+      {p.admin && <td>{!p.readOnly && <>
+        <button type="button" class="secondary" aria-label={`Edit ${f.name}`} onClick={p.onEdit}>Edit</button>
+        <button type="button" class="danger" aria-label={`Delete ${f.name}`} onClick={p.onDelete}>Delete</button>
+      </>}</td>}
+    </tr>
+  );
+}
+
 export function Feeds(p: { admin: boolean }) {
-  const [items, setItems] = useState<any[]>([]);
-  const [status, setStatus] = useState<Record<string, any>>({});
+  const [items, setItems] = useState<any[] | null>(null);
+  const [status, setStatus] = useState<any[]>([]);
+  const [schema, setSchema] = useState<FeedSchema | null>(null);
   const [editing, setEditing] = useState<string | null | undefined>(undefined);
   const [msg, setMsg] = useState('');
+  const [err, setErr] = useState('');
+  const loadStatus = async () => {
+    const s = await request('GET', '/api/v1/status');
+    if (s.status === 200) setStatus(s.data.feeds ?? []);
+  };
   const load = async () => {
     const r = await request('GET', '/api/v1/feeds?limit=1000');
-    if (r.status === 200) setItems(r.data.items);
-    const s = await request('GET', '/api/v1/status');
-    if (s.status === 200) setStatus(Object.fromEntries((s.data.feeds ?? []).map((x: any) => [x.name, x])));
+    if (r.status === 200) { setItems(r.data.items); setErr(''); } else setErr(describe(errorOf(r)));
+    await loadStatus();
   };
-  useEffect(() => { load(); }, []);
+  useEffect(() => {
+    if (editing !== undefined) return; /* the list refreshes while shown, not under the form */
+    load();
+    const t = setInterval(load, 2000);
+    return () => clearInterval(t);
+  }, [editing]);
+  const edit = async (id: string | null) => {
+    const s = await feedSchema();
+    if (typeof s === 'string') { setErr(s); return; }
+    setSchema(s); setEditing(id);
+  };
   const del = async (f: any) => {
     if (!confirm(`Delete feed ${f.name}? Its copies stop being delivered.`)) return;
     const r = await request('DELETE', '/api/v1/feeds/' + f.id);
     setMsg(r.status === 204 ? `Feed ${f.name} deleted.` : describe(errorOf(r)));
     load();
   };
-  if (editing !== undefined)
-    return <Page title="Feeds"><FeedForm id={editing} onDone={() => { setEditing(undefined); load(); }} /></Page>;
+  if (editing !== undefined && schema)
+    return <Page title="Feeds"><FeedForm id={editing} schema={schema} onDone={(m) => { setEditing(undefined); setMsg(m); }} /></Page>;
+  const byName = Object.fromEntries(status.map((x) => [x.name, x]));
+  const held = new Set((items ?? []).map((f) => f.name));
+  const fromFile = status.filter((x) => x.origin === 'file' && !held.has(x.name));
+  const cols = ['Name', 'Transport', 'Endpoints', 'Health', 'Copies/s', 'Lag (trend)', 'p50 / p99 ms', 'Dead letters', 'Version'];
   return (
     <Page title="Feeds">
       {msg && <Status msg={msg} />}
-      {p.admin && <button type="button" data-testid="new-feed" onClick={() => setEditing(null)}>New feed</button>}
+      {err && <Status kind="error" msg={err} />}
+      {p.admin && <button type="button" data-testid="new-feed" onClick={() => edit(null)}>New feed</button>}
       <table>
-        <thead><tr><th scope="col">Name</th><th scope="col">Transport</th><th scope="col">Endpoints</th>
-          <th scope="col">Health</th><th scope="col">Delivered</th><th scope="col">Version</th>{p.admin && <th scope="col">Actions</th>}</tr></thead>
+        <caption class="sr-only">Feeds and what they deliver now</caption>
+        <thead><tr>{cols.map((c, i) => <th scope="col" class={i >= 4 && i <= 7 ? 'num' : undefined}>{c}</th>)}{p.admin && <th scope="col">Actions</th>}</tr></thead>
         <tbody>
-          {items.map((f) => (
-            <tr data-testid={'feed-' + f.name}>
-              <th scope="row">{f.name}</th><td>{f.transport ?? 'http2'}</td>
-              <td>{f.endpoints.map((e: any) => e.url).join(', ')}</td>
-              <td>{status[f.name]?.health ?? 'no heartbeat yet'}</td>
-              <td>{status[f.name]?.delivered_total ?? '–'}</td><td>{f.version}</td>
-              {p.admin && <td>
-                <button type="button" class="secondary" aria-label={`Edit ${f.name}`} onClick={() => setEditing(f.id)}>Edit</button>
-                <button type="button" class="danger" aria-label={`Delete ${f.name}`} onClick={() => del(f)}>Delete</button>
-              </td>}
-            </tr>
-          ))}
+          {(items ?? []).map((f) => <FeedRow f={f} st={byName[f.name]} admin={p.admin} onEdit={() => edit(f.id)} onDelete={() => del(f)} />)}
+          {fromFile.map((x) => <FeedRow f={{ name: x.name, transport: x.transport, endpoints: x.endpoints }} st={x} admin={p.admin}
+            readOnly={`read-only: from the feeds file of ${(x.instances ?? []).join(', ') || 'an adapter'}`} onEdit={() => {}} onDelete={() => {}} />)}
         </tbody>
       </table>
+      {items && !items.length && !fromFile.length && <p class="empty" data-testid="feeds-empty">
+        No feeds yet. {p.admin ? 'Create one with “New feed”, or' : 'An admin creates them here or'} with <code>ndd-admin apply FILE</code>;
+        each feed sends the copies of its source topic to its endpoints.</p>}
+      {fromFile.length > 0 && <p class="hint">Feeds marked read-only run from an adapter's feeds file (<code>--feeds-file</code>):
+        change them in that file, or move them into the admin with <code>ndd-admin apply</code>.</p>}
     </Page>
   );
 }

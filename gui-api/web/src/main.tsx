@@ -7,7 +7,8 @@ import type { Session } from './api';
 import { Overview } from './overview';
 import { Feeds } from './feeds';
 import { Filters } from './filters';
-import { Collection, SOURCE_FIELDS, CORRELATION_FIELDS } from './collection';
+import { Collection, SOURCE_FIELDS, CORRELATION_FIELDS, AGGREGATION_RUNNING, CORRELATION_RUNNING } from './collection';
+import { DeadLetters } from './deadletters';
 import { Alarms } from './alarms';
 import { Audit } from './audit';
 import { Tokens } from './tokens';
@@ -17,7 +18,7 @@ import './style.css';
 
 const ROUTES: [string, string][] = [
   ['overview', 'Overview'], ['feeds', 'Feeds'], ['filters', 'Filters'], ['sources', 'Sources'],
-  ['correlation', 'Correlation'], ['alarms', 'Alarms'], ['audit', 'Audit log'], ['tokens', 'Tokens'],
+  ['correlation', 'Correlation'], ['deadletters', 'Dead letters'], ['alarms', 'Alarms'], ['audit', 'Audit log'], ['tokens', 'Tokens'],
 ];
 
 function route(): string {
@@ -87,8 +88,11 @@ function App() {
         {r === 'overview' && <Overview />}
         {r === 'feeds' && <Feeds admin={admin} />}
         {r === 'filters' && <Filters admin={admin} />}
-        {r === 'sources' && <Collection admin={admin} coll="sources" title="Sources" fields={SOURCE_FIELDS} />}
-        {r === 'correlation' && <Collection admin={admin} coll="correlation" title="Correlation settings" fields={CORRELATION_FIELDS} />}
+        {r === 'sources' && <Collection admin={admin} coll="sources" title="Sources" fields={SOURCE_FIELDS} running={AGGREGATION_RUNNING}
+          empty={'No source in the admin yet. A source describes an NF type\'s ingest topic (type, topic, partitions, retention): create one with “New” or ndd-admin apply.'} />}
+        {r === 'correlation' && <Collection admin={admin} coll="correlation" title="Correlation settings" fields={CORRELATION_FIELDS} running={CORRELATION_RUNNING}
+          empty={'No correlation settings in the admin yet: running correlation workers use their own (timeout 5000 ms by default). Create them with “New” or ndd-admin apply.'} />}
+        {r === 'deadletters' && <DeadLetters admin={admin} />}
         {r === 'alarms' && <Alarms admin={admin} />}
         {r === 'audit' && <Audit />}
         {r === 'tokens' && admin && <Tokens />}

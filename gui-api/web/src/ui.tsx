@@ -11,7 +11,7 @@ export function fieldId(path: string): string {
 interface FieldProps {
   path: string; label: string; value: string; onInput: (v: string) => void;
   errors: Record<string, string>; hint?: string; type?: string; required?: boolean;
-  placeholder?: string; readOnly?: boolean;
+  placeholder?: string; readOnly?: boolean; inputMode?: string;
 }
 
 export function Field(p: FieldProps) {
@@ -22,7 +22,7 @@ export function Field(p: FieldProps) {
     <div class={err ? 'field invalid' : 'field'}>
       <label for={id}>{p.label}{p.required ? ' *' : ''}</label>
       <input id={id} name={p.path} type={p.type || 'text'} value={p.value} required={p.required}
-             placeholder={p.placeholder} readOnly={p.readOnly}
+             placeholder={p.placeholder} readOnly={p.readOnly} inputMode={p.inputMode as any}
              aria-invalid={err ? 'true' : undefined} aria-describedby={desc || undefined}
              onInput={(e) => p.onInput((e.target as HTMLInputElement).value)} />
       {p.hint && <small id={id + '-hint'} class="hint">{p.hint}</small>}
@@ -33,19 +33,22 @@ export function Field(p: FieldProps) {
 
 interface SelectProps {
   path: string; label: string; value: string; options: [string, string][];
-  onChange: (v: string) => void; errors: Record<string, string>;
+  onChange: (v: string) => void; errors: Record<string, string>; hint?: string;
 }
 
 export function Select(p: SelectProps) {
   const id = fieldId(p.path);
   const err = p.errors[p.path];
+  const desc = [p.hint ? id + '-hint' : '', err ? id + '-err' : ''].filter(Boolean).join(' ');
   return (
     <div class={err ? 'field invalid' : 'field'}>
       <label for={id}>{p.label}</label>
-      <select id={id} name={p.path} value={p.value} aria-describedby={err ? id + '-err' : undefined}
+      <select id={id} name={p.path} value={p.value} aria-describedby={desc || undefined}
+              aria-invalid={err ? 'true' : undefined}
               onChange={(e) => p.onChange((e.target as HTMLSelectElement).value)}>
         {p.options.map(([v, t]) => <option value={v}>{t}</option>)}
       </select>
+      {p.hint && <small id={id + '-hint'} class="hint">{p.hint}</small>}
       {err && <span id={id + '-err'} class="error" role="alert">{err}</span>}
     </div>
   );
