@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 uint64_t synth_hash(uint64_t h, const void *p, size_t n)
 {
@@ -425,9 +426,16 @@ synth_conn_t *synth_conn_get(synth_ctx_t *c, const synth_addr_t *client, const s
     k->hash = h;
     k->hd[0] = hd[0];
     k->hd[1] = hd[1];
-    /* initial sequence numbers from the 4-tuple: fixed per connection, spread over 2^32 */
-    k->seq[0] = (uint32_t)(h >> 32);
-    k->seq[1] = (uint32_t)h;
+    /* Initial sequence numbers as RFC 6528 makes them: a hash of the 4-tuple plus a clock
+     * that ticks every 4 us. The clock makes a connection opened again (after an eviction, or
+     * by an adapter restarted after a crash, whose previous connection on the same 4-tuple
+     * never saw its FIN) start a new sequence space: a capture read in order shows a new
+     * connection there, not a SYN of the old one followed by data that overlaps it. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint32_t m = (uint32_t)(((uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000) / 4);
+    k->seq[0] = (uint32_t)(h >> 32) + m;
+    k->seq[1] = (uint32_t)h + m;
     k->next_sid = 1;
     k->hnext = c->buckets[h & c->bucket_mask];
     c->buckets[h & c->bucket_mask] = (uint32_t)(k - c->conns + 1);
