@@ -85,14 +85,40 @@ struct produced {
     ingress_ack_t *ack;
     ingress_transport_t t;
     int64_t at_us;
-    produced_t *next;
+    size_t bytes;
+    produced_t *next, *prev; /* the free list (next), or the in-flight list (oldest first) */
 };
+
+bool ingress_has_room(const ingress_t *g, size_t vlen)
+{
+    return g->in_flight < g->S->max_in_flight &&
+           g->in_flight_bytes + (int64_t)vlen <= g->S->max_in_flight_bytes;
+}
+
+/* Records are never timed out (message.timeout.ms 0: what was accepted is written, however long
+ * Kafka is away), so a stalled broker shows as an old unacknowledged record. */
+bool ingress_kafka_stalled(ingress_t *g)
+{
+    return g->oldest && ingress_now_us() - g->oldest->at_us > g->S->produce_timeout_ms * 1000;
+}
+
+static void inflight_unlink(ingress_t *g, produced_t *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        g->oldest = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        g->newest = p->prev;
+}
 
 kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, const char *topic,
                                        const void *key, size_t klen, const void *value, size_t vlen,
                                        rd_kafka_headers_t *hdrs, bool copy, ingress_ack_t *a)
 {
-    if (g->in_flight >= g->S->max_in_flight) {
+    if (!ingress_has_room(g, vlen)) {
         metrics_counter_inc(
             metrics_counter_labels(g->m.produce_errors, transport_names[t], "queue-full"));
         return KAFKA_PRODUCE_FULL;
@@ -102,7 +128,7 @@ kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, cons
         g->free_produced = p->next;
     else if (!(p = malloc(sizeof *p)))
         return KAFKA_PRODUCE_ERROR;
-    *p = (produced_t){a, t, ingress_now_us(), NULL};
+    *p = (produced_t){a, t, ingress_now_us(), vlen, NULL, NULL};
     rd_kafka_resp_err_t err = 0;
     kafka_produce_result_t r =
         kafka_produce(g->prod, topic, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, hdrs,
@@ -117,6 +143,13 @@ kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, cons
         return r;
     }
     g->in_flight++;
+    g->in_flight_bytes += (int64_t)vlen;
+    p->prev = g->newest;
+    if (g->newest)
+        g->newest->next = p;
+    else
+        g->oldest = p;
+    g->newest = p;
     metrics_gauge_set(g->m.in_flight, (double)g->in_flight);
     return r;
 }
@@ -125,7 +158,9 @@ static void on_delivery(void *owner, void *opaque, const rd_kafka_message_t *rkm
 {
     ingress_t *g = owner;
     produced_t *p = opaque;
+    inflight_unlink(g, p);
     g->in_flight--;
+    g->in_flight_bytes -= (int64_t)p->bytes;
     metrics_gauge_set(g->m.in_flight, (double)g->in_flight);
     if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         metrics_counter_inc(g->m.acked[p->t]);
@@ -289,6 +324,12 @@ int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen)
         snprintf(err, errlen, "hvves.tls needs tls.client-cert (HV-VES over TLS is mutual TLS)");
         return -1;
     }
+    if (S->ves_cert_basic_auth && (!S->ves_tls || !S->tls_ca || !S->ves_user || !*S->ves_user)) {
+        snprintf(err, errlen,
+                 "ves.cert-basic-auth needs ves.tls, tls.ca-file (the CA of client "
+                 "certificates) and ves.user/ves.password");
+        return -1;
+    }
     if ((S->ves_user && *S->ves_user) != (S->ves_password && *S->ves_password)) {
         snprintf(err, errlen, "ves.user and ves.password go together");
         return -1;
@@ -315,11 +356,13 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
         fprintf(stderr, "ndd-ingress: cannot set up the event loop or metrics\n");
         goto out;
     }
-    char tmo[24];
-    snprintf(tmo, sizeof tmo, "%lld", (long long)S->produce_timeout_ms);
+    /* No message timeout: a record accepted from a client is written however long Kafka is
+     * away (HV-VES and TCP have no acknowledgement to fail, and a 503 must mean "not written":
+     * a record timed out in flight may still be written). Listeners stop taking input instead:
+     * max-in-flight, max-in-flight-bytes, and for HTTP ingress_kafka_stalled. */
     kafka_prop_t props[64];
     size_t np = 0;
-    props[np++] = (kafka_prop_t){"message.timeout.ms", tmo};
+    props[np++] = (kafka_prop_t){"message.timeout.ms", "0"};
     for (size_t i = 0; i < d->n_props && np < 64; i++)
         props[np++] = d->props[i];
     kafka_producer_opts_t po = {.brokers = d->brokers,
@@ -344,7 +387,14 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
         g.tls = tls_server_ctx_new(&tc, err, sizeof err);
         tc.alpn = "http/1.1";
         g.tls_h1 = g.tls ? tls_server_ctx_new(&tc, err, sizeof err) : NULL;
-        if (!g.tls || !g.tls_h1) {
+        /* ves.cert-basic-auth: the certificate is asked for and verified when sent, but not
+         * required (basic auth then decides), as ONAP's certBasicAuth. */
+        if (g.tls_h1 && S->ves_cert_basic_auth) {
+            tc.require_client_cert = true;
+            if ((g.tls_ves = tls_server_ctx_new(&tc, err, sizeof err)))
+                SSL_CTX_set_verify(g.tls_ves, SSL_VERIFY_PEER, NULL);
+        }
+        if (!g.tls || !g.tls_h1 || (S->ves_cert_basic_auth && !g.tls_ves)) {
             fprintf(stderr, "ndd-ingress: TLS: %s\n", err);
             goto out;
         }
@@ -402,6 +452,7 @@ out:
     }
     tls_ctx_free(g.tls);
     tls_ctx_free(g.tls_h1);
+    tls_ctx_free(g.tls_ves);
     if (g.base)
         event_base_free(g.base);
     return rc;

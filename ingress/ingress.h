@@ -32,6 +32,10 @@ typedef struct ingress_settings {
     int64_t tcp_max_frame, tcp_max_pending;
     int64_t max_body, hvves_max_payload, h2_max_streams, max_in_flight;
     int64_t produce_timeout_ms;
+    int64_t max_in_flight_bytes; /* bytes of the records awaiting acknowledgement */
+    int64_t idle_timeout_ms;     /* HTTP/1.1, HTTP/2, HV-VES: nothing moved this long: closed */
+    int64_t hvves_frame_timeout_ms, hvves_max_buffered;
+    bool ves_cert_basic_auth; /* VES HTTP/1.1 over TLS: a client certificate or basic auth */
     const char *ves_user, *ves_password;
     config_list_t ves_routes, hvves_routes; /* "domain=topic" */
     const char *ves_topic_prefix, *hvves_topic_prefix;
@@ -90,9 +94,11 @@ struct ingress {
     SSL_CTX *tls;    /* ALPN h2: the HTTP/2 listener */
     SSL_CTX *tls_h1; /* ALPN http/1.1 (VES over HTTPS) or none (HV-VES) */
     ingress_metrics_t m;
-    int64_t in_flight;
+    int64_t in_flight, in_flight_bytes;
     produced_t *free_produced;
-    void *ves_h2; /* the VES handler state, shared with the HTTP/2 listener */
+    produced_t *oldest, *newest; /* records awaiting acknowledgement, oldest first */
+    SSL_CTX *tls_ves; /* VES HTTP/1.1 with ves.cert-basic-auth: the certificate optional */
+    void *ves_h2;     /* the VES handler state, shared with the HTTP/2 listener */
     /* Called after every delivery batch: listeners paused by a full queue resume here. */
     struct {
         void (*fn)(void *arg);
@@ -109,6 +115,11 @@ void ingress_on_room_remove(ingress_t *g, void (*fn)(void *), void *arg);
 kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, const char *topic,
                                        const void *key, size_t klen, const void *value, size_t vlen,
                                        rd_kafka_headers_t *hdrs, bool copy, ingress_ack_t *a);
+/* True while Kafka has not acknowledged a record for produce-timeout: the HTTP listeners then
+ * answer 503 without producing (what they answer 503 for is never written). */
+bool ingress_kafka_stalled(ingress_t *g);
+/* Room for one more record of vlen bytes (max-in-flight, max-in-flight-bytes). */
+bool ingress_has_room(const ingress_t *g, size_t vlen);
 void ingress_dropped(ingress_t *g, ingress_transport_t t, const char *reason);
 void ingress_request_done(ingress_t *g, ingress_transport_t t, int status);
 /* The topic of a domain by a "domain=topic" route list, else prefix + domain; into out. */

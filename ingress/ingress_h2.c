@@ -143,7 +143,9 @@ static void copy_request(h2l_t *l, h2server_stream_t *s, const h2server_request_
             json_pack("{s:s,s:s,s:s}", "reason", reason, "field", ce.field, "detail", ce.detail);
         char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
-        respond(g, INGRESS_T_H2_COPY, s, ce.reason == CODEC_ERR_OVERSIZED ? 413 : 400,
+        /* 413 is the body's (above the codec's body limit); an oversized header is a 400. */
+        bool big_body = ce.reason == CODEC_ERR_OVERSIZED && !strcmp(ce.field, "value");
+        respond(g, INGRESS_T_H2_COPY, s, big_body ? 413 : 400,
                 txt ? txt : "{\"reason\":\"bad-value\"}");
         free(txt);
         return;
@@ -156,6 +158,11 @@ static void copy_request(h2l_t *l, h2server_stream_t *s, const h2server_request_
         memcpy(topic + pl, nf, nl + 1);
     } else {
         snprintf(topic, sizeof topic, "%s%s", g->S->copy_topic_prefix, nf);
+    }
+    /* 503 only for what is not produced (a record produced is written, however late). */
+    if (ingress_kafka_stalled(g)) {
+        rd_kafka_headers_destroy(h);
+        return respond(g, INGRESS_T_H2_COPY, s, 503, "{\"reason\":\"kafka-unavailable\"}");
     }
     copy_req_t *q = l->free_reqs;
     if (q)
@@ -263,6 +270,7 @@ static void *h2_start(ingress_t *g, char *err, size_t errlen)
                             .ssl_ctx = S->h2_tls ? g->tls : NULL,
                             .max_streams = (uint32_t)S->h2_max_streams,
                             .max_body = (size_t)S->max_body,
+                            .idle_timeout_s = (int)((S->idle_timeout_ms + 999) / 1000),
                             .on_request = on_request,
                             .arg = l};
     l->srv = h2server_new(g->base, &o, err, errlen);

@@ -55,8 +55,24 @@ static const config_spec_t ingress_specs[] = {
      IN(max_body, 1024, 64 << 20)},
     {"max-in-flight", CONFIG_INT, "50000", "records awaiting Kafka's acknowledgement (more: "
      "503, HV-VES reading paused)", 0, IN(max_in_flight, 1, 10000000)},
-    {"produce-timeout", CONFIG_DURATION_MS, "5s", "message.timeout.ms: how long a record may wait "
-     "for Kafka before its request gets 503", 0, IN(produce_timeout_ms, 100, 300000)},
+    {"produce-timeout", CONFIG_DURATION_MS, "5s", "Kafka silent this long (the oldest record "
+     "unacknowledged): HTTP requests get 503 without being produced", 0,
+     IN(produce_timeout_ms, 100, 300000)},
+    {"max-in-flight-bytes", CONFIG_BYTES, "256MiB", "bytes of the records awaiting Kafka's "
+     "acknowledgement (more: 503, HV-VES and TCP reading paused)", 0,
+     IN(max_in_flight_bytes, 1 << 20, (int64_t)16 << 30)},
+    {"idle-timeout", CONFIG_DURATION_MS, "60s", "a VES, HTTP/2 or HV-VES connection with no byte "
+     "moved this long (a client that stops reading included) is closed", 0,
+     IN(idle_timeout_ms, 1000, 3600000)},
+    {"hvves.frame-timeout", CONFIG_DURATION_MS, "30s", "a WTP frame must be complete this long "
+     "after its first byte (else the connection is closed)", 0,
+     IN(hvves_frame_timeout_ms, 500, 3600000)},
+    {"hvves.max-buffered", CONFIG_BYTES, "64MiB", "bytes all HV-VES connections may hold (more: "
+     "the connection stalled longest inside a frame is closed, else reading pauses)", 0,
+     IN(hvves_max_buffered, 4 << 20, (int64_t)16 << 30)},
+    {"ves.cert-basic-auth", CONFIG_BOOL, "false", "VES over HTTPS: a client certificate is "
+     "asked for, not required; a verified one or basic auth lets a client in", 0,
+     AT(ves_cert_basic_auth)},
     DAEMON_SPECS_COMMON(ingress_settings_t, "9105"),
 };
 /* clang-format on */

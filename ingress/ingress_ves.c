@@ -53,16 +53,25 @@ static void reply_error(ves_t *v, ves_reply_t r, const ves_error_t *e)
     r.send(r.ctx, e->status, e->status == 503 ? "1" : NULL, body, n);
 }
 
+static void reply_unavailable(ves_t *v, ves_reply_t r)
+{
+    ves_error_t e;
+    ves_error_set(&e, 503, "ServiceException", "SVC1000",
+                  "No server resources (internal processing queue full)", NULL, NULL);
+    reply_error(v, r, &e);
+}
+
+/* ONAP's collector answers an accepted request with this text under Content-Type
+ * application/json (VesRestController); its clients may look at it. */
+static const char accepted_body[] = "Successfully send event";
+
 static void req_finish(ves_req_t *q)
 {
     if (q->failed || q->full) {
-        ves_error_t e;
-        ves_error_set(&e, 503, "ServiceException", "SVC1000",
-                      "No server resources (internal processing queue full)", NULL, NULL);
-        reply_error(q->v, q->r, &e);
+        reply_unavailable(q->v, q->r);
     } else {
         ingress_request_done(q->v->g, INGRESS_T_VES, 202);
-        q->r.send(q->r.ctx, 202, NULL, "", 0);
+        q->r.send(q->r.ctx, 202, NULL, accepted_body, sizeof accepted_body - 1);
     }
     q->next = q->v->free_reqs;
     q->v->free_reqs = q;
@@ -96,12 +105,15 @@ static bool json_content_type(const char *ct)
     return !*ct || *ct == ';';
 }
 
+/* Basic auth, or a verified client certificate: either lets a client in (with
+ * ves.cert-basic-auth the TLS handshake asks for a certificate without requiring one, as ONAP's
+ * certBasicAuth; without it a TLS listener with tls.client-cert has verified one already). */
 static bool authorized(ves_t *v, const ves_in_t *in)
 {
-    if (!v->basic[0])
-        return true;
     if (in->client_cert)
         return true;
+    if (!v->basic[0])
+        return !v->g->S->ves_cert_basic_auth;
     return in->authorization && strlen(in->authorization) == strlen(v->basic) &&
            CRYPTO_memcmp(in->authorization, v->basic, strlen(v->basic)) == 0;
 }
@@ -158,6 +170,13 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
         ves_parsed_free(&p);
         return reply_error(v, r, &e);
     }
+    /* 503 only for what is not produced: refused here when Kafka is silent or there is no
+     * room for every event of the request, so a batch is never written in part. */
+    if (ingress_kafka_stalled(g) || !ingress_has_room(g, in->len) ||
+        g->in_flight + (int64_t)p.n_events > g->S->max_in_flight) {
+        ves_parsed_free(&p);
+        return reply_unavailable(v, r);
+    }
     ves_req_t *q = v->free_reqs;
     if (q)
         v->free_reqs = q->next;
@@ -167,9 +186,7 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
         *q = (ves_req_t){0};
     if (!q) {
         ves_parsed_free(&p);
-        ves_error_set(&e, 503, "ServiceException", "SVC1000",
-                      "No server resources (internal processing queue full)", NULL, NULL);
-        return reply_error(v, r, &e);
+        return reply_unavailable(v, r);
     }
     q->ack.done = req_done;
     q->v = v;
@@ -256,15 +273,33 @@ static void h1_request(struct evhttp_request *req, void *arg)
     ingress_ves_handle(v, &vi, (ves_reply_t){h1_send, req});
 }
 
-static struct bufferevent *h1_tls_bev(struct event_base *base, void *arg)
+/* Input held per connection before evhttp stops reading it: one largest header (64 KiB, the
+ * evhttp limit set below) plus a little. evhttp keeps reading a connection while it writes an
+ * answer (to notice a close), so a client that pipelines requests and never reads the answers
+ * would otherwise make the input buffer grow without bound (1 GiB in 6 s measured). With the
+ * watermark, reading stops once this much waits (TCP pushes back on the client); evhttp parses
+ * the header line by line and moves the body out of this buffer, so no request is refused
+ * by it. */
+#define VES_H1_INPUT_MAX (72u * 1024u)
+
+static struct bufferevent *h1_bev(struct event_base *base, void *arg)
 {
     ves_t *v = arg;
-    char err[256];
-    SSL *ssl = tls_server_ssl_new(v->g->tls_h1, err, sizeof err);
-    if (!ssl)
-        return NULL;
-    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                          BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev;
+    if (v->g->S->ves_tls) {
+        char err[256];
+        SSL *ssl =
+            tls_server_ssl_new(v->g->tls_ves ? v->g->tls_ves : v->g->tls_h1, err, sizeof err);
+        if (!ssl)
+            return NULL;
+        bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                             BEV_OPT_CLOSE_ON_FREE);
+    } else {
+        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (bev)
+        bufferevent_setwatermark(bev, EV_READ, 0, VES_H1_INPUT_MAX);
+    return bev;
 }
 
 static bool ves_enabled(const ingress_settings_t *S)
@@ -313,12 +348,16 @@ static void *ves_start(ingress_t *g, char *err, size_t errlen)
     }
     evhttp_set_max_body_size(v->http, (ev_ssize_t)S->max_body);
     evhttp_set_max_headers_size(v->http, 65536);
-    evhttp_set_timeout(v->http, 60);
+    /* idle-timeout: a connection that moves no byte this long is closed; that includes one
+     * whose answer cannot be written because its client does not read (bufferevent's write
+     * timeout). */
+    struct timeval itv = {(time_t)(S->idle_timeout_ms / 1000),
+                          (suseconds_t)(S->idle_timeout_ms % 1000) * 1000};
+    evhttp_set_timeout_tv(v->http, &itv);
     evhttp_set_allowed_methods(v->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET | EVHTTP_REQ_PUT |
                                             EVHTTP_REQ_DELETE);
     evhttp_set_gencb(v->http, h1_request, v);
-    if (S->ves_tls)
-        evhttp_set_bevcb(v->http, h1_tls_bev, v);
+    evhttp_set_bevcb(v->http, h1_bev, v);
     if (!evhttp_bind_socket_with_handle(v->http, S->listen, (uint16_t)S->ves_port)) {
         snprintf(err, errlen, "cannot listen on %s:%lld", S->listen, (long long)S->ves_port);
         ves_stop(v);
