@@ -473,8 +473,9 @@ static void apply_print_refusal(int status, json_t *r, json_t *origin)
     const char *field = json_string_value(json_object_get(r, "field"));
     const char *reason = json_string_value(json_object_get(r, "reason"));
     const char *error = json_string_value(json_object_get(r, "error"));
-    fprintf(stderr, "ndd-admin apply: refused (%d %s)%s%s: %s\n", status, error ? error : "",
-            field && *field ? " at " : "", field ? field : "", reason ? reason : "no reason given");
+    fprintf(stderr, "ndd-admin apply: refused (%d%s%s)%s%s: %s\n", status, error ? " " : "",
+            error ? error : "", field && *field ? " at " : "", field ? field : "",
+            reason ? reason : "no reason given");
     char coll[32];
     size_t idx;
     if (field && sscanf(field, "%31[a-z][%zu]", coll, &idx) == 2) {
@@ -597,6 +598,11 @@ int admin_apply_command(int argc, char **argv)
             apply_print(&o, resp);
         }
         rc = 0;
+    } else if (status >= 200 && status < 300) {
+        fprintf(stderr,
+                "ndd-admin apply: %s answered %d without an apply report: is it an "
+                "ndd-admin?\n",
+                o.url, status);
     } else if (status > 0) {
         apply_print_refusal(status, resp, a.origin);
     }
