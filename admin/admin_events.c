@@ -59,6 +59,7 @@ struct admin_events {
     admin_prop_t *prop;      /* when workers applied the configuration changes */
     admin_feed_health_t *fh; /* the feeds' lag trends */
     admin_lag_policy_t lag_policy;
+    int64_t next_expire_ms; /* the feeds' expiry runs once a second */
 };
 
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
@@ -414,6 +415,9 @@ static void admin_heartbeat_lag(admin_events_t *ev, const admin_worker_t *w, int
  * falling-behind alarm cleared. */
 static void admin_feed_expire(admin_events_t *ev, int64_t now_ms)
 {
+    if (now_ms < ev->next_expire_ms)
+        return;
+    ev->next_expire_ms = now_ms + 1000;
     json_t *cleared = json_array();
     admin_feed_health_expire(ev->fh, now_ms, cleared);
     size_t i;
