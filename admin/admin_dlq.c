@@ -246,10 +246,14 @@ static json_t *admin_dlq_item(const char *topic, rd_kafka_message_t *m, bool wit
     json_decref(status);
     admin_dlq_set(it, "original", admin_dlq_origin(h));
     json_object_set_new(it, "body_bytes", json_integer((json_int_t)m->len));
-    if (with_body)
+    /* The body is a copy of the traffic, and the endpoint's answer may echo it: both for the
+     * admin role only. */
+    if (with_body) {
         json_object_set_new(
             it, "body",
             admin_dlq_text(m->payload, m->len < ADMIN_DLQ_BODY_MAX ? m->len : ADMIN_DLQ_BODY_MAX));
+        admin_dlq_set(it, "response", admin_dlq_header(h, "@dlq-body-excerpt"));
+    }
     return it;
 }
 
