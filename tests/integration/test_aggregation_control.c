@@ -148,6 +148,11 @@ static bool ev_scan_cb(void *owner, const rd_kafka_message_t *m)
         json_t *c = json_object_get(j, "counters");
         json_int_t consumed = json_integer_value(json_object_get(c, "consumed_total"));
         assert_non_null(json_object_get(c, "dead_lettered_total"));
+        /* what runs, for the admin's /status "aggregation" */
+        json_t *info = json_object_get(j, "info");
+        assert_string_equal(json_string_value(json_object_get(info, "nf_type")), "SCP");
+        assert_non_null(json_string_value(json_object_get(info, "topic")));
+        assert_non_null(json_string_value(json_object_get(info, "filter")));
         /* The newest such heartbeat: a copy is counted as consumed when read and as
          * dead-lettered when the DLQ acknowledged it, so an early heartbeat may show the
          * first without the second. */

@@ -306,6 +306,14 @@ static void test_heartbeats_carry_counters_in_the_admin_format(void **state)
     char *dump = json_dumps(status, JSON_COMPACT);
     assert_non_null(strstr(dump, instance));
     free(dump);
+    /* what runs, from the heartbeats' "info" and counters: /status "correlation" */
+    json_t *cs = json_array_get(json_object_get(status, "correlation"), 0);
+    assert_string_equal(json_string_value(json_object_get(cs, "instance")), instance);
+    assert_string_equal(json_string_value(json_object_get(cs, "source_topic")), e.main);
+    assert_string_equal(json_string_value(json_object_get(cs, "xdr_topic")), e.xdr);
+    assert_int_equal(json_integer_value(json_object_get(cs, "timeout_ms")), 5000);
+    assert_int_equal(json_integer_value(json_object_get(cs, "open")), 0);
+    assert_int_equal(json_integer_value(json_object_get(cs, "xdrs_total")), N);
     json_decref(status);
     admin_events_free(admin);
 #endif
