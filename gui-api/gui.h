@@ -22,8 +22,11 @@
 
 typedef struct gui_settings {
     daemon_settings_t common;
-    const char *admin_url; /* http://host:port of ndd-admin */
-    const char *web_root;  /* the console's built files (gui-api/web/dist) */
+    const char *admin_url; /* http[s]://host:port of ndd-admin */
+    /* https:// upstreams: trust anchors (default: the system's), and the client certificate
+     * and key for an admin that requires one (its tls-client-auth) */
+    const char *admin_tls_ca, *admin_tls_cert, *admin_tls_key;
+    const char *web_root; /* the console's built files (gui-api/web/dist) */
     const char *tls_cert, *tls_key;
     int64_t session_ttl_ms; /* a session's lifetime from login */
     int64_t max_sessions;
@@ -34,14 +37,19 @@ typedef struct gui_settings {
     int64_t upstream_timeout_ms;
 } gui_settings_t;
 
-/* ---- gui_http.c: a blocking HTTP/1.1 client (plain HTTP, Connection: close) ---- */
+/* ---- gui_http.c: a blocking HTTP/1.1 client (HTTP or HTTPS, Connection: close) ---- */
 typedef struct gui_url {
     char host[256];
     char port[8];
     char path[512]; /* "" when the URL has none */
+    bool https;
 } gui_url_t;
-/* http://host[:port][/path]; 0 or -1 with err. */
+/* http[s]://host[:port][/path]; 0 or -1 with err. */
 int gui_url_parse(const char *url, gui_url_t *out, char *err, size_t errlen);
+/* The one client TLS context of every https:// upstream, from admin-tls-ca/-cert/-key: made
+ * before the poller thread starts, read-only after. 0, or -1 with err naming the file. */
+int gui_http_tls_init(const gui_settings_t *s, char *err, size_t errlen);
+void gui_http_tls_free(void);
 
 typedef struct gui_http_resp {
     int status;

@@ -2,7 +2,10 @@
  * (Connection: close), a deadline for the whole exchange, the reply bounded by the caller's
  * buffer. The admin and the workers' /metrics are on the operator's network, usually the
  * same host, so a blocking exchange of a few milliseconds is simpler than an asynchronous
- * client and bounded by upstream-timeout. Chunked replies are decoded (evhttp sends them). */
+ * client and bounded by upstream-timeout. Chunked replies are decoded (evhttp sends them).
+ * https:// upstreams (a TLS admin) go through one client TLS context (services/base/tls:
+ * the peer verified against admin-tls-ca and its name, and the client certificate an admin
+ * with tls-client-auth requires). */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
@@ -14,15 +17,37 @@
 #include <unistd.h>
 
 #include "gui.h"
+#include "tls.h"
+
+/* One context for the process (ndd runs one gui-api role): made by gui_server_run before
+ * any request or the poller thread, then only read (SSL_new is thread-safe on it). */
+static SSL_CTX *gui_tls_ctx;
+
+int gui_http_tls_init(const gui_settings_t *s, char *err, size_t errlen)
+{
+    tls_config_t tc = {
+        .ca_file = s->admin_tls_ca, .cert_file = s->admin_tls_cert, .key_file = s->admin_tls_key};
+    if (gui_tls_ctx)
+        return 0;
+    gui_tls_ctx = tls_client_ctx_new(&tc, err, errlen);
+    return gui_tls_ctx ? 0 : -1;
+}
+
+void gui_http_tls_free(void)
+{
+    tls_ctx_free(gui_tls_ctx);
+    gui_tls_ctx = NULL;
+}
 
 int gui_url_parse(const char *url, gui_url_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    if (strncmp(url, "http://", 7) != 0) {
-        snprintf(err, errlen, "%s: only http:// URLs are supported", url);
+    out->https = strncmp(url, "https://", 8) == 0;
+    if (!out->https && strncmp(url, "http://", 7) != 0) {
+        snprintf(err, errlen, "%s: only http:// and https:// URLs are supported", url);
         return -1;
     }
-    const char *h = url + 7, *slash = strchr(h, '/');
+    const char *h = url + (out->https ? 8 : 7), *slash = strchr(h, '/');
     size_t hl = slash ? (size_t)(slash - h) : strlen(h);
     const char *colon = memchr(h, ':', hl);
     if (h[0] == '[') {
@@ -49,7 +74,7 @@ int gui_url_parse(const char *url, gui_url_t *out, char *err, size_t errlen)
         }
         memcpy(out->port, colon + 1, n);
     } else {
-        strcpy(out->port, "80");
+        strcpy(out->port, out->https ? "443" : "80");
     }
     if (slash && strlen(slash) < sizeof(out->path))
         strcpy(out->path, slash);
@@ -94,14 +119,81 @@ static int gui_http_connect(const gui_url_t *u, int timeout_ms, char *err, size_
     return fd;
 }
 
-static int gui_http_io(int fd, bool wr, void *p, size_t n, int64_t deadline)
+/* One read or write of at most n bytes before the deadline, through TLS when ssl: the bytes
+ * moved, 0 at the end of the stream (or a retry for plain sockets), -2 on the deadline, -1 on
+ * an error (err says which). */
+static int gui_http_io(int fd, SSL *ssl, bool wr, void *p, size_t n, int64_t deadline,
+                       const gui_url_t *u, char *err, size_t errlen)
 {
-    int64_t left = deadline - gui_now_ms();
     struct pollfd pf = {.fd = fd, .events = wr ? POLLOUT : POLLIN};
-    if (left <= 0 || poll(&pf, 1, (int)left) != 1)
-        return -2;
-    ssize_t r = wr ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
-    return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : (int)r;
+    if (!ssl) {
+        int64_t left = deadline - gui_now_ms();
+        if (left <= 0 || poll(&pf, 1, (int)left) != 1)
+            return -2;
+        ssize_t r = wr ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        if (r < 0 && errno != EAGAIN && errno != EINTR)
+            snprintf(err, errlen, "%s:%s: %s", u->host, u->port, strerror(errno));
+        return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : (int)r;
+    }
+    /* TLS: try first (a record already read may hold the bytes), wait only when asked to. */
+    for (;;) {
+        int r = wr ? SSL_write(ssl, p, (int)n) : SSL_read(ssl, p, (int)n);
+        if (r > 0)
+            return r;
+        int e = SSL_get_error(ssl, r);
+        if (e == SSL_ERROR_ZERO_RETURN)
+            return 0;
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+            char ep[300];
+            snprintf(ep, sizeof(ep), "%s:%s", u->host, u->port);
+            tls_describe_error(ssl, r, ep, err, errlen);
+            return -1;
+        }
+        pf.events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+        int64_t left = deadline - gui_now_ms();
+        if (left <= 0 || poll(&pf, 1, (int)left) != 1)
+            return -2;
+    }
+}
+
+/* The TLS handshake with an https:// upstream, before the deadline: the SSL, or NULL with err
+ * (e.g. "certificate verify failed ... (endpoint admin:9100)"). */
+static SSL *gui_http_handshake(int fd, const gui_url_t *u, int64_t deadline, char *err,
+                               size_t errlen)
+{
+    if (!gui_tls_ctx) {
+        snprintf(err, errlen, "%s:%s: https:// upstream without a TLS context", u->host, u->port);
+        return NULL;
+    }
+    SSL *ssl = tls_client_ssl_new(gui_tls_ctx, u->host, err, errlen);
+    if (!ssl)
+        return NULL;
+    /* Connection: close: the reply ends where the admin closes, with or without a
+     * close_notify; a cut reply still fails its HTTP or JSON parse. */
+    SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    if (SSL_set_fd(ssl, fd) != 1) {
+        snprintf(err, errlen, "%s:%s: SSL_set_fd failed", u->host, u->port);
+        SSL_free(ssl);
+        return NULL;
+    }
+    for (;;) {
+        int r = SSL_connect(ssl);
+        if (r == 1)
+            return ssl;
+        int e = SSL_get_error(ssl, r);
+        int64_t left = deadline - gui_now_ms();
+        struct pollfd pf = {.fd = fd, .events = e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN};
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+            char ep[300];
+            snprintf(ep, sizeof(ep), "%s:%s", u->host, u->port);
+            tls_describe_error(ssl, r, ep, err, errlen);
+        } else if (left > 0 && poll(&pf, 1, (int)left) == 1)
+            continue;
+        else
+            snprintf(err, errlen, "%s:%s: TLS handshake timed out", u->host, u->port);
+        SSL_free(ssl);
+        return NULL;
+    }
 }
 
 /* Decodes a chunked body in place; -1 when malformed. */
@@ -159,6 +251,11 @@ int gui_http_request(const gui_url_t *u, const char *method, const char *path, c
     int fd = gui_http_connect(u, timeout_ms, err, errlen);
     if (fd < 0)
         return -1;
+    SSL *ssl = u->https ? gui_http_handshake(fd, u, deadline, err, errlen) : NULL;
+    if (u->https && !ssl) {
+        close(fd);
+        return -1;
+    }
     char head[2048];
     int hl = snprintf(head, sizeof(head),
                       "%s %s HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\n%sContent-Length: "
@@ -173,10 +270,10 @@ int gui_http_request(const gui_url_t *u, const char *method, const char *path, c
         const char *p = pass ? body : head;
         size_t n = pass ? body_len : (size_t)hl;
         while (n) {
-            int w = gui_http_io(fd, true, (void *)p, n, deadline);
+            int w = gui_http_io(fd, ssl, true, (void *)p, n, deadline, u, err, errlen);
             if (w < 0) {
-                snprintf(err, errlen, "%s:%s: %s", u->host, u->port,
-                         w == -2 ? "timed out sending" : strerror(errno));
+                if (w == -2)
+                    snprintf(err, errlen, "%s:%s: timed out sending", u->host, u->port);
                 goto out;
             }
             p += w;
@@ -189,13 +286,13 @@ int gui_http_request(const gui_url_t *u, const char *method, const char *path, c
                      resp->body.max);
             goto out;
         }
-        int r = gui_http_io(fd, false, resp->body.data + resp->body.len,
-                            resp->body.cap - resp->body.len, deadline);
+        int r = gui_http_io(fd, ssl, false, resp->body.data + resp->body.len,
+                            resp->body.cap - resp->body.len, deadline, u, err, errlen);
         if (r == 0)
             break;
         if (r < 0) {
-            snprintf(err, errlen, "%s:%s: %s", u->host, u->port,
-                     r == -2 ? "timed out waiting for the reply" : strerror(errno));
+            if (r == -2)
+                snprintf(err, errlen, "%s:%s: timed out waiting for the reply", u->host, u->port);
             goto out;
         }
         resp->body.len += (size_t)r;
@@ -224,6 +321,10 @@ int gui_http_request(const gui_url_t *u, const char *method, const char *path, c
         resp->body.data[resp->body.len] = '\0'; /* for text consumers; not counted in len */
     rc = 0;
 out:
+    if (ssl) {
+        SSL_shutdown(ssl); /* close_notify, best effort: the connection ends here */
+        SSL_free(ssl);
+    }
     close(fd);
     return rc;
 }

@@ -14,8 +14,14 @@ static gui_settings_t gui_standalone;
 #define IN(f, lo, hi) CONFIG_AT(gui_settings_t, f), lo, hi
 /* clang-format off */
 static const config_spec_t gui_specs[] = {
-    {"admin-url", CONFIG_STRING, "http://127.0.0.1:9100", "ndd-admin's REST API (http://host:port)",
-     0, AT(admin_url)},
+    {"admin-url", CONFIG_STRING, "http://127.0.0.1:9100", "ndd-admin's REST API "
+     "(http://host:port, or https:// to a TLS admin)", 0, AT(admin_url)},
+    {"admin-tls-ca", CONFIG_STRING, NULL, "PEM trust anchors for an https:// admin-url "
+     "(default: the system's)", 0, AT(admin_tls_ca)},
+    {"admin-tls-cert", CONFIG_STRING, NULL, "PEM client certificate for an admin that requires "
+     "one (its tls-client-auth)", 0, AT(admin_tls_cert)},
+    {"admin-tls-key", CONFIG_STRING, NULL, "PEM private key of --admin-tls-cert", 0,
+     AT(admin_tls_key)},
     {"web-root", CONFIG_STRING, NULL, "directory of the built console (BUILD/gui-api/console)", 0,
      AT(web_root)},
     {"tls-cert", CONFIG_STRING, NULL, "PEM certificate: serve HTTPS (session cookies get Secure)",
@@ -49,8 +55,13 @@ static int gui_check(daemon_t *d, FILE *out, char *err, size_t errlen)
         snprintf(err, errlen, "http.port: the console needs a port (0..65535)");
     else if (!S->tls_cert != !S->tls_key)
         snprintf(err, errlen, "tls-key: --tls-cert and --tls-key go together");
+    else if (!S->admin_tls_cert != !S->admin_tls_key)
+        snprintf(err, errlen, "admin-tls-key: --admin-tls-cert and --admin-tls-key go together");
     else if (gui_url_parse(S->admin_url, &u, err, errlen) != 0)
         return -1;
+    else if (!u.https && (S->admin_tls_ca || S->admin_tls_cert))
+        snprintf(err, errlen, "admin-tls-%s: set for an admin-url that is not https://",
+                 S->admin_tls_ca ? "ca" : "cert");
     else {
         if (out)
             fprintf(out, "console on %s:%lld (%s), ndd-admin at %s, files from %s\n",

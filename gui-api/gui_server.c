@@ -88,6 +88,11 @@ int gui_server_run(daemon_t *d)
         log_error("gui: admin-url: %s", err);
         return 2;
     }
+    bool https = c.admin.https || (s->metrics_urls && strstr(s->metrics_urls, "https://"));
+    if (https && gui_http_tls_init(s, err, sizeof(err)) != 0) {
+        log_error("gui: admin-tls: %s", err);
+        return 2;
+    }
     c.sessions = gui_sessions_new((size_t)s->max_sessions, s->session_ttl_ms);
     c.live = c.sessions ? gui_live_new(s, c.sessions, err, sizeof(err)) : NULL;
     if (!c.live) {
@@ -152,6 +157,7 @@ out:
     if (base)
         event_base_free(base);
     tls_ctx_free(ssl);
+    gui_http_tls_free();
     gui_sessions_free(c.sessions);
     return rc;
 }

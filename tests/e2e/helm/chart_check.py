@@ -9,9 +9,19 @@
                                             (ConfigMaps and Secrets it mounts) laid out under
                                             OUTDIR/N/root, its paths rewritten to that root,
                                             and OUTDIR/N/cmd (NUL-separated argv) and env
+  chart_check.py console RENDERED plain|mtls
+                                            ndd-gui-api: metrics-urls names the /metrics of
+                                            every worker Service rendered (aggregation,
+                                            correlation, adapter, ingress); its NetworkPolicy
+                                            egress admits DNS, the admin and exactly those
+                                            Services' ports, and each worker's policy admits
+                                            it; the admin URL is http:// (plain) or https://
+                                            with the CA and a client certificate mounted from
+                                            Secrets, never the admin's own key (mtls)
 Exit 0 when every check passes; each failure is one line "FAIL: ...".
 """
 import base64
+import json
 import os
 import sys
 
@@ -155,6 +165,112 @@ def configs(docs, outdir):
     return n
 
 
+WORKERS = ("aggregation", "correlation", "adapter", "ingress")
+COMPONENT = "app.kubernetes.io/component"
+
+
+def http_port(svc):
+    return next(p["port"] for p in svc["spec"]["ports"] if p["name"] == "http")
+
+
+def console_egress(np, workers, admin, fails):
+    """Every egress rule of the console's policy: DNS, the admin, or one worker Service."""
+    want = {json.dumps(w["spec"]["selector"], sort_keys=True): http_port(w) for w in workers}
+    seen = set()
+    for rule in np["spec"].get("egress") or []:
+        ports = sorted(p["port"] for p in rule.get("ports") or [])
+        peers = rule.get("to")
+        if not peers:
+            if ports != [53, 53]:
+                fails.append(f"console egress to anywhere on ports {ports} (only DNS may be)")
+            continue
+        for peer in peers:
+            sel = json.dumps((peer.get("podSelector") or {}).get("matchLabels"), sort_keys=True)
+            if set(peer) != {"podSelector"}:
+                fails.append(f"console egress peer {peer} is not a pod of this release")
+            elif admin and sel == json.dumps(admin["spec"]["selector"], sort_keys=True):
+                if ports != [http_port(admin)]:
+                    fails.append(f"console egress to the admin on {ports}, not {http_port(admin)}")
+            elif sel in want:
+                if ports != [want[sel]]:
+                    fails.append(f"console egress to {sel} on {ports}, not [{want[sel]}]")
+                seen.add(sel)
+            else:
+                fails.append(f"console egress to {sel}: not a worker Service nor the admin")
+    for sel in set(want) - seen:
+        fails.append(f"console egress does not admit the worker {sel}")
+
+
+def worker_ingress(docs, workers, gui_sel, fails):
+    """Each worker's own policy lets the console in on its metrics port."""
+    nps = [d for d in docs if d.get("kind") == "NetworkPolicy"]
+    for w in workers:
+        sel, port = w["spec"]["selector"], http_port(w)
+        pol = [n for n in nps if n["spec"]["podSelector"].get("matchLabels") == sel]
+        if not pol:
+            fails.append(f'{w["metadata"]["name"]}: no NetworkPolicy selects its pods')
+            continue
+        ok = any(
+            port in [p["port"] for p in r.get("ports") or []]
+            and (not r.get("from") or any((f.get("podSelector") or {}).get("matchLabels") == gui_sel for f in r["from"]))
+            for n in pol for r in n["spec"].get("ingress") or [])
+        if not ok:
+            fails.append(f'{w["metadata"]["name"]}: its NetworkPolicy does not admit the console on {port}')
+
+
+def console_admin_tls(cfg, dep, admin_dep, mode, fails):
+    url = cfg.get("admin-url", "")
+    pod = dep["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod.get("volumes") or []}
+    mounts = pod["containers"][0].get("volumeMounts") or []
+    if mode == "plain":
+        if not url.startswith("http://") or any(k.startswith("admin-tls") for k in cfg):
+            fails.append(f"admin over HTTP: the console has admin-url {url} and {sorted(cfg)}")
+        return
+    if not url.startswith("https://"):
+        fails.append(f"admin over HTTPS: the console's admin-url is {url}")
+    for key in ("admin-tls-ca", "admin-tls-cert", "admin-tls-key"):
+        path = cfg.get(key)
+        m = path and next((m for m in mounts if path.startswith(m["mountPath"] + "/")), None)
+        v = m and vols.get(m["name"])
+        if not v or "secret" not in v:
+            fails.append(f"{key} {path}: not a file of a mounted Secret")
+        elif os.path.basename(path) not in [i["path"] for i in v["secret"].get("items") or []]:
+            fails.append(f"{key} {path}: not among the items of Secret {v['secret']['secretName']}")
+    own = [v["secret"]["secretName"] for v in admin_dep["spec"]["template"]["spec"]["volumes"]
+           if v["name"] == "admin-tls"]
+    for v in vols.values():
+        if "secret" in v and v["secret"]["secretName"] in own:
+            keys = [i["key"] for i in v["secret"].get("items") or []]
+            if keys != ["ca.crt"]:
+                fails.append(f"the console mounts {keys or 'every key'} of the admin's own Secret")
+
+
+def check_console(docs, mode):
+    fails = []
+    by = lambda kind: [d for d in docs if d.get("kind") == kind]
+    gui = [d for d in by("ConfigMap") if d["metadata"].get("labels", {}).get(COMPONENT) == "gui-api"]
+    if len(gui) != 1:
+        return [f"{len(gui)} gui-api ConfigMaps rendered, not 1"], 0
+    cfg = json.loads(gui[0]["data"]["config.json"])
+    workers = [s for s in by("Service") if s["metadata"]["labels"].get(COMPONENT) in WORKERS]
+    admin = next((s for s in by("Service") if s["metadata"]["labels"].get(COMPONENT) == "admin"), None)
+    want = sorted(f'http://{w["metadata"]["name"]}:{http_port(w)}/metrics' for w in workers)
+    got = (cfg.get("metrics-urls") or "").split(",")
+    if sorted(got) != want:
+        fails.append(f"metrics-urls {got} is not every worker Service's {want}")
+    deps = {d["metadata"]["labels"].get(COMPONENT): d for d in by("Deployment")}
+    gui_sel = deps["gui-api"]["spec"]["selector"]["matchLabels"]
+    np = [n for n in by("NetworkPolicy") if n["spec"]["podSelector"].get("matchLabels") == gui_sel]
+    if len(np) != 1:
+        fails.append(f"{len(np)} NetworkPolicies select the console's pods, not 1")
+    else:
+        console_egress(np[0], workers, admin, fails)
+    worker_ingress(docs, workers, gui_sel, fails)
+    console_admin_tls(cfg, deps["gui-api"], deps.get("admin"), mode, fails)
+    return fails, len(workers)
+
+
 def main():
     what, rendered = sys.argv[1], sys.argv[2]
     docs = load(rendered)
@@ -170,6 +286,12 @@ def main():
         for f in fails:
             print("FAIL:", f)
         print(f"security: {n} pods checked, {ns} Secret values looked for, {len(fails)} failures")
+        return 1 if fails else 0
+    if what == "console":
+        fails, n = check_console(docs, sys.argv[3])
+        for f in fails:
+            print("FAIL:", f)
+        print(f"console: {n} worker Services, {len(fails)} failures")
         return 1 if fails else 0
     if what == "configs":
         print(configs(docs, sys.argv[3]))

@@ -211,3 +211,36 @@ spec:
     {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The Service of every worker the chart renders and its metrics port, as a JSON list of
+{service, component, unit, port}: each aggregation NF type, the correlation, each adapter
+feed group, the ingress gateway. The console reads their /metrics (metrics-urls) and its
+NetworkPolicy admits exactly these.
+*/}}
+{{- define "ndd.workerServices" -}}
+{{- $fn := include "ndd.fullname" . -}}
+{{- $l := list -}}
+{{- range $nf := .Values.aggregation.nfTypes }}
+{{- $unit := lower $nf.nfType | replace "_" "-" }}
+{{- $l = append $l (dict "service" (printf "%s-aggregation-%s" $fn $unit) "component" "aggregation" "unit" $unit "port" (int $.Values.aggregation.port)) }}
+{{- end }}
+{{- if .Values.correlation.enabled }}
+{{- $l = append $l (dict "service" (printf "%s-correlation" $fn) "component" "correlation" "unit" "" "port" (int .Values.correlation.port)) }}
+{{- end }}
+{{- range $g := .Values.adapter.feedGroups }}
+{{- $l = append $l (dict "service" (printf "%s-adapter-%s" $fn $g.name) "component" "adapter" "unit" $g.name "port" (int $.Values.adapter.port)) }}
+{{- end }}
+{{- if .Values.ingress.enabled }}
+{{- $l = append $l (dict "service" (printf "%s-ingress" $fn) "component" "ingress" "unit" "" "port" (int .Values.ingress.port)) }}
+{{- end }}
+{{- toJson $l -}}
+{{- end -}}
+
+{{/* A Kubernetes quantity ("250m", "1", 0.5, "512Mi", "1G") as a plain number: cores or bytes. */}}
+{{- define "ndd.quantity" -}}
+{{- $s := toString . -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $s -}}
+{{- $unit := get (dict "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0) (trimPrefix $num $s) -}}
+{{- mulf (float64 $num) (default 1.0 $unit) -}}
+{{- end -}}

@@ -28,6 +28,12 @@
     - namespaceSelector:
         matchLabels:
           {{- toYaml .ctx.Values.networkPolicy.metricsNamespaceSelector | nindent 10 }}
+    {{- if .ctx.Values.console.enabled }}
+    {{- /* the console's live figures read every worker's /metrics */}}
+    - podSelector:
+        matchLabels:
+          {{- include "ndd.selector" (dict "ctx" .ctx "component" "gui-api" "unit" "") | nindent 10 }}
+    {{- end }}
   ports:
     - {port: {{ .port }}, protocol: TCP}
 {{- end -}}
