@@ -115,6 +115,11 @@ grep -q 'at feeds\[0\]\.filter' "$T/err" || fail "missing filter refusal: $(cat 
 echo '{"feeds": [], "filters": []}' >"$T/empty.json"
 apply --prune "$T/empty.json" >"$T/out" 2>&1 || fail "pruning everything: $(cat "$T/out")"
 [ "$(versions)" = "source/scp:1" ] || fail "after pruning feeds and filters: $(versions)"
+# ndd.config: demo's tombstone before the tombstone of the filter it used
+wait_for 20 "the prune's tombstones on $CONFIG_TOPIC" has_keys $((RECORDS + 4))
+config_keys | tail -2 | tr '\n' ' ' >"$T/last"
+[ "$(cat "$T/last")" = "feed/$DEMO_ID filter/$FILTER_ID " ] ||
+    fail "tombstone order on $CONFIG_TOPIC (feed, then filter): $(config_keys | tail -4)"
 
 # 9. HTTPS: the admin's certificate verified with --ca-file; refused without it
 (
