@@ -90,6 +90,13 @@ try {
   // the form is drawn from the admin's schema: every transport and encoding, nothing else
   await visit(page, 'feeds', 'feeds-empty', false);
   assert(await page.locator('[data-testid=feeds-empty]').count() === 1, 'no empty-state text on an empty Feeds page');
+  // a feed an adapter runs from its feeds file: listed, read-only, with where it comes from
+  const fromFile = page.locator(`[data-testid=origin-${TAG}-fromfile]`);
+  const origin = await until(page, 15000, `${TAG}-fromfile listed from the feeds file`, async () =>
+    (await fromFile.count()) ? fromFile.textContent() : '');
+  assert(/read-only/.test(origin) && /console-file-adapter/.test(origin), `origin label "${origin}"`);
+  assert(await page.locator(`button[aria-label="Edit ${TAG}-fromfile"]`).count() === 0, 'a feeds-file feed has an Edit button');
+  ok(`feeds list: ${TAG}-fromfile "${origin}", no Edit or Delete`);
   await formMatchesSchema(page, URL0);
 
   // the feed form: an invalid endpoint first, then a valid one
@@ -126,7 +133,12 @@ try {
     const t = (await lag.count()) ? await lag.textContent() : '';
     return /^\d/.test(t) ? t : '';
   });
-  ok(`overview: ${FEED} lag "${lagText}"`);
+  const health = page.locator(`[data-testid=health-${FEED}]`);
+  const h = await until(page, 15000, `health of ${FEED} on the overview`, async () => {
+    const t = (await health.count()) ? await health.textContent() : '';
+    return t && t !== 'no heartbeat yet' ? t : '';
+  });
+  ok(`overview: ${FEED} lag "${lagText}", health "${h}"`);
   await page.waitForTimeout(2500);
   await axeCheck(page, 'overview');
   await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
@@ -171,6 +183,7 @@ try {
 
   // the Feeds list: the feed's rate per second from /status, health, endpoint state
   await page.goto(URL0 + '/#/overview');
+  await page.locator('#page-title:has-text("Overview")').waitFor();
   await page.goto(URL0 + '/#/feeds');
   const listRate = page.locator(`[data-testid=list-rate-${FEED}]`);
   const lr = await until(page, 20000, `rate of ${FEED} in the Feeds list`, async () => {
@@ -259,7 +272,9 @@ try {
   await page.click('button[aria-label="Revoke console-made"]');
   await page.locator('text=Token console-made revoked.').waitFor();
   await page.goto(URL0 + '/#/overview');
+  await page.locator('#page-title:has-text("Overview")').waitFor();
   await page.goto(URL0 + '/#/tokens');
+  await page.locator('#page-title:has-text("Tokens")').waitFor();
   assert(await page.locator('[data-testid=new-token]').count() === 0, 'token shown again');
   ok('tokens: created (shown once), revoked');
 

@@ -71,7 +71,8 @@ export async function editOneField(page, url, { feed, path, input, text, want, s
   assert(c.status === 201, `create ${feed.name}: ${c.status} ${JSON.stringify(c.data)}`);
   const id = c.data.id;
   const before = await api(page, 'GET', '/api/v1/feeds/' + id);
-  await page.goto(url + '/#/overview');
+  await page.goto(url + '/#/overview'); /* a fresh Feeds page: the list read again */
+  await page.locator('#page-title:has-text("Overview")').waitFor();
   await page.goto(url + '/#/feeds');
   await page.click(`button[aria-label="Edit ${feed.name}"]`);
   await page.locator(`#form-title:has-text("${feed.name}")`).waitFor();

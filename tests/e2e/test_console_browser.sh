@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15 "Done when": the web console in a real browser against a real stack. Starts, on
 # ephemeral ports and private topics/schema of the test stack (NDD_TEST_KAFKA, NDD_TEST_PG):
-#   ndd-nf-sim (SCP traffic) -> ndd-aggregation -> MAIN -> ndd-adapter (--config-topic) -> ndd-sink
+#   ndd-nf-sim (SCP traffic) -> ndd-aggregation -> MAIN -> ndd-adapter (--config-topic) -> ndd-sink,
+#   a second ndd-adapter with one feed from a feeds file (the console lists it read-only),
 #   ndd-admin (its own schema, config and events topics), ndd-gui-api (metrics of the adapter
 #   and the aggregation), then tests/browser/console.test.mjs drives Debian's chromium with
 #   playwright-core through every scenario of the issue, runs axe-core on every page, checks
@@ -98,8 +99,21 @@ PID[aggregation]=$!
     --events-topic "${PREFIX}events" --http.port 0 --http.port-file "$T/adapter.port" \
     --instance console-adapter >"$T/adapter.log" 2>&1 &
 PID[adapter]=$!
+# A second adapter runs one feed from a feeds file (no admin behind it): the console lists
+# it read-only. Its file endpoint and its drop-all filter keep it off the network and quiet.
+mkdir -p "$T/export/fromfile"
+cat >"$T/feeds.json" <<EOF
+{"feeds": [{"name": "$TAG-fromfile", "source_topic": "$MAIN", "transport": "file",
+            "encoding": "json", "endpoints": [{"url": "file://$T/export/fromfile"}],
+            "filter": {"name": "drop-all", "default": "drop", "rules": []}}]}
+EOF
+"$BUILD/adapter/ndd-adapter" --bootstrap "$BROKER" --feeds-file "$T/feeds.json" \
+    --events-topic "${PREFIX}events" --http.port 0 --http.port-file "$T/adapter-file.port" \
+    --instance console-file-adapter >"$T/adapter-file.log" 2>&1 &
+PID[adapter_file]=$!
 wait_port_file "$T/agg.port" aggregation
 wait_port_file "$T/adapter.port" adapter
+wait_port_file "$T/adapter-file.port" adapter_file
 AGG_M=http://127.0.0.1:$(cat "$T/agg.port")/metrics
 ADA_M=http://127.0.0.1:$(cat "$T/adapter.port")/metrics
 

@@ -29,7 +29,8 @@ export function Alarms(p: { admin: boolean }) {
         <Select path="alarm-severity" label="Severity" value={sev} errors={{}}
                 options={[['', 'All'], ['critical', 'critical'], ['major', 'major'], ['minor', 'minor'], ['warning', 'warning']]} onChange={setSev} />
       </div>
-      <table><thead><tr><th scope="col">Type</th><th scope="col">Resource</th><th scope="col">Severity</th><th scope="col">Text</th>
+      {!items.length && <p class="empty">{state === 'active' ? 'No active alarm' + (sev ? ` of severity ${sev}` : '') + '. One is raised when a worker stops reporting, an endpoint goes down, dead letters surge or a feed falls behind.' : 'No cleared alarm yet.'}</p>}
+      {items.length > 0 && <table><thead><tr><th scope="col">Type</th><th scope="col">Resource</th><th scope="col">Severity</th><th scope="col">Text</th>
         <th scope="col">Raised</th><th scope="col">Count</th><th scope="col">Acknowledged</th><th scope="col">Cleared</th>{p.admin && <th scope="col">Actions</th>}</tr></thead>
         <tbody>{items.map((a) => (
           <tr data-testid={'alarm-' + a.type}>
@@ -37,7 +38,7 @@ export function Alarms(p: { admin: boolean }) {
             <td>{a.raised_at}</td><td>{a.count}</td><td>{a.acked_by ? `${a.acked_by} at ${a.acked_at}` : 'no'}</td><td>{a.cleared_at ?? '–'}</td>
             {p.admin && <td>{!a.acked_by && a.state === 'active' && <button type="button" onClick={() => ack(a)} aria-label={`Acknowledge ${a.type} ${a.resource}`}>Acknowledge</button>}</td>}
           </tr>
-        ))}</tbody></table>
+        ))}</tbody></table>}
     </Page>
   );
 }

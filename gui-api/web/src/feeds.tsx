@@ -230,8 +230,8 @@ export function Feeds(p: { admin: boolean }) {
             readOnly={`read-only: from the feeds file of ${(x.instances ?? []).join(', ') || 'an adapter'}`} onEdit={() => {}} onDelete={() => {}} />)}
         </tbody>
       </table>
-      {items && !items.length && !fromFile.length && <p class="empty" data-testid="feeds-empty">
-        No feeds yet. {p.admin ? 'Create one with “New feed”, or' : 'An admin creates them here or'} with <code>ndd-admin apply FILE</code>;
+      {items && !items.length && <p class="empty" data-testid="feeds-empty">
+        The admin holds no feed yet. {p.admin ? 'Create one with “New feed”, or' : 'An admin creates them here or'} with <code>ndd-admin apply FILE</code>;
         each feed sends the copies of its source topic to its endpoints.</p>}
       {fromFile.length > 0 && <p class="hint">Feeds marked read-only run from an adapter's feeds file (<code>--feeds-file</code>):
         change them in that file, or move them into the admin with <code>ndd-admin apply</code>.</p>}

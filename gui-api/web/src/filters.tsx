@@ -111,7 +111,7 @@ function Editor(p: { id: string | null; admin: boolean; onDone: () => void }) {
 }
 
 export function Filters(p: { admin: boolean }) {
-  const [items, setItems] = useState<any[]>([]);
+  const [items, setItems] = useState<any[] | null>(null);
   const [editing, setEditing] = useState<string | null | undefined>(undefined);
   const [msg, setMsg] = useState('');
   const load = async () => { const r = await request('GET', '/api/v1/filters?limit=1000'); if (r.status === 200) setItems(r.data.items); };
@@ -126,12 +126,14 @@ export function Filters(p: { admin: boolean }) {
     <Page title="Filters">
       {msg && <Status msg={msg} />}
       {p.admin && <button type="button" onClick={() => setEditing(null)}>New filter</button>}
-      <table><thead><tr><th scope="col">Name</th><th scope="col">Default</th><th scope="col">Rules</th><th scope="col">Actions</th></tr></thead>
+      {items && !items.length && <p class="empty">No filter yet: a filter decides which copies a feed (or an aggregation worker) carries.
+        {p.admin ? ' Create one with “New filter” and try it on a sample copy.' : ''}</p>}
+      {items && items.length > 0 && <table><thead><tr><th scope="col">Name</th><th scope="col">Default</th><th scope="col">Rules</th><th scope="col">Actions</th></tr></thead>
         <tbody>{items.map((f) => (
           <tr><th scope="row">{f.name}</th><td>{f.default}</td><td>{(f.rules ?? []).length}</td>
             <td><button type="button" class="secondary" onClick={() => setEditing(f.id)}>{p.admin ? 'Edit / test' : 'View / test'}</button>
               {p.admin && <button type="button" class="danger" onClick={() => del(f)}>Delete</button>}</td></tr>
-        ))}</tbody></table>
+        ))}</tbody></table>}
     </Page>
   );
 }

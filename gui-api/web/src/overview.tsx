@@ -85,7 +85,7 @@ export function Overview() {
                 <td class="num">{fmt((last['p99/' + n] as number) ?? st?.latency_ms?.p99, 1)}</td>
                 <td class="num" data-testid={'lag-' + n}><Lag lag={st?.lag ?? last['lag/' + n]} trend={st?.lag_trend_per_s} /></td>
                 <td class="num">{st?.dead_lettered_total ?? fmt(last['dlq/' + n] as number, 0)}</td>
-                <td><Health h={st?.health} /></td>
+                <td data-testid={'health-' + n}><Health h={st?.health} /></td>
               </tr>
             );
           })}

@@ -65,6 +65,8 @@ export function diffPatch(before: any, after: any, skip: string[] = []): Record<
 export function hintOf(o: Option): string {
   const parts: string[] = [];
   const unit = o.unit ? ' ' + o.unit : '';
+  /* a bound past 2^53 (INT64_MAX: "no limit") does not survive JSON numbers: left out */
+  if (o.maximum !== undefined && o.maximum > Number.MAX_SAFE_INTEGER) o = { ...o, maximum: undefined };
   if (o.minimum !== undefined && o.maximum !== undefined) parts.push(`${o.minimum}–${o.maximum}${unit}`);
   else if (o.minimum !== undefined) parts.push(`≥ ${o.minimum}${unit}`);
   else if (o.maximum !== undefined) parts.push(`≤ ${o.maximum}${unit}`);
