@@ -3,8 +3,9 @@
  *
  * Delivery reports: librdkafka signals its main queue on a pipe (rd_kafka_queue_io_event_
  * enable) that the event loop watches, so a 202 goes out as soon as the broker acknowledged,
- * without a polling timer's latency; a 100 ms timer is the safety net. message.timeout.ms is
- * bounded (produce-timeout, 5 s) so a client gets its 503 while the broker is away. */
+ * without a polling timer's latency; a 100 ms timer is the safety net. Records have no message
+ * timeout (what was accepted is written); while the broker is away the HTTP listeners answer
+ * 503 without producing (ingress_kafka_stalled) and the others stop reading. */
 #include "ingress.h"
 
 #include <errno.h>
