@@ -243,7 +243,13 @@ try {
       endpoints: [{ url: fileUrl + '/pcap' }], synthetic: { max_connections: 100, mapping: [{ fqdn: 'udm.example', addr: '10.0.0.7:8080' }] } },
     path: 'synthetic.mss', input: 'fill', text: '1400', want: 1400, shot: join(SHOTS, 'feed-form-synthetic.png'),
   });
-  for (const n of ['kafka', 'file', 'synthetic']) {
+  // a value cleared in the form: the PATCH deletes that member only (null), nothing else
+  await editOneField(page, URL0, {
+    feed: { name: `${TAG}-clear`, source_topic: env('MAIN_TOPIC'), transport: 'file', encoding: 'xdr-jsonl', filter: drop,
+      endpoints: [{ url: fileUrl + '/xdr' }], file: { max_seconds: 30, max_records: 1000 } },
+    path: 'file.max_seconds', input: 'fill', text: '', want: null,
+  });
+  for (const n of ['kafka', 'file', 'synthetic', 'clear']) {
     const l = await api(page, 'GET', `/api/v1/feeds?name=${TAG}-${n}`);
     const d = await api(page, 'DELETE', '/api/v1/feeds/' + l.data.items[0].id);
     assert(d.status === 204, `delete ${TAG}-${n}: ${d.status}`);

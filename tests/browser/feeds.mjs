@@ -56,16 +56,18 @@ export async function formMatchesSchema(page, url) {
 const canon = (o) => JSON.stringify(o, (k, v) => (v && typeof v === 'object' && !Array.isArray(v)
   ? Object.fromEntries(Object.keys(v).sort().map((x) => [x, v[x]])) : v));
 const strip = (o) => { const c = structuredClone(o); delete c.version; delete c.updated_at; return c; };
+/** o with path set to v; v null removes the member (what a merge patch's null does). */
 function setPath(o, path, v) {
   const ks = path.split('.');
   let x = o;
   for (const k of ks.slice(0, -1)) x = x[k] ??= {};
-  x[ks[ks.length - 1]] = v;
+  if (v === null) delete x[ks[ks.length - 1]]; else x[ks[ks.length - 1]] = v;
   return o;
 }
 
 /** feed: the object to create; path: the dotted member to edit; input: 'fill' or 'select';
- * text: what is typed or chosen; want: the stored value expected at path. */
+ * text: what is typed or chosen ('' clears it); want: the stored value expected at path
+ * (null: the member gone, and the PATCH sends null for it). */
 export async function editOneField(page, url, { feed, path, input, text, want, shot }) {
   const c = await api(page, 'POST', '/api/v1/feeds', feed);
   assert(c.status === 201, `create ${feed.name}: ${c.status} ${JSON.stringify(c.data)}`);
@@ -91,7 +93,7 @@ export async function editOneField(page, url, { feed, path, input, text, want, s
   assert(after.data.version === before.data.version + 1, `${feed.name}: version ${before.data.version} -> ${after.data.version}`);
   assert(req.headers()['if-match'] === before.etag, `${feed.name}: PATCH If-Match ${req.headers()['if-match']}, read ${before.etag}`);
   const patch = JSON.parse(req.postData());
-  const one = setPath({}, path, want);
+  const one = want === null ? path.split('.').reduceRight((v, k) => ({ [k]: v }), null) : setPath({}, path, want);
   assert(canon(patch) === canon(one), `${feed.name}: the form sent ${req.postData()}, not only ${JSON.stringify(one)}`);
   ok(`${feed.name} (${feed.transport}/${feed.encoding}): ${path} edited in the form; PATCH ${req.postData()} with If-Match; ` +
      `stored object differs only there (version ${before.data.version} -> ${after.data.version})`);

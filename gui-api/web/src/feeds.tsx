@@ -5,7 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { describe, errorOf, request } from './api';
 import type { FeedSchema, Option, Path, Transport } from './schema';
-import { OptionField, diffPatch, getIn, knownPaths, setIn } from './schema';
+import { OptionField, diffPatch, getIn, knownPaths, pruneEmpty, setIn } from './schema';
 import { Page, Select, Status, placeError } from './ui';
 import { fmt, Health, Lag } from './live';
 
@@ -99,7 +99,7 @@ function FeedForm(p: { id: string | null; schema: FeedSchema; onDone: (msg: stri
       if (!Object.keys(patch).length) { setTop('Nothing changed: no field differs from the feed as read.'); return; }
       r = await request('PATCH', '/api/v1/feeds/' + p.id, patch, etag);
     } else {
-      r = await request('POST', '/api/v1/feeds', value);
+      r = await request('POST', '/api/v1/feeds', pruneEmpty(value));
     }
     if (r.status === 200 || r.status === 201) { p.onDone(p.id ? `Feed ${r.data.name} saved (version ${r.data.version}).` : `Feed ${r.data.name} created.`); return; }
     if (r.status === 412) {

@@ -26,17 +26,28 @@ export function getIn(o: any, p: Path): any {
   return o;
 }
 
-/** A copy of o with p set to v; undefined removes the member (and an object left empty). */
+/** A copy of o with p set to v; undefined removes the member. An object left empty stays
+ * (an edit's patch then names only the member removed: {"delivery": {"timeout_ms": null}}). */
 export function setIn(o: any, p: Path, v: any): any {
   if (!p.length) return v;
   const [k, ...rest] = p;
   const c: any = Array.isArray(o) ? [...o] : o && typeof o === 'object' ? { ...o } : typeof k === 'number' ? [] : {};
   const nv = setIn(c[k], rest, v);
-  if (nv === undefined || (rest.length && isEmptyObject(nv))) { if (Array.isArray(c)) c[k as number] = nv; else delete c[k]; }
+  if (nv === undefined && !Array.isArray(c)) delete c[k];
   else c[k] = nv;
   return c;
 }
-const isEmptyObject = (x: any) => x && typeof x === 'object' && !Array.isArray(x) && Object.keys(x).length === 0;
+
+/** o without its empty objects, for a create (the defaults of an untouched section apply). */
+export function pruneEmpty(o: any): any {
+  if (!isObject(o)) return o;
+  const out: Record<string, any> = {};
+  for (const [k, v] of Object.entries(o)) {
+    const x = pruneEmpty(v);
+    if (!(isObject(x) && !Object.keys(x).length)) out[k] = x;
+  }
+  return out;
+}
 const isObject = (x: any) => x !== null && typeof x === 'object' && !Array.isArray(x);
 
 export function deepEqual(a: any, b: any): boolean {
