@@ -302,6 +302,7 @@ void admin_h_audit_list(admin_ctx_t *, const admin_req_t *, const char *, admin_
 void admin_h_audit_get(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 /* admin_routes_tokens.c; GET /tokens checks for role admin itself (the list names every holder) */
 void admin_h_whoami(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
+void admin_h_schema_feeds(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_tokens_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_tokens_create(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);
 void admin_h_tokens_revoke(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);

@@ -28,6 +28,7 @@ static const admin_route_t admin_route_table[] = {
     {ADMIN_GET, "/api/v1/audit", admin_h_audit_list, false, false},
     {ADMIN_GET, "/api/v1/audit/{id}", admin_h_audit_get, false, false},
     {ADMIN_GET, "/api/v1/whoami", admin_h_whoami, false, false},
+    {ADMIN_GET, "/api/v1/schema/feeds", admin_h_schema_feeds, false, false},
     {ADMIN_GET, "/api/v1/tokens", admin_h_tokens_list, false, false},
     {ADMIN_POST, "/api/v1/tokens", admin_h_tokens_create, true, false},
     {ADMIN_DELETE, "/api/v1/tokens/{id}", admin_h_tokens_revoke, true, false},

@@ -5,15 +5,36 @@
  *   ndd-admin token create --role admin|viewer --name NAME        prints a new token once
  *   ndd-admin token list | token revoke --name NAME
  *   ndd-admin apply [--dry-run] [--prune] [--url URL] [--token-file F] FILE|DIR
+ *   ndd-admin schema feeds                                         prints the feed schema
  *
  * Its settings and its run are admin_role.c's, shared with ndd. */
+#include <stdio.h>
 #include <string.h>
 
 #include "admin_server.h"
+#include "admin_validate.h"
 #include "daemon_role.h"
+#include "feed_schema.h"
+
+/* `schema feeds`: what GET /api/v1/schema/feeds serves, without a database or a server (for
+ * GitOps pipelines that check their files, and for the docs test). */
+static int admin_schema_command(const char *what)
+{
+    if (strcmp(what, "feeds") != 0) {
+        fprintf(stderr, "ndd-admin schema: unknown schema \"%s\" (known: feeds)\n", what);
+        return 2;
+    }
+    json_t *s = feed_schema_json(ADMIN_NAME_MAX);
+    int rc = s && json_dumpf(s, stdout, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 ? 0 : 1;
+    putchar('\n');
+    json_decref(s);
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "schema") == 0)
+        return admin_schema_command(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "apply") == 0)
         return admin_apply_command(argc - 1, argv + 1);
     if (!(argc >= 3 && strcmp(argv[1], "token") == 0))

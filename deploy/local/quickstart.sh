@@ -181,7 +181,11 @@ start_daemon sink "$QS/sink.log" "$SINK" --h2-port "$P_SINK" --metrics-port "$P_
     --summary-file "$QS/sink-summary.json"
 wait_http ndd-sink "http://127.0.0.1:$P_SINKM/healthz" 10 "$QS/sink.log"
 
-cat >"$QS/feeds.json" <<EOF
+# What NDD runs is configured in one place, the admin (PostgreSQL -> ndd.config): the demo's
+# feeds, the NF sources and the correlation settings are applied to it as a declarative file
+# (docs/api.md, "Declarative apply"), exactly as an operator's GitOps repository would be, and
+# every role follows ndd.config. A feed the operator adds in the console runs the same way.
+cat >"$QS/ndd-config.json" <<EOF
 {"feeds": [
   {"name": "demo", "source_topic": "MAIN", "encoding": "json", "transport": "http2",
    "endpoints": [{"url": "http://127.0.0.1:$P_SINK/ndd/demo"}],
@@ -189,7 +193,18 @@ cat >"$QS/feeds.json" <<EOF
   {"name": "wireshark", "source_topic": "MAIN", "encoding": "synthetic", "transport": "file",
    "endpoints": [{"url": "file://$QS/pcap"}],
    "file": {"max_seconds": 10, "retention_bytes": 104857600}}
-]}
+ ],
+ "sources": [
+  {"name": "scp", "type": "SCP", "topic": "SCP", "partitions": 3, "description": "SCP copies"},
+  {"name": "nrf", "type": "NRF", "topic": "NRF", "partitions": 3, "description": "NRF copies"},
+  {"name": "sepp", "type": "SEPP", "topic": "SEPP", "partitions": 3, "description": "SEPP copies"},
+  {"name": "bsf", "type": "BSF", "topic": "BSF", "partitions": 3, "description": "BSF copies"},
+  {"name": "pcf", "type": "PCF", "topic": "PCF", "partitions": 3, "description": "PCF copies"}
+ ],
+ "correlation": [
+  {"name": "main", "enabled": true, "source_topic": "MAIN", "xdr_topic": "XDR", "timeout_ms": 5000,
+   "description": "request/response pairs of MAIN into xDRs"}
+ ]}
 EOF
 mkdir -p "$QS/pcap" # the synthetic feed's pcapng files (docs/synthetic.md)
 P_GUI=$((BASE + 8)) CONSOLE_LINE="  web console                 not built (needs npm: see docs/console.md)"
@@ -204,16 +219,27 @@ make_token() {
         { rm -f "$QS/admin.token"; die "ndd-admin token create failed: $(tail -3 "$QS/token.log")"; }
 }
 
+# The demo's configuration through the admin's API (objects matched by name: a rerun changes
+# nothing that is already so). --wait: the admin answers 503 until it has loaded its objects
+# from PostgreSQL.
+apply_config() {
+    "$ADMIN" apply --wait 60 --url "http://127.0.0.1:$P_ADMIN" --token-file "$QS/admin.token" \
+        "$QS/ndd-config.json" >"$QS/apply.log" 2>&1 ||
+        { tail -5 "$QS/apply.log" >&2; die "ndd-admin apply did not apply $QS/ndd-config.json ($QS/apply.log)"; }
+}
+
 if ((SEPARATE)); then
     # ndd-admin: the REST API over PostgreSQL.
     start_daemon admin "$QS/admin.log" "$ADMIN" --pg "$NDD_PG" --bootstrap "$NDD_KAFKA" --http.port "$P_ADMIN"
     wait_http ndd-admin "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/admin.log"
     make_token
+    apply_config
     # ndd-gui-api: the web console (docs/console.md) on port P+8, in front of ndd-admin.
     if ((HAVE_CONSOLE)); then
         start_daemon gui-api "$QS/gui-api.log" "$PREFIX/bin/ndd-gui-api" --admin-url "http://127.0.0.1:$P_ADMIN" \
             --web-root "$PREFIX/share/ndd/console" --http.port "$P_GUI" \
-            --metrics-urls "http://127.0.0.1:$P_ADA/metrics,http://127.0.0.1:$P_AGG/metrics"
+            --metrics-urls "$(printf 'http://127.0.0.1:%s/metrics,' "$P_ADA" "$P_CORR" "$P_AGG" \
+                $((BASE + 11)) $((BASE + 12)) $((BASE + 13)) $((BASE + 14)) | sed 's/,$//')"
         wait_http ndd-gui-api "http://127.0.0.1:$P_GUI/healthz" 10 "$QS/gui-api.log"
     fi
     i=0
@@ -228,7 +254,7 @@ if ((SEPARATE)); then
     # ndd-correlation: its own consumer group on MAIN, one xDR per transaction to XDR (docs/correlation.md).
     start_daemon correlation "$QS/correlation.log" "$CORR" --bootstrap "$NDD_KAFKA" --http.port "$P_CORR" \
         --log.level warn
-    start_daemon adapter "$QS/adapter.log" "$ADA" --bootstrap "$NDD_KAFKA" --feeds-file "$QS/feeds.json" \
+    start_daemon adapter "$QS/adapter.log" "$ADA" --bootstrap "$NDD_KAFKA" --config-topic ndd.config \
         --http.port "$P_ADA"
     for nf in "${NF_TYPES[@]}"; do
         wait_http "ndd-aggregation $nf" "http://127.0.0.1:$(cat "$QS/aggregation-$nf.port")/readyz" 40 "$QS/aggregation-$nf.log"
@@ -244,7 +270,7 @@ else
     nf_json=$(printf '%s\n' "${NF_TYPES[@]}" | jq -R . | jq -cs .)
     # 0600: the file holds the PostgreSQL conninfo
     (umask 077 && jq -n --arg b "$NDD_KAFKA" --argjson port "$P_AGG" --arg pg "$NDD_PG" \
-        --argjson aport "$P_ADMIN" --argjson nfs "$nf_json" --arg feeds "$QS/feeds.json" \
+        --argjson aport "$P_ADMIN" --argjson nfs "$nf_json" \
         --argjson console "$HAVE_CONSOLE" --arg root "$PREFIX/share/ndd/console" \
         --argjson gport "$P_GUI" --arg murl "http://127.0.0.1:$P_AGG/metrics" '{
         bootstrap: $b, http: {port: $port}, log: {level: "warn"},
@@ -252,7 +278,7 @@ else
           admin: {pg: $pg, http: {port: $aport}},
           aggregation: {"nf-types": $nfs, "main-partitions": 3, "filter-check-interval": "1s"},
           correlation: {},
-          adapter: {"feeds-file": $feeds}}
+          adapter: {"config-topic": "ndd.config"}}
           + (if $console == 1 then {"gui-api": {"admin-url": ("http://127.0.0.1:" + ($aport | tostring)),
               "web-root": $root, http: {port: $gport}, "metrics-urls": $murl}} else {} end))}' \
         >"$QS/ndd.json") || die "cannot write $QS/ndd.json"
@@ -262,6 +288,7 @@ else
     wait_http ndd "http://127.0.0.1:$P_AGG/healthz" 20 "$QS/ndd.log"
     wait_http "ndd's admin role" "http://127.0.0.1:$P_ADMIN/healthz" 40 "$QS/ndd.log"
     make_token
+    apply_config
     # every role ready (/readyz has a line per role: aggregation-SCP ... adapter)
     wait_http ndd "http://127.0.0.1:$P_AGG/readyz" 60 "$QS/ndd.log"
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Docs that run: every example of README.md and docs/ that a user is told to run or copy is
+# Docs that run (and docs/api.md's feed tables are the feed schema, tests/docs_feed_schema.py):
+# every example of README.md and docs/ that a user is told to run or copy is
 # marked (tests/docs_examples.py says how) and run here, so a doc cannot drift from the code:
 #   sh                 the block, with bash -e, in a scratch directory that looks like the
 #                      repository (deploy/ and build/ link to the real ones, .stack is this
@@ -51,6 +52,11 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT # a timeout still stops what the examples started
 export PATH="$BUILD/admin:$BUILD/adapter:$BUILD/aggregation:$BUILD/correlation:$BUILD/bench/sink:$BUILD/bench/nfsim:$PATH"
 B=127.0.0.1:$KPORT
+
+# docs/api.md's feed tables are the feed schema the admin validates with, rendered.
+"$BUILD/admin/ndd-admin" schema feeds >"$W/feed-schema.json" || fail "ndd-admin schema feeds"
+python3 "$SRC/tests/docs_feed_schema.py" "$W/feed-schema.json" "$SRC/docs/api.md" ||
+    fail "docs/api.md's feed tables differ from the feed schema (see above)"
 
 python3 "$SRC/tests/docs_examples.py" "$SRC" "$W/ex" >"$W/manifest" ||
     fail "unmarked or malformed examples (see above): mark each \`\`\`sh/\`\`\`json block"
