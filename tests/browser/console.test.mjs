@@ -269,6 +269,23 @@ try {
   ok(`sources: the running SCP aggregation listed (${running.slice(0, 80)}…), the admin's empty list explained`);
   await visit(page, 'correlation', 'correlation');
   assert(await page.locator('[data-testid=running-empty]').count() === 1, 'no empty-state text for the correlation workers');
+  // correlation settings: created in their form, one value edited: a PATCH of that member
+  await page.click('text=New');
+  await page.fill('#f-name', `${TAG}-corr`);
+  await page.fill('#f-timeout_ms', '4000');
+  await page.click('text=Save');
+  const editCorr = page.locator('tr', { hasText: `${TAG}-corr` }).locator('text=Edit');
+  await editCorr.click();
+  await page.waitForFunction(() => document.querySelector('#f-timeout_ms')?.value === '4000');
+  await page.fill('#f-timeout_ms', '4500');
+  const corrReq = page.waitForRequest((r) => r.method() === 'PATCH' && r.url().includes('/api/v1/correlation/'));
+  await page.click('text=Save');
+  const cr = await corrReq;
+  assert(cr.postData() === '{"timeout_ms":4500}' && cr.headers()['if-match'], `correlation edit sent ${cr.method()} ${cr.postData()}`);
+  await page.locator('td:text-is("4500")').waitFor();
+  const corr = await api(page, 'GET', `/api/v1/correlation?name=${TAG}-corr`);
+  assert(corr.data.items[0].timeout_ms === 4500 && corr.data.items[0].version === 2, `stored correlation ${JSON.stringify(corr.data.items[0])}`);
+  ok(`correlation settings: created in the form, edited with PATCH ${cr.postData()} (version 2)`);
   await visit(page, 'tokens', 'tokens', false);
   await page.fill('#f-name', 'console-made');
   await page.click('text=Create token');

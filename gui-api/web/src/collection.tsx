@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { describe, errorOf, request } from './api';
 import { Check, Field, Page, Select, Status, placeError } from './ui';
 import { fmt } from './live';
+import { diffPatch } from './schema';
 
 /** What runs, from the workers' heartbeats in /status. */
 export interface RunningDef { key: 'aggregation' | 'correlation'; title: string; cols: [string, string][]; empty: string; }
@@ -76,10 +77,11 @@ export const CORRELATION_FIELDS: Def[] = [
 function Form(p: { coll: string; fields: Def[]; id: string | null; onDone: () => void }) {
   const [v, setV] = useState<Record<string, any>>({});
   const [etag, setEtag] = useState<string | null>(null);
+  const [orig, setOrig] = useState<any>({});
   const [errs, setErrs] = useState<Record<string, string>>({});
   const [top, setTop] = useState('');
   useEffect(() => {
-    if (p.id) request('GET', `/api/v1/${p.coll}/${p.id}`).then((r) => { if (r.status === 200) { setV(r.data); setEtag(r.etag); } });
+    if (p.id) request('GET', `/api/v1/${p.coll}/${p.id}`).then((r) => { if (r.status === 200) { setV(r.data); setOrig(r.data); setEtag(r.etag); } });
   }, [p.id]);
   const save = async (e: Event) => {
     e.preventDefault(); setErrs({}); setTop('');
@@ -89,7 +91,15 @@ function Form(p: { coll: string; fields: Def[]; id: string | null; onDone: () =>
       if (x === undefined || x === '') continue;
       o[d.key] = d.kind === 'int' && /^-?\d+$/.test(String(x)) ? Number(x) : x;
     }
-    const r = p.id ? await request('PUT', `/api/v1/${p.coll}/${p.id}`, o, etag) : await request('POST', `/api/v1/${p.coll}`, o);
+    // An edit patches only what changed (members the form does not show are kept as stored).
+    let r;
+    if (p.id) {
+      const after: any = { ...orig };
+      for (const d of p.fields) { if (o[d.key] === undefined) delete after[d.key]; else after[d.key] = o[d.key]; }
+      const patch = diffPatch(orig, after, ['id', 'version', 'created_at', 'updated_at']);
+      if (!Object.keys(patch).length) return setTop('Nothing changed.');
+      r = await request('PATCH', `/api/v1/${p.coll}/${p.id}`, patch, etag);
+    } else r = await request('POST', `/api/v1/${p.coll}`, o);
     if (r.status === 200 || r.status === 201) return p.onDone();
     if (r.status === 412) return setTop('Changed by someone else after you opened it (412): reload and apply your edits again.');
     const pl = placeError(errorOf(r), p.fields.map((d) => d.key)); setErrs(pl.fields); setTop(pl.top);
