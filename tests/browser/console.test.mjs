@@ -331,6 +331,19 @@ try {
   await page.locator('#page-title:has-text("Alarms")').waitFor();
   ok('keyboard: navigation by Tab and Enter');
 
+  // a viewer sees the dead letters' reasons and sizes, not their bodies
+  const viewer = await newPage();
+  await login(viewer, env('VIEWER_TOKEN'));
+  await viewer.goto(URL0 + '/#/deadletters');
+  await viewer.locator(`button[aria-label="Show records of ${env('DLQ_TOPIC')}"]`).click();
+  const vrec = viewer.locator('[data-testid=dl-record]').first();
+  await vrec.waitFor();
+  const vt = await vrec.textContent();
+  assert(/HTTP 400/.test(vt) && /bodies are shown to admins/.test(vt) && await viewer.locator('pre.body').count() === 0,
+    `viewer's dead letter: "${vt}"`);
+  await viewer.context().close();
+  ok('dead letters as a viewer: reason and size, no body');
+
   assert(watch.problems.length === 0, 'console errors or CSP violations:\n  ' + watch.problems.join('\n  '));
   ok('no console error and no CSP violation on any page');
 } catch (e) {
