@@ -27,6 +27,9 @@ typedef struct ves_req ves_req_t;
 typedef struct ves {
     ingress_t *g;
     struct evhttp *http;
+    char resp413[640]; /* the whole HTTP/1.1 413 answer given in place of evhttp's page */
+    size_t resp413_len;
+    bool rewriting;       /* in h1_out_cb: its own changes call it again */
     char basic[512];      /* "Basic <base64(user:password)>", "" when off */
     ves_req_t *free_reqs; /* reused request records: no allocation per request once warm */
 } ves_t;
@@ -282,6 +285,47 @@ static void h1_request(struct evhttp_request *req, void *arg)
  * by it. */
 #define VES_H1_INPUT_MAX (72u * 1024u)
 
+/* evhttp answers a Content-Length above max-body itself, before any handler runs, with an HTML
+ * page (libevent 2.1 has no hook for it; its error callback came in 2.2). ONAP's clients
+ * expect the collector's JSON (SVC2000, "Request Entity Too Large"). This callback on a
+ * connection's output replaces that answer while it is still whole in the buffer: evhttp
+ * writes a response's status line, headers and page in one go, and the socket is written
+ * only later, from the event loop. Only an answer at the start of the buffer is replaced (one
+ * behind unsent answers of a pipelining client keeps evhttp's page); the connection closes
+ * after it either way (evhttp's Connection: close). */
+static void h1_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+{
+    ves_t *v = arg;
+    if (!info->n_added || v->rewriting)
+        return;
+    size_t len = evbuffer_get_length(b);
+    char head[64]; /* ours is told apart by its first 64 bytes (its Content-Type line) */
+    if (evbuffer_copyout(b, head, sizeof head) != (ev_ssize_t)sizeof head ||
+        memcmp(head, "HTTP/1.", 7) || memcmp(head + 8, " 413 ", 5))
+        return;
+    if (!memcmp(head, v->resp413, sizeof head) && len == v->resp413_len)
+        return; /* already ours, nothing after it */
+    v->rewriting = true;
+    evbuffer_drain(b, len);
+    evbuffer_add(b, v->resp413, v->resp413_len);
+    v->rewriting = false;
+}
+
+static void h1_413_build(ves_t *v)
+{
+    ves_error_t e;
+    char body[512];
+    ves_error_set(&e, 413, "ServiceException", "SVC2000",
+                  "The following service error occurred: %1. Error code is %2",
+                  "Request Entity Too Large", "413");
+    size_t n = ves_error_body(&e, body, sizeof body);
+    int k = snprintf(v->resp413, sizeof v->resp413,
+                     "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%.*s",
+                     n, (int)n, body);
+    v->resp413_len = k > 0 && (size_t)k < sizeof v->resp413 ? (size_t)k : 0;
+}
+
 static struct bufferevent *h1_bev(struct event_base *base, void *arg)
 {
     ves_t *v = arg;
@@ -297,8 +341,11 @@ static struct bufferevent *h1_bev(struct event_base *base, void *arg)
     } else {
         bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     }
-    if (bev)
+    if (bev) {
         bufferevent_setwatermark(bev, EV_READ, 0, VES_H1_INPUT_MAX);
+        if (v->resp413_len)
+            evbuffer_add_cb(bufferevent_get_output(bev), h1_out_cb, v);
+    }
     return bev;
 }
 
@@ -338,6 +385,7 @@ static void *ves_start(ingress_t *g, char *err, size_t errlen)
         OPENSSL_cleanse(up, sizeof up);
     }
     g->ves_h2 = v;
+    h1_413_build(v);
     if (!ves_enabled(S))
         return v; /* VES over HTTP/2 only */
     v->http = evhttp_new(g->base);

@@ -83,6 +83,10 @@ expect "VES no content type" 415 "$T/r" -u u1:p1 -H 'Content-Type:' --data-binar
 expect "VES h2 content type" 415 "$T/r" --http2-prior-knowledge -u u1:p1 -H 'Content-Type: text/plain' --data-binary @"$T/one.json" "http://127.0.0.1:$H2/eventListener/v7"
 head -c 70000 /dev/zero | tr '\0' 'a' >"$T/big"
 expect "VES too large" 413 "$T/r" "${J[@]}" --data-binary @"$T/big" "$VURL"
+grep -q '"messageId":"SVC2000".*"variables":\["Request Entity Too Large","413"\]' "$T/r" ||
+    fail "VES 413 body is not ONAP's: $(head -c 200 "$T/r")"
+ct=$(curl -s -o /dev/null -w '%{content_type}' "${J[@]}" -H 'Transfer-Encoding: chunked' --data-binary @"$T/big" "$VURL")
+[ "$ct" = application/json ] || fail "VES 413 of a chunked body: content type '$ct'"
 expect "VES wrong version path" 404 "$T/r" "${J[@]}" --data-binary @"$T/one.json" "http://127.0.0.1:$VES/eventListener/v5"
 grep -qF '"messageId":"SVC2000","text":"The following service error occurred: %1. Error code is %2","variables":["Not Found","404"]' "$T/r" || fail "404 body: $(cat "$T/r")"
 sleep 0.5
