@@ -225,7 +225,7 @@ export function OptionField(p: { o: Option; path: Path; ctx: Ctx; labelText?: st
     case 'filter': {
       const cur = typeof v === 'string' ? v : v && typeof v === 'object' ? '__inline' : '';
       return <Select path={key} label={lab} value={cur} errors={ctx.errors} hint={o.help}
-                     options={[['', '(none: every copy)'], ...ctx.filters.map((n) => [n, n] as [string, string]),
+                     options={[['', '(none: every copy)'], ...[...ctx.filters, ...(typeof v === 'string' && !ctx.filters.includes(v) ? [v] : [])].map((n) => [n, n] as [string, string]),
                        ...(ctx.inlineFilter ? [['__inline', '(inline filter, kept as it is)'] as [string, string]] : [])]}
                      onChange={(s) => { if (s !== '__inline') ctx.set(path, s === '' ? undefined : s); }} />;
     }
