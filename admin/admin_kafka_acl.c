@@ -23,6 +23,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
+#include "transport_desc.h"
 
 #define ADMIN_KACL_TIMEOUT_MS 5000 /* default of admin_kacl_new's timeout */
 /* Status samples: how often, the bound on each call, and on the feeds sampled (the memory of
@@ -190,8 +191,9 @@ static void kacl_add(kacl_feed_t *f, rd_kafka_ResourceType_t type,
 static bool kacl_feed_of(const admin_kacl_t *k, json_t *feed, kacl_feed_t *f)
 {
     memset(f, 0, sizeof(*f));
-    const char *transport = json_string_value(json_object_get(feed, "transport"));
-    if (!feed || !transport || strcmp(transport, "kafka") != 0)
+    const transport_desc_t *d =
+        transport_find(json_string_value(json_object_get(feed, "transport")));
+    if (!feed || !d || !d->provisions_topic)
         return false;
     f->name = json_string_value(json_object_get(feed, "name"));
     feed_kafka_acl_get(feed, &f->s);
@@ -201,9 +203,11 @@ static bool kacl_feed_of(const admin_kacl_t *k, json_t *feed, kacl_feed_t *f)
     json_array_foreach(eps, i, ep)
     {
         const char *url = json_string_value(json_object_get(ep, "url"));
-        if (!url || strncmp(url, "kafka://", 8) != 0 || f->n_topics >= ADMIN_KACL_MAX_TOPICS)
+        const char *sep = url ? strstr(url, "://") : NULL;
+        if (!sep || transport_find_scheme(url, (size_t)(sep - url), NULL) != d ||
+            f->n_topics >= ADMIN_KACL_MAX_TOPICS)
             continue;
-        const char *auth = url + 8, *slash = strchr(auth, '/');
+        const char *auth = sep + 3, *slash = strchr(auth, '/');
         if (!slash || !slash[1])
             continue;
         char hp[300];

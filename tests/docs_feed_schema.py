@@ -92,14 +92,15 @@ def render_options(s):
 
 def render_transports(s):
     out = ["| transport | endpoint URL | encodings it carries | acknowledged | exactly once | "
-           "fire and forget | members |",
-           "|---|---|---|---|---|---|---|"]
+           "fire and forget | topic and ACLs made by the admin | members |",
+           "|---|---|---|---|---|---|---|---|"]
     for t in s["transports"]:
         members = list(t["sections"]) + ([t["member"]] if t.get("member") else [])
-        out.append("| `%s` | `%s` | %s | %s | %s | %s | %s |" % (
+        yes = lambda k: "yes" if t.get(k) else "no"
+        out.append("| `%s` | `%s` | %s | %s | %s | %s | %s | %s |" % (
             t["name"], t.get("url_example", ""), ", ".join("`%s`" % e for e in t["encodings"]),
-            t["acknowledged"], "yes" if t["exactly_once"] else "no",
-            "yes" if t["fire_and_forget"] else "no", ", ".join("`%s`" % m for m in members)))
+            t["acknowledged"], yes("exactly_once"), yes("fire_and_forget"), yes("provisions_topic"),
+            ", ".join("`%s`" % m for m in members)))
     return out
 
 

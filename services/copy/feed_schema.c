@@ -27,13 +27,14 @@ static json_t *feed_schema_transport(const transport_desc_t *d)
         json_array_append_new(sections, json_string("tls"));
     if (d->sections & TRANSPORT_SECTION_HTTP)
         json_array_append_new(sections, json_string("http"));
-    json_t *o = json_pack("{s:s,s:o,s:s?,s:o,s:s,s:b,s:b,s:o,s:s?,s:o}", "name", d->name, "schemes",
-                          schemes, "url_example", d->url_example, "encodings",
-                          feed_schema_strings(d->encodings, TRANSPORT_MAX_ENCODINGS),
-                          "acknowledged", d->ack == TRANSPORT_ACK_DURABLE ? "durable" : "peer",
-                          "exactly_once", d->exactly_once, "fire_and_forget", d->fire_and_forget,
-                          "sections", sections, "member", d->options, "options",
-                          d->options ? optdesc_schema(d->option_desc, d->options) : json_array());
+    json_t *o =
+        json_pack("{s:s,s:o,s:s?,s:o,s:s,s:b,s:b,s:b,s:o,s:s?,s:o}", "name", d->name, "schemes",
+                  schemes, "url_example", d->url_example, "encodings",
+                  feed_schema_strings(d->encodings, TRANSPORT_MAX_ENCODINGS), "acknowledged",
+                  d->ack == TRANSPORT_ACK_DURABLE ? "durable" : "peer", "exactly_once",
+                  d->exactly_once, "fire_and_forget", d->fire_and_forget, "provisions_topic",
+                  d->provisions_topic, "sections", sections, "member", d->options, "options",
+                  d->options ? optdesc_schema(d->option_desc, d->options) : json_array());
     return o;
 }
 

@@ -201,6 +201,7 @@ const transport_desc_t transport_desc_kafka = {
     .name = "kafka",
     .url_example = "kafka://kafka.vendor.example:9093/ndd.feed.vendor-a",
     .exactly_once = true,
+    .provisions_topic = true,
     .schemes = {{"kafka", false, "9092"}},
     .url_form = TRANSPORT_URL_NETWORK,
     .url_path = TRANSPORT_PATH_REQUIRED,

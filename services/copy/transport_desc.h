@@ -59,6 +59,9 @@ typedef struct transport_desc {
     const char *url_example; /* an endpoint URL as an operator writes it, for forms and docs */
     unsigned sections;       /* TRANSPORT_SECTION_* */
     bool exactly_once;       /* can deliver exactly once (transactions with the offsets) */
+    /* ndd-admin creates the feed's topic and its consumer's ACLs on the admin's own cluster
+     * (the options' "topic" and "consumer" members, feed_kafka_acl.h). */
+    bool provisions_topic;
     transport_scheme_t schemes[TRANSPORT_MAX_SCHEMES];
     transport_url_form_t url_form;
     transport_url_path_t url_path;
