@@ -226,6 +226,7 @@ try {
   // stored object differs only there. Each carries settings the form must keep (an inline
   // filter that drops every copy, so none of them sends anything; kafka.config; file.prefix).
   const drop = { name: 'drop-all', default: 'drop', rules: [] };
+  watch.allowed = new Set([422]);
   const kafkaUrl = `kafka://${env('KAFKA_BOOTSTRAP')}/ndd-${TAG}-kout`;
   const fileUrl = `file://${env('EXPORT_DIR')}`;
   await editOneField(page, URL0, {
@@ -236,7 +237,7 @@ try {
   await editOneField(page, URL0, {
     feed: { name: `${TAG}-file`, source_topic: env('MAIN_TOPIC'), transport: 'file', encoding: 'json', filter: drop,
       endpoints: [{ url: fileUrl + '/json' }], file: { prefix: 'copies', max_bytes: 1048576 } },
-    path: 'file.max_bytes', input: 'fill', text: '2097152', want: 2097152,
+    path: 'file.max_bytes', input: 'fill', text: '2097152', want: 2097152, bad: { text: '0', re: /max_bytes|range|1/ },
   });
   await editOneField(page, URL0, {
     feed: { name: `${TAG}-synthetic`, source_topic: env('MAIN_TOPIC'), transport: 'file', encoding: 'synthetic', filter: drop,

@@ -68,7 +68,7 @@ function setPath(o, path, v) {
 /** feed: the object to create; path: the dotted member to edit; input: 'fill' or 'select';
  * text: what is typed or chosen ('' clears it); want: the stored value expected at path
  * (null: the member gone, and the PATCH sends null for it). */
-export async function editOneField(page, url, { feed, path, input, text, want, shot }) {
+export async function editOneField(page, url, { feed, path, input, text, want, shot, bad }) {
   const c = await api(page, 'POST', '/api/v1/feeds', feed);
   assert(c.status === 201, `create ${feed.name}: ${c.status} ${JSON.stringify(c.data)}`);
   const id = c.data.id;
@@ -79,6 +79,15 @@ export async function editOneField(page, url, { feed, path, input, text, want, s
   await page.click(`button[aria-label="Edit ${feed.name}"]`);
   await page.locator(`#form-title:has-text("${feed.name}")`).waitFor();
   const sel = fid(path);
+  if (bad) { /* bad.text refused first: the admin's message next to the field (422 allowed by the caller) */
+    await page.fill(sel, bad.text);
+    await page.click('text=Save changes');
+    const err = page.locator(`${sel}-err`);
+    await err.waitFor();
+    const t = await err.textContent();
+    assert(bad.re.test(t), `${feed.name}: ${path} = ${bad.text}: "${t}" next to the field`);
+    ok(`${feed.name}: ${path} = ${bad.text} refused, "${t}" next to the field`);
+  }
   if (input === 'select') await page.selectOption(sel, text);
   else await page.fill(sel, text);
   const sent = page.waitForRequest((r) => r.method() === 'PATCH' && r.url().endsWith('/api/v1/feeds/' + id));

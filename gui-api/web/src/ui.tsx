@@ -74,7 +74,9 @@ export function placeError(e: ApiError, known: string[]): { fields: Record<strin
   const f = e.field || '';
   const msg = describe(e);
   if (f && known.includes(f)) return { fields: { [f]: msg }, top: '' };
-  const parent = known.find((k) => f.startsWith(k + '.') || f.startsWith(k + '['));
+  /* the nearest drawn parent: the longest known path the field starts with */
+  const parent = known.filter((k) => f.startsWith(k + '.') || f.startsWith(k + '['))
+    .sort((a, b) => b.length - a.length)[0];
   if (parent) return { fields: { [parent]: msg }, top: '' };
   return { fields: {}, top: f ? `${f}: ${msg}` : msg };
 }
