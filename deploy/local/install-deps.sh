@@ -83,3 +83,27 @@ else
     mv "$tmp/libs" "$LIBS"
     say "Kafka jars: $(ls "$LIBS" | wc -l) files"
 fi
+
+# ---- Kafka's admin commands (deploy/local/kafka-tool.sh) -----------------------------------
+# kafka-topics.sh's class is in kafka-tools, which the broker does not need: one more jar in a
+# folder of its own (its dependencies are the broker's), so the broker's libs/ is never
+# rewritten under a running broker.
+TOOLS=$CACHE/kafka-$KAFKA_VERSION/tools
+if [[ -f $TOOLS/kafka-tools-$KAFKA_VERSION.jar ]]; then
+    say "Kafka $KAFKA_VERSION admin tools present in $TOOLS"
+else
+    say "resolving org.apache.kafka:kafka-tools:$KAFKA_VERSION with Maven into $TOOLS"
+    mkdir -p "$CACHE"
+    ttmp=$(mktemp -d "$CACHE/tmp.XXXXXX")
+    trap 'rm -rf "$ttmp" ${tmp:+"$tmp"}' EXIT
+    if ! (cd "$ttmp" && mvn -q -B -Dstyle.color=never dependency:copy \
+        -Dartifact="org.apache.kafka:kafka-tools:$KAFKA_VERSION" -DoutputDirectory="$ttmp/tools" \
+        </dev/null >"$ttmp/mvn.log" 2>&1); then
+        cat "$ttmp/mvn.log" >&2
+        echo "install-deps: Maven could not resolve org.apache.kafka:kafka-tools:$KAFKA_VERSION" >&2
+        exit 1
+    fi
+    [[ -f $ttmp/tools/kafka-tools-$KAFKA_VERSION.jar ]] || { echo "install-deps: kafka-tools jar missing after Maven" >&2; exit 1; }
+    rm -rf "$TOOLS"
+    mv "$ttmp/tools" "$TOOLS"
+fi

@@ -74,7 +74,9 @@ subst() { # file -> the example with the test's ports and paths
 # Runs a script in RUN in its own session (so what it leaves behind can be stopped).
 run_script() { # script log
     local rc=0
-    (cd "$RUN" && exec setsid timeout -k 5 180 bash -e "$1") >"$2" 2>&1 &
+    # stdin from /dev/null: an example that reads stdin (psql) would eat the manifest this
+    # loop reads, and every example after it would silently not run
+    (cd "$RUN" && exec setsid timeout -k 5 180 bash -e "$1") </dev/null >"$2" 2>&1 &
     local pid=$!
     wait "$pid" || rc=$?
     kill -TERM -- "-$pid" 2>/dev/null || true
