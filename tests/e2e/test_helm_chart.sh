@@ -129,12 +129,6 @@ for set in default 10k 135k 270k dev secure console; do
             continue
         fi
         if [[ ! -x $bin ]]; then
-            case ${cmd[0]} in
-            ndd-gui-api | ndd-ingress)
-                echo "$set: $name: ${cmd[0]} is not in this build (it comes with its own branch): not checked"
-                continue
-                ;;
-            esac
             fail "$set: $name: $bin missing"
             continue
         fi
