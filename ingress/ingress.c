@@ -92,8 +92,10 @@ struct produced {
 
 bool ingress_has_room(const ingress_t *g, size_t vlen)
 {
-    return g->in_flight < g->S->max_in_flight &&
-           g->in_flight_bytes + (int64_t)vlen <= g->S->max_in_flight_bytes;
+    /* One record is always let in, however large: else one above max-in-flight-bytes would
+     * wait for ever. */
+    return g->in_flight == 0 || (g->in_flight < g->S->max_in_flight &&
+                                 g->in_flight_bytes + (int64_t)vlen <= g->S->max_in_flight_bytes);
 }
 
 /* Records are never timed out (message.timeout.ms 0: what was accepted is written, however long
@@ -235,8 +237,15 @@ static int metrics_setup(ingress_t *g)
         16);
     metrics_family_t *inf = metrics_gauge_new(r, "ndd_ingress_messages_in_flight",
                                               "records produced, acknowledgement to come", NULL);
+    g->m.buffered_input = metrics_gauge_new(
+        r, "ndd_ingress_buffered_input_bytes",
+        "HV-VES and TCP copies: input bytes a listener's connections hold (max-buffered)",
+        "transport");
+    g->m.closed_by_bound = metrics_counter_new(r, "ndd_ingress_connections_closed_total",
+                                               "HV-VES and TCP copy connections closed by a bound",
+                                               "transport,reason");
     if (!rx || !rxb || !ack || !g->m.dropped || !g->m.produce_errors || !g->m.requests || !lat ||
-        !travel || !inf)
+        !travel || !inf || !g->m.buffered_input || !g->m.closed_by_bound)
         return -1;
     for (int t = 0; t < INGRESS_T__COUNT; t++) {
         g->m.received[t] = metrics_counter_labels(rx, transport_names[t]);

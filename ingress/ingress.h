@@ -34,7 +34,7 @@ typedef struct ingress_settings {
     int64_t produce_timeout_ms;
     int64_t max_in_flight_bytes; /* bytes of the records awaiting acknowledgement */
     int64_t idle_timeout_ms;     /* HTTP/1.1, HTTP/2, HV-VES: nothing moved this long: closed */
-    int64_t hvves_frame_timeout_ms, hvves_max_buffered;
+    int64_t frame_timeout_ms, max_buffered; /* HV-VES and TCP copies (ingress_guard.h) */
     bool ves_cert_basic_auth; /* VES HTTP/1.1 over TLS: a client certificate or basic auth */
     const char *ves_user, *ves_password;
     config_list_t ves_routes, hvves_routes; /* "domain=topic" */
@@ -71,6 +71,8 @@ typedef struct ingress_metrics {
     metrics_histogram_t *ack_latency[INGRESS_T__COUNT];
     metrics_histogram_t *travel; /* HV-VES: lastEpochMicrosec to acknowledgement */
     metrics_gauge_t *in_flight;
+    metrics_family_t *buffered_input;  /* transport: input a byte-stream listener holds */
+    metrics_family_t *closed_by_bound; /* transport, reason */
 } ingress_metrics_t;
 
 /* One listener kind. start returns the listener's state (NULL with err), stop frees it. */

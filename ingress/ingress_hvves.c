@@ -12,21 +12,15 @@
  * delivery report.
  *
  * Bounds (docs/ingress.md, "Bounds"): a connection's input by a read watermark of one largest
- * frame; all connections' input together by hvves.max-buffered (past it the connection stalled
- * longest inside a frame is closed, or when none is, the one that read is paused until input
- * is released); a frame must be complete hvves.frame-timeout after its first byte, and a
- * connection that reads nothing for idle-timeout is closed. Connections waiting for Kafka are
- * exempt from both timeouts and from eviction: their frames are complete and accepted. */
+ * frame; frame-timeout, idle-timeout and the listener's max-buffered by ingress_guard.h. */
 #include "hvves_event.h"
 #include "ingress.h"
+#include "ingress_guard.h"
 #include "wtp.h"
 
-#include <malloc.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/event.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
@@ -40,69 +34,65 @@ typedef struct hvl {
     ingress_t *g;
     struct evconnlistener *lst;
     hvves_arena_t arena;
-    hvconn_t *conns;
-    size_t n_blocked, n_paused;
-    size_t held;      /* input bytes of every connection (hvves.max-buffered) */
-    size_t held_high; /* the most held since memory was last given back */
-    bool trim_due;
-    struct event *sweep; /* 250 ms: frame and idle timeouts */
-    metrics_gauge_t *held_gauge;
-    metrics_counter_t *closed_frame, *closed_idle, *closed_evicted;
+    ingress_guard_t guard; /* frame-timeout, idle-timeout, max-buffered; and the connections */
+    size_t n_blocked;
 } hvl_t;
 
 struct hvconn {
+    ingress_guard_conn_t gc; /* first: the guard's list links the connections */
     hvl_t *l;
     struct bufferevent *bev;
     bool blocked; /* waiting for room in Kafka's queue */
-    bool paused;  /* waiting for the listener's input to fall under hvves.max-buffered */
     bool eof;     /* the client closed or failed: closed once its complete frames are produced */
-    size_t held;  /* its input's bytes, as counted in l->held */
-    int64_t last_read_ms, partial_since_ms; /* partial: 0 when no frame is part-way in */
-    hvconn_t *next, *prev;
 };
 
-static int64_t mono_ms(void)
+static hvconn_t *conn_of(ingress_guard_conn_t *gc)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (hvconn_t *)gc;
 }
 
-static void conn_unpause_all(hvl_t *l);
-
-/* Re-counts a connection's input after a read or a drain. */
-static void conn_account(hvconn_t *c)
+static size_t in_len(const hvconn_t *c)
 {
-    size_t now = evbuffer_get_length(bufferevent_get_input(c->bev));
-    hvl_t *l = c->l;
-    l->held = l->held - c->held + now;
-    c->held = now;
-    if (l->held > l->held_high)
-        l->held_high = l->held;
-    if (!now)
-        c->partial_since_ms = 0;
-    else if (!c->partial_since_ms && !c->blocked)
-        c->partial_since_ms = mono_ms();
+    return evbuffer_get_length(bufferevent_get_input(c->bev));
 }
 
 static void conn_close(hvconn_t *c)
 {
     hvl_t *l = c->l;
-    l->held -= c->held;
-    if (c->paused)
-        l->n_paused--;
     if (c->blocked)
         l->n_blocked--;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
     bufferevent_free(c->bev);
+    ingress_guard_remove(&l->guard, &c->gc);
     free(c);
-    if (l->n_paused && l->held < (size_t)l->g->S->hvves_max_buffered)
-        conn_unpause_all(l);
+}
+
+static void guard_close(ingress_guard_conn_t *gc, const char *why)
+{
+    conn_close(conn_of(gc));
+}
+
+static void guard_pause(ingress_guard_conn_t *gc, bool on)
+{
+    hvconn_t *c = conn_of(gc);
+    if (on)
+        bufferevent_disable(c->bev, EV_READ);
+    else if (!c->blocked && !c->eof)
+        bufferevent_enable(c->bev, EV_READ);
+}
+
+static void set_blocked(hvconn_t *c, bool b)
+{
+    if (c->blocked == b)
+        return;
+    c->blocked = c->gc.waiting = b;
+    if (b) {
+        c->l->n_blocked++;
+        c->gc.partial_since_ms = 0; /* a complete frame, held for Kafka: not stalled */
+        bufferevent_disable(c->bev, EV_READ);
+    } else {
+        c->l->n_blocked--;
+        guard_pause(&c->gc, c->gc.paused);
+    }
 }
 
 /* One complete VesEvent frame: 0 when consumed (produced or skipped), 1 when Kafka is full. */
@@ -170,13 +160,8 @@ static int conn_process(hvconn_t *c)
         }
         if (r == WTP_FRAME) {
             if (on_event(c, &f)) {
-                if (!c->blocked) {
-                    c->blocked = true;
-                    l->n_blocked++;
-                    bufferevent_disable(c->bev, EV_READ);
-                }
-                c->partial_since_ms = 0; /* a complete frame, held for Kafka: not stalled */
-                conn_account(c);
+                set_blocked(c, true);
+                ingress_guard_drained(&l->guard, &c->gc, in_len(c));
                 return 0;
             }
         } else {
@@ -185,21 +170,13 @@ static int conn_process(hvconn_t *c)
         metrics_counter_inc(g->m.received[INGRESS_T_HVVES]);
         metrics_counter_add(g->m.received_bytes[INGRESS_T_HVVES], f.payload_len);
         evbuffer_drain(in, f.size);
-        c->partial_since_ms = 0; /* the next frame's clock starts with its bytes */
     }
-    if (c->blocked) {
-        c->blocked = false;
-        l->n_blocked--;
-        if (!c->paused)
-            bufferevent_enable(c->bev, EV_READ);
-    }
-    conn_account(c);
+    set_blocked(c, false);
+    ingress_guard_drained(&l->guard, &c->gc, in_len(c));
     if (c->eof) {
         conn_close(c); /* its last frames are produced; a partial one is dropped with it */
         return 1;
     }
-    if (l->n_paused && l->held < (size_t)g->S->hvves_max_buffered)
-        conn_unpause_all(l);
     return 0;
 }
 
@@ -208,117 +185,20 @@ static void on_room(void *arg)
     hvl_t *l = arg;
     if (!l->n_blocked || !ingress_has_room(l->g, 0))
         return;
-    hvconn_t *c = l->conns;
-    while (c) {
-        hvconn_t *next = c->next;
-        if (c->blocked)
-            conn_process(c);
-        c = next;
+    for (ingress_guard_conn_t *gc = l->guard.conns, *next; gc; gc = next) {
+        next = gc->next;
+        if (conn_of(gc)->blocked)
+            conn_process(conn_of(gc));
     }
-}
-
-static void conn_unpause_all(hvl_t *l)
-{
-    for (hvconn_t *c = l->conns; c && l->n_paused; c = c->next)
-        if (c->paused) {
-            c->paused = false;
-            l->n_paused--;
-            if (c->partial_since_ms) /* the pause was the listener's, not the sender's */
-                c->partial_since_ms = mono_ms();
-            if (!c->blocked)
-                bufferevent_enable(c->bev, EV_READ);
-        }
-}
-
-/* The connection that has been part-way through a frame longest (not one waiting for Kafka):
- * a sender stalled inside a frame, what hvves.max-buffered evicts first. */
-static hvconn_t *stalled_longest(hvl_t *l)
-{
-    hvconn_t *best = NULL;
-    for (hvconn_t *c = l->conns; c; c = c->next)
-        if (!c->blocked && !c->paused && c->partial_since_ms &&
-            (!best || c->partial_since_ms < best->partial_since_ms))
-            best = c;
-    return best;
-}
-
-/* Over hvves.max-buffered: close stalled senders, oldest first, until under it; when none is
- * left, pause c (it holds input the others may release). 1 when c itself was closed. */
-static int enforce_listener_bound(hvl_t *l, hvconn_t *c)
-{
-    size_t max = (size_t)l->g->S->hvves_max_buffered;
-    while (l->held > max) {
-        hvconn_t *v = stalled_longest(l);
-        if (!v) {
-            if (!c->paused) {
-                c->paused = true;
-                l->n_paused++;
-                bufferevent_disable(c->bev, EV_READ);
-            }
-            return 0;
-        }
-        metrics_counter_inc(l->closed_evicted);
-        ingress_dropped(l->g, INGRESS_T_HVVES, "evicted");
-        log_warn("HV-VES connection closed: %zu bytes held by the listener (hvves.max-buffered "
-                 "%zu), this one part-way through a frame for %lld ms",
-                 l->held, max, (long long)(mono_ms() - v->partial_since_ms));
-        bool self = v == c;
-        conn_close(v);
-        if (self)
-            return 1;
-    }
-    return 0;
 }
 
 static void conn_read(struct bufferevent *bev, void *arg)
 {
     hvconn_t *c = arg;
-    c->last_read_ms = mono_ms();
-    if (c->blocked)
-        conn_account(c);
-    else if (conn_process(c))
+    ingress_guard_read(&c->l->guard, &c->gc, in_len(c));
+    if (!c->blocked && conn_process(c))
         return;
-    enforce_listener_bound(c->l, c);
-}
-
-/* Every 250 ms: frame-completion and idle timeouts (one scan instead of a timer per
- * connection), and the held-bytes gauge. */
-static void on_sweep(evutil_socket_t fd, short what, void *arg)
-{
-    hvl_t *l = arg;
-    const ingress_settings_t *S = l->g->S;
-    int64_t now = mono_ms();
-    hvconn_t *c = l->conns;
-    while (c) {
-        hvconn_t *next = c->next;
-        if (!c->blocked && !c->paused && c->partial_since_ms &&
-            now - c->partial_since_ms >= S->hvves_frame_timeout_ms) {
-            metrics_counter_inc(l->closed_frame);
-            ingress_dropped(l->g, INGRESS_T_HVVES, "frame-timeout");
-            log_warn("HV-VES connection closed: a frame not complete %lld ms after its first "
-                     "byte (%zu bytes in; hvves.frame-timeout)",
-                     (long long)(now - c->partial_since_ms), c->held);
-            conn_close(c);
-        } else if (!c->blocked && !c->paused && now - c->last_read_ms >= S->idle_timeout_ms) {
-            metrics_counter_inc(l->closed_idle);
-            log_info("HV-VES connection closed: nothing read for %lld ms (idle-timeout)",
-                     (long long)(now - c->last_read_ms));
-            conn_close(c);
-        }
-        c = next;
-    }
-    metrics_gauge_set(l->held_gauge, (double)l->held);
-    /* Input buffers are many small blocks, which free() keeps in the heap: once a good part of
-     * what clients made the listener hold is released, give the pages back to the system (the
-     * memory a client made NDD take goes when it goes). */
-    if (l->trim_due) { /* on the next sweep: libevent frees a closed buffer after the turn */
-        malloc_trim(0);
-        l->trim_due = false;
-    }
-    if (l->held_high - l->held >= (8u << 20)) {
-        l->trim_due = true;
-        l->held_high = l->held;
-    }
+    ingress_guard_enforce(&c->l->guard, &c->gc);
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
@@ -359,11 +239,7 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
         free(c);
         return;
     }
-    c->next = l->conns;
-    if (l->conns)
-        l->conns->prev = c;
-    l->conns = c;
-    c->last_read_ms = mono_ms();
+    ingress_guard_add(&l->guard, &c->gc);
     bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0,
                              (size_t)g->S->hvves_max_payload + WTP_HEADER_SIZE + 65536);
@@ -380,10 +256,9 @@ static void hv_stop(void *p)
     hvl_t *l = p;
     if (l->lst)
         evconnlistener_free(l->lst);
-    if (l->sweep)
-        event_free(l->sweep);
-    while (l->conns)
-        conn_close(l->conns);
+    while (l->guard.conns)
+        conn_close(conn_of(l->guard.conns));
+    ingress_guard_free(&l->guard);
     ingress_on_room_remove(l->g, on_room, l);
     hvves_arena_free(&l->arena);
     free(l);
@@ -403,23 +278,11 @@ static void *hv_start(ingress_t *g, char *err, size_t errlen)
         free(l);
         return NULL;
     }
-    metrics_registry_t *r = g->d->metrics;
-    metrics_family_t *hf =
-        metrics_gauge_new(r, "ndd_ingress_hvves_buffered_bytes",
-                          "HV-VES: input bytes all connections hold (hvves.max-buffered)", NULL);
-    metrics_family_t *cf = metrics_counter_new(r, "ndd_ingress_hvves_closed_total",
-                                               "HV-VES connections closed by a bound", "reason");
-    struct timeval tv = {0, 250000};
-    if (!hf || !cf || !(l->sweep = event_new(g->base, -1, EV_PERSIST, on_sweep, l)) ||
-        event_add(l->sweep, &tv)) {
-        snprintf(err, errlen, "cannot set up the HV-VES timeouts");
+    if (ingress_guard_init(&l->guard, g, INGRESS_T_HVVES, (size_t)g->S->max_buffered,
+                           g->S->frame_timeout_ms, guard_close, guard_pause, err, errlen)) {
         hv_stop(l);
         return NULL;
     }
-    l->held_gauge = metrics_gauge_labels(hf);
-    l->closed_frame = metrics_counter_labels(cf, "frame-timeout");
-    l->closed_idle = metrics_counter_labels(cf, "idle-timeout");
-    l->closed_evicted = metrics_counter_labels(cf, "max-buffered");
     ingress_on_room_add(g, on_room, l);
     log_info("HV-VES (%s) on %s port %lld", g->S->hvves_tls ? "TLS, client certificates" : "TCP",
              g->S->listen, (long long)g->S->hvves_port);

@@ -61,15 +61,15 @@ static const config_spec_t ingress_specs[] = {
     {"max-in-flight-bytes", CONFIG_BYTES, "256MiB", "bytes of the records awaiting Kafka's "
      "acknowledgement (more: 503, HV-VES and TCP reading paused)", 0,
      IN(max_in_flight_bytes, 1 << 20, (int64_t)16 << 30)},
-    {"idle-timeout", CONFIG_DURATION_MS, "60s", "a VES, HTTP/2 or HV-VES connection with no byte "
+    {"idle-timeout", CONFIG_DURATION_MS, "60s", "a VES, HTTP/2, HV-VES or TCP connection with no byte "
      "moved this long (a client that stops reading included) is closed", 0,
      IN(idle_timeout_ms, 1000, 3600000)},
-    {"hvves.frame-timeout", CONFIG_DURATION_MS, "30s", "a WTP frame must be complete this long "
-     "after its first byte (else the connection is closed)", 0,
-     IN(hvves_frame_timeout_ms, 500, 3600000)},
-    {"hvves.max-buffered", CONFIG_BYTES, "64MiB", "bytes all HV-VES connections may hold (more: "
-     "the connection stalled longest inside a frame is closed, else reading pauses)", 0,
-     IN(hvves_max_buffered, 4 << 20, (int64_t)16 << 30)},
+    {"frame-timeout", CONFIG_DURATION_MS, "30s", "HV-VES and TCP copies: a frame must be "
+     "complete this long after its first byte (else the connection is closed)", 0,
+     IN(frame_timeout_ms, 500, 3600000)},
+    {"max-buffered", CONFIG_BYTES, "64MiB", "HV-VES and TCP copies, each listener: input its "
+     "connections may hold together (more: the one stalled longest inside a frame is closed, "
+     "else reading pauses)", 0, IN(max_buffered, 8 << 20, (int64_t)16 << 30)},
     {"ves.cert-basic-auth", CONFIG_BOOL, "false", "VES over HTTPS: a client certificate is "
      "asked for, not required; a verified one or basic auth lets a client in", 0,
      AT(ves_cert_basic_auth)},

@@ -21,6 +21,7 @@
 #include "codec.h"
 #include "frame.h"
 #include "ingress.h"
+#include "ingress_guard.h"
 
 #include <string.h>
 
@@ -49,11 +50,12 @@ typedef struct pend {
 struct tlisten {
     ingress_t *g;
     struct evconnlistener *lst;
-    tconn_t *conns;
+    ingress_guard_t guard; /* frame-timeout, idle-timeout, max-buffered; the open connections */
     uint64_t next_conn;
 };
 
 struct tconn {
+    ingress_guard_conn_t gc; /* first: the guard's list links the open connections */
     tlisten_t *l;
     struct bufferevent *bev; /* NULL once closed while records are still outstanding */
     char peer[64];
@@ -64,9 +66,8 @@ struct tconn {
     /* The frame being produced when Kafka's queue filled: its size and the records done. */
     size_t cur_size;
     uint32_t cur_done;
-    bool blocked; /* waiting for room in Kafka's queue */
+    bool blocked; /* waiting for room in Kafka's queue, for acknowledgements or for the client */
     uint32_t outstanding;
-    tconn_t *next, *prev;
 };
 
 static size_t max_pending(const tconn_t *c)
@@ -74,24 +75,12 @@ static size_t max_pending(const tconn_t *c)
     return (size_t)c->l->g->S->tcp_max_pending;
 }
 
-static void conn_unlink(tconn_t *c)
-{
-    tlisten_t *l = c->l;
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (l->conns == c)
-        l->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->next = c->prev = NULL;
-}
-
 /* Closes the socket now; the state goes when its last record's report came. */
 static void conn_close(tconn_t *c, const char *why)
 {
     if (c->bev) {
         log_info("copy connection %s closed: %s", c->peer, why);
-        conn_unlink(c);
+        ingress_guard_remove(&c->l->guard, &c->gc);
         bufferevent_free(c->bev);
         c->bev = NULL;
     }
@@ -224,10 +213,28 @@ static void set_blocked(tconn_t *c, bool b)
 {
     if (c->blocked == b)
         return;
-    c->blocked = b;
-    if (b)
+    /* Blocked, the connection is exempt from the guard's timeouts: it waits for Kafka (a
+     * client that does not read its answers meets the write timeout, idle-timeout, instead). */
+    c->blocked = c->gc.waiting = b;
+    if (b) {
+        c->gc.partial_since_ms = 0;
         bufferevent_disable(c->bev, EV_READ);
-    else
+    } else if (!c->gc.paused) {
+        bufferevent_enable(c->bev, EV_READ);
+    }
+}
+
+static void guard_close(ingress_guard_conn_t *gc, const char *why)
+{
+    conn_close((tconn_t *)gc, why);
+}
+
+static void guard_pause(ingress_guard_conn_t *gc, bool on)
+{
+    tconn_t *c = (tconn_t *)gc;
+    if (on)
+        bufferevent_disable(c->bev, EV_READ);
+    else if (!c->blocked)
         bufferevent_enable(c->bev, EV_READ);
 }
 
@@ -292,6 +299,7 @@ static bool conn_process(tconn_t *c)
         }
         evbuffer_drain(in, c->cur_size);
         c->cur_size = 0;
+        ingress_guard_drained(&c->l->guard, &c->gc, evbuffer_get_length(in));
         conn_answer(c);
     }
     set_blocked(c, false);
@@ -301,9 +309,10 @@ static bool conn_process(tconn_t *c)
 static void on_room(void *arg)
 {
     tlisten_t *l = arg;
-    for (tconn_t *c = l->conns, *next; c; c = next) {
-        next = c->next;
-        if (c->blocked && l->g->in_flight < l->g->S->max_in_flight)
+    for (ingress_guard_conn_t *gc = l->guard.conns, *next; gc; gc = next) {
+        next = gc->next;
+        tconn_t *c = (tconn_t *)gc;
+        if (c->blocked && ingress_has_room(l->g, 0))
             conn_process(c);
     }
 }
@@ -311,8 +320,10 @@ static void on_room(void *arg)
 static void conn_read(struct bufferevent *bev, void *arg)
 {
     tconn_t *c = arg;
-    if (!c->blocked)
-        conn_process(c);
+    ingress_guard_read(&c->l->guard, &c->gc, evbuffer_get_length(bufferevent_get_input(bev)));
+    if (!c->blocked && !conn_process(c))
+        return; /* closed */
+    ingress_guard_enforce(&c->l->guard, &c->gc);
 }
 
 static void conn_write(struct bufferevent *bev, void *arg)
@@ -330,7 +341,8 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     if (what & (BEV_EVENT_EOF | BEV_EVENT_TIMEOUT)) {
         /* Frames already in are still produced before the connection goes. */
         if (c->blocked || conn_process(c))
-            conn_close(c, "closed by the peer");
+            conn_close(c, what & BEV_EVENT_TIMEOUT ? "answers not read for idle-timeout"
+                                                   : "closed by the peer");
     }
 }
 
@@ -381,11 +393,13 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
         free(c);
         return;
     }
-    c->next = l->conns;
-    if (l->conns)
-        l->conns->prev = c;
-    l->conns = c;
+    ingress_guard_add(&l->guard, &c->gc);
     bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
+    /* A client that stops reading its answers: closed when they have not moved for
+     * idle-timeout. */
+    struct timeval wtv = {(time_t)(g->S->idle_timeout_ms / 1000),
+                          (suseconds_t)(g->S->idle_timeout_ms % 1000) * 1000};
+    bufferevent_set_timeouts(c->bev, NULL, &wtv);
     bufferevent_setwatermark(c->bev, EV_READ, 0,
                              (size_t)g->S->tcp_max_frame + FRAME_HEADER_LEN + 65536);
     bufferevent_setwatermark(c->bev, EV_WRITE, OUT_HIGH / 2, 0);
@@ -403,11 +417,12 @@ static void tcp_stop(void *p)
     if (l->lst)
         evconnlistener_free(l->lst);
     /* The producer is closed first (ingress_run): no record is outstanding any more. */
-    while (l->conns) {
-        tconn_t *c = l->conns;
+    while (l->guard.conns) {
+        tconn_t *c = (tconn_t *)l->guard.conns;
         c->outstanding = 0;
         conn_close(c, "stopping");
     }
+    ingress_guard_free(&l->guard);
     ingress_on_room_remove(l->g, on_room, l);
     free(l);
 }
@@ -422,6 +437,11 @@ static void *tcp_start(ingress_t *g, char *err, size_t errlen)
     l->g = g;
     if (!(l->lst = ingress_listen(g, (long long)g->S->tcp_port, on_accept, l, err, errlen))) {
         free(l);
+        return NULL;
+    }
+    if (ingress_guard_init(&l->guard, g, INGRESS_T_TCP_COPY, (size_t)g->S->max_buffered,
+                           g->S->frame_timeout_ms, guard_close, guard_pause, err, errlen)) {
+        tcp_stop(l);
         return NULL;
     }
     ingress_on_room_add(g, on_room, l);

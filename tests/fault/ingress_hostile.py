@@ -9,9 +9,11 @@ HV-VES collector, field numbers as ONAP numbers them).
       (Content-Length 9, body `{"event":`) as fast as the socket takes them for S seconds and
       never reads; prints the bytes and requests written, then keeps the socket open --hold
       seconds.
-  hv-stall --port P --n N --size B --hold S
+  hv-stall --port P --n N --size B --hold S [--frame]
       N connections, each sends a WTP header announcing B bytes and B-1 of them, then waits;
-      prints one JSON line: how many the server closed and after how many seconds.
+      prints one JSON line: how many the server closed and after how many seconds. --frame:
+      the same inside an NDD binary frame (docs/encodings.md: magic "NDD1", version 1, DATA,
+      payload length, id), for the copy listener.
   hv-send --port P --prefix ID --every SEC --seconds S [--domain D]
       one connection sending a valid VesEvent (eventId ID-<n>) every SEC seconds for S
       seconds; prints the number of frames written (each one whole).
@@ -92,6 +94,8 @@ def h1_pipeline(a):
 def hv_stall(a):
     conns = []
     head = wtp(b"", length=a.size)
+    if a.frame:
+        head = struct.pack(">IBBHIQ", 0x4E444431, 1, 1, 1, a.size, 1)
     chunk = b"\0" * (a.size - 1)
     for _ in range(a.n):
         s = socket.create_connection(("127.0.0.1", a.port))
@@ -146,5 +150,6 @@ ap.add_argument("--size", type=int, default=1000000)
 ap.add_argument("--prefix", default="ev")
 ap.add_argument("--every", type=float, default=0.02)
 ap.add_argument("--domain", default="perf3gpp")
+ap.add_argument("--frame", action="store_true")
 a = ap.parse_args()
 {"h1-pipeline": h1_pipeline, "hv-stall": hv_stall, "hv-send": hv_send}[a.mode](a)

@@ -1,0 +1,185 @@
+/* The guard of a byte-stream listener (ingress_guard.h). */
+#include "ingress_guard.h"
+
+#include <malloc.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+
+static const char *const transport_names[INGRESS_T__COUNT] = {"h2-copy", "ves", "hv-ves",
+                                                              "tcp-copy"};
+
+int64_t ingress_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void account(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len)
+{
+    gd->held = gd->held - gc->held + len;
+    gc->held = len;
+    if (gd->held > gd->held_high)
+        gd->held_high = gd->held;
+    if (!len)
+        gc->partial_since_ms = 0;
+    else if (!gc->partial_since_ms && !gc->waiting)
+        gc->partial_since_ms = ingress_mono_ms();
+}
+
+static void unpause_all(ingress_guard_t *gd)
+{
+    for (ingress_guard_conn_t *c = gd->conns; c && gd->n_paused; c = c->next)
+        if (c->paused) {
+            c->paused = false;
+            gd->n_paused--;
+            if (c->partial_since_ms) /* the pause was the listener's, not the sender's */
+                c->partial_since_ms = ingress_mono_ms();
+            gd->pause(c, false);
+        }
+}
+
+void ingress_guard_add(ingress_guard_t *gd, ingress_guard_conn_t *gc)
+{
+    *gc = (ingress_guard_conn_t){.last_read_ms = ingress_mono_ms(), .next = gd->conns};
+    if (gd->conns)
+        gd->conns->prev = gc;
+    gd->conns = gc;
+}
+
+void ingress_guard_remove(ingress_guard_t *gd, ingress_guard_conn_t *gc)
+{
+    gd->held -= gc->held;
+    gc->held = 0;
+    if (gc->paused)
+        gd->n_paused--;
+    if (gc->prev)
+        gc->prev->next = gc->next;
+    else if (gd->conns == gc)
+        gd->conns = gc->next;
+    if (gc->next)
+        gc->next->prev = gc->prev;
+    gc->next = gc->prev = NULL;
+    if (gd->n_paused && gd->held < gd->max)
+        unpause_all(gd);
+}
+
+void ingress_guard_read(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len)
+{
+    gc->last_read_ms = ingress_mono_ms();
+    account(gd, gc, len);
+}
+
+void ingress_guard_drained(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len)
+{
+    gc->partial_since_ms = 0; /* the next frame's clock starts with its bytes */
+    account(gd, gc, len);
+    if (gd->n_paused && gd->held < gd->max)
+        unpause_all(gd);
+}
+
+/* The connection part-way through a frame longest, not waiting for Kafka nor paused. */
+static ingress_guard_conn_t *stalled_longest(ingress_guard_t *gd)
+{
+    ingress_guard_conn_t *best = NULL;
+    for (ingress_guard_conn_t *c = gd->conns; c; c = c->next)
+        if (!c->waiting && !c->paused && c->partial_since_ms &&
+            (!best || c->partial_since_ms < best->partial_since_ms))
+            best = c;
+    return best;
+}
+
+int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc)
+{
+    while (gd->held > gd->max) {
+        ingress_guard_conn_t *v = stalled_longest(gd);
+        if (!v) {
+            if (!gc->paused) {
+                gc->paused = true;
+                gd->n_paused++;
+                gd->pause(gc, true);
+            }
+            return 0;
+        }
+        metrics_counter_inc(gd->closed_evicted);
+        ingress_dropped(gd->g, gd->t, "evicted");
+        log_warn("%s connection closed: the listener holds %zu bytes (max-buffered %zu), this "
+                 "one part-way through a frame for %lld ms",
+                 transport_names[gd->t], gd->held, gd->max,
+                 (long long)(ingress_mono_ms() - v->partial_since_ms));
+        bool self = v == gc;
+        gd->close(v, "max-buffered");
+        if (self)
+            return 1;
+    }
+    return 0;
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    ingress_guard_t *gd = arg;
+    int64_t now = ingress_mono_ms(), idle_ms = gd->g->S->idle_timeout_ms;
+    if (gd->trim_due) { /* a turn after the closes: libevent frees a buffer after the turn */
+        malloc_trim(0);
+        gd->trim_due = false;
+    }
+    for (ingress_guard_conn_t *c = gd->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->waiting || c->paused)
+            continue;
+        if (c->partial_since_ms && now - c->partial_since_ms >= gd->frame_timeout_ms) {
+            metrics_counter_inc(gd->closed_frame);
+            ingress_dropped(gd->g, gd->t, "frame-timeout");
+            log_warn("%s connection closed: a frame not complete %lld ms after its first byte "
+                     "(%zu bytes in; frame-timeout)",
+                     transport_names[gd->t], (long long)(now - c->partial_since_ms), c->held);
+            gd->close(c, "frame-timeout");
+        } else if (now - c->last_read_ms >= idle_ms) {
+            metrics_counter_inc(gd->closed_idle);
+            log_info("%s connection closed: nothing read for %lld ms (idle-timeout)",
+                     transport_names[gd->t], (long long)(now - c->last_read_ms));
+            gd->close(c, "idle-timeout");
+        }
+    }
+    metrics_gauge_set(gd->held_gauge, (double)gd->held);
+    if (gd->held_high - gd->held >= (8u << 20)) {
+        gd->trim_due = true;
+        gd->held_high = gd->held;
+    }
+}
+
+int ingress_guard_init(ingress_guard_t *gd, ingress_t *g, ingress_transport_t t, size_t max,
+                       int64_t frame_timeout_ms,
+                       void (*close)(ingress_guard_conn_t *, const char *),
+                       void (*pause)(ingress_guard_conn_t *, bool), char *err, size_t errlen)
+{
+    *gd = (ingress_guard_t){.g = g,
+                            .t = t,
+                            .max = max,
+                            .frame_timeout_ms = frame_timeout_ms,
+                            .close = close,
+                            .pause = pause};
+    const char *tn = transport_names[t];
+    gd->held_gauge = metrics_gauge_labels(g->m.buffered_input, tn);
+    gd->closed_frame = metrics_counter_labels(g->m.closed_by_bound, tn, "frame-timeout");
+    gd->closed_idle = metrics_counter_labels(g->m.closed_by_bound, tn, "idle-timeout");
+    gd->closed_evicted = metrics_counter_labels(g->m.closed_by_bound, tn, "max-buffered");
+    struct timeval tv = {0, 250000};
+    if (!gd->held_gauge || !gd->closed_frame || !gd->closed_idle || !gd->closed_evicted ||
+        !(gd->sweep = event_new(g->base, -1, EV_PERSIST, on_sweep, gd)) ||
+        event_add(gd->sweep, &tv)) {
+        snprintf(err, errlen, "cannot set up the %s connection timeouts", tn);
+        return -1;
+    }
+    return 0;
+}
+
+void ingress_guard_free(ingress_guard_t *gd)
+{
+    if (gd->sweep)
+        event_free(gd->sweep);
+    gd->sweep = NULL;
+}

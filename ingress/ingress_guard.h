@@ -1,0 +1,57 @@
+/* The guard of a byte-stream listener (HV-VES, copies over TCP): what a client may make the
+ * listener hold and for how long (docs/ingress.md, "Bounds").
+ *   - frame-timeout: a frame must be complete this long after its first byte;
+ *   - idle-timeout: a connection that reads nothing this long is closed;
+ *   - max-buffered: the input all the listener's connections hold together. Past it the
+ *     connection part-way through a frame longest is closed (a sender stalled inside a frame),
+ *     or, when none is, the connection that read is paused until input is released.
+ * A connection waiting for Kafka (its frames complete and accepted) is exempt from all three.
+ * Memory released by closed connections is given back to the system (malloc_trim) once a good
+ * part of what the listener held is gone. One 250 ms timer per listener does the sweeping. */
+#ifndef NDD_INGRESS_GUARD_H
+#define NDD_INGRESS_GUARD_H
+
+#include "ingress.h"
+
+typedef struct ingress_guard_conn ingress_guard_conn_t;
+struct ingress_guard_conn {
+    size_t held;                            /* its input bytes, as counted in the guard */
+    int64_t last_read_ms, partial_since_ms; /* partial: 0 when no frame is part-way in */
+    bool waiting;                           /* for Kafka: exempt (the listener sets it) */
+    bool paused;                            /* by the guard: over max-buffered */
+    ingress_guard_conn_t *next, *prev;
+};
+
+typedef struct ingress_guard {
+    ingress_t *g;
+    ingress_transport_t t;
+    size_t max;
+    int64_t frame_timeout_ms;
+    size_t held, held_high, n_paused;
+    bool trim_due;
+    ingress_guard_conn_t *conns;
+    struct event *sweep;
+    /* The listener's: close the connection (it calls ingress_guard_remove), and stop or
+     * resume reading it (pause on when the guard pauses it). */
+    void (*close)(ingress_guard_conn_t *gc, const char *why);
+    void (*pause)(ingress_guard_conn_t *gc, bool on);
+    metrics_gauge_t *held_gauge;
+    metrics_counter_t *closed_frame, *closed_idle, *closed_evicted;
+} ingress_guard_t;
+
+int ingress_guard_init(ingress_guard_t *gd, ingress_t *g, ingress_transport_t t, size_t max,
+                       int64_t frame_timeout_ms,
+                       void (*close)(ingress_guard_conn_t *, const char *),
+                       void (*pause)(ingress_guard_conn_t *, bool), char *err, size_t errlen);
+void ingress_guard_free(ingress_guard_t *gd);
+void ingress_guard_add(ingress_guard_t *gd, ingress_guard_conn_t *gc);
+void ingress_guard_remove(ingress_guard_t *gd, ingress_guard_conn_t *gc);
+/* After a read: the connection's input is len bytes. */
+void ingress_guard_read(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len);
+/* After frames were taken from the input (now len bytes): what is left starts a new frame. */
+void ingress_guard_drained(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len);
+/* max-buffered after gc read: 1 when gc itself was closed. */
+int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc);
+int64_t ingress_mono_ms(void);
+
+#endif

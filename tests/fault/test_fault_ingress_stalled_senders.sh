@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# ndd-ingress's byte-stream listeners, HV-VES and the TCP copy listener, each against 100
+# senders stalled inside a 1 MB frame (each sends a WTP header, or an NDD frame header,
+# announcing 1,000,000 bytes and 999,999 of them, then waits), on the real broker
+# (docs/ingress.md, "Bounds"):
+#   - the listener holds at most max-buffered (64 MiB, the default) of input: past it the
+#     connection stalled longest is closed; the RSS grows by at most that plus 16 MiB;
+#   - every stalled connection is closed: by that bound or by frame-timeout (4 s here);
+#   - a well-behaved sender is served meanwhile (HV-VES: one event every 20 ms; TCP: 2,000
+#     acknowledged copies): every record it sent is on the topic (kcat, by id);
+#   - after the stalled senders are gone the RSS is back within 16 MiB of where it was.
+# Needs NDD_BUILD_DIR and NDD_TEST_KAFKA.
+set -euo pipefail
+if [[ -z ${NDD_FAULT_TIMED:-} ]]; then
+    NDD_FAULT_TIMED=1 exec timeout -k 10 120 bash "$0" "$@"
+fi
+SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+BROKER=${NDD_TEST_KAFKA:?NDD_TEST_KAFKA must name the test broker}
+BROKER=${BROKER//\'/}
+. "$SRC/tests/common/ingress_e2e.sh"
+command -v kcat >/dev/null || fail "kcat is needed to count the events"
+command -v ss >/dev/null || fail "ss (iproute2) is needed to watch the connections"
+T=$(mktemp -d /tmp/ndd-fault-ingress-hv.XXXXXX)
+ING_PID= PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}" $ING_PID; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+TAG=fhv-$$-$RANDOM
+TOPIC=$TAG-perf3gpp
+free_ports
+TCP=$("$SRC/deploy/local/stack.sh" free-ports 1)
+start_ingress "$T/ing.log" --frame-timeout 4s --hvves.routes "perf3gpp=$TOPIC" --tcp.port "$TCP" \
+    --copy.topic-prefix "$TAG-"
+HOSTILE=$SRC/tests/fault/ingress_hostile.py
+rss() { awk '/VmRSS/ {print $2}' "/proc/$ING_PID/status"; }
+conns() { ss -Htn state established "( sport = :$1 )" | wc -l; }
+python3 "$HOSTILE" hv-send --port "$HV" --prefix warm --every 0 --seconds 0.5 >"$T/warm" ||
+    fail "warm-up sender"
+wait_count "$TOPIC" "$(cat "$T/warm")"
+
+# stall NAME PORT TRANSPORT [--frame]: 100 stalled senders on PORT while a good sender runs
+# (good_NAME starts it in the background, GOOD its pid; count_NAME N waits for its N records
+# and prints how many it found), then the bounds, the closes and the RSS.
+stall() {
+    local name=$1 port=$2 tr=$3
+    shift 3
+    local before peak=0 held=0 r b
+    before=$(rss)
+    "good_$name"
+    python3 "$HOSTILE" hv-stall --port "$port" --n 100 --size 1000000 --hold 30 "$@" >"$T/stall-$name" &
+    local stall_pid=$!
+    PIDS+=("$stall_pid")
+    while kill -0 "$stall_pid" 2>/dev/null; do
+        r=$(rss)
+        [ "$r" -gt "$peak" ] && peak=$r
+        b=$(metric "ndd_ingress_buffered_input_bytes{transport=\"$tr\"}")
+        b=${b%.*}
+        [ "${b:-0}" -gt "$held" ] && held=$b
+        sleep 0.2
+    done
+    wait "$stall_pid" || fail "$name: the stalling client failed: $(cat "$T/stall-$name")"
+    echo "$name: stalled senders: $(cat "$T/stall-$name")"
+    echo "$name: listener held at most $held bytes; RSS before ${before} kB, peak ${peak} kB"
+    local closed ev ft
+    closed=$(jq -r '.closed + .closed_while_writing' "$T/stall-$name")
+    [ "$closed" -eq 100 ] || fail "$name: $closed of 100 stalled connections closed by the server"
+    # max-buffered, plus the one read that passed it
+    [ "$held" -le $((64 * 1048576 + 65536)) ] || fail "$name: the listener held $held bytes, above max-buffered"
+    [ $((peak - before)) -le $((80 * 1024)) ] || fail "$name: RSS grew by $((peak - before)) kB (bound: 64 MiB + 16 MiB)"
+    ev=$(metric "ndd_ingress_connections_closed_total{transport=\"$tr\",reason=\"max-buffered\"}")
+    ft=$(metric "ndd_ingress_connections_closed_total{transport=\"$tr\",reason=\"frame-timeout\"}")
+    echo "$name: closed by max-buffered: ${ev:-0}, by frame-timeout: ${ft:-0}"
+    [ "${ft%.*}" -ge 1 ] || fail "$name: no connection closed by the frame timeout"
+    wait "$GOOD" || fail "$name: the well-behaved sender failed"
+    local n got
+    n=$("sent_$name")
+    got=$("count_$name" "$n")
+    [ "$got" -eq "$n" ] || fail "$name: the well-behaved sender's records: $got of $n on the topic"
+    for _ in $(seq 20); do [ "$(conns "$port")" -eq 0 ] && break; sleep 0.25; done
+    r=$(rss)
+    echo "$name: well-behaved sender: $n records, all on the topic; RSS after ${r} kB"
+    [ $((r - before)) -le 16384 ] || fail "$name: RSS did not come back: ${before} kB before, ${r} kB after"
+    kill -0 "$ING_PID" || fail "ndd-ingress died"
+}
+
+good_hvves() {
+    python3 "$HOSTILE" hv-send --port "$HV" --prefix good --every 0.02 --seconds 8 >"$T/good" &
+    GOOD=$!
+    PIDS+=("$GOOD")
+}
+sent_hvves() { cat "$T/good"; }
+count_hvves() {
+    local got=0
+    for _ in $(seq 50); do
+        got=$({ kcat -b "$BROKER" -C -t "$TOPIC" -e -q -f '%k\n' 2>/dev/null || true; } | grep -ac good- || true)
+        [ "$got" -ge "$1" ] && break
+        sleep 0.2
+    done
+    echo "$got"
+}
+good_tcp() {
+    python3 "$SRC/tests/common/frame_sender.py" --port "$TCP" --frames 2000 --per-frame 1 \
+        --window 4 --prefix good >"$T/good-tcp" &
+    GOOD=$!
+    PIDS+=("$GOOD")
+}
+sent_tcp() { awk '{print $2}' "$T/good-tcp"; }
+count_tcp() {
+    local got=0
+    for _ in $(seq 50); do
+        got=$({ kcat -b "$BROKER" -C -t "$TAG-NRF" -e -q -f '%k\n' 2>/dev/null || true; } | grep -c '^good-' || true)
+        [ "$got" -ge "$1" ] && break
+        sleep 0.2
+    done
+    echo "$got"
+}
+
+stall hvves "$HV" hv-ves
+stall tcp "$TCP" tcp-copy --frame
+echo "PASS: 100 stalled HV-VES and TCP copy senders bounded and closed, good senders served, memory back"
