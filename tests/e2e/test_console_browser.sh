@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 "Done when": the web console in a real browser against a real stack. Starts, on
+# The web console in a real browser against a real stack. Starts, on
 # ephemeral ports and private topics/schema of the test stack (NDD_TEST_KAFKA, NDD_TEST_PG):
 #   ndd-nf-sim (SCP traffic) -> ndd-aggregation -> MAIN -> ndd-adapter (--config-topic) -> ndd-sink,
 #   a second ndd-adapter with one feed from a feeds file (the console lists it read-only),

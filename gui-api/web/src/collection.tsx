@@ -13,13 +13,13 @@ export const AGGREGATION_RUNNING: RunningDef = {
   key: 'aggregation', title: 'Aggregation workers running',
   cols: [['nf_type', 'NF type'], ['instance', 'Instance'], ['state', 'State'], ['topic', 'Topic'], ['rate_per_s', 'Copies/s'],
     ['consumed_total', 'Consumed'], ['dead_lettered_total', 'Dead letters'], ['filter', 'Filter']],
-  empty: 'No aggregation worker reports: start ndd-aggregation (one per NF type) with --events-topic; it shows here at its first heartbeat.',
+  empty: 'No aggregation worker reports: start ndd-aggregation (one per NF type); it shows here at its first heartbeat, if it sends heartbeats to the events topic the admin reads (--events-topic, default ndd.events).',
 };
 export const CORRELATION_RUNNING: RunningDef = {
   key: 'correlation', title: 'Correlation workers running',
   cols: [['instance', 'Instance'], ['state', 'State'], ['source_topic', 'Source topic'], ['xdr_topic', 'xDR topic'], ['timeout_ms', 'Timeout ms'],
     ['open', 'Open'], ['xdrs_total', 'xDRs'], ['rate_per_s', 'xDRs/s']],
-  empty: 'No correlation worker reports: start ndd-correlation with --events-topic; it shows here at its first heartbeat.',
+  empty: 'No correlation worker reports: start ndd-correlation; it shows here at its first heartbeat, if it sends heartbeats to the events topic the admin reads (--events-topic, default ndd.events).',
 };
 
 function cell(v: any): string {
