@@ -132,7 +132,12 @@ static void test_url_parse_takes_host_port_and_path(void **st)
     assert_int_equal(gui_url_parse("http://[::1]:9100", &u, err, sizeof(err)), 0);
     assert_string_equal(u.host, "::1");
     assert_string_equal(u.port, "9100");
-    assert_int_equal(gui_url_parse("https://x", &u, err, sizeof(err)), -1);
+    assert_false(u.https);
+    assert_int_equal(gui_url_parse("https://admin", &u, err, sizeof(err)), 0);
+    assert_true(u.https);
+    assert_string_equal(u.host, "admin");
+    assert_string_equal(u.port, "443");
+    assert_int_equal(gui_url_parse("ftp://x", &u, err, sizeof(err)), -1);
     assert_int_equal(gui_url_parse("http://x:12a", &u, err, sizeof(err)), -1);
 }
 
