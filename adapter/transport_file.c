@@ -474,9 +474,12 @@ static void ftf_retention(ftf_t *t)
 static json_t *ftf_last_commit(const char *sync)
 {
     int fd = open(sync, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char *slot = fd >= 0 ? malloc(FTF_SLOT) : NULL; /* each feed's thread seals its own */
+    if (!slot) {
+        if (fd >= 0)
+            close(fd);
         return NULL;
-    static char slot[FTF_SLOT + 1];
+    }
     json_t *best = NULL;
     for (int i = 0; i < 2; i++) {
         ssize_t n = pread(fd, slot, FTF_SLOT, (off_t)i * FTF_SLOT);
@@ -491,21 +494,26 @@ static json_t *ftf_last_commit(const char *sync)
         }
     }
     close(fd);
+    free(slot);
     return best;
 }
 
-/* SHA-256 of a file's first len bytes, as hex; -1 when it cannot be read. */
+/* SHA-256 of a file, as hex; -1 when it cannot be read. */
 static int ftf_sha_file(ftf_t *t, const char *path, char hex[65])
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    uint8_t *b = fd >= 0 ? malloc(65536) : NULL; /* each feed's thread seals its own */
+    if (!b) {
+        if (fd >= 0)
+            close(fd);
         return -1;
+    }
     EVP_DigestInit_ex(t->sha, EVP_sha256(), NULL);
-    static uint8_t b[65536];
     ssize_t n;
-    while ((n = read(fd, b, sizeof b)) > 0)
+    while ((n = read(fd, b, 65536)) > 0)
         EVP_DigestUpdate(t->sha, b, (size_t)n);
     close(fd);
+    free(b);
     uint8_t md[32];
     unsigned mdlen = 0;
     EVP_DigestFinal_ex(t->sha, md, &mdlen);

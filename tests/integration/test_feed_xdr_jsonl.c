@@ -145,7 +145,12 @@ static void test_json_xdrs_are_written_once_each_as_json_lines_with_a_matching_m
     if (a <= 0)
         fail_msg("ndd-adapter did not start (log %s)", log);
     assert_true(atu_group_caught_up(topic, group, 60000));
+    /* copies are acknowledged once committed, before their file closes: the last file
+     * closes by time (max_seconds 1), then the metrics count every file */
     char cmd[700], mf[500];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q '\\.part$'", dir);
+    for (uint64_t end = atu_now_ms() + 10000; system(cmd) == 0 && atu_now_ms() < end;)
+        usleep(100000);
     snprintf(mf, sizeof mf, "%s/metrics.txt", tmpdir);
     snprintf(cmd, sizeof cmd, "curl -s http://127.0.0.1:%d/metrics > %s", mport, mf);
     assert_int_equal(system(cmd), 0);
