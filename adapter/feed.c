@@ -304,8 +304,9 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         f->headers[i].value = cfg->header_values[i];
     }
     atomic_init(&f->s_kafka_mode, -1);
-    bool kafka = !strcmp(cfg->transport->name, "kafka");
-    if (kafka && cfg->n_endpoints == 1 &&
+    /* a transport that can deliver exactly once does, unless the feed turns it off */
+    bool eo_capable = cfg->transport->exactly_once;
+    if (eo_capable && cfg->n_endpoints == 1 &&
         !json_is_false(json_object_get(cfg->transport_options, "exactly_once"))) {
         /* One transactional producer per feed and instance (the offsets of one consumer go
          * into one producer's transactions): a restarted instance fences its predecessor. */
@@ -322,11 +323,11 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
             snprintf(f->txn_id, sizeof f->txn_id, "ndd-feed.%.200s.%.250s.%d", cfg->name, host,
                      (int)getpid());
         feed_source_init(f);
-    } else if (kafka && cfg->n_endpoints > 1) {
-        log_warn("feed %s: %zu kafka endpoints: at-least-once (exactly once takes one)", cfg->name,
-                 cfg->n_endpoints);
+    } else if (eo_capable && cfg->n_endpoints > 1) {
+        log_warn("feed %s: %zu %s endpoints: at-least-once (exactly once takes one)", cfg->name,
+                 cfg->n_endpoints, cfg->transport->name);
     }
-    if (kafka)
+    if (eo_capable)
         atomic_store(&f->s_kafka_mode, 0);
     for (size_t i = 0; i < cfg->n_endpoints; i++) {
         feed_endpoint_config_t *ec = &cfg->endpoints[i];

@@ -50,7 +50,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT # a timeout still stops what the examples started
-export PATH="$BUILD/admin:$BUILD/adapter:$BUILD/aggregation:$BUILD/correlation:$BUILD/bench/sink:$BUILD/bench/nfsim:$PATH"
+export PATH="$BUILD/admin:$BUILD/adapter:$BUILD/aggregation:$BUILD/correlation:$BUILD/ingress:$BUILD/ndd:$BUILD/gui-api:$BUILD/bench/sink:$BUILD/bench/nfsim:$PATH"
 B=127.0.0.1:$KPORT
 
 # docs/api.md's feed tables are the feed schema the admin validates with, rendered.
