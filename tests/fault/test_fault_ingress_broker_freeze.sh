@@ -4,7 +4,8 @@
 # events").
 #   - HV-VES: one event every 20 ms from an independent sender (tests/fault/ingress_hostile.py)
 #     before, during and after the freeze: every event it wrote is on the topic (kcat, by event
-#     id): 0 lost. The listener stops reading instead of timing records out;
+#     id): 0 lost. Once max-in-flight (300 here) records wait, the listener stops reading (TCP
+#     pushes back on the sender) instead of timing records out;
 #   - copies over TCP: frames sent during the freeze are ACKed after it, every one on the topic;
 #   - VES (HTTP/1.1) and copies (HTTP/2): 503 with Retry-After while Kafka is silent, and no
 #     request answered 503 is on its topic; every one answered 202 is.
@@ -29,10 +30,12 @@ BROKER=127.0.0.1:$kport
 free_ports
 TCP=$("$STACK" free-ports 1)
 HVT=frz-perf3gpp
-start_ingress "$dir/ing.log" --produce-timeout 3s --tcp.port "$TCP" --copy.topic-prefix frz- \
-    --ves.topic-prefix frz-ves. --hvves.routes "perf3gpp=$HVT"
+# max-in-flight 300: the queue fills during the freeze (HV-VES alone sends 1,000 events in it),
+# so the listeners' "no room" paths are the ones exercised, not only librdkafka's queue.
+start_ingress "$dir/ing.log" --produce-timeout 3s --max-in-flight 300 --tcp.port "$TCP" \
+    --copy.topic-prefix frz- --ves.topic-prefix frz-ves. --hvves.routes "perf3gpp=$HVT"
 
-# HTTP clients: one request after the other until $dir/stop exists; each id with its status.
+# HTTP clients until $dir/stop exists; each id with its status.
 post() { # ID PROTO -> status
     if [ "$2" = h2 ]; then
         curl -s -o /dev/null -w '%{http_code}' --max-time 50 --http2-prior-knowledge \
@@ -45,13 +48,16 @@ post() { # ID PROTO -> status
             -d "{\"event\":$(ves_event fault "$1")}" "http://127.0.0.1:$VES/eventListener/v7" || true
     fi
 }
+# Each request on its own, one every 0.2 s: one produced just before the freeze waits for the
+# broker (records are never timed out) while the next ones get their 503.
 client() {
     local i=0
     while [ ! -e "$dir/stop" ]; do
         i=$((i + 1))
-        echo "$1-$i $(post "$1-$i" "$1")" >>"$dir/status-$1"
-        sleep 0.1
+        (echo "$1-$i $(post "$1-$i" "$1")" >>"$dir/status-$1") &
+        sleep 0.2
     done
+    wait
 }
 client h2 &
 PIDS+=("$!")
@@ -97,7 +103,9 @@ for _ in $(seq 50); do
     [ "$got_hv" -ge "$n_hv" ] && break
     sleep 0.2
 done
-echo "HV-VES: $n_hv events sent, $got_hv distinct on $HVT"
+full=$(metric 'ndd_ingress_produce_errors_total{transport="hv-ves",reason="queue-full"}')
+echo "HV-VES: $n_hv events sent, $got_hv distinct on $HVT; paused on a full queue ${full:-0} times"
+[ "${full:-0}" != 0 ] || fail "the HV-VES listener never met a full queue: its pause was not exercised"
 [ "$got_hv" -eq "$n_hv" ] || fail "HV-VES lost $((n_hv - got_hv)) of $n_hv events across a 20 s broker freeze"
 tcp_acked=$(awk '{print $2}' "$dir/tcp-sent")
 got_tcp=$(keys frz-NRF | grep -c '^tc-' || true)
