@@ -14,9 +14,10 @@ HV-VES collector, field numbers as ONAP numbers them).
       prints one JSON line: how many the server closed and after how many seconds. --frame:
       the same inside an NDD binary frame (docs/encodings.md: magic "NDD1", version 1, DATA,
       payload length, id), for the copy listener.
-  hv-send --port P --prefix ID --every SEC --seconds S [--domain D]
+  hv-send --port P --prefix ID --every SEC --seconds S [--domain D] [--span SEC]
       one connection sending a valid VesEvent (eventId ID-<n>) every SEC seconds for S
-      seconds; prints the number of frames written (each one whole).
+      seconds, each spanning --span seconds (startEpochMicrosec that long before
+      lastEpochMicrosec, which is the send time); prints the number of frames written.
 """
 import argparse
 import json
@@ -45,8 +46,8 @@ def field_varint(num, v):
     return varint(num << 3) + varint(v)
 
 
-def ves_event(domain, event_id, source):
-    now = int(time.time() * 1e6)
+def ves_event(domain, event_id, source, span=0.0):
+    now = int(time.time() * 1e6)  # lastEpochMicrosec; startEpochMicrosec is span seconds before
     h = b"".join([
         field_bytes(1, b"1.0"),                     # version
         field_bytes(2, domain.encode()),            # domain
@@ -55,7 +56,7 @@ def ves_event(domain, event_id, source):
         field_bytes(5, event_id.encode()),          # eventId
         field_bytes(6, b"perf3gpp_hostile_test"),   # eventName
         field_varint(8, now),                       # lastEpochMicrosec (ONAP: 8)
-        field_varint(9, now),                       # startEpochMicrosec (ONAP: 9)
+        field_varint(9, now - int(span * 1e6)),     # startEpochMicrosec (ONAP: 9)
         field_bytes(14, b"hostile-test"),           # reportingEntityName
         field_bytes(16, source.encode()),           # sourceName
         field_bytes(18, b"7.2"),                    # vesEventListenerVersion
@@ -133,7 +134,7 @@ def hv_send(a):
     s = socket.create_connection(("127.0.0.1", a.port))
     n, t0 = 0, time.time()
     while time.time() - t0 < a.seconds:
-        s.sendall(wtp(ves_event(a.domain, "%s-%d" % (a.prefix, n), "hostile-src")))
+        s.sendall(wtp(ves_event(a.domain, "%s-%d" % (a.prefix, n), "hostile-src", a.span)))
         n += 1
         time.sleep(a.every)
     s.close()
@@ -151,5 +152,6 @@ ap.add_argument("--prefix", default="ev")
 ap.add_argument("--every", type=float, default=0.02)
 ap.add_argument("--domain", default="perf3gpp")
 ap.add_argument("--frame", action="store_true")
+ap.add_argument("--span", type=float, default=0, help="hv-send: start this long before last")
 a = ap.parse_args()
 {"h1-pipeline": h1_pipeline, "hv-stall": hv_stall, "hv-send": hv_send}[a.mode](a)
