@@ -18,6 +18,14 @@
 # NDD_KAFKA_CA and NDD_KAFKA_CLIENTS (a folder of kcat/librdkafka property files).
 # Everything else goes to stderr. Two stacks with different dirs and ports run side by side.
 #
+#   deploy/local/stack.sh start --brokers N [--kafka-ports P1,...,PN] [--controller-port N] ...
+# a Kafka cluster of N brokers (N >= 2; 1, the default, is the single node above) and a
+# controller, each its own process (deploy/local/kafka-cluster.sh); brokers on Kafka, +2, +3,
+# +4 ... unless --kafka-ports lists them (env NDD_KAFKA_BROKERS, NDD_KAFKA_PORTS); plaintext
+# only; NDD_KAFKA lists every broker. Its shape is kept in DIR: stop, status, destroy and a later
+# start (which starts the nodes that are not running) need no --brokers.
+#   deploy/local/stack.sh stop --node I [--dir DIR]   stops broker I (1..N) of the cluster alone
+#
 #   deploy/local/stack.sh destroy [--dir DIR]
 # stops the stack and deletes DIR (all topics, tables and logs).
 #
@@ -34,7 +42,7 @@ PG_START_TIMEOUT=${NDD_PG_START_TIMEOUT:-60}
 STOP_TIMEOUT=30
 
 usage() {
-    sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 log() { echo "stack: $*" >&2; }
@@ -78,6 +86,9 @@ SASL_PORT=${NDD_SASL_PORT:-}
 PG_PORT=${NDD_PG_PORT:-55432}
 WANT_KAFKA=1
 WANT_PG=1
+BROKERS=${NDD_KAFKA_BROKERS:-1}
+KAFKA_PORTS=${NDD_KAFKA_PORTS:-}
+NODE=""
 while (($#)); do
     case $1 in
     --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
@@ -88,10 +99,15 @@ while (($#)); do
     --pg-port) PG_PORT=${2:?--pg-port needs a value}; shift 2 ;;
     --no-kafka) WANT_KAFKA=0; shift ;;
     --no-pg) WANT_PG=0; shift ;;
+    --brokers) BROKERS=${2:?--brokers needs a value}; BROKERS_GIVEN=1; shift 2 ;;
+    --kafka-ports) KAFKA_PORTS=${2:?--kafka-ports needs a value}; shift 2 ;;
+    --node) NODE=${2:?--node needs a value}; shift 2 ;;
     -h | --help) usage ;;
     *) echo "stack: unknown option '$1'" >&2; usage ;;
     esac
 done
+[[ $BROKERS =~ ^[0-9]+$ ]] && ((BROKERS >= 1 && BROKERS <= 9)) || die "--brokers: 1 to 9, not '$BROKERS'"
+[[ -z $NODE || ($NODE =~ ^[0-9]+$ && $cmd == stop) ]] || die "--node: a broker number, for stop only"
 CONTROLLER_PORT=${CONTROLLER_PORT:-$((KAFKA_PORT + 1))}
 SSL_PORT=${SSL_PORT:-$((KAFKA_PORT + 2))}
 SASL_PORT=${SASL_PORT:-$((KAFKA_PORT + 3))}
@@ -125,6 +141,12 @@ PGPASS=$DIR/pgpass
 HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 KAFKA_LIBS=${NDD_KAFKA_LIBS:-${NDD_CACHE:-$HOME/.cache/ndd}/kafka-$KAFKA_VERSION/libs}
 KAFKA_ADDR=127.0.0.1:$KAFKA_PORT
+# A multi-broker cluster: asked for (--brokers N > 1) or already in DIR (its shape is kept there).
+# shellcheck source=deploy/local/kafka-cluster.sh
+. "$ROOT/deploy/local/kafka-cluster.sh"
+CLUSTER=0
+if ((BROKERS > 1)) || cluster_in_dir; then CLUSTER=1; fi
+[[ -z $NODE || $CLUSTER == 1 ]] || die "--node applies to a cluster (start --brokers N)"
 PG_CONNINFO="host=127.0.0.1 port=$PG_PORT dbname=ndd user=ndd passfile=$PGPASS"
 
 pid_alive() {
@@ -491,12 +513,21 @@ env_line() {
 
 do_start() {
     stack_lock
-    if [[ $WANT_KAFKA == 1 ]]; then kafka_start; fi
+    if [[ $WANT_KAFKA == 1 && $CLUSTER == 1 ]]; then
+        cluster_start
+        KAFKA_ADDR=$(cluster_bootstrap)
+    elif [[ $WANT_KAFKA == 1 ]]; then kafka_start; fi
     if [[ $WANT_PG == 1 ]]; then pg_start; fi
     # DIR/env lists every server of this stack that runs, including one started earlier
     # without this call's --no-* flag; stdout lists the ones this call was asked for.
     local lines=() port
-    if [[ $WANT_KAFKA == 1 ]] || kafka_pid >/dev/null; then
+    if [[ $CLUSTER == 1 ]]; then
+        # A cluster: every broker, plaintext only (no secure listeners).
+        if cluster_in_dir && { [[ $WANT_KAFKA == 1 ]] || cluster_status | grep running >/dev/null; }; then
+            cluster_load
+            lines+=("$(env_line NDD_KAFKA "$(cluster_bootstrap)")")
+        fi
+    elif [[ $WANT_KAFKA == 1 ]] || kafka_pid >/dev/null; then
         # The ports the running broker was configured with (this call's, or an earlier one's).
         local adv
         adv=$(sed -n 's|^advertised.listeners=||p' "$KDIR/server.properties")
@@ -529,7 +560,14 @@ do_stop() {
     fi
     stack_lock
     local rc=0
-    if [[ $WANT_KAFKA == 1 ]]; then kafka_stop || rc=1; fi
+    if [[ -n $NODE ]]; then
+        cluster_stop || rc=1
+        log "stopped broker $NODE ($DIR)"
+        return $rc
+    fi
+    if [[ $WANT_KAFKA == 1 && $CLUSTER == 1 ]]; then
+        cluster_stop || rc=1
+    elif [[ $WANT_KAFKA == 1 ]]; then kafka_stop || rc=1; fi
     if [[ $WANT_PG == 1 ]]; then pg_stop || rc=1; fi
     [[ $WANT_KAFKA == 1 && $WANT_PG == 1 ]] && rm -f "$DIR/env"
     log "stopped ($DIR)"
@@ -538,7 +576,9 @@ do_stop() {
 
 do_status() {
     local pid rc=0
-    if [[ $WANT_KAFKA == 1 ]]; then
+    if [[ $WANT_KAFKA == 1 && $CLUSTER == 1 ]]; then
+        cluster_status || rc=1
+    elif [[ $WANT_KAFKA == 1 ]]; then
         if pid=$(kafka_pid); then
             echo "kafka: running pid $pid, $(grep -oE '^listeners=.*' "$KDIR/server.properties" | cut -d= -f2)"
         else
@@ -569,6 +609,7 @@ do_destroy() {
         base=${f##*/}
         case $base in
         .stack.lock | env | env.tmp | pgpass | pgpass.tmp | kafka | kafka.log* | pg | postgres.log) ;;
+        kafka-cluster | kafka-cluster.tmp | kafka-controller | kafka-controller.log* | kafka-[1-9] | kafka-[1-9].log*) ;;
         *) die "$DIR holds '$base', which stack.sh did not make; not deleting" ;;
         esac
     done
