@@ -71,11 +71,13 @@ int agg_setup_create_topics(const daemon_t *d, const agg_settings_t *s)
         main_parts = n > 0 ? n : 6;
     /* A missing NF topic is created too (a local stack without auto-creation); an existing
      * one is left as it is. */
-    if (n < 1 && kafka_admin_create_topic(d->brokers, in_topic, main_parts, 1, NULL, 0, 15000))
+    if (n < 1 && kafka_admin_create_topic(d->brokers, in_topic, main_parts, KAFKA_REPLICATION_AUTO,
+                                          NULL, 0, 15000))
         return -1;
-    if (kafka_admin_create_topic(d->brokers, s->main_topic, main_parts, 1, NULL, 0, 15000) ||
-        kafka_admin_create_topic(d->brokers, s->dlq_topic, (int)s->dlq_partitions, 1, NULL, 0,
-                                 15000))
+    if (kafka_admin_create_topic(d->brokers, s->main_topic, main_parts, KAFKA_REPLICATION_AUTO,
+                                 NULL, 0, 15000) ||
+        kafka_admin_create_topic(d->brokers, s->dlq_topic, (int)s->dlq_partitions,
+                                 KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
         return -1;
     return 0;
 }

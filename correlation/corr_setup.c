@@ -155,15 +155,16 @@ int corr_setup_create_topics(const daemon_t *d, const corr_settings_map_t *s,
 {
     int n = kafka_admin_topic_partitions(d->brokers, cc->main_topic, 5000);
     if (n < 1) {
-        if (kafka_admin_create_topic(d->brokers, cc->main_topic, (int)s->main_partitions, 1, NULL,
-                                     0, 15000))
+        if (kafka_admin_create_topic(d->brokers, cc->main_topic, (int)s->main_partitions,
+                                     KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
             return -1;
         n = (int)s->main_partitions;
     }
     int xp = s->xdr_partitions > 0 ? (int)s->xdr_partitions : n;
-    if (kafka_admin_create_topic(d->brokers, cc->xdr_topic, xp, 1, NULL, 0, 15000) ||
-        kafka_admin_create_topic(d->brokers, s->dlq_topic, (int)s->dlq_partitions, 1, NULL, 0,
-                                 15000))
+    if (kafka_admin_create_topic(d->brokers, cc->xdr_topic, xp, KAFKA_REPLICATION_AUTO, NULL, 0,
+                                 15000) ||
+        kafka_admin_create_topic(d->brokers, s->dlq_topic, (int)s->dlq_partitions,
+                                 KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
         return -1;
     return 0;
 }

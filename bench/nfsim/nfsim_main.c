@@ -293,8 +293,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < NFSIM_NF__COUNT; i++) {
         snprintf(topics[i], sizeof topics[i], "%s%s", prefix, nfsim_nf_name((nfsim_nf_t)i));
         if (partitions > 0 && cfg.weights[i] > 0 &&
-            kafka_admin_create_topic(bootstrap, topics[i], (int)partitions, 1, NULL, 0, 30000) <
-                0) {
+            kafka_admin_create_topic(bootstrap, topics[i], (int)partitions, KAFKA_REPLICATION_AUTO,
+                                     NULL, 0, 30000) < 0) {
             fprintf(stderr, "ndd-nf-sim: cannot create topic %s on %s\n", topics[i], bootstrap);
             nfsim_gen_free(gen);
             return 1;

@@ -256,13 +256,25 @@ rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c);
 #define KAFKA_RECORD_MAX_BYTES 1122304
 #define KAFKA_RECORD_MAX_BYTES_STR "1122304"
 
-/* Creates a topic (already existing is success) and waits until the broker reports all its
- * partitions with a leader. configs: topic configs such as {"cleanup.policy", "compact"}.
- * Returns 0 or -1 (logged with the topic name and the broker's reason). */
+/* replication for kafka_admin_create_topic: NDD's rule for its own topics. The replication
+ * factor is min(3, brokers) and, with 3 or more brokers, min.insync.replicas is 2 (unless
+ * configs set it): an acks=all write then survives the loss of one broker and is refused
+ * (NOT_ENOUGH_REPLICAS, retried by NDD's producers) rather than kept on a single broker. One
+ * broker: replication factor 1 and the broker's min.insync.replicas, as before. "brokers" are
+ * those the cluster's metadata lists when the topic is created (docs/kafka-cluster.md). */
+#define KAFKA_REPLICATION_AUTO 0
+
+/* Creates a topic (already existing is success: its settings are left as they are) and waits
+ * until the broker reports all its partitions with a leader. replication: a factor, -1 for
+ * the broker's default.replication.factor, or KAFKA_REPLICATION_AUTO. configs: topic configs
+ * such as {"cleanup.policy", "compact"}. Returns 0 or -1 (logged with the topic name and the
+ * broker's reason). */
 int kafka_admin_create_topic(const char *brokers, const char *topic, int partitions,
                              int replication, const kafka_prop_t *configs, size_t n_configs,
                              int timeout_ms);
 int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms);
+/* Number of brokers the cluster's metadata lists, or -1 when it did not answer. */
+int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms);
 /* Number of partitions of topic, or -1 when it does not exist / the broker did not answer. */
 int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms);
 /* The same through a short-lived client of brokers (for start-up, before any client exists). */

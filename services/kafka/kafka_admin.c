@@ -48,6 +48,39 @@ int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_m
     return n;
 }
 
+int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    if (rd_kafka_metadata(rk, 0, NULL, &md, timeout_ms))
+        return -1;
+    int n = md->broker_cnt;
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+static bool kafka_props_have(const kafka_prop_t *configs, size_t n_configs, const char *key)
+{
+    for (size_t i = 0; i < n_configs; i++)
+        if (strcmp(configs[i].key, key) == 0)
+            return true;
+    return false;
+}
+
+/* NDD's replication rule (KAFKA_REPLICATION_AUTO, kafka.h): the factor for the cluster's
+ * current broker count, and whether min.insync.replicas=2 is to be set. -1: no answer. */
+static int kafka_admin_auto_replication(rd_kafka_t *rk, const char *topic, int timeout_ms,
+                                        int *brokers, bool *set_isr)
+{
+    *brokers = kafka_admin_broker_count(rk, timeout_ms);
+    if (*brokers < 1) {
+        log_error("kafka admin: topic %s: the cluster did not list its brokers within %d ms", topic,
+                  timeout_ms);
+        return -1;
+    }
+    *set_isr = *brokers >= 3;
+    return *brokers < 3 ? *brokers : 3;
+}
+
 static rd_kafka_resp_err_t kafka_admin_wait_result(rd_kafka_t *rk, rd_kafka_queue_t *q,
                                                    const char *topic, bool create, int timeout_ms,
                                                    char *why, size_t why_size)
@@ -86,8 +119,16 @@ int kafka_admin_create_topic(const char *brokers, const char *topic, int partiti
     rd_kafka_t *rk = kafka_admin_client(brokers);
     if (!rk)
         return -1;
-    int rc = -1;
+    int rc = -1, n_brokers = 0;
+    bool set_isr = false;
     char errstr[512];
+    if (replication == KAFKA_REPLICATION_AUTO &&
+        (replication = kafka_admin_auto_replication(rk, topic, timeout_ms, &n_brokers, &set_isr)) <
+            0) {
+        rd_kafka_destroy(rk);
+        return -1;
+    }
+    set_isr = set_isr && !kafka_props_have(configs, n_configs, "min.insync.replicas");
     rd_kafka_NewTopic_t *nt =
         rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
     if (!nt) {
@@ -97,12 +138,11 @@ int kafka_admin_create_topic(const char *brokers, const char *topic, int partiti
     }
     /* A topic holds NDD's largest record unless the caller sets its own limit: the broker's
      * default (1,048,588) is below a 1 MiB body with its headers. */
-    bool own_max = false;
-    for (size_t i = 0; i < n_configs; i++)
-        own_max = own_max || strcmp(configs[i].key, "max.message.bytes") == 0;
-    if (!own_max &&
-        rd_kafka_NewTopic_set_config(nt, "max.message.bytes", KAFKA_RECORD_MAX_BYTES_STR)) {
-        log_error("kafka admin: topic %s config max.message.bytes refused", topic);
+    if ((!kafka_props_have(configs, n_configs, "max.message.bytes") &&
+         rd_kafka_NewTopic_set_config(nt, "max.message.bytes", KAFKA_RECORD_MAX_BYTES_STR)) ||
+        (set_isr && rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", "2"))) {
+        log_error("kafka admin: topic %s config max.message.bytes or min.insync.replicas refused",
+                  topic);
         rd_kafka_NewTopic_destroy(nt);
         rd_kafka_destroy(rk);
         return -1;
@@ -130,8 +170,14 @@ int kafka_admin_create_topic(const char *brokers, const char *topic, int partiti
     rd_kafka_queue_destroy(q);
 
     if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        log_error("kafka admin: create topic %s (%d partitions): %s", topic, partitions, why);
+        log_error("kafka admin: create topic %s (%d partitions, replication factor %d): %s", topic,
+                  partitions, replication, why);
     } else {
+        if (!e && n_brokers > 0)
+            log_info("kafka admin: created topic %s: %d partitions, replication factor %d%s "
+                     "(%d brokers)",
+                     topic, partitions, replication, set_isr ? ", min.insync.replicas 2" : "",
+                     n_brokers);
         /* Creation is acknowledged by the controller before every broker has the metadata;
          * wait until the leaders are known so the first produce/subscribe does not race. */
         int64_t deadline = kafka_now_ms() + timeout_ms;
