@@ -159,10 +159,9 @@ void feed_metrics_remove(feed_t *f)
     /* the encoding's and the transport's own families (their handles died with the thread) */
     if (f->cfg->encoding && f->cfg->encoding->metrics_remove)
         f->cfg->encoding->metrics_remove(r, f->cfg->name);
-    if (f->cfg->transport && !strcmp(f->cfg->transport->name, "file"))
-        transport_file_metrics_remove(r, f->cfg->name);
-    if (f->cfg->transport && !strcmp(f->cfg->transport->name, "kafka"))
-        transport_kafka_metrics_remove(r, f->cfg->name);
+    const transport_ops_t *ops = f->cfg->transport ? transport_ops_for(f->cfg->transport) : NULL;
+    if (ops && ops->metrics_remove)
+        ops->metrics_remove(r, f->cfg->name);
 }
 
 /* The value under which a fraction q of the n observations in counts fall, linearly

@@ -150,6 +150,9 @@ typedef struct transport_ops {
     void (*disconnect)(transport_t *t, const char *reason);
     /* Frees everything without any callback; in-flight cookies are simply forgotten. */
     void (*destroy)(transport_t *t);
+    /* Optional: removes a stopped feed's series of the transport's own metric families (the
+     * adapter calls it once the feed's transports are gone). NULL: it has none. */
+    void (*metrics_remove)(metrics_registry_t *r, const char *feed);
 } transport_ops_t;
 
 /* Every implementation starts its struct with this. */
@@ -163,10 +166,6 @@ extern const transport_ops_t transport_h2_ops;
 extern const transport_ops_t transport_tcp_ops;   /* tcp:// and tls:// (a TLS connection layer) */
 extern const transport_ops_t transport_file_ops;  /* file:///dir: rotated, fsync'ed files */
 extern const transport_ops_t transport_kafka_ops; /* kafka://host:port/topic: produce */
-/* Removes feed's series of the file transport's families (after its transports are gone). */
-void transport_file_metrics_remove(metrics_registry_t *r, const char *feed);
-/* Same for the kafka transport's families (exactly-once mode, produced, transactions). */
-void transport_kafka_metrics_remove(metrics_registry_t *r, const char *feed);
 
 /* The implementation bound to a row of the transport table; NULL when none is. */
 const transport_ops_t *transport_ops_for(const transport_desc_t *d);

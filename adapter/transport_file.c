@@ -132,7 +132,7 @@ static void ftf_metrics_bind(ftf_t *t)
     }
 }
 
-void transport_file_metrics_remove(metrics_registry_t *r, const char *feed)
+static void transport_file_metrics_remove(metrics_registry_t *r, const char *feed)
 {
     for (size_t i = 0; i < FTF_FAMILIES; i++) {
         metrics_family_t *f = ftf_family(r, i);
@@ -951,4 +951,5 @@ const transport_ops_t transport_file_ops = {
     .is_up = ftf_is_up,
     .disconnect = ftf_disconnect,
     .destroy = ftf_destroy,
+    .metrics_remove = transport_file_metrics_remove,
 };

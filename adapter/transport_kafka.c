@@ -109,7 +109,7 @@ static void ktx_metrics_bind(ktx_t *t)
     t->m_commit = f ? metrics_histogram_labels(f, feed) : NULL;
 }
 
-void transport_kafka_metrics_remove(metrics_registry_t *r, const char *feed)
+static void transport_kafka_metrics_remove(metrics_registry_t *r, const char *feed)
 {
     for (size_t i = 0; i < KTX_FAMILIES; i++) {
         metrics_family_t *f = ktx_family(r, i);
@@ -766,4 +766,5 @@ const transport_ops_t transport_kafka_ops = {
     .is_up = ktx_is_up,
     .disconnect = ktx_disconnect,
     .destroy = ktx_destroy,
+    .metrics_remove = transport_kafka_metrics_remove,
 };
