@@ -18,6 +18,19 @@ int64_t ingress_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Whether to log this close: at most one line a second per listener, the next one saying how
+ * many went unlogged (they are all counted in ndd_ingress_connections_closed_total). */
+static bool log_close(ingress_guard_t *gd)
+{
+    int64_t now = ingress_mono_ms();
+    if (now - gd->logged_ms < 1000) {
+        gd->unlogged++;
+        return false;
+    }
+    gd->logged_ms = now;
+    return true;
+}
+
 static void account(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len)
 {
     gd->held = gd->held - gc->held + len;
@@ -106,10 +119,14 @@ int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc)
         }
         metrics_counter_inc(gd->closed_evicted);
         ingress_dropped(gd->g, gd->t, "evicted");
-        log_warn("%s connection closed: the listener holds %zu bytes (max-buffered %zu), this "
-                 "one part-way through a frame for %lld ms",
-                 transport_names[gd->t], gd->held, gd->max,
-                 (long long)(ingress_mono_ms() - v->partial_since_ms));
+        if (log_close(gd)) {
+            log_warn("%s connection closed: the listener holds %zu bytes (max-buffered %zu), "
+                     "this one part-way through a frame for %lld ms (%zu more closes by a "
+                     "bound not logged)",
+                     transport_names[gd->t], gd->held, gd->max,
+                     (long long)(ingress_mono_ms() - v->partial_since_ms), gd->unlogged);
+            gd->unlogged = 0;
+        }
         bool self = v == gc;
         gd->close(v, "max-buffered");
         if (self)
@@ -133,16 +150,32 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         if (c->partial_since_ms && now - c->partial_since_ms >= gd->frame_timeout_ms) {
             metrics_counter_inc(gd->closed_frame);
             ingress_dropped(gd->g, gd->t, "frame-timeout");
-            log_warn("%s connection closed: a frame not complete %lld ms after its first byte "
-                     "(%zu bytes in; frame-timeout)",
-                     transport_names[gd->t], (long long)(now - c->partial_since_ms), c->held);
+            if (log_close(gd)) {
+                log_warn("%s connection closed: a frame not complete %lld ms after its first "
+                         "byte (%zu bytes in; frame-timeout; %zu more closes by a bound not "
+                         "logged)",
+                         transport_names[gd->t], (long long)(now - c->partial_since_ms), c->held,
+                         gd->unlogged);
+                gd->unlogged = 0;
+            }
             gd->close(c, "frame-timeout");
         } else if (now - c->last_read_ms >= idle_ms) {
             metrics_counter_inc(gd->closed_idle);
-            log_info("%s connection closed: nothing read for %lld ms (idle-timeout)",
-                     transport_names[gd->t], (long long)(now - c->last_read_ms));
+            if (log_close(gd)) {
+                log_info("%s connection closed: nothing read for %lld ms (idle-timeout; %zu "
+                         "more closes by a bound not logged)",
+                         transport_names[gd->t], (long long)(now - c->last_read_ms), gd->unlogged);
+                gd->unlogged = 0;
+            }
             gd->close(c, "idle-timeout");
         }
+    }
+    if (gd->unlogged && now - gd->logged_ms >= 1000) {
+        log_warn("%s: %zu more connections closed by a bound (frame-timeout, idle-timeout, "
+                 "max-buffered) in the last second",
+                 transport_names[gd->t], gd->unlogged);
+        gd->unlogged = 0;
+        gd->logged_ms = now;
     }
     metrics_gauge_set(gd->held_gauge, (double)gd->held);
     if (gd->held_high - gd->held >= (8u << 20)) {

@@ -29,6 +29,8 @@ typedef struct ingress_guard {
     int64_t frame_timeout_ms;
     size_t held, held_high, n_paused;
     bool trim_due;
+    int64_t logged_ms; /* closes are logged at most once a second (a flood of stalled */
+    size_t unlogged;   /* senders must not flood the log): those not logged since */
     ingress_guard_conn_t *conns;
     struct event *sweep;
     /* The listener's: close the connection (it calls ingress_guard_remove), and stop or

@@ -75,11 +75,15 @@ static size_t max_pending(const tconn_t *c)
     return (size_t)c->l->g->S->tcp_max_pending;
 }
 
-/* Closes the socket now; the state goes when its last record's report came. */
-static void conn_close(tconn_t *c, const char *why)
+/* Closes the socket now; the state goes when its last record's report came. quiet: the
+ * guard logged it (it rate-limits its closes). */
+static void conn_close_as(tconn_t *c, const char *why, bool quiet)
 {
     if (c->bev) {
-        log_info("copy connection %s closed: %s", c->peer, why);
+        if (quiet)
+            log_debug("copy connection %s closed: %s", c->peer, why);
+        else
+            log_info("copy connection %s closed: %s", c->peer, why);
         ingress_guard_remove(&c->l->guard, &c->gc);
         bufferevent_free(c->bev);
         c->bev = NULL;
@@ -89,6 +93,11 @@ static void conn_close(tconn_t *c, const char *why)
         free(c->ring);
         free(c);
     }
+}
+
+static void conn_close(tconn_t *c, const char *why)
+{
+    conn_close_as(c, why, false);
 }
 
 static bool conn_process(tconn_t *c);
@@ -226,7 +235,7 @@ static void set_blocked(tconn_t *c, bool b)
 
 static void guard_close(ingress_guard_conn_t *gc, const char *why)
 {
-    conn_close((tconn_t *)gc, why);
+    conn_close_as((tconn_t *)gc, why, true);
 }
 
 static void guard_pause(ingress_guard_conn_t *gc, bool on)
