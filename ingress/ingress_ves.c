@@ -176,7 +176,7 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
     /* 503 only for what is not produced: refused here when Kafka is silent or there is no
      * room for every event of the request, so a batch is never written in part. */
     if (ingress_kafka_stalled(g) || !ingress_has_room(g, in->len) ||
-        g->in_flight + (int64_t)p.n_events > g->S->max_in_flight) {
+        (g->in_flight && g->in_flight + (int64_t)p.n_events > g->S->max_in_flight)) {
         ves_parsed_free(&p);
         return reply_unavailable(v, r);
     }
