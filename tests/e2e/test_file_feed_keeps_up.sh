@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # File feeds keep up with their defaults: a synthetic (pcapng) and a JSON lines file feed,
-# with no delivery or file settings, each drain a backlog of copies and follow a steady
-# 2,000 copies/s with a lag that stays small. The figures (copies/s on the backlog, the
-# highest lag at 2,000/s) are printed. Copies are acknowledged by group commit (fdatasync of
+# with no delivery or file settings, each drain a backlog of copies at 2,000 copies/s or more
+# and follow a steady 2,000 copies/s for 10 s: every copy acknowledged at 1,800/s or more over
+# the run (the simulator's 10 s of producing plus the wait for the last ack after it: a feed
+# that falls behind ends the run with a backlog to drain). The figures (copies/s on the
+# backlog, the rate at 2,000/s and the highest ndd_adapter_consumer_lag_messages seen, a gauge
+# refreshed about every 2 s) are printed. Copies are acknowledged by group commit (fdatasync of
 # the open file and its commit record, at most file.sync_ms after the write), so the feed's
 # memory budget never waits for a file to close. After a stop every acknowledged copy is in a
 # file the manifest lists (the open files are sealed).
@@ -49,14 +52,17 @@ while running "$SIM_PID"; do
 done
 wait "$SIM_PID" || fail "ndd-nf-sim (steady) failed: $(tail -3 "$W/steady.log")"
 steady=$(jq -r .acked "$W/steady.json")
+prod_ms=$(jq -r '.produce_seconds * 1000 | floor' "$W/steady.json")
 total=$((produced + steady))
 t1=$(now_ms)
+declare -A RATE_STEADY
 for f in syn js; do
     wait_acked "$f" "$total" 10 ||
         fail "feed $f: $(ada_metric ndd_adapter_messages_acked_total "$f") of $total acknowledged 10 s after a steady $RATE/s (log $W/adapter-0.log)"
-    say "feed $f: steady $RATE/s for $STEADY_S s ($steady copies): highest lag ${MAXLAG[$f]} copies, all acknowledged $(($(now_ms) - t1)) ms after the last was produced"
-    # at 2,000/s a feed that keeps up holds well under a second of copies
-    ((MAXLAG[$f] <= RATE)) || fail "feed $f fell behind at $RATE/s: lag reached ${MAXLAG[$f]}"
+    t2=$(now_ms)
+    RATE_STEADY[$f]=$((steady * 1000 / (prod_ms + t2 - t1)))
+    say "feed $f: steady $RATE/s for $STEADY_S s ($steady copies): all acknowledged $((t2 - t1)) ms after the last was produced, ${RATE_STEADY[$f]} copies/s over the run, highest lag ${MAXLAG[$f]} copies"
+    ((RATE_STEADY[$f] >= RATE * 9 / 10)) || fail "feed $f did not keep up with $RATE/s: ${RATE_STEADY[$f]} copies/s over the run"
     ((RATE_BACKLOG[$f] >= RATE)) || fail "feed $f drained its backlog at ${RATE_BACKLOG[$f]} copies/s, below $RATE"
 done
 
@@ -69,5 +75,5 @@ for d in pcap jsonl; do
     ((m == total)) || fail "$d: the manifest lists $m records, $total were acknowledged"
     say "$d: $(ls "$W/$d" | grep -vc manifest) files, $m records in the manifest"
 done
-echo "FIGURES: synthetic file feed backlog ${RATE_BACKLOG[syn]} copies/s, max lag at $RATE/s ${MAXLAG[syn]}; JSON lines file feed backlog ${RATE_BACKLOG[js]} copies/s, max lag at $RATE/s ${MAXLAG[js]} (defaults)"
+echo "FIGURES (defaults): synthetic file feed: backlog ${RATE_BACKLOG[syn]} copies/s; at $RATE/s ${RATE_STEADY[syn]} copies/s over the run, max lag ${MAXLAG[syn]}. JSON lines file feed: backlog ${RATE_BACKLOG[js]} copies/s; at $RATE/s ${RATE_STEADY[js]} copies/s over the run, max lag ${MAXLAG[js]}"
 echo "PASS: file feeds with default settings keep up"
