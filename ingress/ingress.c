@@ -372,9 +372,10 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
      * max-in-flight, max-in-flight-bytes, and for HTTP ingress_kafka_stalled. */
     kafka_prop_t props[64];
     size_t np = 0;
-    props[np++] = (kafka_prop_t){"message.timeout.ms", "0"};
-    for (size_t i = 0; i < d->n_props && np < 64; i++)
+    for (size_t i = 0; i < d->n_props && np < 63; i++)
         props[np++] = d->props[i];
+    /* Last, so that a kafka.message.timeout.ms pass-through cannot take it back. */
+    props[np++] = (kafka_prop_t){"message.timeout.ms", "0"};
     kafka_producer_opts_t po = {.brokers = d->brokers,
                                 .client_id = "ndd-ingress",
                                 .props = props,
