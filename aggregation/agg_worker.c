@@ -615,9 +615,8 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     /* Steady rates: the broker answers a fetch once 64 KiB (about 19 copies of 3.4 kB) are
      * there or 10 ms passed, instead of at the first record. At 1,000 copies/s that cut the
      * fetches and the wake-ups they cause in every thread, 9,900 -> 16,300 copies per
-     * CPU-second in bench/aggregation/steady.sh (alternating runs; docs/benchmarks.md,
-     * "Session 10"); on a backlog fetches are full anyway. It adds at most 10 ms below ~2,000
-     * copies/s. */
+     * CPU-second in bench/aggregation/steady.sh (alternating runs); on a backlog fetches are
+     * full anyway. It adds at most 10 ms below ~2,000 copies/s. */
     const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"},
                                   {"queued.max.messages.kbytes", "4096"},
                                   {"fetch.max.bytes", "4194304"},

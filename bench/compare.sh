@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Same-run comparison (issue 12): on ONE backlog topic, back to back, the adapter in each
+# Same-run comparison: on ONE backlog topic, back to back, the adapter in each
 # delivery mode, librdkafka alone (the consume baseline) and h2load, all against one ndd-sink;
 # then the aggregation beside its produce-only baseline. Prints per CPU-second figures, each
 # adapter mode's ratio to the consume baseline, and the machine (CPU model, cores, load).

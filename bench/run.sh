@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NDD benchmark runner (issue 7; docs/benchmarks.md).
+# NDD benchmark runner (docs/benchmarks.md).
 #
 #   bench/run.sh --profile NAME [--build DIR] [--stack-dir D] [--keep] [--work-dir W]
 #                [--duration S] [--rate N] [--set NAME=VALUE]... [--no-baselines] [--quiet]
@@ -10,7 +10,7 @@
 # profile sets CORRELATION=1), one ndd-sink per feed,
 # the Kafka-side travel probe, then ndd-nf-sim per the profile (bench/profiles/NAME.profile).
 # Shows progress once per second; at the end prints a table like the OCNADD benchmark tables and
-# then ONE final line of JSON (issue 7):
+# then ONE final line of JSON (its fields: docs/benchmarks.md, "bench/run.sh"):
 #   {"profile","produced","delivered","dead_lettered","lost","duplicates","mps",
 #    "e2e_ms":{"avg","p50","p99","max"},"cpu_s":{…},"msgs_per_cpu_s":{…},"rss_mb":{…}, …}
 # With CORRELATION=1 it adds "xdr" (ndd-correlation's counts by completion) and
@@ -85,7 +85,7 @@ while (($#)); do
 done
 [[ -n $PROFILE ]] || usage
 # `compare` is not a traffic profile: the same-run adapter / librdkafka / h2load comparison on
-# one backlog (bench/compare.sh), on $NDD_KAFKA when set, else on a private stack (issue 12).
+# one backlog (bench/compare.sh), on $NDD_KAFKA when set, else on a private stack.
 if [[ $PROFILE == compare ]]; then
     if [[ -n ${NDD_KAFKA:-} ]]; then
         exec "$ROOT/bench/compare.sh" --build "$BUILD"
@@ -766,7 +766,7 @@ run_baselines() {
     echo "{${parts[*]}}" >"$out"
 }
 
-# ---- figures of one run -> the issue 7 JSON object ----
+# ---- figures of one run -> the JSON object of the final line ----
 # delivered = the fewest distinct @seq any feed's sink received (every feed must carry every
 # copy); lost = produced − delivered − dead_lettered for that feed, the worst feed.
 summarise() { # result.json baselines.json profile

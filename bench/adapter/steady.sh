@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ndd-adapter at a steady rate (issue 12: "moderate rates cost proportionally little CPU"). One
+# ndd-adapter at a steady rate (whether a moderate rate costs proportionally little CPU). One
 # h2c feed (JSON, one copy per request) on a fresh NF topic to a fresh ndd-sink; once the feed
 # delivered its first copy, ndd-nf-sim produces --rate copies/s of 3,400 B for --duration
 # seconds. The figure is copies / (utime+stime of the adapter from just before the traffic

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Console polling beside the data path (issue 18): the data path of a bench/run.sh profile at a
+# Console polling beside the data path: the data path of a bench/run.sh profile at a
 # steady rate, once alone and once while 50 operators poll ndd-admin the way the console's
 # overview does (gui-api/web/src/overview.tsx: the status every second, the active alarms
 # every 2 s; each operator polling the admin itself, an upper bound: ndd-gui-api shares one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mixed benchmark of ndd-admin (issue 18): 95 % reads (GET /api/v1/feeds/{id}), 5 % writes
+# Mixed benchmark of ndd-admin: 95 % reads (GET /api/v1/feeds/{id}), 5 % writes
 # (PATCH of a feed: PostgreSQL transaction + audit row) over N feeds, C keep-alive clients of
 # bench/admin/load.py for S seconds. Prints reads/s, writes/s, p50/p99 per operation and the
 # admin's CPU per operation (utime + stime from /proc).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Propagation benchmark of ndd-admin (issue 18): W ndd-adapters follow the admin's
+# Propagation benchmark of ndd-admin: W ndd-adapters follow the admin's
 # configuration topic; N feed updates (PATCH) are written through the REST API at R per
 # second; for each the admin records when the last worker applied it (docs/control-path.md,
 # "Propagation"). Prints p50/p99/max of publish -> applied by every worker, the admin's

@@ -23,7 +23,7 @@
  *                         [--prop [producer.|consumer.]NAME=VALUE]...
  *
  * --backlog: the produce-only child writes all N copies first and the daemon is started on
- * that backlog afterwards (issue 12's target is stated "on a backlog"); its CPU is then the
+ * that backlog afterwards (the figure docs/benchmarks.md reports); its CPU is then the
  * drain alone plus its start-up, and its fetches and produce batches are full. Without it the
  * daemon consumes live at the rate the produce-only child reaches.
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ndd-aggregation at a steady rate (issue 12: "at a steady 1,000 copies/s at least half as
-# efficient per CPU-second as on a backlog"). Starts the daemon on a fresh NF topic, lets it
+# ndd-aggregation at a steady rate (how its copies per CPU-second at, say, 1,000 copies/s
+# compare with its figure on a backlog). Starts the daemon on a fresh NF topic, lets it
 # join, then ndd-nf-sim produces --rate copies/s of 3,400 B for --duration seconds; the figure
 # is copies / (utime+stime of the daemon during the traffic and 2 s after it), so start-up and
 # the group join are not counted. Per-thread CPU and voluntary context switches (wake-ups)

@@ -444,8 +444,8 @@ static int kb_consume(const char *bootstrap, const char *topic, uint64_t count, 
 
 /* librdkafka copies each value (RD_KAFKA_MSG_F_COPY) and the consumed record is released at
  * once: holding the records until their reports instead pinned their fetch buffers (up to
- * 290 MiB) and cost more CPU (81,000-112,000 against 124,000-144,000 copies per CPU-second,
- * session 17). The copy's opaque carries the record's partition and offset, which is stored
+ * 290 MiB) and cost more CPU (81,000-112,000 against 124,000-144,000 copies per CPU-second
+ * on one backlog). The copy's opaque carries the record's partition and offset, which is stored
  * once the copy is acknowledged (at-least-once, as the aggregation). */
 static rd_kafka_topic_t *kb_relay_from; /* the consumer's handle of the input topic */
 #define KB_PART_BITS 12                 /* partitions per input topic: at most 4,096 */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The broker's CPU per copy by producer batching and compression (issue 12: "the broker's cost
-# per copy cut as much as NDD's"). For each configuration: ndd-nf-sim produces 3,400-byte SCP
+# The broker's CPU per copy by producer batching and compression (the broker is most of the
+# whole system's CPU per copy). For each configuration: ndd-nf-sim produces 3,400-byte SCP
 # copies (4 per transaction) into a topic of --partitions partitions (3 by default) at RATE
 # for DURATION seconds with the configuration's librdkafka producer properties (librdkafka
 # 2.0.2 sends each partition's batch as a request of its own, so the partition count weighs
@@ -11,8 +11,8 @@
 # configuration's producer properties on its producer and consumer properties on its
 # consumer) relays the NF topic to a second topic, which kcat follows instead; each line then
 # also gives the whole system's copies per CPU-second with librdkafka alone in NDD's place
-# (broker + relay + the follower, "follower_cpu_s"), the figure issue 12 asks of NDD (broker +
-# NDD's daemons). --latency (implies --relay): the relay keeps the headers (MAIN in the header
+# (broker + relay + the follower, "follower_cpu_s"): the ceiling for the same figure of NDD
+# (broker + NDD's daemons). --latency (implies --relay): the relay keeps the headers (MAIN in the header
 # form) and ndd-travel follows MAIN in kcat's place, so each line also gives the copies' travel
 # from the NF's timestamp to MAIN (avg, p99): what the broker and librdkafka alone take for the
 # first of NDD's two hops. A warm-up run first (the JVM compiles its hot paths during the first

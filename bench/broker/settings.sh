@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The broker's own settings by measurement (issue 12: "the broker's settings in the local stack
-# and the chart chosen by measurement"): for each variant (JVM garbage collector, network and
+# The broker's own settings by measurement (so that the local stack's and the chart's are
+# chosen by a figure): for each variant (JVM garbage collector, network and
 # I/O thread counts) a fresh private local stack (Kafka only) starts with it, and
 # bench/broker/run.sh measures the broker's CPU per copy there with NDD's producer default and
 # with lz4 + linger.ms 20, after a warm-up for the JIT (even after 150 s of load the first

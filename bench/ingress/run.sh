@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ndd-ingress benchmark (docs/benchmarks.md, "Ingress (issue 17)"): h2load for the HTTP/2 copy
+# ndd-ingress benchmark (docs/benchmarks.md, "Ingress"): h2load for the HTTP/2 copy
 # ingest and for VES over HTTP/1.1 (--h1) and HTTP/2, tests/common/frame_sender.py for copies
 # in binary frames over TCP, the Python HV-VES client for WTP (4 and 12 producers, the seed's
 # peak); every figure from the daemon's own CPU-seconds (/proc/<pid>/stat) and its ack-latency

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ndd (the all-in-one, docs/ndd.md) beside the separate daemons at the quickstart's load
-# (issue 19; docs/benchmarks.md, "ndd (all-in-one) beside the separate daemons").
+# (docs/benchmarks.md, "ndd (all-in-one) beside the separate daemons").
 #
 #   bench/ndd/run.sh [--build DIR] [--bootstrap HOST:PORT [--pg CONNINFO]] [--seconds S]
 #                    [--rounds N] [--rate N] [--quick] [--out FILE] [--work-dir W] [--keep]
@@ -262,7 +262,7 @@ else
 fi
 [[ -n $BOOTSTRAP ]] || die "no Kafka bootstrap"
 
-# ---- does ndd have an admin role? (another part of issue 19) ----
+# ---- does ndd have an admin role? (older builds had none: the admin is then in neither arm) ----
 ADMIN=0
 ADMIN_NOTE=""
 if ((NO_ADMIN)); then

@@ -351,7 +351,7 @@ static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
     kafka_consumer_t *c = opaque;
     /* Not rd_kafka_rebalance_protocol(): called from this callback while the consumer closes
-     * it can return NULL or wait forever (librdkafka issue 4041; a feed stopped by a
+     * it can return NULL or wait forever (librdkafka GitHub issue #4041; a feed stopped by a
      * configuration change right after it started hung its adapter's stop). */
     bool cooperative = c->cooperative;
     rd_kafka_error_t *error = NULL;

@@ -1,8 +1,8 @@
 /* One file descriptor that becomes readable when a consumer's queue or a producer's main
  * queue (delivery reports) gets work, through librdkafka's rd_kafka_queue_io_event_enable, so
  * a blocking loop can sleep in poll() until there is something to do instead of waking every
- * millisecond to look (issue 12: at 1,000 copies/s a 1 ms poll timeout made the aggregation
- * a tenth as efficient per CPU-second as on a backlog).
+ * millisecond to look (at 1,000 copies/s a 1 ms poll timeout made the aggregation a tenth as
+ * efficient per CPU-second as on a backlog).
  *
  * librdkafka writes one byte when a queue turns non-empty and again only after it was served,
  * so the order that loses no wake-up is: kafka_wake_drain, serve the queues (poll them with a
