@@ -29,7 +29,7 @@ import sys
 STRICT = ["README.md", "docs/quickstart.md", "docs/local-stack.md", "docs/api.md",
           "docs/configuration.md", "docs/filters.md", "docs/adapter.md", "docs/aggregation.md",
           "docs/correlation.md", "docs/kafka-feed.md", "docs/synthetic.md",
-          "docs/ingress.md", "docs/ndd.md"]
+          "docs/ingress.md", "docs/ndd.md", "docs/benchmarks.md"]
 MARK = re.compile(r"^<!--\s*docs-test:\s*(sh|json|skip)\b(.*?)-->\s*$")
 KINDS = {"sh": {"", "check-config"},
          "json": {"", "feeds-file", "feed", "filter", "config"}}
