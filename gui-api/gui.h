@@ -14,6 +14,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+
+#include <jansson.h>
 
 #include "buf.h"
 #include "daemon.h"
@@ -58,12 +61,37 @@ typedef struct gui_http_resp {
     char content_type[96];
     buf_t body; /* bounded by the caller's buf_init max */
 } gui_http_resp_t;
+/* One address of an upstream's host. */
+typedef struct gui_addr {
+    struct sockaddr_storage sa; /* AF_INET or AF_INET6, the URL's port */
+    socklen_t len;
+} gui_addr_t;
+/* At most this many addresses of one metrics URL are scraped per poll (a headless Service
+ * resolves to every pod of its workers). */
+#define GUI_HTTP_MAX_ADDRS 64
+/* Every distinct IPv4 and IPv6 address u's host resolves to now, in the resolver's order: the
+ * first max into out. Returns how many there are (more than max when some were left out),
+ * or -1 with err naming host:port. */
+int gui_http_resolve(const gui_url_t *u, gui_addr_t *out, size_t max, char *err, size_t errlen);
+/* Keeps, in place and in order, only the IPv4 addresses when there are any: one process
+ * listening on both families (localhost, a dual-stack Service's pods) is then counted once.
+ * Returns the count kept. */
+size_t gui_addrs_one_family(gui_addr_t *a, size_t n);
+/* "127.0.0.2:9102" or "[::1]:9102". */
+void gui_addr_format(const gui_addr_t *a, char *out, size_t outlen);
+
 /* Sends method path to u with the headers ("Name: value" lines each ending in \r\n, may be
  * NULL) and the body; fills resp (whose body buf the caller initialised). 0, or -1 with err
  * naming the upstream (connect refused, timeout, malformed reply, reply too large). */
 int gui_http_request(const gui_url_t *u, const char *method, const char *path, const char *headers,
                      const char *body, size_t body_len, int timeout_ms, gui_http_resp_t *resp,
                      char *err, size_t errlen);
+/* The same to one address of u's host: at, or when at is NULL the first address that
+ * accepts. The Host header, the TLS server name (SNI) and the name the certificate must
+ * carry stay u->host. */
+int gui_http_request_at(const gui_url_t *u, const gui_addr_t *at, const char *method,
+                        const char *path, const char *headers, const char *body, size_t body_len,
+                        int timeout_ms, gui_http_resp_t *resp, char *err, size_t errlen);
 
 /* ---- gui_session.c ---- */
 typedef struct gui_sessions gui_sessions_t;
@@ -114,6 +142,13 @@ int gui_live_start(gui_live_t *l);
 void gui_live_free(gui_live_t *l);
 /* GET /console/live: the series as server-sent events (docs/console.md). */
 void gui_live_handle(httpd_req_t *req, gui_live_t *l, const gui_session_info_t *who);
+/* What one event of /console/live carries: {seq, poll_ms, frames after `after`, status}. */
+json_t *gui_live_snapshot(gui_live_t *l, int64_t after);
+/* How a metrics URL's host becomes addresses: gui_http_resolve unless set (tests give a
+ * name two loopback addresses with it); before gui_live_start. */
+typedef int (*gui_resolve_fn)(const gui_url_t *u, gui_addr_t *out, size_t max, char *err,
+                              size_t errlen);
+void gui_live_set_resolver(gui_live_t *l, gui_resolve_fn fn);
 
 /* ---- gui_server.c, gui_role.c ---- */
 typedef struct gui_server gui_server_t;

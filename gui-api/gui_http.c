@@ -5,9 +5,13 @@
  * client and bounded by upstream-timeout. Chunked replies are decoded (evhttp sends them).
  * https:// upstreams (a TLS admin) go through one client TLS context (services/base/tls:
  * the peer verified against admin-tls-ca and its name, and the client certificate an admin
- * with tls-client-auth requires). */
+ * with tls-client-auth requires). gui_http_resolve lists every address of a host and
+ * gui_http_request_at talks to one of them, still naming the URL's host (Host, SNI, the
+ * certificate's name): how the live figures reach every pod behind one Service name. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +89,25 @@ int gui_url_parse(const char *url, gui_url_t *out, char *err, size_t errlen)
     return 0;
 }
 
-static int gui_http_connect(const gui_url_t *u, int timeout_ms, char *err, size_t errlen)
+/* "127.0.0.2:9102", "[::1]:9102": how logs and errors name one address of an upstream. */
+void gui_addr_format(const gui_addr_t *a, char *out, size_t outlen)
+{
+    char h[INET6_ADDRSTRLEN] = "?";
+    const struct sockaddr *sa = (const struct sockaddr *)&a->sa;
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, h, sizeof(h));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, h, sizeof(h));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(out, outlen, sa->sa_family == AF_INET6 ? "[%s]:%d" : "%s:%d", h, port);
+}
+
+int gui_http_resolve(const gui_url_t *u, gui_addr_t *out, size_t max, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
     int rc = getaddrinfo(u->host, u->port, &hints, &ai);
@@ -93,13 +115,73 @@ static int gui_http_connect(const gui_url_t *u, int timeout_ms, char *err, size_
         snprintf(err, errlen, "%s:%s: %s", u->host, u->port, gai_strerror(rc));
         return -1;
     }
-    int fd = -1;
-    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
+    /* Distinct addresses only: a hosts file or a resolver may list one twice, and a process
+     * scraped twice would count twice. Past max, the rest are counted, not kept. */
+    size_t n = 0, total = 0;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+            a->ai_addrlen > sizeof(out[0].sa))
             continue;
+        bool dup = false;
+        for (size_t i = 0; i < n && !dup; i++)
+            dup = out[i].len == a->ai_addrlen && memcmp(&out[i].sa, a->ai_addr, a->ai_addrlen) == 0;
+        if (dup)
+            continue;
+        if (n < max) {
+            memset(&out[n], 0, sizeof(out[n]));
+            memcpy(&out[n].sa, a->ai_addr, a->ai_addrlen);
+            out[n++].len = (socklen_t)a->ai_addrlen;
+        }
+        total++;
+    }
+    freeaddrinfo(ai);
+    if (total == 0) {
+        snprintf(err, errlen, "%s:%s: no IPv4 or IPv6 address", u->host, u->port);
+        return -1;
+    }
+    return total > INT32_MAX ? INT32_MAX : (int)total;
+}
+
+size_t gui_addrs_one_family(gui_addr_t *a, size_t n)
+{
+    size_t v4 = 0;
+    for (size_t i = 0; i < n; i++)
+        if (a[i].sa.ss_family == AF_INET)
+            a[v4++] = a[i];
+    return v4 ? v4 : n;
+}
+
+/* A connected socket to at, or else to the first address of u's host that accepts. */
+static int gui_http_connect(const gui_url_t *u, const gui_addr_t *at, int timeout_ms, char *err,
+                            size_t errlen)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL, one = {0};
+    char where[340];
+    if (at) {
+        char a[64];
+        gui_addr_format(at, a, sizeof(a));
+        snprintf(where, sizeof(where), "%s:%s (%s)", u->host, u->port, a);
+        one = (struct addrinfo){.ai_family = at->sa.ss_family,
+                                .ai_socktype = SOCK_STREAM,
+                                .ai_addr = (struct sockaddr *)&at->sa,
+                                .ai_addrlen = at->len};
+    } else {
+        snprintf(where, sizeof(where), "%s:%s", u->host, u->port);
+        int rc = getaddrinfo(u->host, u->port, &hints, &ai);
+        if (rc != 0) {
+            snprintf(err, errlen, "%s: %s", where, gai_strerror(rc));
+            return -1;
+        }
+    }
+    int fd = -1;
+    for (struct addrinfo *a = at ? &one : ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: socket: %s", where, strerror(errno));
+            continue;
+        }
         if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
-            snprintf(err, errlen, "%s:%s: connect: %s", u->host, u->port, strerror(errno));
+            snprintf(err, errlen, "%s: connect: %s", where, strerror(errno));
             close(fd);
             fd = -1;
             continue;
@@ -109,13 +191,13 @@ static int gui_http_connect(const gui_url_t *u, int timeout_ms, char *err, size_
         socklen_t sl = sizeof(soerr);
         if (poll(&p, 1, timeout_ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) ||
             soerr) {
-            snprintf(err, errlen, "%s:%s: connect: %s", u->host, u->port,
-                     soerr ? strerror(soerr) : "timed out");
+            snprintf(err, errlen, "%s: connect: %s", where, soerr ? strerror(soerr) : "timed out");
             close(fd);
             fd = -1;
         }
     }
-    freeaddrinfo(ai);
+    if (ai)
+        freeaddrinfo(ai);
     return fd;
 }
 
@@ -244,11 +326,19 @@ int gui_http_request(const gui_url_t *u, const char *method, const char *path, c
                      const char *body, size_t body_len, int timeout_ms, gui_http_resp_t *resp,
                      char *err, size_t errlen)
 {
+    return gui_http_request_at(u, NULL, method, path, headers, body, body_len, timeout_ms, resp,
+                               err, errlen);
+}
+
+int gui_http_request_at(const gui_url_t *u, const gui_addr_t *at, const char *method,
+                        const char *path, const char *headers, const char *body, size_t body_len,
+                        int timeout_ms, gui_http_resp_t *resp, char *err, size_t errlen)
+{
     int64_t deadline = gui_now_ms() + timeout_ms;
     resp->status = 0;
     resp->etag[0] = resp->location[0] = resp->content_type[0] = '\0';
     buf_reset(&resp->body);
-    int fd = gui_http_connect(u, timeout_ms, err, errlen);
+    int fd = gui_http_connect(u, at, timeout_ms, err, errlen);
     if (fd < 0)
         return -1;
     SSL *ssl = u->https ? gui_http_handshake(fd, u, deadline, err, errlen) : NULL;
@@ -256,11 +346,15 @@ int gui_http_request(const gui_url_t *u, const char *method, const char *path, c
         close(fd);
         return -1;
     }
+    /* The URL's host, not the address: a virtual host or an ingress in front of the pods
+     * routes by it (an IPv6 literal in brackets, RFC 9110). */
+    bool v6 = strchr(u->host, ':') != NULL;
     char head[2048];
     int hl = snprintf(head, sizeof(head),
-                      "%s %s HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\n%sContent-Length: "
+                      "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nConnection: close\r\n%sContent-Length: "
                       "%zu\r\n\r\n",
-                      method, path, u->host, u->port, headers ? headers : "", body_len);
+                      method, path, v6 ? "[" : "", u->host, v6 ? "]" : "", u->port,
+                      headers ? headers : "", body_len);
     int rc = -1;
     if (hl < 0 || (size_t)hl >= sizeof(head)) {
         snprintf(err, errlen, "%s:%s: request head too long", u->host, u->port);
