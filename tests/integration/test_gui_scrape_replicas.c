@@ -163,13 +163,15 @@ static void server_stop(server_t *s)
  * the test certificate carries) is 127.0.0.2 and 127.0.0.3, each resolved by the product's
  * gui_http_resolve as a literal (so the addresses carry the URL's port). */
 static const char *pods_name;
+static const char *const two_ips[] = {"127.0.0.2", "127.0.0.3", NULL};
+static const char *const *pod_ips = two_ips;
 static int two_pods(const gui_url_t *u, gui_addr_t *out, size_t max, char *err, size_t errlen)
 {
     if (strcmp(u->host, pods_name) != 0)
         return gui_http_resolve(u, out, max, err, errlen);
     gui_url_t lit = *u;
     size_t n = 0;
-    for (const char *const *ip = (const char *const[]){"127.0.0.2", "127.0.0.3", NULL}; *ip; ip++) {
+    for (const char *const *ip = pod_ips; *ip; ip++) {
         snprintf(lit.host, sizeof(lit.host), "%s", *ip);
         if (n < max && gui_http_resolve(&lit, out + n, max - n, err, errlen) == 1)
             n++;
@@ -347,11 +349,76 @@ static void test_https_names_the_url_host_to_every_address(void **st)
     tls_testutil_remove_pki(&pki);
 }
 
+/* Eight addresses that accept a connection (the kernel's backlog) and never answer, listed
+ * before the two pods: read at once, they cost one upstream-timeout (1 s) per poll, not
+ * eight, and the pods' figures still come. */
+static void test_silent_addresses_cost_one_timeout_not_one_each(void **st)
+{
+    (void)st;
+    server_t a = {.ip = "127.0.0.2", .acked_step = 10, .dlq = 1, .lag = 5, .le = 0.005};
+    server_t b = {.ip = "127.0.0.3", .acked_step = 1000, .dlq = 2, .lag = 70, .le = 0.5};
+    static const char *const ips[] = {"127.0.0.4", "127.0.0.5", "127.0.0.6",  "127.0.0.7",
+                                      "127.0.0.8", "127.0.0.9", "127.0.0.10", "127.0.0.11",
+                                      "127.0.0.2", "127.0.0.3", NULL};
+    int silent[8];
+    assert_int_equal(server_listen(&a, 0), 0);
+    assert_int_equal(server_listen(&b, a.port), 0);
+    for (int i = 0; i < 8; i++) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a.port)};
+        inet_pton(AF_INET, ips[i], &sa.sin_addr);
+        silent[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_int_equal(bind(silent[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(listen(silent[i], 64), 0);
+    }
+    pods_name = "slow.test";
+    pod_ips = ips;
+    char tokfile[] = "/tmp/ndd_gui_scrape_tok_XXXXXX", urls[128], err[512], ep[64];
+    int tfd = mkstemp(tokfile);
+    assert_true(tfd >= 0);
+    assert_int_equal(write(tfd, "ndd_test\n", 9), 9);
+    close(tfd);
+    snprintf(urls, sizeof(urls), "http://slow.test:%u/metrics", a.port);
+    snprintf(ep, sizeof(ep), "slow.test:%u", a.port);
+    gui_settings_t s = {.admin_url = "http://127.0.0.1:1",
+                        .poll_ms = 100,
+                        .history_points = 100,
+                        .metrics_urls = urls,
+                        .token_file = tokfile,
+                        .upstream_timeout_ms = 1000};
+    gui_live_t *l = gui_live_new(&s, NULL, err, sizeof(err));
+    assert_non_null(l);
+    gui_live_set_resolver(l, two_pods);
+    metrics_counter_t *errors =
+        metrics_counter_labels(metrics_counter_new(metrics_default_registry(),
+                                                   "ndd_gui_scrape_errors_total", "", "endpoint"),
+                               ep);
+    int64_t t0 = gui_now_ms(), seq = 0;
+    assert_int_equal(gui_live_start(l), 0);
+    json_t *v = wait_frame(l, "egress/f1", &seq, gui_now_ms() + 30000);
+    int64_t took = gui_now_ms() - t0;
+    assert_non_null(v);
+    show("with 8 silent addresses", v, t0);
+    assert_true(num(v, "dlq/f1") == 3 && num(v, "lag/f1") == 75);
+    json_decref(v);
+    printf("two polls took %lld ms (one after the other: 16 s); scrape errors %llu\n",
+           (long long)took, (unsigned long long)metrics_counter_get(errors));
+    assert_true(took < 6000);
+    assert_true(metrics_counter_get(errors) >= 8);
+    gui_live_free(l);
+    for (int i = 0; i < 8; i++)
+        close(silent[i]);
+    server_stop(&a);
+    server_stop(&b);
+    unlink(tokfile);
+    pod_ips = two_ips;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_address_of_the_name_is_scraped_and_summed),
         cmocka_unit_test(test_https_names_the_url_host_to_every_address),
+        cmocka_unit_test(test_silent_addresses_cost_one_timeout_not_one_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
