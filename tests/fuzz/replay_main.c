@@ -37,7 +37,7 @@ static int replay_path(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0)
-        return 0; /* a target without seeds yet replays nothing */
+        return 0; /* counted as nothing: main fails when no path held an input */
     if (!S_ISDIR(st.st_mode))
         return replay_file(path);
     DIR *d = opendir(path);
@@ -72,5 +72,9 @@ int main(int argc, char **argv)
     }
     LLVMFuzzerTestOneInput((const uint8_t *)"", 0);
     printf("replayed %d inputs\n", total);
+    if (total == 0) { /* a corpus the replay cannot find would make this test prove nothing */
+        fprintf(stderr, "replay: no input found in the paths given (a misnamed corpus?)\n");
+        return 1;
+    }
     return 0;
 }
