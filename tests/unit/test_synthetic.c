@@ -502,14 +502,14 @@ static void test_encoding_batch_is_a_frame_of_pcap_records(void **state)
     buf_free(&b);
 }
 
-/* tshark, when present, reads a capture of IPv4 and IPv6 transactions cleanly. */
+/* tshark reads a capture of IPv4 and IPv6 transactions cleanly. */
 static void test_tshark_decodes_the_capture_without_errors(void **state)
 {
     (void)state;
-    if (system("command -v tshark >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "tshark not installed (deploy/local/install-deps.sh): skipped\n");
-        skip();
-    }
+    /* tshark is the independent judge of the packets: its absence fails the test */
+    if (system("command -v tshark >/dev/null 2>&1") != 0)
+        fail_msg("tshark is missing (deploy/local/install-deps.sh installs it): the capture "
+                 "cannot be judged");
     synth_ctx_t *c = ctx(NULL);
     buf_t b;
     buf_init(&b, 0, 8u << 20);
