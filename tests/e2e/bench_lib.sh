@@ -1,13 +1,14 @@
 # Shared by the e2e tests of bench/ (sourced, not run; not a test itself).
 
-# bench_test_begin NAME [VAR]: skips the test (exit 0) unless tests/run.sh set VAR
+# bench_test_begin NAME [VAR]: fails the test (exit 1: a test that cannot run has proved
+# nothing) unless tests/run.sh set VAR
 # (NDD_TEST_KAFKA by default; NDD_TEST_STACK_DIR for a test that needs the stack's directory);
 # else sets OUT (a temporary file, removed at exit). fail MESSAGE prints it and OUT, exits 1.
 bench_test_begin() {
     local var=${2:-NDD_TEST_KAFKA}
     if [[ -z ${!var:-} ]]; then
-        echo "SKIP: $var is not set (tests/run.sh starts the suite's stack)"
-        exit 0
+        echo "FAIL: $var is not set (tests/run.sh starts the suite's stack and sets it)"
+        exit 1
     fi
     OUT=$(mktemp "/tmp/ndd-$1.XXXXXX")
     trap 'rm -f "$OUT"' EXIT

@@ -16,8 +16,8 @@ KAFKA=${NDD_TEST_KAFKA:-}
 KAFKA=${KAFKA#\'}
 KAFKA=${KAFKA%\'}
 if [[ -z $KAFKA ]]; then
-    echo "SKIP: NDD_TEST_KAFKA is not set (tests/run.sh starts the suite's stack)"
-    exit 0
+    echo "FAIL: NDD_TEST_KAFKA is not set (tests/run.sh starts the suite's stack and sets it)"
+    exit 1
 fi
 command -v jq >/dev/null || { echo "FAIL: jq missing (Debian package jq)"; exit 1; }
 OUT=$(mktemp /tmp/ndd-bench-ndd-smoke.XXXXXX)
