@@ -19,24 +19,9 @@ SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BROKER=${NDD_TEST_KAFKA:?NDD_TEST_KAFKA is not set (deploy/local/stack.sh start)}
 PG=${NDD_TEST_PG:?NDD_TEST_PG is not set (deploy/local/stack.sh start)}
 BROKER=${BROKER//\'/} PG=${PG//\'/}
-for tool in curl psql node npm; do
-    command -v $tool >/dev/null || { echo "FAIL: $tool missing"; exit 1; }
-done
-if [ ! -x /usr/bin/chromium ]; then
-    echo "installing Debian's chromium (once)"
-    { apt-get install -y chromium >/dev/null 2>&1 || sudo -n apt-get install -y chromium >/dev/null 2>&1; } ||
-        { echo "FAIL: /usr/bin/chromium missing and apt-get install chromium failed"; exit 1; }
-fi
-CACHE=${NDD_NPM_CACHE:-$HOME/.cache/ndd/npm}
-WEB=$SRC/gui-api/web
-# The build tree's console (gui-api/CMakeLists.txt's ndd_console), built here if missing.
-DIST=$BUILD/gui-api/console
-[ -f "$DIST/index.html" ] || "$WEB/build.sh" "$DIST" || { echo "FAIL: console build"; exit 1; }
-BT=$SRC/tests/browser
-if [ ! -f "$BT/node_modules/.ndd-lock" ] || ! cmp -s "$BT/package-lock.json" "$BT/node_modules/.ndd-lock"; then
-    (cd "$BT" && npm ci --cache "$CACHE" --prefer-offline --no-audit --no-fund --loglevel=error &&
-        cp package-lock.json node_modules/.ndd-lock) || { echo "FAIL: npm ci in tests/browser"; exit 1; }
-fi
+# shellcheck source=tests/e2e/browser_lib.sh
+. "$SRC/tests/e2e/browser_lib.sh"
+browser_setup
 
 T=$(mktemp -d /tmp/ndd-console-e2e.XXXXXX)
 TAG=e2e-console-$$-$RANDOM

@@ -18,7 +18,7 @@ set -euo pipefail
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must name the build directory}
 if [[ -z ${NDD_E2E_TIMED:-} ]]; then
-    NDD_E2E_TIMED=1 exec timeout -k 10 840 bash "$0" "$@"
+    NDD_E2E_TIMED=1 exec timeout -k 10 1440 bash "$0" "$@"
 fi
 STACK=$SRC/deploy/local/stack.sh
 fail() {

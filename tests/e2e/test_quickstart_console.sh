@@ -12,22 +12,9 @@ set -uo pipefail
 SRC=${NDD_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILD=${NDD_BUILD_DIR:?NDD_BUILD_DIR must point at the build directory}
 STACK=$SRC/deploy/local/stack.sh
-for tool in curl node npm jq; do
-    command -v $tool >/dev/null || { echo "FAIL: $tool missing"; exit 1; }
-done
-if [ ! -x /usr/bin/chromium ]; then
-    { apt-get install -y chromium >/dev/null 2>&1 || sudo -n apt-get install -y chromium >/dev/null 2>&1; } ||
-        { echo "FAIL: /usr/bin/chromium missing and apt-get install chromium failed"; exit 1; }
-fi
-CACHE=${NDD_NPM_CACHE:-$HOME/.cache/ndd/npm}
-# The quickstart installs the build's console: build it here when the build has none.
-DIST=$BUILD/gui-api/console
-[ -f "$DIST/index.html" ] || "$SRC/gui-api/web/build.sh" "$DIST" || { echo "FAIL: console build"; exit 1; }
-BT=$SRC/tests/browser
-if [ ! -f "$BT/node_modules/.ndd-lock" ] || ! cmp -s "$BT/package-lock.json" "$BT/node_modules/.ndd-lock"; then
-    (cd "$BT" && npm ci --cache "$CACHE" --prefer-offline --no-audit --no-fund --loglevel=error &&
-        cp package-lock.json node_modules/.ndd-lock) || { echo "FAIL: npm ci in tests/browser"; exit 1; }
-fi
+# shellcheck source=tests/e2e/browser_lib.sh
+. "$SRC/tests/e2e/browser_lib.sh"
+browser_setup
 
 W=$(mktemp -d /tmp/ndd-e2e-qsconsole.XXXXXX)
 chmod 755 "$W" # the stack runs PostgreSQL as user postgres, which must reach it
