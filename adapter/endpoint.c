@@ -87,7 +87,7 @@ static void ep_on_up(void *o)
     if (ep->attempts > 0)
         log_info("feed %s: endpoint %s is up again after %u failed attempts", ep->feed, ep->name,
                  ep->attempts);
-    ep->set->ev.on_state(ep->set->owner, ep, true);
+    ep->set->ev.on_state(ep->set->owner, ep, true, NULL);
     ep->set->ev.on_capacity(ep->set->owner);
 }
 
@@ -112,7 +112,7 @@ static void ep_on_down(void *o, const char *reason)
     struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
     event_add(ep->reconnect, &tv);
     if (was_up)
-        s->ev.on_state(s->owner, ep, false);
+        s->ev.on_state(s->owner, ep, false, reason);
 }
 
 static void ep_on_writable(void *o)

@@ -20,8 +20,9 @@ typedef struct endpoint_events {
     void (*on_fail)(void *owner, endpoint_t *ep, void *cookie, const transport_failure_t *f);
     /* An endpoint came up or gained room: waiting work can be sent. */
     void (*on_capacity)(void *owner);
-    /* An endpoint changed state (for metrics and logs). */
-    void (*on_state)(void *owner, endpoint_t *ep, bool up);
+    /* An endpoint changed state (for metrics, logs and alarms); why it went down (the
+     * transport's reason, e.g. a full disk with its free space), NULL when it came up. */
+    void (*on_state)(void *owner, endpoint_t *ep, bool up, const char *reason);
 } endpoint_events_t;
 
 typedef struct endpoint_opts {

@@ -204,7 +204,7 @@ static void feed_on_capacity(void *owner)
         feed_drain_waiting(f);
 }
 
-static void feed_on_state(void *owner, endpoint_t *ep, bool up)
+static void feed_on_state(void *owner, endpoint_t *ep, bool up, const char *reason)
 {
     feed_t *f = owner;
     feed_ep_metrics_t *em = endpoint_user(ep);
@@ -215,9 +215,9 @@ static void feed_on_state(void *owner, endpoint_t *ep, bool up)
         snprintf(res, sizeof res, "%s/%s", f->cfg->name, em->url);
         if (up)
             events_alarm_clear(f->rt.events, "endpoint-down", res);
-        else
+        else /* the transport's own words: a refused connection, a full disk and its space */
             events_alarm_raise(f->rt.events, "endpoint-down", res, EVENTS_MAJOR,
-                               "endpoint connection lost; reconnecting with backoff");
+                               reason && *reason ? reason : "endpoint down; retrying with backoff");
     }
     atomic_store_explicit(&f->s_up, endpoint_set_up_count(f->eps), memory_order_relaxed);
 }

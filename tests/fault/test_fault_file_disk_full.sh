@@ -58,6 +58,9 @@ for f in full zero; do
     [[ $(ada_metric ndd_adapter_endpoint_up "$f") == 0 ]] || fail "the endpoint of feed $f is not down while its disk is full"
     raised=$(alarm_count "$f" raised) cleared=$(alarm_count "$f" cleared)
     ((raised == 1 && cleared == 0)) || fail "feed $f while full: endpoint-down raised $raised and cleared $cleared times (want 1 and 0; log $LOG)"
+    # the alarm says why: the disk, its free space
+    grep -q "alarm endpoint-down raised on $PFX$f/file://${DIR[$f]}: disk full: [0-9]* bytes free in ${DIR[$f]}" "$LOG" ||
+        fail "feed $f: the endpoint-down alarm does not name the full disk and its free space (log $LOG)"
     AVAIL[$f]=$(free_bytes "${DIR[$f]}")
     ((AVAIL[$f] >= MINFREE[$f])) || fail "feed $f wrote below min_free_bytes: ${AVAIL[$f]} bytes free"
     say "feed $f after 4 s still paused: ${AVAIL[$f]} bytes free, alarm raised once"

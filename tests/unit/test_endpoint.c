@@ -65,7 +65,7 @@ static void on_capacity(void *o)
     pump(o);
 }
 
-static void on_state(void *o, endpoint_t *ep, bool up)
+static void on_state(void *o, endpoint_t *ep, bool up, const char *reason)
 {
     ctx_t *c = o;
     if (up)

@@ -356,7 +356,7 @@ static void d_on_capacity(void *o)
     event_base_loopbreak(((deliver_t *)o)->base);
 }
 
-static void d_on_state(void *o, endpoint_t *ep, bool up)
+static void d_on_state(void *o, endpoint_t *ep, bool up, const char *reason)
 {
     ((deliver_t *)o)->ups += up;
 }
