@@ -202,6 +202,15 @@ static const char *field(const h2server_request_t *r, const char *name)
     return NULL;
 }
 
+/* A VES body above max-body gets VES's own 413 over HTTP/2 too (ONAP's SVC2000 JSON). */
+static void on_too_large(void *arg, const char *path, const char **content_type, const char **body,
+                         size_t *len)
+{
+    h2l_t *l = arg;
+    if (ingress_ves_path(path) && l->g->ves_h2)
+        ingress_ves_too_large(l->g->ves_h2, content_type, body, len);
+}
+
 static void on_request(void *arg, h2server_stream_t *s, const h2server_request_t *r)
 {
     h2l_t *l = arg;
@@ -272,6 +281,7 @@ static void *h2_start(ingress_t *g, char *err, size_t errlen)
                             .max_body = (size_t)S->max_body,
                             .idle_timeout_s = (int)((S->idle_timeout_ms + 999) / 1000),
                             .on_request = on_request,
+                            .too_large = on_too_large,
                             .arg = l};
     l->srv = h2server_new(g->base, &o, err, errlen);
     if (!l->srv) {

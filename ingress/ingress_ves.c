@@ -326,6 +326,17 @@ static void h1_413_build(ves_t *v)
     v->resp413_len = k > 0 && (size_t)k < sizeof v->resp413 ? (size_t)k : 0;
 }
 
+void ingress_ves_too_large(void *ves, const char **content_type, const char **body, size_t *len)
+{
+    ves_t *v = ves;
+    const char *b = v->resp413_len ? strstr(v->resp413, "\r\n\r\n") : NULL;
+    if (!b)
+        return; /* the caller's default stays */
+    *content_type = "application/json";
+    *body = b + 4;
+    *len = v->resp413_len - (size_t)(b + 4 - v->resp413);
+}
+
 static struct bufferevent *h1_bev(struct event_base *base, void *arg)
 {
     ves_t *v = arg;

@@ -26,5 +26,8 @@ typedef struct ves_in {
 /* true when path is one of VES's (the HTTP/2 listener routes them here). */
 bool ingress_ves_path(const char *path);
 void ingress_ves_handle(void *ves, const ves_in_t *in, ves_reply_t r);
+/* The answer to a VES body above max-body, ONAP's SVC2000 JSON (content type and body, alive
+ * as long as ves): what HTTP/1.1 and HTTP/2 clients both get. */
+void ingress_ves_too_large(void *ves, const char **content_type, const char **body, size_t *len);
 
 #endif

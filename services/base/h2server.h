@@ -70,6 +70,12 @@ typedef struct h2server_options {
     int idle_timeout_s;     /* 0: 60; a connection with nothing to read this long is closed */
     h2server_request_fn on_request;
     void *arg;
+    /* Optional: the answer to a request whose body exceeds max_body, chosen by its path, for
+     * a protocol whose clients expect an error body of their own (VES: ONAP's SVC2000 JSON).
+     * Sets *content_type, *body and *len (static, or arg's until the next call); NULL: a
+     * text/plain 413. */
+    void (*too_large)(void *arg, const char *path, const char **content_type, const char **body,
+                      size_t *len);
 } h2server_options_t;
 
 h2server_t *h2server_new(struct event_base *base, const h2server_options_t *opts, char *err,

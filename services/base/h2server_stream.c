@@ -299,7 +299,13 @@ static int on_data(nghttp2_session *sess, uint8_t flags, int32_t id, const uint8
         st->body = NULL;
         st->body_len = st->body_cap = 0;
         static const char msg[] = "request body exceeds the size limit\n";
-        stream_submit(st, 413, NULL, 0, msg, sizeof msg - 1);
+        h2server_header_t type = {"content-type", "text/plain; charset=utf-8"};
+        const char *body = msg;
+        size_t n = sizeof msg - 1;
+        if (c->srv->o.too_large)
+            c->srv->o.too_large(c->srv->o.arg, st->path_at ? st->hdr + st->path_at - 1 : "",
+                                &type.value, &body, &n);
+        stream_submit(st, 413, &type, 1, body, n);
         return 0;
     }
     c->srv->buffered += st->body_cap - cap0;

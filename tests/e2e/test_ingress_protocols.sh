@@ -87,6 +87,12 @@ grep -q '"messageId":"SVC2000".*"variables":\["Request Entity Too Large","413"\]
     fail "VES 413 body is not ONAP's: $(head -c 200 "$T/r")"
 ct=$(curl -s -o /dev/null -w '%{content_type}' "${J[@]}" -H 'Transfer-Encoding: chunked' --data-binary @"$T/big" "$VURL")
 [ "$ct" = application/json ] || fail "VES 413 of a chunked body: content type '$ct'"
+# the same answer over HTTP/2 (the h2 listener's body limit, VES's own 413)
+ct=$(curl -s -o "$T/r" -w '%{http_code} %{content_type}' --http2-prior-knowledge "${J[@]}" \
+    --data-binary @"$T/big" "http://127.0.0.1:$H2/eventListener/v7") || true
+[ "$ct" = "413 application/json" ] || fail "VES h2 too large: '$ct' ($(head -c 200 "$T/r"))"
+grep -q '"messageId":"SVC2000".*"variables":\["Request Entity Too Large","413"\]' "$T/r" ||
+    fail "VES h2 413 body is not ONAP's: $(head -c 200 "$T/r")"
 expect "VES wrong version path" 404 "$T/r" "${J[@]}" --data-binary @"$T/one.json" "http://127.0.0.1:$VES/eventListener/v5"
 grep -qF '"messageId":"SVC2000","text":"The following service error occurred: %1. Error code is %2","variables":["Not Found","404"]' "$T/r" || fail "404 body: $(cat "$T/r")"
 sleep 0.5
