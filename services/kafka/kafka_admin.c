@@ -224,7 +224,12 @@ int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout
 int kafka_admin_topic_partitions(const char *brokers, const char *topic, int timeout_ms)
 {
     char err[256];
-    kafka_producer_opts_t po = {.brokers = brokers};
+    /* A producer's metadata request asks the broker to create a missing topic (librdkafka's
+     * producer default): a broker with auto.create.topics.enable would make it with its own
+     * defaults (partitions, replication factor 1 on many clusters) before the caller creates
+     * it with NDD's (kafka_admin_create_topic). Looking must not create. */
+    const kafka_prop_t no_create[] = {{"allow.auto.create.topics", "false"}};
+    kafka_producer_opts_t po = {.brokers = brokers, .props = no_create, .n_props = 1};
     kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
     if (!p) {
         log_warn("kafka: partitions of %s: %s", topic, err);

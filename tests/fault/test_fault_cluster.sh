@@ -138,8 +138,10 @@ for t in "${PFX}MAIN" "${PFX}SCP" "${PFX}dlq-aggregation"; do
     wait_for 30 "topic $t with 3 replicas" eval \
         "metadata | jq -e --arg t '$t' '[.topics[] | select(.topic == \$t) | .partitions[] | .replicas | length] | length > 0 and min == 3' >/dev/null"
 done
-grep -q "created topic ${PFX}MAIN: 3 partitions, replication factor 3, min.insync.replicas 2" \
-    "$W/agg-0.log" || fail "ndd-aggregation did not create ${PFX}MAIN with min.insync.replicas 2"
+for t in "${PFX}MAIN" "${PFX}SCP"; do
+    grep -qE "created topic $t: [0-9]+ partitions, replication factor 3, min.insync.replicas 2" \
+        "$W/agg-0.log" || fail "NDD did not create $t with replication factor 3, min.insync.replicas 2"
+done
 
 # The group coordinator of a consumer group: the leader of the __consumer_offsets partition
 # Kafka maps the group to (Java's String.hashCode of its name, & 0x7fffffff, % 10 partitions).
