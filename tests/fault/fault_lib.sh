@@ -182,10 +182,13 @@ start_ndd() {
     pg=${pg%\'}
     [[ -z $pg || -n ${NDD_ADMIN_PORT[$1]:-} ]] || NDD_ADMIN_PORT[$1]=$(free_port)
     # a schema name is an identifier: PFX without its dashes
+    # FAULT_NDD_KAFKA: a JSON object of librdkafka properties for every role (ndd takes its
+    # roles' kafka.* from its file, not from the environment)
     jq -n --arg b "$B" --arg p "$PFX" --argjson port "${NDD_HTTP[$1]}" --arg feeds "$FEEDS_FILE" \
+        --argjson kafka "${FAULT_NDD_KAFKA:-null}" \
         --argjson inport "${NDD_IN_PORT[$1]}" --arg pg "$pg" --arg schema "${PFX//-/_}ndd" \
         --argjson aport "${NDD_ADMIN_PORT[$1]:-0}" '{
-        bootstrap: $b, http: {port: $port}, log: {level: "info"},
+        bootstrap: $b, http: {port: $port}, log: {level: "info"}} + (if $kafka then {kafka: $kafka} else {} end) + {
         roles: ({
           aggregation: {"nf-types": ["SCP"], "main-topic": ($p + "MAIN"),
             "dlq-topic": ($p + "dlq-aggregation"), "main-partitions": 3,

@@ -117,6 +117,8 @@ phase_end() { # name [stop]: with "stop", the simulator is stopped (SIGTERM) ins
     last=$(jq -r .seq_last "$W/nfsim-$PHASE.json")
     ((acked > 0)) || fail "phase $PHASE: ndd-nf-sim acknowledged nothing"
     PRODUCED=$((PRODUCED + acked)) NEXT_SEQ=$((last + 1))
+    # the phases' total, where fault_lib's xDR account (ndd with every role) reads it
+    echo "{\"acked\":$PRODUCED}" >"$W/nfsim.json"
     settle_and_account 120
     local dups=$((DUPS[s1] - DUPS_BEFORE)) gap
     DUPS_BEFORE=${DUPS[s1]}
@@ -127,6 +129,8 @@ phase_end() { # name [stop]: with "stop", the simulator is stopped (SIGTERM) ins
 
 cluster_start
 export NDD_KAFKA_SESSION_TIMEOUT_MS=${NDD_CLUSTER_SESSION_MS:-30000}
+# the same for ndd (NDD_FAULT_ALLINONE=1), which takes its roles' kafka.* from its file
+FAULT_NDD_KAFKA="{\"session.timeout.ms\":\"$NDD_KAFKA_SESSION_TIMEOUT_MS\"}"
 start_sink s1
 write_feeds s1
 start_agg 0
