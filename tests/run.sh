@@ -9,10 +9,10 @@
 #                   format check still runs
 #     --keep-stack  leave the private stack running at the end (prints how to stop it)
 #     --no-install  skip deploy/local/install-deps.sh
-# Env: NDD_FUZZ_SECONDS (libFuzzer seconds per target in build-asan/, default 20),
+# Env: NDD_FUZZ_SECONDS (libFuzzer seconds per target in build-asan/, default 12),
 #      NDD_BUILD_BASE (where build/ and build-asan/ go, default the repo root),
 #      NDD_PORT_RANGE (LOW-HIGH for the stack's ports, default 30000-32000), NDD_JOBS (2),
-#      NDD_RUN_BUDGET (seconds the whole run may take, default 4200; CI allows 5400).
+#      NDD_RUN_BUDGET (seconds the whole run may take, default 4800; CI allows 5400).
 # Works unattended (CI=true, no stdin) from a fresh clone, as root.
 set -uo pipefail
 
@@ -36,7 +36,7 @@ while (($#)); do
 done
 
 JOBS=${NDD_JOBS:-2}
-FUZZ_SECONDS=${NDD_FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${NDD_FUZZ_SECONDS:-12}
 BASE=${NDD_BUILD_BASE:-$ROOT}
 BUILD=$BASE/build
 BUILD_ASAN=$BASE/build-asan
@@ -44,7 +44,7 @@ STACK=$ROOT/deploy/local/stack.sh
 START=$SECONDS
 # Past the budget no further ctest run starts and a running one is cut short, so the summary
 # line is always printed before CI's own limit ends the job.
-DEADLINE=$((START + ${NDD_RUN_BUDGET:-4200}))
+DEADLINE=$((START + ${NDD_RUN_BUDGET:-4800}))
 
 TOTAL_PASS=0
 TOTAL_FAIL=0
