@@ -733,9 +733,12 @@ need_body:
 /* Answers every whole request in the input, then sends the replies. -1 when c is gone. */
 static int conn_process(httpd_conn_t *c)
 {
+    bool paused = false;
     while (c->in_off < c->in_len && !c->closing) {
-        if (c->out_len - c->out_off > CONN_OUT_PAUSE)
-            break; /* the rest waits until the client reads */
+        if (c->out_len - c->out_off > CONN_OUT_PAUSE) {
+            paused = true; /* the rest waits until the client reads */
+            break;
+        }
         int r = conn_request(c);
         if (r < 0)
             return -1;
@@ -771,8 +774,15 @@ static int conn_process(httpd_conn_t *c)
         if (c->deadline_ms)
             timer_arm(c);
     }
-    if (c->out_len > c->out_off || c->closing)
-        return conn_flush(c);
+    if (c->out_len > c->out_off || c->closing) {
+        if (conn_flush(c) < 0)
+            return -1;
+        /* Sent at once: the requests that waited behind the pause are answered on the next
+         * turn of the loop, after the other connections' (no read event would come for
+         * requests already read). */
+        if (paused && !c->serving && !c->closing)
+            event_active(c->nc.rev, EV_READ, 0);
+    }
     return 0;
 }
 
@@ -781,6 +791,17 @@ static int conn_read(httpd_conn_t *c)
 {
     bool eof = false;
     for (;;) {
+        /* Full: the whole requests in it are answered first, so the buffer grows only for
+         * one request larger than it, never for requests pipelined behind it (else a client
+         * that pipelines and never reads its replies makes each of its connections hold
+         * max_header + 2 * max_body). Replies unsent: the rest is read once they are. */
+        if (c->in_len + 1 >= c->in_cap) {
+            size_t had = c->in_len;
+            if (conn_process(c) < 0)
+                return -1;
+            if (c->in_len < had || c->serving || c->closing)
+                return 0; /* the rest on a later turn: other connections get theirs between */
+        }
         if (c->in_len + 1 >= c->in_cap) {
             size_t limit = c->h->max_header + 2 * c->h->max_body + 1024;
             if (c->in_cap >= limit)

@@ -18,6 +18,23 @@ HV-VES collector, field numbers as ONAP numbers them).
       one connection sending a valid VesEvent (eventId ID-<n>) every SEC seconds for S
       seconds, each spanning --span seconds (startEpochMicrosec that long before
       lastEpochMicrosec, which is the send time); prints the number of frames written.
+  http-pipeline --port P --path PATH --seconds S --hold H [--conns C]
+      the same against any HTTP/1.1 listener (tests/fault/test_fault_hostile_http.sh): C
+      sockets (1), each with a 4 KiB receive buffer, pipeline `GET PATH` for S seconds and
+      never read; prints one JSON line (bytes, requests), then waits up to H seconds, still
+      without reading, for the server to close every one and prints {"closed_s": seconds
+      after the flood, or null}.
+  http-pipeline-read --port P --path PATH --n N
+      a well-behaved pipelining client: N `GET PATH` in one write, then reads the replies;
+      prints one JSON line: how many 200 came within 5 s.
+  body-stall --port P --path PATH --n N --length L --hold H
+      N connections, each sends `POST PATH` with Content-Length L and 16 bytes of the body,
+      then is silent; prints one JSON line: how many the server closed (and answered: sent
+      bytes back, such as a 408) and after how many seconds, within H.
+  h2-noread --port P --path PATH --seconds S --hold H
+      HTTP/2 with prior knowledge (h2c): `GET PATH` on new streams and PINGs, as fast as the
+      socket takes them for S seconds, never read (4 KiB receive buffer); then like
+      http-pipeline: bytes written, then whether the server closed it within H seconds.
 """
 import argparse
 import json
@@ -141,8 +158,145 @@ def hv_send(a):
     print(n, flush=True)
 
 
+def wait_closed(socks, hold):
+    """Seconds until the server has closed every one of socks (FIN or reset), None if one
+    stays open for hold seconds. Nothing is read: reading would let the server write again."""
+    p = select.poll()
+    for s in socks:
+        p.register(s, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+    t0, left = time.time(), len(socks)
+    while time.time() - t0 < hold:
+        for fd, _ in p.poll(200):
+            p.unregister(fd)
+            left -= 1
+        if not left:
+            return round(time.time() - t0, 2)
+    return None
+
+
+def flood(socks, make, seconds):
+    """Writes make() chunks on each of socks as fast as they take them for seconds; the
+    bytes written."""
+    pending = {}
+    for s in socks:
+        s.setblocking(False)
+        pending[s] = b""
+    sent, end = 0, time.time() + seconds
+    while pending and time.time() < end:
+        moved = False
+        for s in list(pending):
+            pending[s] = pending[s] or make()
+            try:
+                n = s.send(pending[s])
+                sent += n
+                pending[s] = pending[s][n:]
+                moved = True
+            except BlockingIOError:
+                pass
+            except OSError:
+                del pending[s]  # closed by the server
+        if not moved and pending:
+            select.select([], list(pending), [], 0.05)
+    return sent
+
+
+def small_rcvbuf_socket(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def http_pipeline(a):
+    socks = [small_rcvbuf_socket(a.port) for _ in range(a.conns)]
+    req = ("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % a.path).encode()
+    sent = flood(socks, lambda: req * 256, a.seconds)
+    print(json.dumps({"connections": a.conns, "bytes": sent, "requests": sent // len(req)}),
+          flush=True)
+    print(json.dumps({"closed_s": wait_closed(socks, a.hold)}), flush=True)
+    for s in socks:
+        s.close()
+
+
+def http_pipeline_read(a):
+    s = socket.create_connection(("127.0.0.1", a.port))
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % a.path).encode() * a.n)
+    got, t0 = b"", time.time()
+    s.settimeout(0.2)
+    while got.count(b"HTTP/1.1 200 ") < a.n and time.time() - t0 < 5:
+        try:
+            d = s.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not d:
+            break
+        got += d
+    print(json.dumps({"sent": a.n, "answered": got.count(b"HTTP/1.1 200 "),
+                      "seconds": round(time.time() - t0, 2)}), flush=True)
+    s.close()
+
+
+def body_stall(a):
+    head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n\r\n" % (a.path, a.length)).encode() + b"{" * 16
+    conns = [socket.create_connection(("127.0.0.1", a.port)) for _ in range(a.n)]
+    t0, early = time.time(), 0
+    for s in conns:  # a second pass: every connection is open before the bytes go
+        try:
+            s.sendall(head)
+        except OSError:
+            early += 1
+    open_, closed_at, answered = set(conns), [], set()
+    while open_ and time.time() - t0 < a.hold:
+        r, _, _ = select.select(list(open_), [], [], 0.2)
+        for s in r:
+            try:
+                got = s.recv(65536)
+            except OSError:
+                got = b""
+            if got:
+                answered.add(s)
+                continue
+            closed_at.append(time.time() - t0)
+            open_.discard(s)
+            s.close()
+    print(json.dumps({"connections": a.n, "closed": len(closed_at), "answered": len(answered),
+                      "closed_while_writing": early,
+                      "first_closed_s": round(min(closed_at), 2) if closed_at else None,
+                      "last_closed_s": round(max(closed_at), 2) if closed_at else None}),
+          flush=True)
+
+
+def h2_frame(ftype, flags, sid, payload):
+    return struct.pack(">I", len(payload))[1:] + struct.pack(">BBI", ftype, flags, sid) + payload
+
+
+def h2_noread(a):
+    s = small_rcvbuf_socket(a.port)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0, b""))
+    # HPACK: :method GET (static 2), :scheme http (6), :path literal without indexing (name
+    # index 4), :authority literal "x" (name index 1, incremental indexing).
+    path = a.path.encode()
+    hdr = b"\x82\x86\x04" + bytes([len(path)]) + path + b"\x41\x01x"
+    sid = [1]
+
+    def chunk():
+        out = []
+        for _ in range(64):
+            out.append(h2_frame(1, 0x5, sid[0], hdr))  # HEADERS, END_STREAM | END_HEADERS
+            sid[0] += 2
+        out.append(h2_frame(6, 0, 0, b"12345678"))  # PING
+        return b"".join(out)
+
+    sent = flood([s], chunk, a.seconds)
+    print(json.dumps({"bytes": sent, "streams": (sid[0] - 1) // 2}), flush=True)
+    print(json.dumps({"closed_s": wait_closed([s], a.hold)}), flush=True)
+    s.close()
+
+
 ap = argparse.ArgumentParser()
-ap.add_argument("mode", choices=["h1-pipeline", "hv-stall", "hv-send"])
+ap.add_argument("mode", choices=["h1-pipeline", "hv-stall", "hv-send", "http-pipeline",
+                                   "http-pipeline-read", "body-stall", "h2-noread"])
 ap.add_argument("--port", type=int, required=True)
 ap.add_argument("--seconds", type=float, default=6)
 ap.add_argument("--hold", type=float, default=0)
@@ -152,6 +306,11 @@ ap.add_argument("--prefix", default="ev")
 ap.add_argument("--every", type=float, default=0.02)
 ap.add_argument("--domain", default="perf3gpp")
 ap.add_argument("--frame", action="store_true")
+ap.add_argument("--conns", type=int, default=1, help="http-pipeline: sockets")
+ap.add_argument("--path", default="/metrics", help="http-pipeline, body-stall, h2-noread")
+ap.add_argument("--length", type=int, default=262144, help="body-stall: the Content-Length")
 ap.add_argument("--span", type=float, default=0, help="hv-send: start this long before last")
 a = ap.parse_args()
-{"h1-pipeline": h1_pipeline, "hv-stall": hv_stall, "hv-send": hv_send}[a.mode](a)
+{"h1-pipeline": h1_pipeline, "hv-stall": hv_stall, "hv-send": hv_send,
+ "http-pipeline": http_pipeline, "http-pipeline-read": http_pipeline_read,
+ "body-stall": body_stall, "h2-noread": h2_noread}[a.mode](a)
