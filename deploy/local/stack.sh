@@ -288,7 +288,7 @@ kafka_start() {
         >"$KDIR/log4j.properties"
 
     # G1 measured no worse than Parallel or Serial GC in CPU per copy (docs/benchmarks.md,
-    # "Session 16"); NDD_KAFKA_JVM_GC replaces these flags for such a measurement.
+    # "The broker's cost per copy"); NDD_KAFKA_JVM_GC replaces these flags for such a measurement.
     local gc=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20)
     if [[ -n ${NDD_KAFKA_JVM_GC:-} ]]; then read -ra gc <<<"$NDD_KAFKA_JVM_GC"; fi
     local jvm=(java -Xms128m -Xmx512m "${gc[@]}"
