@@ -578,13 +578,13 @@ void gui_live_free(gui_live_t *l)
         json_decref(l->frames[(l->head + i) % l->cap].values);
     json_decref(l->status);
     free(l->frames);
-    free(l->targets);
-    free(l->jobs);
-    free(l->prev_jobs);
     for (size_t i = 0; l->jobs && l->prev_jobs && i < l->n_targets * GUI_HTTP_MAX_ADDRS; i++) {
         free(l->jobs[i].acc.kv);
         free(l->prev_jobs[i].acc.kv);
     }
+    free(l->targets);
+    free(l->jobs);
+    free(l->prev_jobs);
     free(l->cur.kv);
     free(l->delta.kv);
     pthread_mutex_destroy(&l->mu);

@@ -328,6 +328,7 @@ static void scenario(const tls_testutil_pki_t *pki)
 
     gui_live_free(l);
     server_stop(&a);
+    server_stop(&b); /* back since "B back": its thread must not outlive this frame */
     unlink(tokfile);
     gui_http_tls_free();
     tls_ctx_free(tls);
