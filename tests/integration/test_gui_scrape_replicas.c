@@ -213,6 +213,17 @@ static double num(json_t *v, const char *key)
     return json_is_number(x) ? json_number_value(x) : NAN;
 }
 
+/* The token file ndd-gui-api reads (the poller sends it to the admin): a fresh file from
+ * mkstemp's template, its name in out; the caller unlinks it. */
+static void token_file_make(char *out, size_t outlen)
+{
+    snprintf(out, outlen, "/tmp/ndd_gui_scrape_tok_XXXXXX"); /* mkstemp's template */
+    int tfd = mkstemp(out);
+    assert_true(tfd >= 0);
+    assert_int_equal(write(tfd, "ndd_test\n", 9), 9);
+    close(tfd);
+}
+
 static void show(const char *what, json_t *v, int64_t t0)
 {
     char *d = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(6));
@@ -241,11 +252,8 @@ static void scenario(const tls_testutil_pki_t *pki)
         server_stop(&a);
         assert_int_equal(server_listen(&a, 0), 0);
     }
-    char tokfile[] = "/tmp/ndd_gui_scrape_tok_XXXXXX", urls[128];
-    int tfd = mkstemp(tokfile);
-    assert_true(tfd >= 0);
-    assert_int_equal(write(tfd, "ndd_test\n", 9), 9);
-    close(tfd);
+    char tokfile[64], urls[128];
+    token_file_make(tokfile, sizeof(tokfile));
     snprintf(urls, sizeof(urls), "%s://%s:%u/metrics", pki ? "https" : "http", pods_name, a.port);
     gui_settings_t s = {.admin_url = "http://127.0.0.1:1", /* refused: /status is not needed */
                         .poll_ms = 100,
@@ -373,11 +381,8 @@ static void test_silent_addresses_cost_one_timeout_not_one_each(void **st)
     }
     pods_name = "slow.test";
     pod_ips = ips;
-    char tokfile[] = "/tmp/ndd_gui_scrape_tok_XXXXXX", urls[128], err[512], ep[64];
-    int tfd = mkstemp(tokfile);
-    assert_true(tfd >= 0);
-    assert_int_equal(write(tfd, "ndd_test\n", 9), 9);
-    close(tfd);
+    char tokfile[64], urls[128], err[512], ep[64];
+    token_file_make(tokfile, sizeof(tokfile));
     snprintf(urls, sizeof(urls), "http://slow.test:%u/metrics", a.port);
     snprintf(ep, sizeof(ep), "slow.test:%u", a.port);
     gui_settings_t s = {.admin_url = "http://127.0.0.1:1",
