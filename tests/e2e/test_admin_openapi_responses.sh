@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 11 item 8: real responses of a running ndd-admin validate against docs/openapi.yaml.
+# The API contract holds in practice: real responses of a running ndd-admin validate against
+# docs/openapi.yaml.
 # Starts ndd-admin on the test PostgreSQL (a schema of its own, no Kafka), creates an admin
 # and a viewer token the documented way, then tests/common/openapi_responses.py drives every
 # object kind and the error cases and validates each body against the spec's schema for its

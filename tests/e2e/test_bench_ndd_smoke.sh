@@ -4,7 +4,7 @@
 # `ndd` with the same roles, 10 s of the quickstart's traffic each. From the JSON line: both arms
 # ran, every role became ready, nothing was lost in either arm (produced = delivered +
 # dead-lettered, by sequence number at ndd-sink), xDRs were written, and ndd's peak RSS is at
-# most 128 MiB (issue 19). CPU is reported by the benchmark, not asserted: timing does not
+# most 128 MiB (the all-in-one's memory budget). CPU is reported by the benchmark, not asserted: timing does not
 # belong in a test.
 # Needs NDD_BUILD_DIR and NDD_TEST_KAFKA (tests/run.sh); NDD_TEST_PG is passed on for the admin
 # role when ndd has one.

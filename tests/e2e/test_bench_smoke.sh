@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh --profile smoke end to end: a private Kafka, ndd-aggregation, ndd-adapter with one
-# h2c feed, ndd-sink, ndd-nf-sim for 10 s. The last line of the output must be the issue 7 JSON,
+# h2c feed, ndd-sink, ndd-nf-sim for 10 s. The last line of the output must be the benchmark's result JSON,
 # and by the sink's own count (sequence numbers) nothing may be lost: lost = 0, delivered > 0,
 # delivered + dead_lettered = produced, no duplicates, and figures for every component.
 # Needs NDD_BUILD_DIR; tools jq, curl; the Kafka jars (deploy/local/install-deps.sh).

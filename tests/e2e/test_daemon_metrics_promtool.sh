@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2 "Done when": `curl` on every daemon's /metrics returns text that `promtool check
+# Every daemon's /metrics is valid Prometheus text: `curl` on each returns what `promtool check
 # metrics` accepts. Starts each NDD daemon of the build against the test stack on ephemeral
 # ports, wired into one small pipeline so that labelled series and histograms carry samples:
 #   kcat -> IN -> ndd-aggregation -> MAIN -> ndd-correlation -> XDR
@@ -8,7 +8,7 @@
 # waits for each one's /readyz (the sink: /healthz), then runs deploy/prometheus/check-metrics.sh
 # on every /metrics and checks that each body holds the daemon's own metric family, so an empty
 # or foreign answer cannot pass. Then tests/common/check_metric_names.py holds every family of
-# every body to the naming rules and the catalog of docs/observability.md (issue 10: one
+# every body to the naming rules and the catalog of docs/observability.md (one
 # vocabulary, every family documented). Everything started is stopped by PID on exit.
 # A daemon whose binary is missing fails the test when its directory has a CMakeLists.txt (it is
 # part of the build); otherwise it is reported as not part of this tree.
@@ -267,8 +267,8 @@ for n in "${ORDER[@]}"; do
     fi
 done
 "$CHECK" "${urls[@]}" || { echo "FAIL: promtool check metrics rejected a daemon's /metrics (above)"; FAILED=1; }
-# The naming rules and the catalog of docs/observability.md (issue 10: one vocabulary, every
-# family documented with its type and labels).
+# The naming rules and the catalog of docs/observability.md (one vocabulary, every family
+# documented with its type and labels).
 if ((${#bodies[@]} > 0)); then
     python3 "$SRC/tests/common/check_metric_names.py" "$SRC/docs/observability.md" "${bodies[@]}" ||
         { echo "FAIL: a family breaks the naming rules or is not in docs/observability.md (above)"; FAILED=1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 item 9: a slowloris (1,100 connections from 127.0.0.1, each a partial request header
+# The HTTP servers stay responsive under a slowloris: a slowloris (1,100 connections from 127.0.0.1, each a partial request header
 # and then a byte every 1-2 s, reopened when closed; 25 s) against ndd-admin and, at the same
 # time, against a daemon's metrics port (ndd-correlation); /healthz on each must answer 200
 # within 1 s throughout (tests/common/slowloris.py probes it every 0.5 s). Loopback only; the

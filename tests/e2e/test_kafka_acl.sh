@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 items 2-3: a Kafka feed created through ndd-admin's REST API gets its topic and the
+# A Kafka feed created through ndd-admin's REST API gets its topic and the
 # ACLs of its consumer principal, and nothing else (docs/kafka-feed.md, "Credentials and
 # ACLs"). kcat, authenticated over the stack's secure listeners as the feed's principal (a
 # SCRAM user over SASL_SSL, and a TLS client-certificate subject over SSL), reads its own feed

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14, end to end: a Kafka feed created through ndd-admin's REST API (an inline filter
+# A Kafka feed, end to end: a Kafka feed created through ndd-admin's REST API (an inline filter
 # that drops responses, a SCRAM principal) reaches the ndd-adapters through ndd.config; they
 # deliver the filtered copies of an NF topic (ndd-nf-sim, 4 copies per transaction) into the
 # feed topic in transactions while one adapter is killed with -9 mid-stream and restarted and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14: a Kafka feed whose topic is on another cluster than its source (its own stack here;
+# A Kafka feed whose topic is on another cluster than its source (its own stack here;
 # the copies come through the suite's shared broker), and that cluster stopped for 20 s
 # mid-stream. On another cluster a transaction could not commit the source group's offsets,
 # so the feed says at-least-once (gauge 0, the log line); while the target is down the feed's

@@ -2,7 +2,8 @@
  * source topic, the daemon started as a child process (killed by PID), endpoints that are
  * not NDD code (nghttpd for HTTP/2 cleartext and TLS) and recording endpoints run by the test
  * (for scripted faults and counting by @seq at the receiving side). Endpoint outages last
- * 30 s as issue 4 states (NDD_TEST_OUTAGE_MS shortens them for quick local runs). */
+ * 30 s, the outage the adapter must ride out without loss (NDD_TEST_OUTAGE_MS shortens them for
+ * quick local runs). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>

@@ -729,8 +729,8 @@ static void test_heartbeats_status_and_service_down_alarm(void **state)
     rd_kafka_destroy(p);
 }
 
-/* ---- hardening (issue 11): one name rule, JSON error bodies, 503 for an uncheckable
- * token, alarms across a restart ---- */
+/* ---- hardening against bad input and outages: one name rule, JSON error bodies, 503 for an
+ * uncheckable token, alarms across a restart ---- */
 
 static void test_bad_names_get_422_invalid_value_for_every_kind(void **state)
 {

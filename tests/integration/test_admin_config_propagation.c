@@ -1,4 +1,4 @@
-/* Propagation of configuration changes (issue 18): one ndd-admin, three ndd-adapters following
+/* Propagation of configuration changes: one ndd-admin, three ndd-adapters following
  * its configuration topic. A series of REST writes (two creates, an update, a delete) must be
  * applied by every adapter: each adapter's own histogram counted every change
  * (ndd_config_propagation_seconds), and the admin saw each change applied by 3 of 3 workers

@@ -1,4 +1,4 @@
-/* ndd-admin driving a real ndd-adapter (issue 5, "Done when"): feeds and filters written
+/* ndd-admin driving a real ndd-adapter: feeds and filters written
  * through the REST API reach the adapter over the admin's configuration topic and change what
  * an ndd-sink (bench/sink, h2c) receives; PostgreSQL unreachable stops API writes but not the
  * delivery; the adapter's heartbeats show in /api/v1/status.

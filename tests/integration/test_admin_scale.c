@@ -1,5 +1,5 @@
-/* ndd-admin at the scale of issue 18 against the real PostgreSQL (NDD_TEST_PG; no Kafka): the
- * objects are written straight into the admin's tables (NDD_SCALE_OBJECTS per kind, default
+/* ndd-admin at the scale of a large site against the real PostgreSQL (NDD_TEST_PG; no Kafka):
+ * the objects are written straight into the admin's tables (NDD_SCALE_OBJECTS per kind, default
  * 10,000 feeds, filters and sources, plus one audit row each), then the admin starts on them.
  * Checks: start-up loads every object; cursor pages over HTTP return every object exactly once
  * while objects are created and deleted between pages; the audit queries by object, actor and
@@ -301,7 +301,7 @@ static void test_audit_queries_by_object_actor_and_time_use_an_index(void **stat
     assert_int_equal(send_req("GET", "/api/v1/audit?since=yesterday", NULL), 400);
 }
 
-/* Issue 18: at this scale the admin restarts in under 5 s, from exec to serving, and its alarms
+/* At this scale the admin restarts in under 5 s, from exec to serving, and its alarms
  * come back as they were (active, and an acknowledgement kept). */
 static void test_admin_restarts_at_scale_within_5s_with_its_alarms_intact(void **state)
 {

@@ -1,6 +1,6 @@
-/* The codec's byte checks of header values scan eight bytes at a time (issue 12): a forbidden
- * byte is found at every position of a value, inside the 8-byte words and in the tail, and
- * every allowed byte (UTF-8 included) still passes. */
+/* The codec's byte checks of header values scan eight bytes at a time (the check runs on every
+ * header of every copy): a forbidden byte is found at every position of a value, inside the
+ * 8-byte words and in the tail, and every allowed byte (UTF-8 included) still passes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
