@@ -46,6 +46,11 @@ int admin_serve(daemon_t *d);
 int admin_token_command(const admin_settings_t *s, const char *verb, const char *name,
                         const char *role);
 
+/* `ndd-admin backup FILE` / `ndd-admin restore FILE` (verb "backup" or "restore"): the admin's
+ * schema to or from a pg_dump custom-format file (admin_backup.c). Returns the exit code: 0
+ * done, 1 failed, 2 usage. */
+int admin_backup_command(const admin_settings_t *s, const char *verb, const char *file);
+
 /* `ndd-admin apply [...] FILE|DIR` (argv[0] "apply"): the client of POST /api/v1/apply
  * (admin_apply_cli.c). Returns the exit code: 0 done, 1 refused, 2 usage. */
 int admin_apply_command(int argc, char **argv);

@@ -6,8 +6,10 @@
  *   ndd-admin token list | token revoke --name NAME
  *   ndd-admin apply [--dry-run] [--prune] [--url URL] [--token-file F] FILE|DIR
  *   ndd-admin schema feeds                                         prints the feed schema
+ *   ndd-admin backup FILE | restore FILE [--pg-file F] [--db-schema S]   pg_dump / pg_restore
  *
  * Its settings and its run are admin_role.c's, shared with ndd. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,14 +39,17 @@ int main(int argc, char **argv)
         return admin_schema_command(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "apply") == 0)
         return admin_apply_command(argc - 1, argv + 1);
-    if (!(argc >= 3 && strcmp(argv[1], "token") == 0))
+    bool backup = argc >= 3 && (strcmp(argv[1], "backup") == 0 || strcmp(argv[1], "restore") == 0);
+    if (!(argc >= 3 && strcmp(argv[1], "token") == 0) && !backup)
         return daemon_role_main(&admin_role, argc, argv);
-    /* `token VERB ...`: VERB takes argv[0]'s place for the settings parser. */
+    /* `token VERB ...`, `backup FILE ...`: VERB or FILE takes argv[0]'s place for the settings
+     * parser. */
     daemon_t d;
     int rc = daemon_init(&d, admin_role.def, argc - 2, argv + 2);
     if (rc == DAEMON_CONTINUE) {
         const admin_settings_t *S = admin_role.def->settings;
-        rc = admin_token_command(S, argv[2], S->name, S->role);
+        rc = backup ? admin_backup_command(S, argv[1], argv[2])
+                    : admin_token_command(S, argv[2], S->name, S->role);
     }
     daemon_free(&d);
     return rc;
