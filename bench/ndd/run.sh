@@ -43,6 +43,8 @@
 #   --load-limit L     repeat a round (at most 2 more times) whose 1-minute load average went
 #                      above L during either arm (default 0: off; figures always show it)
 #   --no-admin         leave the admin out even when ndd has the role
+#   --ndd-only         run only arm (b), ndd (its memory and loss; no ratio to the separate
+#                      daemons): tests/e2e/test_bench_memory_bounds.sh
 #   --warmup S         before round 1, S s of the same traffic to topics no daemon reads, so
 #                      the broker's JIT warm-up is not in the first arm (default 10, --quick 0)
 # Ports come from deploy/local/stack.sh free-ports; loopback only. Everything started is
@@ -69,6 +71,7 @@ KEEP=0
 DRAIN_TIMEOUT=""
 LOAD_LIMIT=0
 NO_ADMIN=0
+NDD_ONLY=0
 QUIET=0
 WARMUP=""
 NF_TYPES=(SCP NRF SEPP BSF PCF)
@@ -101,6 +104,7 @@ while (($#)); do
     --drain-timeout) DRAIN_TIMEOUT=${2:?}; shift 2 ;;
     --load-limit) LOAD_LIMIT=${2:?}; shift 2 ;;
     --no-admin) NO_ADMIN=1; shift ;;
+    --ndd-only) NDD_ONLY=1; shift ;;
     --warmup) WARMUP=${2:?}; shift 2 ;;
     --quiet) QUIET=1; shift ;;
     -h | --help) usage ;;
@@ -609,17 +613,20 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for ((try = 0; try <= 2; try++)); do
         t=""
         ((try > 0)) && t=$try
-        run_arm separate "$r" "$t"
-        ra=$LAST_RESULT
+        pair=()
+        if ((!NDD_ONLY)); then
+            run_arm separate "$r" "$t"
+            pair+=("$LAST_RESULT")
+        fi
         run_arm ndd "$r" "$t"
-        rb=$LAST_RESULT
-        pair_load=$(jq -s 'map(.load1.max) | max' "$ra" "$rb")
+        pair+=("$LAST_RESULT")
+        pair_load=$(jq -s 'map(.load1.max) | max' "${pair[@]}")
         if [[ -z $best_load ]] || awk -v a="$pair_load" -v b="$best_load" 'BEGIN{exit !(a < b)}'; then
             ((${#best[@]})) && DISCARDED+=("${best[@]}")
-            best=("$ra" "$rb")
+            best=("${pair[@]}")
             best_load=$pair_load
         else
-            DISCARDED+=("$ra" "$rb")
+            DISCARDED+=("${pair[@]}")
         fi
         if awk -v lim="$LOAD_LIMIT" -v a="$pair_load" 'BEGIN{exit !(lim > 0 && a > lim)}' && ((try < 2)); then
             warn "round $r: the load average went to $pair_load (above $LOAD_LIMIT): repeating it"
@@ -715,8 +722,8 @@ row() { # label jq-path-under-arm decimals
     row "e2e p99 ms (sink)" e2e_p99_ms 1
     row "load average (1 min), max" load1_max 2
     echo
-    echo "ratio ndd / separate: CPU $(jq -r '.ratio_ndd_to_separate | "\(.cpu_s_of_medians * 1000 | round / 1000) (of the medians; per round: \(.cpu_s_per_round | map(. * 1000 | round / 1000) | join(", "))), CPU per copy \(.cpu_us_per_copy_of_medians * 1000 | round / 1000), peak RSS \(.peak_rss_of_medians * 1000 | round / 1000)"' <<<"$FINAL")"
-    echo "separate daemons, per daemon (median peak RSS MiB / CPU s): $(jq -r '.separate | [.per_daemon_peak_rss_mb | to_entries[] | .key] as $k | . as $s | $k | map("\(.) \($s.per_daemon_peak_rss_mb[.].median) / \($s.per_daemon_cpu_s[.])") | join(", ")' <<<"$FINAL")"
+    ((NDD_ONLY)) || echo "ratio ndd / separate: CPU $(jq -r '.ratio_ndd_to_separate | "\(.cpu_s_of_medians * 1000 | round / 1000) (of the medians; per round: \(.cpu_s_per_round | map(. * 1000 | round / 1000) | join(", "))), CPU per copy \(.cpu_us_per_copy_of_medians * 1000 | round / 1000), peak RSS \(.peak_rss_of_medians * 1000 | round / 1000)"' <<<"$FINAL")"
+    ((NDD_ONLY)) || echo "separate daemons, per daemon (median peak RSS MiB / CPU s): $(jq -r '.separate | [.per_daemon_peak_rss_mb | to_entries[] | .key] as $k | . as $s | $k | map("\(.) \($s.per_daemon_peak_rss_mb[.].median) / \($s.per_daemon_cpu_s[.])") | join(", ")' <<<"$FINAL")"
     echo "targets: ndd peak RSS <= $RSS_LIMIT_MB MiB: $(jq -r '.verdict | if .rss_ok then "met" else "NOT met" end + " (max \(.ndd_peak_rss_max_mb) MiB)"' <<<"$FINAL"); ndd CPU <= separate: $(jq -r 'if .verdict.cpu_ok then "met" else "NOT met" end' <<<"$FINAL")"
     echo "lost 0 in every run: $(jq -r '.verdict.lost_zero' <<<"$FINAL"); every role ready: $(jq -r '.verdict.all_ready' <<<"$FINAL")"
     echo
