@@ -364,6 +364,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
 
     /* Feed defaults first, the operator's kafka.* settings after them (they win): librdkafka's
      * own defaults (64 MiB prefetch per partition, 50 MiB fetches, 100 MiB receive buffers)
+                                 .encoding = cfg->encoding,
      * would let one feed grow past what ten may use; the budget sizes them all. */
     feed_memory_plan_t mp;
     feed_memory_plan(dc->memory_mb ? dc->memory_mb : rt->feed_memory_mb, &mp);

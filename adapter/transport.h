@@ -1,6 +1,7 @@
-/* The one interface every egress transport implements (HTTP/2, TCP frames, TLS frames); the
- * transport table (services/copy/transport_desc.h) describes each, transport.c binds each row
- * to its implementation.
+/* The one interface every egress transport implements (HTTP/2, TCP frames, TLS frames, files,
+ * Kafka). A transport is one file, adapter/transport_<name>.c, holding its descriptor
+ * (services/copy/transport_desc.h: name, URL schemes, options, capabilities) whose .ops are the
+ * callbacks below, and one row in services/copy/transport_table.h (docs/contributing.md).
  *
  * A transport is ONE connection to ONE endpoint, driven by the event_base of the feed thread
  * that owns it (no locks: every call and every callback happens on that thread). It takes an
@@ -25,7 +26,9 @@
 #include <openssl/ssl.h>
 
 #include "metrics.h"
-#include "transport_url.h" /* transport_desc_t, transport_url_t, transport_url_parse */
+#include "encoding.h"
+#include "transport_table.h" /* the built-in descriptors */
+#include "transport_url.h"   /* transport_desc_t, transport_url_t, transport_url_parse */
 
 /* ---- types ---- */
 
@@ -87,6 +90,10 @@ typedef struct transport_config {
     const char *method;       /* :method, e.g. POST */
     const char *authority;    /* :authority; NULL: host:port */
     const char *content_type; /* from the encoding */
+    /* The feed's encoding: a transport that writes batches its own way (a pcap stream, files,
+     * one record per frame record) asks its form (encoding_t.form), never its name. NULL:
+     * the batches are sent as they are. */
+    const encoding_t *encoding;
     size_t n_headers;
     transport_header_t headers[TRANSPORT_MAX_HEADERS];
 
@@ -162,16 +169,9 @@ struct transport {
 
 /* ---- functions ---- */
 
-extern const transport_ops_t transport_h2_ops;
-extern const transport_ops_t transport_tcp_ops;   /* tcp:// and tls:// (a TLS connection layer) */
-extern const transport_ops_t transport_file_ops;  /* file:///dir: rotated, fsync'ed files */
-extern const transport_ops_t transport_kafka_ops; /* kafka://host:port/topic: produce */
-
-/* The implementation bound to a row of the transport table; NULL when none is. */
+/* The implementation of a row of the transport table (its descriptor's ops); NULL when it has
+ * none (a row described but not implemented: the feed is refused with the reason). */
 const transport_ops_t *transport_ops_for(const transport_desc_t *d);
-/* Binds a row added with transport_register to its implementation, at start-up (the binding
- * table is read without a lock). -1 with the reason when the row is bound already. */
-int transport_bind(const transport_desc_t *d, const transport_ops_t *ops, char *err, size_t errlen);
 
 /* Opens the connection a stream transport's configuration names (plain or TLS, conn.h):
  * the one place that turns a transport_config_t into conn_open options. The callbacks are

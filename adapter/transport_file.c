@@ -58,6 +58,9 @@
 #include "transport.h"
 #include "transport_desc.h"
 
+/* The operations, defined with the descriptor at the end of this file. */
+static const transport_ops_t transport_file_ops;
+
 #define FTF_MAX_PARTS 256
 #define FTF_POS_MAX 10000
 /* A commit record slot in <name>.part.sync: two, written in turn, so a torn write leaves the
@@ -82,7 +85,7 @@ typedef struct ftf {
     transport_events_t ev;
     void *owner;
     char dir[256], prefix[64];
-    bool pcapng, ndjson; /* synthetic; xdr-jsonl (batches already JSON lines); else json */
+    bool pcapng, ndjson; /* pcap records (synthetic); JSON lines (xdr-jsonl); else JSON */
     uint64_t max_bytes, max_records, retention_bytes, min_free;
     uint32_t max_seconds, retention_seconds, sync_ms;
     bool up, connecting;
@@ -745,8 +748,9 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     const json_t *o = cfg->options;
     const char *pre = o ? json_string_value(json_object_get(o, "prefix")) : NULL;
     snprintf(t->prefix, sizeof t->prefix, "%s", pre && *pre ? pre : cfg->feed);
-    t->pcapng = cfg->content_type && !strcmp(cfg->content_type, ENCODING_SYNTHETIC_CONTENT_TYPE);
-    t->ndjson = cfg->content_type && !strcmp(cfg->content_type, ENCODING_NDJSON_CONTENT_TYPE);
+    unsigned form = cfg->encoding ? cfg->encoding->form : 0;
+    t->pcapng = (form & ENCODING_FORM_PCAP_RECORDS) != 0;
+    t->ndjson = (form & ENCODING_FORM_JSON_LINES) != 0;
     /* the file member's values, or the defaults its description states (transport_desc.c) */
     const optdesc_t *d = transport_desc_file.option_desc;
     t->max_bytes = (uint64_t)optdesc_int(d, o, "max_bytes");
@@ -863,10 +867,7 @@ static int ftf_send(transport_t *base, const uint8_t *payload, size_t len, void 
                             : jsonl_from_json(b, payload, len);
     if (recs < 0) {
         log_error("feed %s: %s: a payload of %zu bytes is not a %s batch; refused", t->cfg.feed,
-                  t->cfg.endpoint, len,
-                  t->pcapng   ? "synthetic"
-                  : t->ndjson ? "JSON lines"
-                              : "JSON");
+                  t->cfg.endpoint, len, t->cfg.encoding ? t->cfg.encoding->name : "JSON");
         return -1;
     }
     const uint8_t *w = t->ndjson ? payload : b->data;
@@ -941,7 +942,7 @@ static void ftf_destroy(transport_t *base)
     free(t);
 }
 
-const transport_ops_t transport_file_ops = {
+static const transport_ops_t transport_file_ops = {
     .name = "file",
     .create = ftf_create,
     .connect = ftf_connect,
@@ -952,4 +953,98 @@ const transport_ops_t transport_file_ops = {
     .disconnect = ftf_disconnect,
     .destroy = ftf_destroy,
     .metrics_remove = transport_file_metrics_remove,
+};
+
+/* ---- the descriptor: this transport as feeds, the admin and the schema see it ---- */
+
+static const optdesc_t transport_file_desc[] = {
+    {.name = "prefix",
+     .type = OPTDESC_STRING,
+     .max = 63,
+     .help =
+         "the files' name prefix, [A-Za-z0-9._-] not starting with '.'; default: the feed's name"},
+    {.name = "max_bytes",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = INT64_C(1) << 40,
+     .def = "67108864",
+     .unit = "bytes",
+     .help = "a file is closed and a new one opened at this size"},
+    {.name = "max_seconds",
+     .type = OPTDESC_INT,
+     .max = 7 * 86400,
+     .def = "60",
+     .unit = "s",
+     .help = "a file open this long is closed (bounds how long its copies wait for their ack); 0: "
+             "never"},
+    {.name = "max_records",
+     .type = OPTDESC_INT,
+     .max = INT64_C(1) << 40,
+     .def = "0",
+     .unit = "records",
+     .help = "a file is closed after this many copies; 0: no limit"},
+    {.name = "sync_ms",
+     .type = OPTDESC_INT,
+     .max = 10000,
+     .def = "20",
+     .unit = "ms",
+     .help = "the longest a written batch waits for the fsync that acknowledges it; the batches "
+             "written meanwhile share that fsync (0: one fsync per event loop turn)"},
+    {.name = "retention_bytes",
+     .type = OPTDESC_INT,
+     .max = INT64_MAX,
+     .def = "0",
+     .unit = "bytes",
+     .help = "the oldest closed files are removed beyond this total; 0: no limit"},
+    {.name = "retention_seconds",
+     .type = OPTDESC_INT,
+     .max = 10 * 366 * 86400,
+     .def = "0",
+     .unit = "s",
+     .help = "closed files older than this are removed; 0: no limit"},
+    {.name = "min_free_bytes",
+     .type = OPTDESC_INT,
+     .max = INT64_MAX,
+     .def = "1048576",
+     .unit = "bytes",
+     .help = "a batch is written only if this much stays free after it; below, the feed pauses "
+             "until a quarter more (at least 256 KiB) is free"},
+    {0},
+};
+
+/* The file member's prefix (docs/adapter.md, "File export"): types and ranges are the
+ * description's; the name rule is this. */
+static int transport_file_check(const json_t *o, const char *prefix, jfield_err_t *err)
+{
+    const char *pre = json_string_value(json_object_get(o, "prefix"));
+    if (pre) {
+        /* a file name's first part: no directory, nothing the shell or a glob would read */
+        bool ok = *pre && *pre != '.';
+        for (const char *p = pre; ok && *p; p++)
+            ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                 *p == '-' || *p == '_' || *p == '.';
+        if (!ok) {
+            char path[128];
+            snprintf(path, sizeof path, "%s.prefix", prefix);
+            return jfield_fail(err, JFIELD_INVALID, path,
+                               "\"%s\": 1 to 63 of [A-Za-z0-9._-], not starting with '.'", pre);
+        }
+    }
+    return 0;
+}
+
+/* Rotated files in a local directory (adapter/transport_file.c): written as .part, fsynced,
+ * renamed; the ack is the fsync of the file that holds the records. */
+const transport_desc_t transport_desc_file = {
+    .name = "file",
+    .url_example = "file:///var/lib/ndd/export",
+    .schemes = {{"file", false, NULL}},
+    .url_form = TRANSPORT_URL_LOCAL,
+    .url_path = TRANSPORT_PATH_REQUIRED,
+    .ack = TRANSPORT_ACK_DURABLE,
+    .encodings = {"json", "synthetic", "xdr-jsonl"},
+    .options = "file",
+    .option_desc = transport_file_desc,
+    .check_options = transport_file_check,
+    .ops = &transport_file_ops,
 };

@@ -32,6 +32,9 @@
 #include "transport.h"
 
 #define H2_EXCERPT_MAX 256
+/* The operations, defined with the descriptor at the end of this file. */
+static const transport_ops_t transport_h2_ops;
+
 /* Bytes of freed nghttp2 blocks a connection keeps for reuse: a window of 100-256 streams
  * holds about 1 KiB each (stream, queued frames, header copies). */
 #define H2_MEM_CACHED (256u * 1024)
@@ -747,7 +750,7 @@ static void h2_destroy(transport_t *base)
     free(t);
 }
 
-const transport_ops_t transport_h2_ops = {
+static const transport_ops_t transport_h2_ops = {
     .name = "http2",
     .create = h2_create,
     .connect = h2_connect,
@@ -757,4 +760,18 @@ const transport_ops_t transport_h2_ops = {
     .is_up = h2_is_up,
     .disconnect = h2_disconnect,
     .destroy = h2_destroy,
+};
+
+/* ---- the descriptor: this transport as feeds, the admin and the schema see it ---- */
+
+const transport_desc_t transport_desc_http2 = {
+    .name = "http2",
+    .url_example = "https://probe.example:8443/ingest",
+    .sections = TRANSPORT_SECTION_TLS | TRANSPORT_SECTION_HTTP,
+    .schemes = {{"http", false, "80"}, {"https", true, "443"}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_OPTIONAL,
+    .alpn = "h2", /* https://; http:// is h2c with prior knowledge */
+    .encodings = {"json", "frame", "passthrough", "xdr-jsonl"},
+    .ops = &transport_h2_ops,
 };

@@ -54,6 +54,10 @@
 #include "frame.h"
 #include "log.h"
 #include "transport.h"
+#include "feed_kafka_acl.h"
+
+/* The operations, defined with the descriptor at the end of this file. */
+static const transport_ops_t transport_kafka_ops;
 
 #include "transport_kafka-int.h"
 
@@ -491,7 +495,7 @@ static transport_t *ktx_create(struct event_base *base, const transport_config_t
                  cfg->endpoint);
         return NULL;
     }
-    bool raw = cfg->content_type && strcmp(cfg->content_type, "application/vnd.ndd.frame");
+    bool raw = cfg->encoding && !(cfg->encoding->form & ENCODING_FORM_FRAME);
     if (raw && !cfg->record) {
         snprintf(err, errlen, "endpoint %s: a pass-through kafka feed needs its source records",
                  cfg->endpoint);
@@ -756,12 +760,96 @@ static void ktx_destroy(transport_t *base)
     free(t);
 }
 
-const transport_ops_t transport_kafka_ops = {
+static const transport_ops_t transport_kafka_ops = {
     .name = "kafka",
     .create = ktx_create,
     .connect = ktx_connect,
     .send = ktx_send,
     .capacity = ktx_capacity,
+
+/* ---- the descriptor: this transport as feeds, the admin and the schema see it ---- */
+
+/* exactly_once: transactions (transport_kafka.c); topic and consumer: what ndd-admin creates
+ * and grants (feed_kafka_acl.c). */
+static const optdesc_t transport_kafka_topic_desc[] = {
+    {.name = "partitions",
+     .type = OPTDESC_INT,
+     .min = 1,
+     .max = 10000,
+     .def = "3",
+     .help = "partitions of the feed's topic"},
+    {.name = "replication_factor",
+     .type = OPTDESC_INT,
+     .min = -1,
+     .max = 32767,
+     .def = "-1",
+     .help = "replicas of each partition; -1: the broker's default (0 is refused)"},
+    {.name = "retention_ms",
+     .type = OPTDESC_INT,
+     .min = -1,
+     .max = INT64_MAX,
+     .def = "604800000",
+     .unit = "ms",
+     .help = "how long records stay; -1: for ever (0 is refused)"},
+    {0},
+};
+static const optdesc_t transport_kafka_consumer_desc[] = {
+    {.name = "principal",
+     .type = OPTDESC_STRING,
+     .flags = OPTDESC_REQUIRED,
+     .max = 255,
+     .help = "the vendor's principal, User:<SCRAM user> or User:<certificate subject>"},
+    {.name = "group_prefix",
+     .type = OPTDESC_STRING,
+     .max = 200,
+     .help = "consumer groups the vendor may use start with this; default: <feed name>-"},
+    {0},
+};
+static const optdesc_t transport_kafka_desc[] = {
+    {.name = "config",
+     .type = OPTDESC_MAP,
+     .help = "librdkafka producer properties for the target cluster (security.protocol, sasl.*, "
+             "ssl.*)"},
+    {.name = "exactly_once",
+     .type = OPTDESC_BOOL,
+     .def = "true",
+     .help = "transactions with the feed's offsets; false: at-least-once, idempotent"},
+    {.name = "topic",
+     .type = OPTDESC_OBJECT,
+     .help = "the topic ndd-admin creates for the feed on its cluster",
+     .sub = transport_kafka_topic_desc},
+    {.name = "consumer",
+     .type = OPTDESC_OBJECT,
+     .help = "the vendor's consumer that ndd-admin grants read access (ACLs)",
+     .sub = transport_kafka_consumer_desc},
+    {0},
+};
+
+/* Types and ranges are the description's; the ACL rules (a real principal, no 0 for the
+ * replication factor or the retention) are feed_kafka_acl.c's. */
+static int transport_kafka_check(const json_t *o, const char *prefix, jfield_err_t *err)
+{
+    return feed_kafka_acl_check(o, prefix, err);
+}
+
+/* Records produced to a Kafka topic, kafka://host:port/topic (adapter/transport_kafka.c,
+ * docs/kafka-feed.md): the ack is an idempotent acks=all produce of every record of a batch,
+ * in a transaction with the feed's offsets unless kafka.exactly_once is false. */
+const transport_desc_t transport_desc_kafka = {
+    .name = "kafka",
+    .url_example = "kafka://kafka.vendor.example:9093/ndd.feed.vendor-a",
+    .exactly_once = true,
+    .provisions_topic = true,
+    .schemes = {{"kafka", false, "9092"}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_REQUIRED,
+    .ack = TRANSPORT_ACK_DURABLE,
+    .encodings = {"frame", "passthrough"}, /* passthrough: xDRs of XDR, key and headers kept */
+    .options = "kafka",
+    .option_desc = transport_kafka_desc,
+    .check_options = transport_kafka_check,
+    .ops = &transport_kafka_ops,
+};
     .in_flight = ktx_in_flight,
     .is_up = ktx_is_up,
     .disconnect = ktx_disconnect,

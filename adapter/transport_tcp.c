@@ -11,7 +11,8 @@
  * left the process (handed to the kernel). Weaker: whatever the endpoint had not processed
  * when it crashes is lost.
  *
- * pcap stream (the synthetic encoding in fire-and-forget mode, docs/synthetic.md): the
+ * pcap stream (an encoding of pcap records, the synthetic one, in fire-and-forget mode,
+ * docs/synthetic.md): the
  * connection carries a pcap file header, then only the records' bodies (the copies' pcap
  * records), no NDD framing, so that `nc host port | tshark -r -` or any libpcap reader takes it
  * as it is; acknowledged once written, as fire-and-forget frames are. */
@@ -31,6 +32,9 @@
 #include "synthetic.h"
 #include "log.h"
 #include "transport.h"
+
+/* The operations, defined with the descriptor at the end of this file. */
+static const transport_ops_t transport_tcp_ops;
 
 typedef enum ftx_state { FTX_DOWN = 0, FTX_CONNECTING, FTX_UP, FTX_CLOSING } ftx_state_t;
 
@@ -307,8 +311,8 @@ static transport_t *ftx_create(struct event_base *base, const transport_config_t
     t->base.ops = &transport_tcp_ops;
     t->evb = base;
     t->cfg = *cfg;
-    t->pcap = cfg->fire_and_forget && cfg->content_type &&
-              !strcmp(cfg->content_type, ENCODING_SYNTHETIC_CONTENT_TYPE);
+    t->pcap =
+        cfg->fire_and_forget && cfg->encoding && (cfg->encoding->form & ENCODING_FORM_PCAP_RECORDS);
     t->ev = *ev;
     t->owner = owner;
     if (!t->cfg.max_in_flight)
@@ -477,7 +481,7 @@ static void ftx_destroy(transport_t *base)
     free(t);
 }
 
-const transport_ops_t transport_tcp_ops = {
+static const transport_ops_t transport_tcp_ops = {
     .name = "tcp",
     .create = ftx_create,
     .connect = ftx_connect,
@@ -487,4 +491,29 @@ const transport_ops_t transport_tcp_ops = {
     .is_up = ftx_is_up,
     .disconnect = ftx_disconnect,
     .destroy = ftx_destroy,
+};
+
+/* ---- the descriptor: this transport as feeds, the admin and the schema see it ---- */
+
+const transport_desc_t transport_desc_tcp = {
+    .name = "tcp",
+    .url_example = "tcp://probe.example:5000",
+    .schemes = {{"tcp", false, NULL}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_NONE,
+    .fire_and_forget = true,
+    .encodings = {"frame", "synthetic"},
+    .ops = &transport_tcp_ops,
+};
+
+const transport_desc_t transport_desc_tls = {
+    .name = "tls",
+    .url_example = "tls://probe.example:5001",
+    .sections = TRANSPORT_SECTION_TLS,
+    .schemes = {{"tls", true, NULL}},
+    .url_form = TRANSPORT_URL_NETWORK,
+    .url_path = TRANSPORT_PATH_NONE,
+    .fire_and_forget = true,
+    .encodings = {"frame", "synthetic"},
+    .ops = &transport_tcp_ops,
 };

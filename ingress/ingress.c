@@ -20,16 +20,26 @@
 #include "log.h"
 #include "tls.h"
 
-static const ingress_listener_kind_t *const listener_table[] = {
-    &ingress_listener_h2,
-    &ingress_listener_ves,
-    &ingress_listener_hvves,
-    &ingress_listener_tcp,
-};
-#define N_LISTENERS (sizeof listener_table / sizeof listener_table[0])
+static size_t listener_rows(void)
+{
+    size_t n = 0;
+    while (n < INGRESS_MAX_LISTENERS && ingress_listeners[n])
+        n++;
+    return n;
+}
 
-static const char *const transport_names[INGRESS_T__COUNT] = {"h2-copy", "ves", "hv-ves",
-                                                              "tcp-copy"};
+ingress_transport_t ingress_listener_index(const ingress_listener_kind_t *k)
+{
+    for (size_t i = 0; i < listener_rows(); i++)
+        if (ingress_listeners[i] == k)
+            return (ingress_transport_t)i;
+    return -1;
+}
+
+const char *ingress_label(ingress_transport_t t)
+{
+    return t >= 0 && (size_t)t < listener_rows() ? ingress_listeners[t]->label : "?";
+}
 
 int64_t ingress_now_us(void)
 {
@@ -123,7 +133,7 @@ kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, cons
 {
     if (!ingress_has_room(g, vlen)) {
         metrics_counter_inc(
-            metrics_counter_labels(g->m.produce_errors, transport_names[t], "queue-full"));
+            metrics_counter_labels(g->m.produce_errors, ingress_label(t), "queue-full"));
         return KAFKA_PRODUCE_FULL;
     }
     produced_t *p = g->free_produced;
@@ -140,7 +150,7 @@ kafka_produce_result_t ingress_produce(ingress_t *g, ingress_transport_t t, cons
         p->next = g->free_produced;
         g->free_produced = p;
         metrics_counter_inc(
-            metrics_counter_labels(g->m.produce_errors, transport_names[t],
+            metrics_counter_labels(g->m.produce_errors, ingress_label(t),
                                    r == KAFKA_PRODUCE_FULL ? "queue-full" : "produce-refused"));
         log_debug("produce to %s refused: %s", topic, rd_kafka_err2str(err));
         return r;
@@ -171,7 +181,7 @@ static void on_delivery(void *owner, void *opaque, const rd_kafka_message_t *rkm
                                   (double)(ingress_now_us() - p->at_us) / 1e6);
     } else {
         metrics_counter_inc(metrics_counter_labels(
-            g->m.produce_errors, transport_names[p->t],
+            g->m.produce_errors, ingress_label(p->t),
             rkm->err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT ? "timed-out" : "broker-refused"));
         log_debug("record to %s not acknowledged: %s", rd_kafka_topic_name(rkm->rkt),
                   rd_kafka_err2str(rkm->err));
@@ -184,7 +194,7 @@ static void on_delivery(void *owner, void *opaque, const rd_kafka_message_t *rkm
 
 void ingress_dropped(ingress_t *g, ingress_transport_t t, const char *reason)
 {
-    metrics_counter_inc(metrics_counter_labels(g->m.dropped, transport_names[t], reason));
+    metrics_counter_inc(metrics_counter_labels(g->m.dropped, ingress_label(t), reason));
 }
 
 void ingress_request_done(ingress_t *g, ingress_transport_t t, int status)
@@ -199,7 +209,7 @@ void ingress_request_done(ingress_t *g, ingress_transport_t t, int status)
     }
     char code[8];
     snprintf(code, sizeof code, "%d", status);
-    metrics_counter_t *c = metrics_counter_labels(g->m.requests, transport_names[t], code);
+    metrics_counter_t *c = metrics_counter_labels(g->m.requests, ingress_label(t), code);
     if (slot)
         *slot = c;
     metrics_counter_inc(c);
@@ -247,13 +257,14 @@ static int metrics_setup(ingress_t *g)
     if (!rx || !rxb || !ack || !g->m.dropped || !g->m.produce_errors || !g->m.requests || !lat ||
         !travel || !inf || !g->m.buffered_input || !g->m.closed_by_bound)
         return -1;
-    for (int t = 0; t < INGRESS_T__COUNT; t++) {
-        g->m.received[t] = metrics_counter_labels(rx, transport_names[t]);
-        g->m.received_bytes[t] = metrics_counter_labels(rxb, transport_names[t]);
-        g->m.acked[t] = metrics_counter_labels(ack, transport_names[t]);
-        g->m.ack_latency[t] = metrics_histogram_labels(lat, transport_names[t]);
+    for (ingress_transport_t t = 0; (size_t)t < listener_rows(); t++) {
+        g->m.received[t] = metrics_counter_labels(rx, ingress_label(t));
+        g->m.received_bytes[t] = metrics_counter_labels(rxb, ingress_label(t));
+        g->m.acked[t] = metrics_counter_labels(ack, ingress_label(t));
+        g->m.ack_latency[t] = metrics_histogram_labels(lat, ingress_label(t));
+        if (ingress_listeners[t]->travel) /* one listener's events carry their send time */
+            g->m.travel = metrics_histogram_labels(travel, ingress_label(t));
     }
-    g->m.travel = metrics_histogram_labels(travel, "hv-ves");
     g->m.in_flight = metrics_gauge_labels(inf);
     return 0;
 }
@@ -305,7 +316,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         event_base_loopbreak(g->base);
 }
 
-static int check_routes(const config_list_t *l, const char *key, char *err, size_t errlen)
+int ingress_check_routes(const config_list_t *l, const char *key, char *err, size_t errlen)
 {
     for (size_t i = 0; i < l->n; i++) {
         const char *eq = strchr(l->items[i], '=');
@@ -320,8 +331,13 @@ static int check_routes(const config_list_t *l, const char *key, char *err, size
 int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen)
 {
     const ingress_settings_t *S = d->def->settings;
-    bool any_tls = (S->h2_tls && S->h2_port >= 0) || (S->ves_tls && S->ves_port >= 0) ||
-                   (S->hvves_tls && S->hvves_port >= 0) || (S->tcp_tls && S->tcp_port >= 0);
+    bool any_tls = false;
+    for (size_t i = 0; i < listener_rows(); i++) {
+        const ingress_listener_kind_t *k = ingress_listeners[i];
+        any_tls |= k->enabled(S) && k->tls && k->tls(S);
+        if (k->check && k->check(S, err, errlen))
+            return -1;
+    }
     if (any_tls && (!S->tls_cert || !S->tls_key)) {
         snprintf(err, errlen, "tls.cert-file and tls.key-file are required with a TLS listener");
         return -1;
@@ -330,34 +346,43 @@ int ingress_check(daemon_t *d, FILE *out, char *err, size_t errlen)
         snprintf(err, errlen, "tls.client-cert needs tls.ca-file");
         return -1;
     }
-    if (S->hvves_tls && S->hvves_port >= 0 && !S->tls_client_cert) {
-        snprintf(err, errlen, "hvves.tls needs tls.client-cert (HV-VES over TLS is mutual TLS)");
-        return -1;
-    }
-    if (S->ves_cert_basic_auth && (!S->ves_tls || !S->tls_ca || !S->ves_user || !*S->ves_user)) {
-        snprintf(err, errlen,
-                 "ves.cert-basic-auth needs ves.tls, tls.ca-file (the CA of client "
-                 "certificates) and ves.user/ves.password");
-        return -1;
-    }
-    if ((S->ves_user && *S->ves_user) != (S->ves_password && *S->ves_password)) {
-        snprintf(err, errlen, "ves.user and ves.password go together");
-        return -1;
-    }
-    if (check_routes(&S->ves_routes, "ves.routes", err, errlen) ||
-        check_routes(&S->hvves_routes, "hvves.routes", err, errlen))
-        return -1;
     if (out)
-        for (size_t i = 0; i < N_LISTENERS; i++)
-            fprintf(out, "listener %s: %s\n", listener_table[i]->name,
-                    listener_table[i]->enabled(S) ? "on" : "off");
+        for (size_t i = 0; i < listener_rows(); i++)
+            fprintf(out, "listener %s: %s\n", ingress_listeners[i]->name,
+                    ingress_listeners[i]->enabled(S) ? "on" : "off");
+    return 0;
+}
+
+/* Starts row i unless it runs already, the listener it needs first: started when enabled or
+ * needed by one that is (wanted). 0, or -1 with the listener named in err. */
+typedef struct listeners_run {
+    void *state[INGRESS_MAX_LISTENERS];
+    size_t order[INGRESS_MAX_LISTENERS], n; /* rows in the order they started */
+} listeners_run_t;
+
+static int listener_start(ingress_t *g, listeners_run_t *run, size_t i, bool wanted, char *err,
+                          size_t errlen)
+{
+    void **state = run->state;
+    const ingress_listener_kind_t *k = ingress_listeners[i];
+    if (state[i] || !(wanted || k->enabled(g->S)))
+        return 0;
+    ingress_transport_t need = k->needs ? ingress_listener_index(k->needs) : -1;
+    if (need >= 0 && listener_start(g, run, (size_t)need, true, err, errlen))
+        return -1;
+    char why[400];
+    if (!(state[i] = k->start(g, why, sizeof why))) {
+        snprintf(err, errlen, "listener %s: %s", k->name, why);
+        return -1;
+    }
+    run->order[run->n++] = i;
     return 0;
 }
 
 int ingress_run(daemon_t *d, const ingress_settings_t *S)
 {
     ingress_t g = {.d = d, .S = S};
-    void *state[N_LISTENERS] = {0};
+    listeners_run_t run = {0};
     char err[512] = "";
     int rc = 1, pfd[2] = {-1, -1};
     struct event *pev = NULL, *tick = NULL;
@@ -420,18 +445,11 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
     tick = event_new(g.base, -1, EV_PERSIST, on_tick, &g);
     struct timeval tv = {0, 100000};
     event_add(tick, &tv);
-    /* VES first: the HTTP/2 listener serves VES's paths through its state. */
-    static const size_t order[N_LISTENERS] = {1, 0, 2, 3};
-    for (size_t k = 0; k < N_LISTENERS; k++) {
-        size_t i = order[k];
-        if (!listener_table[i]->enabled(S) && !(i == 1 && ingress_listener_h2.enabled(S)))
-            continue;
-        state[i] = listener_table[i]->start(&g, err, sizeof err);
-        if (!state[i]) {
-            fprintf(stderr, "ndd-ingress: listener %s: %s\n", listener_table[i]->name, err);
+    for (size_t i = 0; i < listener_rows(); i++)
+        if (listener_start(&g, &run, i, false, err, sizeof err)) {
+            fprintf(stderr, "ndd-ingress: %s\n", err);
             goto out;
         }
-    }
     daemon_hold(d, DAEMON_COND_CONFIG, true);
     daemon_hold(d, DAEMON_COND_PARTITIONS, true);
     log_info("ndd-ingress running");
@@ -445,9 +463,9 @@ out:
         if (left)
             log_warn("%d records not acknowledged at shutdown", left);
     }
-    for (size_t i = N_LISTENERS; i-- > 0;)
-        if (state[i])
-            listener_table[i]->stop(state[i]);
+    /* In the reverse of their start: a listener stops before the one it needs. */
+    for (size_t k = run.n; k-- > 0;)
+        ingress_listeners[run.order[k]]->stop(run.state[run.order[k]]);
     if (pev)
         event_free(pev);
     if (tick)

@@ -1,6 +1,7 @@
 /* ndd-ingress: the gateway for sources that cannot write Kafka (docs/ingress.md). One event
- * loop runs every listener; each listener kind is one file behind ingress_listener_kind_t and
- * one row of the table in ingress.c:
+ * loop runs every listener; each listener kind is one file defining its
+ * ingress_listener_kind_t (name, metrics label, checks, start/stop) and one row in
+ * ingress_table.h (docs/contributing.md, "Adding an ingress listener"):
  *   ingress_h2.c     HTTP/2 (h2c and TLS/ALPN h2): message copies, and VES over HTTP/2
  *   ingress_ves.c    VES REST over HTTP/1.1 (evhttp), and the VES handling both share
  *   ingress_hvves.c  HV-VES: WTP frames over TCP or TLS
@@ -20,6 +21,7 @@
 #include "metrics.h"
 
 struct event_base;
+typedef struct ingress ingress_t;
 
 typedef struct ingress_settings {
     daemon_settings_t common;
@@ -41,7 +43,6 @@ typedef struct ingress_settings {
     const char *ves_topic_prefix, *hvves_topic_prefix;
 } ingress_settings_t;
 
-typedef struct ingress ingress_t;
 typedef struct produced produced_t;
 
 /* One record (or one request's records) awaiting acknowledgement: done runs from the delivery
@@ -51,40 +52,63 @@ struct ingress_ack {
     void (*done)(ingress_ack_t *a, const rd_kafka_message_t *rkm);
 };
 
-/* The transports, the `transport` label of every ndd_ingress_* family. */
-typedef enum ingress_transport {
-    INGRESS_T_H2_COPY = 0, /* "h2-copy" */
-    INGRESS_T_VES,         /* "ves" */
-    INGRESS_T_HVVES,       /* "hv-ves" */
-    INGRESS_T_TCP_COPY,    /* "tcp-copy": copies in binary frames over TCP or TLS */
-    INGRESS_T__COUNT
-} ingress_transport_t;
-
+/* A listener's row in the listener table (ingress_table.h): the index of its metrics and the
+ * `transport` label of every ndd_ingress_* family it counts in. The built-in rows have names
+ * (INGRESS_T_H2_COPY, ...); a listener added by a table of its own asks
+ * ingress_listener_index. */
+typedef int ingress_transport_t;
+#define INGRESS_MAX_LISTENERS 8 /* rows of a listener table */
 typedef struct ingress_metrics {
-    metrics_counter_t *received[INGRESS_T__COUNT];
-    metrics_counter_t *received_bytes[INGRESS_T__COUNT];
-    metrics_counter_t *acked[INGRESS_T__COUNT];
-    metrics_family_t *dropped;                                    /* transport, reason */
-    metrics_family_t *produce_errors;                             /* transport, reason */
-    metrics_family_t *requests;                                   /* transport, status_code */
-    metrics_counter_t *requests_by_status[INGRESS_T__COUNT][500]; /* children, 100..599 */
-    metrics_histogram_t *ack_latency[INGRESS_T__COUNT];
+    metrics_counter_t *received[INGRESS_MAX_LISTENERS];
+    metrics_counter_t *received_bytes[INGRESS_MAX_LISTENERS];
+    metrics_counter_t *acked[INGRESS_MAX_LISTENERS];
+    metrics_family_t *dropped;                                         /* transport, reason */
+    metrics_family_t *produce_errors;                                  /* transport, reason */
+    metrics_family_t *requests;                                        /* transport, status_code */
+    metrics_counter_t *requests_by_status[INGRESS_MAX_LISTENERS][500]; /* children, 100..599 */
+    metrics_histogram_t *ack_latency[INGRESS_MAX_LISTENERS];
     metrics_histogram_t *travel; /* HV-VES: lastEpochMicrosec to acknowledgement */
     metrics_gauge_t *in_flight;
     metrics_family_t *buffered_input;  /* transport: input a byte-stream listener holds */
     metrics_family_t *closed_by_bound; /* transport, reason */
 } ingress_metrics_t;
 
-/* One listener kind. start returns the listener's state (NULL with err), stop frees it. */
-typedef struct ingress_listener_kind {
-    const char *name;
+/* One listener kind: everything the shared part knows of a listener. */
+typedef struct ingress_listener_kind ingress_listener_kind_t;
+struct ingress_listener_kind {
+    const char *name;  /* "h2": the listener table of --check-config, log lines */
+    const char *label; /* the `transport` label of its metrics: "h2-copy" */
     bool (*enabled)(const ingress_settings_t *S);
+    /* Optional: it listens with TLS (then tls.cert-file and tls.key-file are required). */
+    bool (*tls)(const ingress_settings_t *S);
+    /* Optional: its own rules across settings, checked by --check-config and at start; -1
+     * with the reason in err. Called whether it is enabled or not. */
+    int (*check)(const ingress_settings_t *S, char *err, size_t errlen);
+    /* Optional: a listener whose state this one uses (the HTTP/2 listener serves VES through
+     * the VES listener's handler). It is started first, and started (its own port off) when
+     * this one is enabled. */
+    const ingress_listener_kind_t *needs;
+    /* Observes ndd_ingress_message_travel_seconds (events carrying their send time). */
+    bool travel;
+    /* start returns the listener's state (NULL with err), stop frees it. */
     void *(*start)(ingress_t *g, char *err, size_t errlen);
     void (*stop)(void *l);
-} ingress_listener_kind_t;
+};
 
-extern const ingress_listener_kind_t ingress_listener_h2, ingress_listener_ves,
-    ingress_listener_hvves, ingress_listener_tcp;
+/* The table (ingress_table.c): the rows of NDD_INGRESS_LISTENERS (ingress_table.h), NULL ended.
+ * A test may link a table of its own in place of ingress_table.c. */
+extern const ingress_listener_kind_t *const ingress_listeners[];
+#define INGRESS_LISTENER_DECLARE(k, id) extern const ingress_listener_kind_t k;
+#define INGRESS_LISTENER_ROW(k, id) &k,
+#define INGRESS_LISTENER_ID(k, id) id,
+/* Defines ingress_listeners from a row list (a macro taking X, calling X(kind, id) per row). */
+#define INGRESS_LISTENER_TABLE(ROWS)                                                               \
+    const ingress_listener_kind_t *const ingress_listeners[] = {ROWS(INGRESS_LISTENER_ROW) NULL};
+
+/* The row of k in the listener table (its metrics' index); -1 when it is not in it. */
+ingress_transport_t ingress_listener_index(const ingress_listener_kind_t *k);
+/* The `transport` label of row t. */
+const char *ingress_label(ingress_transport_t t);
 
 #define INGRESS_MAX_ON_ROOM 4
 
@@ -128,6 +152,8 @@ void ingress_request_done(ingress_t *g, ingress_transport_t t, int status);
 const char *ingress_route(const config_list_t *routes, const char *prefix, const char *domain,
                           size_t dlen, char *out, size_t outlen);
 int64_t ingress_now_us(void);
+/* A "domain=topic" route list well formed (a check hook's helper); -1 naming key in err. */
+int ingress_check_routes(const config_list_t *l, const char *key, char *err, size_t errlen);
 /* A TCP listener on the ingress's listen address and port for one of its listeners; NULL
  * with err naming the address when it cannot be bound. */
 struct evconnlistener *ingress_listen(ingress_t *g, long long port, evconnlistener_cb cb, void *arg,
@@ -140,5 +166,7 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S);
 /* The ingress role (ingress_role.c): ndd-ingress's main and ndd run it. */
 struct daemon_role;
 extern const struct daemon_role ingress_role;
+
+#include "ingress_table.h" /* the built-in rows and their names */
 
 #endif

@@ -8,9 +8,6 @@
 
 #include "log.h"
 
-static const char *const transport_names[INGRESS_T__COUNT] = {"h2-copy", "ves", "hv-ves",
-                                                              "tcp-copy"};
-
 int64_t ingress_mono_ms(void)
 {
     struct timespec ts;
@@ -123,7 +120,7 @@ int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc)
             log_warn("%s connection closed: the listener holds %zu bytes (max-buffered %zu), "
                      "this one part-way through a frame for %lld ms (%zu more closes by a "
                      "bound not logged)",
-                     transport_names[gd->t], gd->held, gd->max,
+                     ingress_label(gd->t), gd->held, gd->max,
                      (long long)(ingress_mono_ms() - v->partial_since_ms), gd->unlogged);
             gd->unlogged = 0;
         }
@@ -154,7 +151,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
                 log_warn("%s connection closed: a frame not complete %lld ms after its first "
                          "byte (%zu bytes in; frame-timeout; %zu more closes by a bound not "
                          "logged)",
-                         transport_names[gd->t], (long long)(now - c->partial_since_ms), c->held,
+                         ingress_label(gd->t), (long long)(now - c->partial_since_ms), c->held,
                          gd->unlogged);
                 gd->unlogged = 0;
             }
@@ -164,7 +161,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
             if (log_close(gd)) {
                 log_info("%s connection closed: nothing read for %lld ms (idle-timeout; %zu "
                          "more closes by a bound not logged)",
-                         transport_names[gd->t], (long long)(now - c->last_read_ms), gd->unlogged);
+                         ingress_label(gd->t), (long long)(now - c->last_read_ms), gd->unlogged);
                 gd->unlogged = 0;
             }
             gd->close(c, "idle-timeout");
@@ -173,7 +170,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     if (gd->unlogged && now - gd->logged_ms >= 1000) {
         log_warn("%s: %zu more connections closed by a bound (frame-timeout, idle-timeout, "
                  "max-buffered) in the last second",
-                 transport_names[gd->t], gd->unlogged);
+                 ingress_label(gd->t), gd->unlogged);
         gd->unlogged = 0;
         gd->logged_ms = now;
     }
@@ -195,7 +192,7 @@ int ingress_guard_init(ingress_guard_t *gd, ingress_t *g, ingress_transport_t t,
                             .frame_timeout_ms = frame_timeout_ms,
                             .close = close,
                             .pause = pause};
-    const char *tn = transport_names[t];
+    const char *tn = ingress_label(t);
     gd->held_gauge = metrics_gauge_labels(g->m.buffered_input, tn);
     gd->closed_frame = metrics_counter_labels(g->m.closed_by_bound, tn, "frame-timeout");
     gd->closed_idle = metrics_counter_labels(g->m.closed_by_bound, tn, "idle-timeout");

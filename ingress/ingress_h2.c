@@ -304,5 +304,17 @@ static void *h2_start(ingress_t *g, char *err, size_t errlen)
     return l;
 }
 
+static bool h2_tls(const ingress_settings_t *S)
+{
+    return S->h2_tls;
+}
+
 const ingress_listener_kind_t ingress_listener_h2 = {
-    .name = "h2", .enabled = h2_enabled, .start = h2_start, .stop = h2_stop};
+    .name = "h2",
+    .label = "h2-copy",
+    .enabled = h2_enabled,
+    .tls = h2_tls,
+    .needs = &ingress_listener_ves, /* VES over HTTP/2 goes through the VES handler */
+    .start = h2_start,
+    .stop = h2_stop,
+};

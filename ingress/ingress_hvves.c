@@ -289,5 +289,27 @@ static void *hv_start(ingress_t *g, char *err, size_t errlen)
     return l;
 }
 
+static bool hvves_tls(const ingress_settings_t *S)
+{
+    return S->hvves_tls;
+}
+
+static int hvves_check(const ingress_settings_t *S, char *err, size_t errlen)
+{
+    if (S->hvves_tls && S->hvves_port >= 0 && !S->tls_client_cert) {
+        snprintf(err, errlen, "hvves.tls needs tls.client-cert (HV-VES over TLS is mutual TLS)");
+        return -1;
+    }
+    return ingress_check_routes(&S->hvves_routes, "hvves.routes", err, errlen);
+}
+
 const ingress_listener_kind_t ingress_listener_hvves = {
-    .name = "hv-ves", .enabled = hv_enabled, .start = hv_start, .stop = hv_stop};
+    .name = "hv-ves",
+    .label = "hv-ves",
+    .enabled = hv_enabled,
+    .tls = hvves_tls,
+    .check = hvves_check,
+    .travel = true, /* lastEpochMicrosec: ndd_ingress_message_travel_seconds */
+    .start = hv_start,
+    .stop = hv_stop,
+};

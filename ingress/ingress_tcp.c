@@ -459,5 +459,16 @@ static void *tcp_start(ingress_t *g, char *err, size_t errlen)
     return l;
 }
 
+static bool tcp_tls(const ingress_settings_t *S)
+{
+    return S->tcp_tls;
+}
+
 const ingress_listener_kind_t ingress_listener_tcp = {
-    .name = "tcp", .enabled = tcp_enabled, .start = tcp_start, .stop = tcp_stop};
+    .name = "tcp",
+    .label = "tcp-copy",
+    .enabled = tcp_enabled,
+    .tls = tcp_tls,
+    .start = tcp_start,
+    .stop = tcp_stop,
+};

@@ -1,29 +1,42 @@
-/* The encoding table (encoding.h): one row per encoding, looked up by name when a feed is
- * parsed. A new encoding is one file defining its encoding_t and one line below. */
+/* Looking up the encoding table (encoding.h) by name or position, registering a row at run
+ * time, and what every encoding's batch shares. The rows are the encodings' own files
+ * (encoding_table.h lists them). */
 #include "encoding.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const encoding_t *encoding_table[ENCODING_MAX] = {
-    &encoding_json,      &encoding_frame,     &encoding_passthrough,
-    &encoding_synthetic, &encoding_xdr_jsonl,
-};
-/* Rows in use: the built-in ones above, then those registered, up to the first empty slot
- * (no count to keep in step with the list). */
-static size_t encoding_rows(void)
+/* The rows: the built-in table (encoding_table.c, or a test's), then those registered at run
+ * time (up to the first empty slot: no count to keep in step with the lists). */
+static const encoding_t *encoding_added[ENCODING_MAX];
+
+static size_t encoding_builtin_rows(void)
 {
     size_t n = 0;
-    while (n < ENCODING_MAX && encoding_table[n])
+    while (encoding_builtin[n])
         n++;
     return n;
+}
+
+static size_t encoding_rows(void)
+{
+    size_t n = encoding_builtin_rows(), k = 0;
+    while (n + k < ENCODING_MAX && encoding_added[k])
+        k++;
+    return n + k;
+}
+
+static const encoding_t *encoding_row(size_t i)
+{
+    size_t n = encoding_builtin_rows();
+    return i < n ? encoding_builtin[i] : encoding_added[i - n];
 }
 
 const encoding_t *encoding_find(const char *name)
 {
     for (size_t i = 0; name && i < encoding_rows(); i++)
-        if (!strcmp(encoding_table[i]->name, name))
-            return encoding_table[i];
+        if (!strcmp(encoding_row(i)->name, name))
+            return encoding_row(i);
     return NULL;
 }
 
@@ -49,7 +62,7 @@ int encoding_register(const encoding_t *e, char *err, size_t errlen)
         snprintf(err, errlen, "encoding table full (%d rows)", ENCODING_MAX);
         return -1;
     }
-    encoding_table[encoding_rows()] = e;
+    encoding_added[encoding_rows() - encoding_builtin_rows()] = e;
     return 0;
 }
 
@@ -60,7 +73,7 @@ size_t encoding_count(void)
 
 const encoding_t *encoding_at(size_t i)
 {
-    return i < encoding_rows() ? encoding_table[i] : NULL;
+    return i < encoding_rows() ? encoding_row(i) : NULL;
 }
 
 void encoding_names(char *out, size_t outlen)
@@ -68,8 +81,8 @@ void encoding_names(char *out, size_t outlen)
     size_t n = 0;
     out[0] = 0;
     for (size_t i = 0; i < encoding_rows() && n + 1 < outlen; i++)
-        n += (size_t)snprintf(out + n, outlen - n, "%s\"%s\"", i ? ", " : "",
-                              encoding_table[i]->name);
+        n +=
+            (size_t)snprintf(out + n, outlen - n, "%s\"%s\"", i ? ", " : "", encoding_row(i)->name);
 }
 
 void encoding_batch_open(encoding_batch_t *b, const encoding_t *e, buf_t *out, size_t max_count)

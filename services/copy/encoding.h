@@ -54,8 +54,17 @@ typedef struct encoding_batch {
     } state;
 } encoding_batch_t;
 
+/* What a batch's bytes are, for a transport that writes them its own way instead of as they
+ * are (encoding_t.form; a transport asks these, never an encoding's name). */
+enum {
+    ENCODING_FORM_FRAME = 1u << 0,        /* one DATA frame (frame.h), one record per message */
+    ENCODING_FORM_PCAP_RECORDS = 1u << 1, /* each record's body is pcap records (a stream of
+                                             them after a pcap file header is a capture) */
+    ENCODING_FORM_JSON_LINES = 1u << 2,   /* newline-ended JSON lines (batches concatenate) */
+};
+
 /* One row of the encoding table: a new encoding is one file defining one of these and one
- * line in encoding.c's table (docs/adapter.md, "Adding a transport or an encoding"). */
+ * row in encoding_table.h (docs/contributing.md, "Adding an encoding"). */
 typedef struct encoding {
     const char *name;         /* the feed's "encoding" value: "json", "frame" */
     const char *content_type; /* for HTTP: "application/json", "application/vnd.ndd.frame" */
@@ -65,6 +74,8 @@ typedef struct encoding {
     /* Takes any record, not only message copies: the adapter does not decode it, add sees
      * only the key and body set ("passthrough"). */
     bool raw;
+    /* ENCODING_FORM_*: what its batches are (0: one document, sent as it is). */
+    unsigned form;
     /* Opens a batch at the end of out holding at most max_count messages (0 or more than
      * max_batch: max_batch). Returns ENCODING_OK or ENCODING_TOO_BIG (out full). */
     encoding_result_t (*begin_batch)(encoding_batch_t *b, buf_t *out, size_t max_count);
@@ -88,13 +99,18 @@ typedef struct encoding {
     void (*metrics_remove)(metrics_registry_t *metrics, const char *feed);
 } encoding_t;
 
-extern const encoding_t encoding_json;
-extern const encoding_t encoding_frame;
-extern const encoding_t encoding_passthrough;
-extern const encoding_t encoding_synthetic; /* packets of the copies (docs/synthetic.md) */
 #define ENCODING_SYNTHETIC_CONTENT_TYPE "application/vnd.tcpdump.pcap"
-extern const encoding_t encoding_xdr_jsonl; /* JSON lines of xDRs (records of the XDR topic) */
 #define ENCODING_NDJSON_CONTENT_TYPE "application/x-ndjson"
+
+/* The table (encoding_table.c): the rows of NDD_ENCODINGS (encoding_table.h), NULL ended. A
+ * test may link a table of its own in place of encoding_table.c. */
+extern const encoding_t *const encoding_builtin[];
+#define ENCODING_DECLARE(e) extern const encoding_t e;
+#define ENCODING_ROW(e) &e,
+/* Defines encoding_builtin from a row list (a macro taking X, calling X(encoding) per row). */
+#define ENCODING_TABLE(ROWS)                                                                       \
+    ROWS(ENCODING_DECLARE)                                                                         \
+    const encoding_t *const encoding_builtin[] = {ROWS(ENCODING_ROW) NULL};
 
 /* By name ("json", "frame", or a registered one); NULL when unknown. */
 const encoding_t *encoding_find(const char *name);
@@ -119,5 +135,7 @@ int encoding_json_envelope(buf_t *out, const codec_msg_t *m);
 /* true when p[0..n) is one complete RFC 8259 JSON value (whitespace around allowed),
  * valid UTF-8, nesting at most 64 deep. No allocation. */
 int encoding_json_valid(const uint8_t *p, size_t n);
+
+#include "encoding_table.h" /* the built-in rows */
 
 #endif

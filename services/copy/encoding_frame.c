@@ -51,6 +51,7 @@ static encoding_result_t frame_end(encoding_batch_t *b)
 const encoding_t encoding_frame = {
     .name = "frame",
     .content_type = "application/vnd.ndd.frame",
+    .form = ENCODING_FORM_FRAME,
     .max_batch = 10000,
     /* A frame carries any number of records by design (docs/encodings.md), so frames batch by
      * default: what one poll gave, up to 16 per frame, without waiting (batch_ms 0). */

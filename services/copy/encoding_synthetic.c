@@ -284,6 +284,7 @@ static const optdesc_t synthetic_desc[] = {
 const encoding_t encoding_synthetic = {
     .name = "synthetic",
     .content_type = ENCODING_SYNTHETIC_CONTENT_TYPE,
+    .form = ENCODING_FORM_FRAME | ENCODING_FORM_PCAP_RECORDS,
     .max_batch = 10000,
     .default_batch = 16,
     .state_size = sizeof(frame_builder_t),

@@ -77,6 +77,7 @@ static encoding_result_t xdrl_add(encoding_batch_t *b, const codec_msg_t *m)
 const encoding_t encoding_xdr_jsonl = {
     .name = "xdr-jsonl",
     .content_type = ENCODING_NDJSON_CONTENT_TYPE,
+    .form = ENCODING_FORM_JSON_LINES,
     .max_batch = 10000,
     .default_batch = 64,
     .raw = true,

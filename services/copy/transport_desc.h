@@ -1,11 +1,14 @@
-/* The transport table: what each egress transport IS, as feed configurations see it (its
- * name, URL schemes, default ports, ALPN, which encodings it carries, whether fire-and-forget
- * applies, what its acknowledgement means, its own settings). feed_config.c validates feeds
- * from it and transport_url.c parses endpoint URLs from it, in the adapter and in the admin
- * alike; the adapter binds each row to its implementation (adapter/transport.c,
- * transport_ops_for). Here, not in the adapter, because the admin refuses bad feeds without
- * linking any transport code. Adding a transport: docs/adapter.md, "Adding a transport or an
- * encoding". */
+/* The transport descriptor: what each egress transport IS, as feed configurations see it
+ * (its name, URL schemes, default ports, ALPN, which encodings it carries, whether
+ * fire-and-forget applies, what its acknowledgement means, its own settings, its
+ * capabilities) and the callbacks that implement it. feed_config.c validates feeds from it,
+ * transport_url.c parses endpoint URLs from it and feed_schema.c serves it, in the adapter and
+ * in the admin alike; the adapter calls its ops.
+ *
+ * A transport is ONE file, adapter/transport_<name>.c, that defines its transport_desc_t (the
+ * description and .ops), plus ONE row in transport_table.h (docs/contributing.md, "Adding a
+ * transport"). Shared code asks a descriptor for a capability (exactly_once,
+ * provisions_topic, fire_and_forget, ack, sections), never for its name. */
 #ifndef NDD_SERVICES_TRANSPORT_DESC_H
 #define NDD_SERVICES_TRANSPORT_DESC_H
 
@@ -54,6 +57,8 @@ enum {
     TRANSPORT_SECTION_HTTP = 1u << 1, /* "http": the transport sends HTTP requests */
 };
 
+struct transport_ops; /* adapter/transport.h: the implementation's callbacks */
+
 typedef struct transport_desc {
     const char *name;        /* the feed's "transport" value, e.g. "http2" */
     const char *url_example; /* an endpoint URL as an operator writes it, for forms and docs */
@@ -79,12 +84,22 @@ typedef struct transport_desc {
     /* Optional: rules across the member's values that the description cannot say, a field
      * error with its path under prefix (the member's name) on the first bad one. */
     int (*check_options)(const json_t *options, const char *prefix, jfield_err_t *err);
+    /* The implementation (adapter/transport.h): the adapter creates connections through it;
+     * the admin links it too (the same file holds the description) but never calls it. */
+    const struct transport_ops *ops;
 } transport_desc_t;
 
 /* ---- functions ---- */
 
-extern const transport_desc_t transport_desc_http2, transport_desc_tcp, transport_desc_tls,
-    transport_desc_file, transport_desc_kafka;
+/* The table (transport_table.c): the rows of NDD_TRANSPORTS (transport_table.h), NULL ended.
+ * A test may link a table of its own in place of transport_table.c. */
+extern const transport_desc_t *const transport_builtin[];
+#define TRANSPORT_DECLARE(d) extern const transport_desc_t d;
+#define TRANSPORT_ROW(d) &d,
+/* Defines transport_builtin from a row list (a macro taking X, calling X(descriptor) per row). */
+#define TRANSPORT_TABLE(ROWS)                                                                      \
+    ROWS(TRANSPORT_DECLARE)                                                                        \
+    const transport_desc_t *const transport_builtin[] = {ROWS(TRANSPORT_ROW) NULL};
 
 /* Adds a row at run time (the built-in rows are the table's first entries). Call before any
  * thread parses a feed: the table is read without a lock. -1 with the reason in err when the
@@ -103,5 +118,7 @@ bool transport_takes_encoding(const transport_desc_t *d, const char *encoding);
 void transport_names(char *out, size_t outlen, bool only_fire_and_forget);
 void transport_schemes(const transport_desc_t *d, char *out, size_t outlen);
 void transport_encodings(const transport_desc_t *d, char *out, size_t outlen);
+
+#include "transport_table.h" /* the built-in rows */
 
 #endif

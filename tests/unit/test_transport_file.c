@@ -95,7 +95,7 @@ static transport_t *make(struct event_base *b, rec_t *r, json_t *opts)
                             .max_in_flight = 64,
                             .options = opts};
     char err[300];
-    transport_t *t = transport_file_ops.create(b, &c, &EV, r, err, sizeof err);
+    transport_t *t = transport_desc_file.ops->create(b, &c, &EV, r, err, sizeof err);
     if (!t)
         fail_msg("create: %s", err);
     return t;

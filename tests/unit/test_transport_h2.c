@@ -189,7 +189,7 @@ static void make(ctx_t *c, const char *url, SSL_CTX *ssl, unsigned max_in_flight
     assert_non_null(c->base);
     for (size_t i = 0; i < sizeof c->payload; i++)
         c->payload[i] = (uint8_t)('a' + i % 26);
-    c->t = transport_h2_ops.create(c->base, &cfg, &EV, c, err, sizeof err);
+    c->t = transport_desc_http2.ops->create(c->base, &cfg, &EV, c, err, sizeof err);
     assert_non_null(c->t);
 }
 

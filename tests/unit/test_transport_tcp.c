@@ -136,7 +136,7 @@ static void make(ctx_t *c, const char *url, SSL_CTX *ssl, unsigned max_in_flight
         assert_int_equal(frame_data_record_end(&fb, "k", 1, body, sizeof body), 0);
         assert_int_equal(frame_data_end(&fb), 0);
     }
-    c->t = transport_tcp_ops.create(c->base, &cfg, &EV, c, err, sizeof err);
+    c->t = transport_desc_tcp.ops->create(c->base, &cfg, &EV, c, err, sizeof err);
     assert_non_null(c->t);
 }
 
