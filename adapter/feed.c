@@ -131,6 +131,24 @@ static void *feed_thread(void *arg)
 
 /* ---- lifecycle ---- */
 
+/* The consumer got a new librdkafka handle after a fatal error (kafka_consumer_rebuild): the
+ * wake-up queue of the old one is released before it goes, and the new one's watched. */
+static void feed_on_consumer_rebuild(void *owner, kafka_consumer_t *c, kafka_rebuild_phase_t phase)
+{
+    feed_t *f = owner;
+    if (phase == KAFKA_REBUILD_BEFORE) {
+        if (f->cq) {
+            rd_kafka_queue_io_event_enable(f->cq, -1, NULL, 0);
+            rd_kafka_queue_destroy(f->cq);
+            f->cq = NULL;
+        }
+        return;
+    }
+    f->cq = rd_kafka_queue_get_consumer(kafka_consumer_handle(c));
+    if (f->cq)
+        rd_kafka_queue_io_event_enable(f->cq, f->wake[1], "k", 1);
+}
+
 static void feed_free(feed_t *f)
 {
     if (!f)
@@ -346,6 +364,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
                                  .path = cfg->path[0] ? cfg->path : ec->u.path,
                                  .method = cfg->method,
                                  .content_type = cfg->encoding->content_type,
+                                 .encoding = cfg->encoding,
                                  .n_headers = cfg->n_headers,
                                  .fire_and_forget = dc->fire_and_forget,
                                  .options = cfg->transport_options,
@@ -364,7 +383,6 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
 
     /* Feed defaults first, the operator's kafka.* settings after them (they win): librdkafka's
      * own defaults (64 MiB prefetch per partition, 50 MiB fetches, 100 MiB receive buffers)
-                                 .encoding = cfg->encoding,
      * would let one feed grow past what ten may use; the budget sizes them all. */
     feed_memory_plan_t mp;
     feed_memory_plan(dc->memory_mb ? dc->memory_mb : rt->feed_memory_mb, &mp);
@@ -440,6 +458,7 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         .props = consumer_props,
         .n_props = ncp,
         .on_rebalance = feed_on_rebalance,
+        .on_rebuild = feed_on_consumer_rebuild,
         .owner = f};
     f->kc = kafka_consumer_new(&co, e2, sizeof e2);
     if (!f->kc) {

@@ -15,11 +15,13 @@
 #include <librdkafka/rdkafka.h>
 
 #include "admin.h"
+#include "kafka.h"
 #include "log.h"
 
 #define ADMIN_RECONCILE_RETRY_MS 5000
 #define ADMIN_RECONCILE_RETRY_MAX_MS 60000
 #define ADMIN_RECONCILE_TIMEOUT_MS 10000
+#define ADMIN_TOPIC_TIMEOUT_MS 10000
 
 /* How ndd.config is created (docs/control-path.md, "The topic stays small"): compacted, its
  * active segment rolled every hour (compaction never touches the active segment, and a
@@ -92,55 +94,22 @@ void admin_publisher_track(admin_publisher_t *p, admin_prop_t *prop)
 int admin_kafka_create_topic(const char *bootstrap, const char *topic, int partitions,
                              int replication, bool compact, char *err, size_t errlen)
 {
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        snprintf(err, errlen, "bootstrap.servers: %s", errstr);
-        return -1;
-    }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk) {
-        snprintf(err, errlen, "%s", errstr);
-        return -1;
-    }
-    rd_kafka_NewTopic_t *nt =
-        rd_kafka_NewTopic_new(topic, partitions, replication, errstr, sizeof(errstr));
-    for (size_t i = 0;
-         compact && nt &&
-         i < sizeof(admin_config_topic_settings) / sizeof(*admin_config_topic_settings);
-         i++)
-        rd_kafka_NewTopic_set_config(nt, admin_config_topic_settings[i][0],
-                                     admin_config_topic_settings[i][1]);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_operation_timeout(opt, 10000, errstr, sizeof(errstr));
-    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
-    int rc = -1;
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
-    if (!ev) {
-        snprintf(err, errlen, "creating topic %s: no answer from %s within 15 s", topic, bootstrap);
-    } else if (rd_kafka_event_error(ev)) {
-        snprintf(err, errlen, "creating topic %s: %s", topic, rd_kafka_event_error_string(ev));
-    } else {
-        const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-        size_t n;
-        const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &n);
-        rd_kafka_resp_err_t e = n ? rd_kafka_topic_result_error(tr[0]) : RD_KAFKA_RESP_ERR_NO_ERROR;
-        if (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-            rc = 0;
-        else
-            snprintf(err, errlen, "creating topic %s: %s", topic,
-                     rd_kafka_topic_result_error_string(tr[0]));
-    }
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_AdminOptions_destroy(opt);
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_destroy(rk);
-    return rc;
+    /* NDD's one topic creator: replication -1 (config-replication's default) takes NDD's rule
+     * (KAFKA_REPLICATION_AUTO: min(3, brokers), min.insync.replicas 2 with 3 brokers), as the
+     * daemons' topics do; it also waits until every partition has a leader. */
+    kafka_prop_t
+        configs[sizeof(admin_config_topic_settings) / sizeof(*admin_config_topic_settings)];
+    size_t n = 0;
+    for (size_t i = 0; compact && i < sizeof(configs) / sizeof(*configs); i++)
+        configs[n++] =
+            (kafka_prop_t){admin_config_topic_settings[i][0], admin_config_topic_settings[i][1]};
+    if (kafka_admin_create_topic(bootstrap, topic, partitions,
+                                 replication < 0 ? KAFKA_REPLICATION_AUTO : replication, configs, n,
+                                 ADMIN_TOPIC_TIMEOUT_MS) == 0)
+        return 0;
+    snprintf(err, errlen, "creating topic %s on %s: refused or no answer within %d ms (logged)",
+             topic, bootstrap, ADMIN_TOPIC_TIMEOUT_MS);
+    return -1;
 }
 
 admin_publisher_t *admin_publisher_new(const char *bootstrap, const char *topic, int replication,

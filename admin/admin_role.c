@@ -24,7 +24,7 @@ static const config_spec_t admin_specs[] = {
     {"config-topic", CONFIG_STRING, "ndd.config", "compacted topic the configuration goes to", 0,
      AT(config_topic)},
     {"config-replication", CONFIG_INT, "-1",
-     "replication factor when creating topics (-1 = broker default)", 0,
+     "replication factor of the topics it creates (-1: min(3, brokers), min.insync.replicas 2 with 3)", 0,
      IN(config_replication, -1, 100)},
     {"events-topic", CONFIG_STRING, "ndd.events", "topic of worker heartbeats and alarms", 0,
      AT(events_topic)},

@@ -100,18 +100,19 @@ int agg_setup_create_topics(const daemon_t *d, const agg_settings_t *s)
 {
     const char *in_topic = agg_setup_in_topic(s);
     int main_parts = (int)s->main_partitions;
-    int n = kafka_admin_topic_partitions(d->brokers, in_topic, 5000);
+    int n = kafka_admin_topic_partitions_with(d->brokers, d->props, d->n_props, in_topic, 5000);
     if (main_parts <= 0)
         main_parts = n > 0 ? n : 6;
     /* A missing NF topic is created too (a local stack without auto-creation); an existing
      * one is left as it is. */
-    if (n < 1 && kafka_admin_create_topic(d->brokers, in_topic, main_parts, KAFKA_REPLICATION_AUTO,
-                                          NULL, 0, 15000))
+    if (n < 1 && kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, in_topic,
+                                               main_parts, KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
         return -1;
-    if (kafka_admin_create_topic(d->brokers, s->main_topic, main_parts, KAFKA_REPLICATION_AUTO,
-                                 NULL, 0, 15000) ||
-        kafka_admin_create_topic(d->brokers, s->dlq_topic, (int)s->dlq_partitions,
-                                 KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
+    if (kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, s->main_topic, main_parts,
+                                      KAFKA_REPLICATION_AUTO, NULL, 0, 15000) ||
+        kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, s->dlq_topic,
+                                      (int)s->dlq_partitions, KAFKA_REPLICATION_AUTO, NULL, 0,
+                                      15000))
         return -1;
     return 0;
 }
@@ -168,6 +169,8 @@ agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter
         .http_port = daemon_http_port(d),
         .shutdown_timeout_ms = (int)s->shutdown_timeout_ms,
         .revoke_flush_ms = (int)s->revoke_flush_ms,
+        .exactly_once = s->exactly_once,
+        .transaction_ms = (int)s->transaction_ms,
         .filter_file = s->filter_file,
         .filter_check_ms = (int)s->filter_check_ms,
         .metrics = d->metrics,

@@ -145,6 +145,8 @@ void corr_setup_worker(const daemon_t *d, const corr_settings_map_t *s, const co
     cc->cooperative = s->cooperative;
     cc->shutdown_timeout_ms = (int)s->shutdown_timeout_ms;
     cc->revoke_flush_ms = (int)s->revoke_flush_ms;
+    cc->exactly_once = s->exactly_once;
+    cc->transaction_ms = (int)s->transaction_ms;
     cc->metrics = d->metrics;
     cc->limits = (codec_limits_t){.max_body = (size_t)s->max_body};
     cc->on_tick = corr_setup_tick;
@@ -153,18 +155,21 @@ void corr_setup_worker(const daemon_t *d, const corr_settings_map_t *s, const co
 int corr_setup_create_topics(const daemon_t *d, const corr_settings_map_t *s,
                              const corr_config_t *cc)
 {
-    int n = kafka_admin_topic_partitions(d->brokers, cc->main_topic, 5000);
+    int n =
+        kafka_admin_topic_partitions_with(d->brokers, d->props, d->n_props, cc->main_topic, 5000);
     if (n < 1) {
-        if (kafka_admin_create_topic(d->brokers, cc->main_topic, (int)s->main_partitions,
-                                     KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
+        if (kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, cc->main_topic,
+                                          (int)s->main_partitions, KAFKA_REPLICATION_AUTO, NULL, 0,
+                                          15000))
             return -1;
         n = (int)s->main_partitions;
     }
     int xp = s->xdr_partitions > 0 ? (int)s->xdr_partitions : n;
-    if (kafka_admin_create_topic(d->brokers, cc->xdr_topic, xp, KAFKA_REPLICATION_AUTO, NULL, 0,
-                                 15000) ||
-        kafka_admin_create_topic(d->brokers, s->dlq_topic, (int)s->dlq_partitions,
-                                 KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
+    if (kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, cc->xdr_topic, xp,
+                                      KAFKA_REPLICATION_AUTO, NULL, 0, 15000) ||
+        kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, s->dlq_topic,
+                                      (int)s->dlq_partitions, KAFKA_REPLICATION_AUTO, NULL, 0,
+                                      15000))
         return -1;
     return 0;
 }

@@ -18,6 +18,7 @@
 
 struct kafka_producer {
     rd_kafka_t *rk;
+    rd_kafka_conf_t *conf; /* a copy of what rk was made with, for kafka_producer_rebuild */
     kafka_delivery_cb_t on_delivery;
     kafka_stats_cb_t on_stats;
     void *owner;
@@ -31,11 +32,20 @@ struct kafka_producer {
 
 struct kafka_consumer {
     rd_kafka_t *rk;
+    rd_kafka_conf_t *conf; /* a copy of what rk was made with, for kafka_consumer_rebuild */
+    rd_kafka_topic_partition_list_t *sub; /* the subscription, subscribed again by a rebuild */
+    char *group;
     kafka_rebalance_cb_t on_rebalance;
     kafka_stats_cb_t on_stats;
+    kafka_rebuild_cb_t on_rebuild;
     void *owner;
+    uint64_t rebuilds;
+    int64_t rebuilt_ms; /* when the last rebuild was tried (KAFKA_REBUILD_INTERVAL_MS apart) */
     bool paused;
     bool cooperative; /* the group's rebalance protocol, from the effective assignment strategy */
+    /* The partitions the owner was told it has (ASSIGNED minus REVOKED/LOST), so a rebuild can
+     * tell it they are lost. */
+    rd_kafka_topic_partition_list_t *owned;
 };
 
 int64_t kafka_now_ms(void)
@@ -96,7 +106,7 @@ static void *kafka_client_alloc(size_t size, const char *kind, bool ok, const ch
 static rd_kafka_t *kafka_client_new(rd_kafka_type_t type, const kafka_prop_t *defaults,
                                     size_t n_defaults, const kafka_prop_t *props, size_t n_props,
                                     void *opaque, void (*setup)(rd_kafka_conf_t *, void *),
-                                    char *errstr, size_t errstr_size)
+                                    rd_kafka_conf_t **keep, char *errstr, size_t errstr_size)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (kafka_conf_apply(conf, defaults, n_defaults, props, n_props, errstr, errstr_size)) {
@@ -107,12 +117,16 @@ static rd_kafka_t *kafka_client_new(rd_kafka_type_t type, const kafka_prop_t *de
     rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
     rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
     setup(conf, opaque);
+    /* rd_kafka_new consumes conf: a copy (callbacks and opaque included) makes a rebuild. */
+    *keep = rd_kafka_conf_dup(conf);
     char why[512];
     rd_kafka_t *rk = rd_kafka_new(type, conf, why, sizeof(why));
     if (!rk) {
         snprintf(errstr, errstr_size, "kafka %s: %s",
                  type == RD_KAFKA_PRODUCER ? "producer" : "consumer", why);
         rd_kafka_conf_destroy(conf);
+        rd_kafka_conf_destroy(*keep);
+        *keep = NULL;
     }
     return rk;
 }
@@ -133,6 +147,8 @@ void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *
 static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        /* A consumer's is acted on by its next poll (kafka_consumer_rebuild logs it with its
+         * group, member and topics); a producer's by its owner (kafka_producer_fatal_error). */
         char why[512];
         rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, why, sizeof(why));
         log_error("kafka %s: fatal error %s: %s", rd_kafka_name(rk), rd_kafka_err2name(orig), why);
@@ -207,9 +223,9 @@ kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *er
         /* librdkafka's default (1,000,000) refuses a copy at the contract's 1 MiB limit. */
         {"message.max.bytes", KAFKA_RECORD_MAX_BYTES_STR},
     };
-    p->rk =
-        kafka_client_new(RD_KAFKA_PRODUCER, defaults, sizeof(defaults) / sizeof(defaults[0]),
-                         opts->props, opts->n_props, p, kafka_producer_conf, errstr, errstr_size);
+    p->rk = kafka_client_new(RD_KAFKA_PRODUCER, defaults, sizeof(defaults) / sizeof(defaults[0]),
+                             opts->props, opts->n_props, p, kafka_producer_conf, &p->conf, errstr,
+                             errstr_size);
     if (!p->rk) {
         free(p);
         return NULL;
@@ -299,6 +315,16 @@ int kafka_producer_flush(kafka_producer_t *p, int timeout_ms)
     return rd_kafka_outq_len(p->rk);
 }
 
+/* Drops the cached topic handles (before the client they belong to is destroyed). */
+static void kafka_producer_forget_topics(kafka_producer_t *p)
+{
+    for (size_t i = 0; i < p->n_topics; i++) {
+        rd_kafka_topic_destroy(p->topics[i].rkt);
+        free(p->topics[i].name);
+    }
+    p->n_topics = 0;
+}
+
 int kafka_producer_close(kafka_producer_t *p, int timeout_ms)
 {
     if (!p)
@@ -315,11 +341,10 @@ int kafka_producer_close(kafka_producer_t *p, int timeout_ms)
         while (rd_kafka_outq_len(p->rk) > 0 && kafka_now_ms() < deadline)
             rd_kafka_poll(p->rk, 50);
     }
-    for (size_t i = 0; i < p->n_topics; i++) {
-        rd_kafka_topic_destroy(p->topics[i].rkt);
-        free(p->topics[i].name);
-    }
+    kafka_producer_forget_topics(p);
     rd_kafka_destroy(p->rk);
+    if (p->conf)
+        rd_kafka_conf_destroy(p->conf);
     free(p);
     return left;
 }
@@ -327,6 +352,35 @@ int kafka_producer_close(kafka_producer_t *p, int timeout_ms)
 rd_kafka_t *kafka_producer_handle(kafka_producer_t *p)
 {
     return p->rk;
+}
+
+int kafka_producer_rebuild(kafka_producer_t *p)
+{
+    char why[512] = "";
+    rd_kafka_resp_err_t fatal = rd_kafka_fatal_error(p->rk, why, sizeof why);
+    rd_kafka_conf_t *conf = p->conf ? rd_kafka_conf_dup(p->conf) : NULL;
+    char e[512] = "no configuration kept";
+    rd_kafka_t *rk = conf ? rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e) : NULL;
+    if (!rk) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        log_error("kafka producer %s: cannot rebuild: %s", rd_kafka_name(p->rk), e);
+        return -1;
+    }
+    log_error("kafka producer %s: rebuilt after %s: %s; %d queued records purged (their owners "
+              "produce them again)",
+              rd_kafka_name(p->rk), fatal ? rd_kafka_err2name(fatal) : "a request",
+              fatal ? why : "no fatal error", rd_kafka_outq_len(p->rk));
+    /* Every record handed over gets its callback (_PURGE_): none is left unaccounted. */
+    rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    int64_t deadline = kafka_now_ms() + 2000;
+    do
+        rd_kafka_poll(p->rk, 50);
+    while (rd_kafka_outq_len(p->rk) > 0 && kafka_now_ms() < deadline);
+    kafka_producer_forget_topics(p);
+    rd_kafka_destroy(p->rk);
+    p->rk = rk;
+    return 0;
 }
 
 /* ---- consumer ------------------------------------------------------------------------- */
@@ -346,6 +400,28 @@ static void kafka_log_partitions(const char *what, const rd_kafka_topic_partitio
     log_info("kafka consumer %s %d partition(s): %s", what, parts->cnt, line);
 }
 
+/* Updates c->owned: parts added (add) or removed (NULL parts: all removed). */
+static void kafka_consumer_owned(kafka_consumer_t *c, const rd_kafka_topic_partition_list_t *parts,
+                                 bool add)
+{
+    if (!parts) {
+        if (c->owned)
+            rd_kafka_topic_partition_list_destroy(c->owned);
+        c->owned = NULL;
+        return;
+    }
+    if (!c->owned)
+        c->owned = rd_kafka_topic_partition_list_new(parts->cnt > 0 ? parts->cnt : 1);
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        bool have = rd_kafka_topic_partition_list_find(c->owned, tp->topic, tp->partition);
+        if (add && !have)
+            rd_kafka_topic_partition_list_add(c->owned, tp->topic, tp->partition);
+        else if (!add && have)
+            rd_kafka_topic_partition_list_del(c->owned, tp->topic, tp->partition);
+    }
+}
+
 static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                                rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -360,6 +436,9 @@ static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     switch (err) {
     case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
         kafka_log_partitions("assigned", parts);
+        if (!cooperative)
+            kafka_consumer_owned(c, NULL, false);
+        kafka_consumer_owned(c, parts, true);
         if (c->on_rebalance)
             c->on_rebalance(c->owner, KAFKA_REBALANCE_ASSIGNED, parts);
         if (cooperative)
@@ -373,6 +452,7 @@ static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS: {
         bool lost = rd_kafka_assignment_lost(rk);
         kafka_log_partitions(lost ? "lost" : "revoked", parts);
+        kafka_consumer_owned(c, cooperative ? parts : NULL, false);
         if (c->on_rebalance)
             c->on_rebalance(c->owner, lost ? KAFKA_REBALANCE_LOST : KAFKA_REBALANCE_REVOKED, parts);
         if (!lost) {
@@ -390,6 +470,7 @@ static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
     default:
         log_error("kafka consumer: rebalance error: %s", rd_kafka_err2str(err));
+        kafka_consumer_owned(c, NULL, false);
         if (c->on_rebalance)
             c->on_rebalance(c->owner, KAFKA_REBALANCE_LOST, parts);
         ret = rd_kafka_assign(rk, NULL);
@@ -433,6 +514,18 @@ static void kafka_consumer_conf(rd_kafka_conf_t *conf, void *opaque)
         rd_kafka_conf_set_stats_cb(conf, kafka_consumer_stats_cb);
 }
 
+/* Frees the consumer's own state (its rk already destroyed). */
+static void kafka_consumer_free(kafka_consumer_t *c)
+{
+    if (c->conf)
+        rd_kafka_conf_destroy(c->conf);
+    if (c->sub)
+        rd_kafka_topic_partition_list_destroy(c->sub);
+    kafka_consumer_owned(c, NULL, false);
+    free(c->group);
+    free(c);
+}
+
 kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *errstr,
                                      size_t errstr_size)
 {
@@ -443,6 +536,7 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         return NULL;
     c->on_rebalance = opts->on_rebalance;
     c->on_stats = opts->on_stats;
+    c->on_rebuild = opts->on_rebuild;
     c->owner = opts->owner;
 
     kafka_prop_t defaults[] = {
@@ -464,9 +558,14 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
     if (!opts->instance_id || !*opts->instance_id)
         n_defaults--;
     c->rk = kafka_client_new(RD_KAFKA_CONSUMER, defaults, n_defaults, opts->props, opts->n_props, c,
-                             kafka_consumer_conf, errstr, errstr_size);
-    if (!c->rk) {
-        free(c);
+                             kafka_consumer_conf, &c->conf, errstr, errstr_size);
+    c->group = c->rk ? strdup(opts->group_id) : NULL;
+    if (!c->group) {
+        if (c->rk) {
+            snprintf(errstr, errstr_size, "kafka consumer: out of memory");
+            rd_kafka_destroy(c->rk);
+        }
+        kafka_consumer_free(c);
         return NULL;
     }
     rd_kafka_poll_set_consumer(c->rk);
@@ -490,16 +589,15 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         log_info("kafka consumer: group %s: dynamic member (session.timeout.ms bounds a restart)",
                  opts->group_id);
 
-    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new((int)opts->n_topics);
+    c->sub = rd_kafka_topic_partition_list_new((int)opts->n_topics);
     for (size_t i = 0; i < opts->n_topics; i++)
-        rd_kafka_topic_partition_list_add(sub, opts->topics[i], RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t e = rd_kafka_subscribe(c->rk, sub);
-    rd_kafka_topic_partition_list_destroy(sub);
+        rd_kafka_topic_partition_list_add(c->sub, opts->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(c->rk, c->sub);
     if (e) {
         snprintf(errstr, errstr_size, "kafka consumer: subscribe (group %s): %s", opts->group_id,
                  rd_kafka_err2str(e));
         rd_kafka_destroy(c->rk);
-        free(c);
+        kafka_consumer_free(c);
         return NULL;
     }
     return c;
@@ -534,6 +632,104 @@ const char *kafka_group_instance_id(char *out, size_t size, const char *instance
     return n > 0 && (size_t)n < size ? out : NULL;
 }
 
+/* The topics of the subscription, for a log line. */
+static void kafka_consumer_topics(const kafka_consumer_t *c, char *out, size_t size)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (int i = 0; c->sub && i < c->sub->cnt && off < size; i++) {
+        int n = snprintf(out + off, size - off, "%s%s", i ? "," : "", c->sub->elems[i].topic);
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+}
+
+/* Logs why the consumer is rebuilt: its group, member (static id and the broker's member id),
+ * topics and the fatal error. */
+static void kafka_consumer_log_fatal(kafka_consumer_t *c)
+{
+    char why[512] = "no fatal error: rebuild requested", topics[256], instance[256] = "";
+    rd_kafka_resp_err_t err = rd_kafka_fatal_error(c->rk, why, sizeof why);
+    size_t ilen = sizeof instance;
+    if (rd_kafka_conf_get(rd_kafka_conf(c->rk), "group.instance.id", instance, &ilen) !=
+        RD_KAFKA_CONF_OK)
+        instance[0] = '\0';
+    char *member = rd_kafka_memberid(c->rk);
+    kafka_consumer_topics(c, topics, sizeof topics);
+    log_error("kafka consumer %s: group %s, member %s (group.instance.id %s), topics %s: fatal "
+              "error %s: %s; rebuilding the consumer (records not committed are read again)",
+              rd_kafka_name(c->rk), c->group, member && *member ? member : "-",
+              instance[0] ? instance : "none", topics, err ? rd_kafka_err2name(err) : "-", why);
+    if (member)
+        rd_kafka_mem_free(c->rk, member);
+}
+
+int kafka_consumer_rebuild(kafka_consumer_t *c)
+{
+    int64_t now = kafka_now_ms();
+    if (c->rebuilt_ms && now - c->rebuilt_ms < KAFKA_REBUILD_INTERVAL_MS)
+        return -1;
+    c->rebuilt_ms = now;
+    kafka_consumer_log_fatal(c);
+    char e[512] = "no configuration kept";
+    rd_kafka_conf_t *conf = c->conf ? rd_kafka_conf_dup(c->conf) : NULL;
+    rd_kafka_t *rk = conf ? rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e) : NULL;
+    if (!rk) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        log_error("kafka consumer %s: group %s: cannot rebuild (retried): %s", rd_kafka_name(c->rk),
+                  c->group, e);
+        return -1;
+    }
+    /* The owner forgets the partitions: its pending work is never stored, and what it stored
+     * but the old member could not commit is read again by the new one (a duplicate, never a
+     * gap). From the wrapper's own record of them: librdkafka 2.0.2 empties a fenced member's
+     * assignment without a rebalance callback. */
+    if (c->owned && c->owned->cnt > 0) {
+        kafka_log_partitions("lost (fatal error)", c->owned);
+        if (c->on_rebalance)
+            c->on_rebalance(c->owner, KAFKA_REBALANCE_LOST, c->owned);
+    }
+    kafka_consumer_owned(c, NULL, false);
+    if (c->on_rebuild)
+        c->on_rebuild(c->owner, c, KAFKA_REBUILD_BEFORE);
+    /* No commit and no LeaveGroup: the fenced member can do neither, and waiting for them
+     * would hold the worker for a request timeout. */
+    rd_kafka_destroy_flags(c->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    c->rk = rk;
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_resp_err_t se = rd_kafka_subscribe(rk, c->sub);
+    if (se)
+        log_error("kafka consumer %s: group %s: subscribe after rebuild: %s", rd_kafka_name(rk),
+                  c->group, rd_kafka_err2str(se));
+    c->rebuilds++;
+    if (c->on_rebuild)
+        c->on_rebuild(c->owner, c, KAFKA_REBUILD_AFTER);
+    log_info("kafka consumer %s: group %s: rebuilt (%llu since start), joining again",
+             rd_kafka_name(rk), c->group, (unsigned long long)c->rebuilds);
+    return 0;
+}
+
+uint64_t kafka_consumer_rebuilds(const kafka_consumer_t *c)
+{
+    return c->rebuilds;
+}
+
+rd_kafka_resp_err_t kafka_consumer_fatal_error(kafka_consumer_t *c, char *errstr, size_t size)
+{
+    return rd_kafka_fatal_error(c->rk, errstr, size);
+}
+
+/* A consumer with a fatal error never delivers again: rebuild it (at most once a
+ * KAFKA_REBUILD_INTERVAL_MS; until then the poll returns nothing). true when it is usable. */
+static bool kafka_consumer_usable(kafka_consumer_t *c)
+{
+    if (!rd_kafka_fatal_error(c->rk, NULL, 0))
+        return true;
+    return kafka_consumer_rebuild(c) == 0;
+}
+
 /* The next record of the consumer, waiting *wait ms for the first one only (a poll drains
  * what is there); error events are logged with where they happened and skipped. */
 static rd_kafka_message_t *kafka_consumer_next(kafka_consumer_t *c, int *wait)
@@ -545,6 +741,11 @@ static rd_kafka_message_t *kafka_consumer_next(kafka_consumer_t *c, int *wait)
         *wait = 0;
         if (!m->err)
             return m;
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+            /* Rebuilt at the next poll (the caller may hold records of this one). */
+            rd_kafka_message_destroy(m);
+            return NULL;
+        }
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             log_error("kafka consume %s [%d] at offset %lld: %s",
                       m->rkt ? rd_kafka_topic_name(m->rkt) : "-", (int)m->partition,
@@ -553,12 +754,24 @@ static rd_kafka_message_t *kafka_consumer_next(kafka_consumer_t *c, int *wait)
     }
 }
 
+/* A poll that could not rebuild yet still takes its time, as one that found nothing would:
+ * a loop polling with a timeout must not spin. */
+static void kafka_consumer_wait_rebuild(int timeout_ms)
+{
+    if (timeout_ms > 0)
+        usleep((useconds_t)(timeout_ms < 100 ? timeout_ms : 100) * 1000);
+}
+
 size_t kafka_consumer_poll_batch(kafka_consumer_t *c, rd_kafka_message_t **out, size_t max,
                                  int timeout_ms)
 {
     size_t n = 0;
     int wait = timeout_ms;
     rd_kafka_message_t *m;
+    if (!kafka_consumer_usable(c)) {
+        kafka_consumer_wait_rebuild(timeout_ms);
+        return 0;
+    }
     while (n < max && (m = kafka_consumer_next(c, &wait)))
         out[n++] = m;
     return n;
@@ -570,6 +783,10 @@ size_t kafka_consumer_poll_each(kafka_consumer_t *c, size_t max, int timeout_ms,
     size_t n = 0;
     int wait = timeout_ms;
     rd_kafka_message_t *m;
+    if (!kafka_consumer_usable(c)) {
+        kafka_consumer_wait_rebuild(timeout_ms);
+        return 0;
+    }
     while (n < max && (m = kafka_consumer_next(c, &wait))) {
         n++;
         cb(owner, m);
@@ -700,7 +917,7 @@ void kafka_consumer_close(kafka_consumer_t *c)
     if (e)
         log_warn("kafka consumer: close: %s", rd_kafka_err2str(e));
     rd_kafka_destroy(c->rk);
-    free(c);
+    kafka_consumer_free(c);
 }
 
 rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c)
@@ -828,6 +1045,7 @@ int kafka_pair_new(const kafka_pair_opts_t *o, kafka_producer_t **producer,
                                 .n_props = nc,
                                 .on_rebalance = o->on_rebalance,
                                 .on_stats = o->on_consumer_stats,
+                                .on_rebuild = o->on_consumer_rebuild,
                                 .owner = o->owner};
     *consumer = kafka_consumer_new(&co, err, errlen);
     if (!*consumer) {
@@ -849,6 +1067,21 @@ void kafka_pair_close(kafka_producer_t **producer, kafka_consumer_t **consumer,
     if (*producer)
         kafka_producer_close(*producer, producer_timeout_ms);
     *producer = NULL;
+}
+
+int kafka_pair_rebuild(kafka_producer_t *producer, kafka_consumer_t *consumer)
+{
+    int rc = 0;
+    if (producer && kafka_producer_rebuild(producer))
+        rc = -1;
+    /* Forced: the consumer may be healthy (the producer was fenced), but the owner's pending
+     * work died with the producer's queue and must be read again from the committed offsets. */
+    if (consumer) {
+        consumer->rebuilt_ms = 0;
+        if (kafka_consumer_rebuild(consumer))
+            rc = -1;
+    }
+    return rc;
 }
 
 int64_t kafka_stats_consumer_lag(const char *json, size_t len, const char *topic)

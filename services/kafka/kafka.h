@@ -72,6 +72,17 @@ typedef enum kafka_rebalance_kind {
 typedef void (*kafka_rebalance_cb_t)(void *owner, kafka_rebalance_kind_t kind,
                                      const rd_kafka_topic_partition_list_t *parts);
 
+/* A consumer rebuilt after a fatal error (kafka_consumer_rebuild): BEFORE, the owner releases
+ * whatever it took from the old librdkafka handle (kafka_consumer_handle, a queue of it, a
+ * kafka_wake watch, group metadata); the handle is still valid. AFTER, it takes them again
+ * from the new one. Owners that only poll through this wrapper need no callback. */
+typedef enum kafka_rebuild_phase {
+    KAFKA_REBUILD_BEFORE = 0,
+    KAFKA_REBUILD_AFTER,
+} kafka_rebuild_phase_t;
+
+typedef void (*kafka_rebuild_cb_t)(void *owner, kafka_consumer_t *c, kafka_rebuild_phase_t phase);
+
 typedef struct kafka_consumer_opts {
     const char *brokers;  /* required */
     const char *group_id; /* required */
@@ -89,6 +100,7 @@ typedef struct kafka_consumer_opts {
     size_t n_props;
     kafka_rebalance_cb_t on_rebalance; /* may be NULL */
     kafka_stats_cb_t on_stats;         /* may be NULL */
+    kafka_rebuild_cb_t on_rebuild;     /* may be NULL: the owner keeps no handle of its own */
     void *owner;
 } kafka_consumer_opts_t;
 
@@ -134,6 +146,7 @@ typedef struct kafka_pair_opts {
     kafka_delivery_cb_t on_delivery;
     kafka_rebalance_cb_t on_rebalance;
     kafka_stats_cb_t on_consumer_stats;
+    kafka_rebuild_cb_t on_consumer_rebuild; /* may be NULL (kafka_consumer_opts_t.on_rebuild) */
     void *owner;
 } kafka_pair_opts_t;
 
@@ -170,10 +183,19 @@ int kafka_producer_flush(kafka_producer_t *p, int timeout_ms);
  * number of records that were not acknowledged. NULL is a no-op. */
 int kafka_producer_close(kafka_producer_t *p, int timeout_ms);
 rd_kafka_t *kafka_producer_handle(kafka_producer_t *p);
+/* Replaces the producer's librdkafka handle by a new one with the same configuration, for a
+ * producer that reported a fatal error (a fenced transactional or idempotent producer can
+ * never produce again). What was queued is purged first: its delivery callbacks run with a
+ * _PURGE_ error, so owners release those records and produce them again. A transactional
+ * owner then calls rd_kafka_init_transactions on the new handle. 0, or -1 (logged) with the
+ * old handle kept. */
+int kafka_producer_rebuild(kafka_producer_t *p);
 
 /* ---- consumer ------------------------------------------------------------------------- */
 
 #define KAFKA_SESSION_TIMEOUT_MS_DEFAULT "10000"
+/* The shortest time between two rebuilds of one consumer (kafka_consumer_rebuild). */
+#define KAFKA_REBUILD_INTERVAL_MS 1000
 
 /* The group.instance.id of a daemon's consumer, into out: "<instance>-<qualifier>-t<hash>"
  * when the operator named the instance (it must then be unique per replica), else
@@ -203,8 +225,11 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
 
 /* Waits up to timeout_ms for the first message, then takes what is ready without waiting, up
  * to max. Rebalances and errors are served inside (errors are logged with topic/partition/
- * offset and not returned). The caller destroys each returned message
- * (rd_kafka_message_destroy) when done with it; holding one keeps its bytes alive. */
+ * offset and not returned). A fatal error of the consumer (rd_kafka_fatal_error, e.g.
+ * FENCED_INSTANCE_ID: librdkafka 2.0.2 fences a static member for good when its group's
+ * coordinator dies and its session expires meanwhile) makes it rebuild the consumer
+ * (kafka_consumer_rebuild) instead of returning nothing forever. The caller destroys each returned
+ * message (rd_kafka_message_destroy) when done with it; holding one keeps its bytes alive. */
 size_t kafka_consumer_poll_batch(kafka_consumer_t *c, rd_kafka_message_t **out, size_t max,
                                  int timeout_ms);
 
@@ -241,6 +266,19 @@ int kafka_consumer_kick(kafka_consumer_t *c, int timeout_ms);
 int kafka_consumer_commit(kafka_consumer_t *c);
 /* Number of partitions currently assigned. */
 int kafka_consumer_assignment_size(kafka_consumer_t *c);
+/* Replaces the consumer's librdkafka handle by a new one with the same configuration and
+ * subscription (the kafka_consumer_t stays the same), logging the group, member id, topics and
+ * the fatal error that asked for it. The owner first gets on_rebalance(KAFKA_REBALANCE_LOST) for
+ * what was assigned (nothing of it is stored or committed any more: the new member reads again
+ * from the group's committed offsets, so unfinished records are read again, never skipped),
+ * then on_rebuild BEFORE and AFTER. The old handle is destroyed without a commit or a leave
+ * (a fenced member can do neither). At most one rebuild per KAFKA_REBUILD_INTERVAL_MS: 0, or -1
+ * (too soon, or no new handle: logged) with the old one kept. */
+int kafka_consumer_rebuild(kafka_consumer_t *c);
+/* How many times the consumer was rebuilt (a generation: a change means new handles). */
+uint64_t kafka_consumer_rebuilds(const kafka_consumer_t *c);
+/* Non-zero when the consumer's current handle has a fatal error (errstr gets the reason). */
+rd_kafka_resp_err_t kafka_consumer_fatal_error(kafka_consumer_t *c, char *errstr, size_t size);
 /* Commits stored offsets, leaves the group (the revoke callback runs), destroys. */
 void kafka_consumer_close(kafka_consumer_t *c);
 rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c);
@@ -272,6 +310,13 @@ rd_kafka_t *kafka_consumer_handle(kafka_consumer_t *c);
 int kafka_admin_create_topic(const char *brokers, const char *topic, int partitions,
                              int replication, const kafka_prop_t *configs, size_t n_configs,
                              int timeout_ms);
+/* The same with the client's kafka.* properties (as a daemon passes them to kafka_pair_new):
+ * those for reaching the cluster (security.protocol, ssl.*, sasl.*, socket.*, ...) configure
+ * the admin client, so topics are created on a cluster that requires SSL or SASL_SSL. */
+int kafka_admin_create_topic_with(const char *brokers, const kafka_prop_t *client_props,
+                                  size_t n_client_props, const char *topic, int partitions,
+                                  int replication, const kafka_prop_t *configs, size_t n_configs,
+                                  int timeout_ms);
 int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms);
 /* Number of brokers the cluster's metadata lists, or -1 when it did not answer. */
 int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms);
@@ -279,6 +324,9 @@ int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms);
 int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms);
 /* The same through a short-lived client of brokers (for start-up, before any client exists). */
 int kafka_admin_topic_partitions(const char *brokers, const char *topic, int timeout_ms);
+/* The same with the client's kafka.* properties (kafka_admin_create_topic_with). */
+int kafka_admin_topic_partitions_with(const char *brokers, const kafka_prop_t *client_props,
+                                      size_t n_client_props, const char *topic, int timeout_ms);
 
 /* ---- helpers shared by the daemons ---------------------------------------------------- */
 
@@ -300,6 +348,11 @@ int kafka_pair_new(const kafka_pair_opts_t *o, kafka_producer_t **producer,
  * skipped. */
 void kafka_pair_close(kafka_producer_t **producer, kafka_consumer_t **consumer,
                       int producer_timeout_ms);
+/* Rebuilds a worker's pair after a fatal error of either client (a fenced transactional
+ * producer, a fenced consumer): the producer (kafka_producer_rebuild), then the consumer
+ * (kafka_consumer_rebuild), so the consumer's owner sees its partitions lost only once nothing
+ * of the old producer can still be acknowledged. 0, or -1 when either was kept. */
+int kafka_pair_rebuild(kafka_producer_t *producer, kafka_consumer_t *consumer);
 
 /* The consumer lag summed over topic's partitions in a librdkafka statistics JSON (the text
  * a kafka_stats_cb_t gets); -1 when the JSON does not parse. */

@@ -3,18 +3,66 @@
 #include "kafka.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "kafka-int.h"
 #include "log.h"
 
-static rd_kafka_t *kafka_admin_client(const char *brokers)
+/* Whether a client property is about reaching the cluster (security, sockets, addresses):
+ * those an admin client takes from its daemon's kafka.* properties. The others tune a producer
+ * or a consumer and have no business in a short-lived admin client (a transactional.id would
+ * even make it one of the daemon's transactional producers). */
+static bool kafka_admin_prop_applies(const char *key)
+{
+    static const char *const prefixes[] = {"security.protocol",
+                                           "ssl.",
+                                           "ssl_",
+                                           "sasl.",
+                                           "enable.ssl.",
+                                           "enable.sasl.",
+                                           "socket.",
+                                           "broker.address.",
+                                           "client.dns.lookup",
+                                           "api.version.",
+                                           "broker.version.fallback",
+                                           "reconnect.backoff",
+                                           "client.id",
+                                           NULL};
+    for (size_t i = 0; prefixes[i]; i++)
+        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+static rd_kafka_t *kafka_admin_client(const char *brokers, const kafka_prop_t *props,
+                                      size_t n_props)
 {
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr))) {
         log_error("kafka admin: %s", errstr);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    /* The daemon's kafka.* properties (as routed to its producer): "producer.X" was already
+     * turned into X by kafka_props_split, "consumer.X" left out. */
+    kafka_prop_t *mine = n_props ? calloc(n_props, sizeof(*mine)) : NULL;
+    size_t n_mine = mine ? kafka_props_split(props, n_props, KAFKA_CLIENT_PRODUCER, mine) : 0;
+    for (size_t i = 0; i < n_mine; i++) {
+        if (!mine[i].value || !kafka_admin_prop_applies(mine[i].key))
+            continue;
+        if (kafka_conf_set(conf, mine[i].key, mine[i].value, errstr, sizeof(errstr))) {
+            log_error("kafka admin: %s", errstr);
+            free(mine);
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
+    free(mine);
+    if (n_props && !mine) {
+        log_error("kafka admin: out of memory");
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
@@ -116,7 +164,16 @@ int kafka_admin_create_topic(const char *brokers, const char *topic, int partiti
                              int replication, const kafka_prop_t *configs, size_t n_configs,
                              int timeout_ms)
 {
-    rd_kafka_t *rk = kafka_admin_client(brokers);
+    return kafka_admin_create_topic_with(brokers, NULL, 0, topic, partitions, replication, configs,
+                                         n_configs, timeout_ms);
+}
+
+int kafka_admin_create_topic_with(const char *brokers, const kafka_prop_t *client_props,
+                                  size_t n_client_props, const char *topic, int partitions,
+                                  int replication, const kafka_prop_t *configs, size_t n_configs,
+                                  int timeout_ms)
+{
+    rd_kafka_t *rk = kafka_admin_client(brokers, client_props, n_client_props);
     if (!rk)
         return -1;
     int rc = -1, n_brokers = 0;
@@ -198,7 +255,7 @@ int kafka_admin_create_topic(const char *brokers, const char *topic, int partiti
 
 int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms)
 {
-    rd_kafka_t *rk = kafka_admin_client(brokers);
+    rd_kafka_t *rk = kafka_admin_client(brokers, NULL, 0);
     if (!rk)
         return -1;
     rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
@@ -223,19 +280,33 @@ int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout
 
 int kafka_admin_topic_partitions(const char *brokers, const char *topic, int timeout_ms)
 {
+    return kafka_admin_topic_partitions_with(brokers, NULL, 0, topic, timeout_ms);
+}
+
+int kafka_admin_topic_partitions_with(const char *brokers, const kafka_prop_t *client_props,
+                                      size_t n_client_props, const char *topic, int timeout_ms)
+{
     char err[256];
     /* A producer's metadata request asks the broker to create a missing topic (librdkafka's
      * producer default): a broker with auto.create.topics.enable would make it with its own
      * defaults (partitions, replication factor 1 on many clusters) before the caller creates
      * it with NDD's (kafka_admin_create_topic). Looking must not create. */
-    const kafka_prop_t no_create[] = {{"allow.auto.create.topics", "false"}};
-    kafka_producer_opts_t po = {.brokers = brokers, .props = no_create, .n_props = 1};
+    kafka_prop_t *props = calloc(n_client_props + 1, sizeof(*props));
+    if (!props)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < n_client_props; i++)
+        if (client_props[i].key && kafka_admin_prop_applies(client_props[i].key))
+            props[n++] = client_props[i];
+    props[n++] = (kafka_prop_t){"allow.auto.create.topics", "false"};
+    kafka_producer_opts_t po = {.brokers = brokers, .props = props, .n_props = n};
     kafka_producer_t *p = kafka_producer_new(&po, err, sizeof(err));
+    free(props);
     if (!p) {
         log_warn("kafka: partitions of %s: %s", topic, err);
         return -1;
     }
-    int n = kafka_admin_partition_count(kafka_producer_handle(p), topic, timeout_ms);
+    int parts = kafka_admin_partition_count(kafka_producer_handle(p), topic, timeout_ms);
     kafka_producer_close(p, 0);
-    return n;
+    return parts;
 }

@@ -35,8 +35,24 @@ int kafka_wake_watch(kafka_wake_t *w, rd_kafka_t *rk, bool consumer)
     if (!q)
         return -1;
     rd_kafka_queue_io_event_enable(q, w->fd[1], "w", 1);
+    w->rk[w->n] = rk;
     w->q[w->n++] = q;
     return 0;
+}
+
+void kafka_wake_unwatch(kafka_wake_t *w, rd_kafka_t *rk)
+{
+    int kept = 0;
+    for (int i = 0; i < w->n; i++) {
+        if (w->rk[i] == rk) {
+            rd_kafka_queue_io_event_enable(w->q[i], -1, NULL, 0);
+            rd_kafka_queue_destroy(w->q[i]);
+            continue;
+        }
+        w->q[kept] = w->q[i];
+        w->rk[kept++] = w->rk[i];
+    }
+    w->n = kept;
 }
 
 void kafka_wake_drain(kafka_wake_t *w)

@@ -18,6 +18,7 @@
 typedef struct kafka_wake {
     int fd[2]; /* pipe: [0] read by kafka_wake_wait, [1] written by librdkafka */
     rd_kafka_queue_t *q[KAFKA_WAKE_MAX_QUEUES];
+    rd_kafka_t *rk[KAFKA_WAKE_MAX_QUEUES]; /* whose queue q[i] is */
     int n;
 } kafka_wake_t;
 
@@ -28,6 +29,10 @@ int kafka_wake_init(kafka_wake_t *w);
  * kafka_consumer_new does) or its main queue (a producer's delivery reports). 0, or -1 when
  * the queue is unavailable or KAFKA_WAKE_MAX_QUEUES are watched. */
 int kafka_wake_watch(kafka_wake_t *w, rd_kafka_t *rk, bool consumer);
+
+/* Stops watching rk's queues (before rk is destroyed: a consumer rebuilt after a fatal error,
+ * kafka_consumer_rebuild). The pipe stays open. */
+void kafka_wake_unwatch(kafka_wake_t *w, rd_kafka_t *rk);
 
 /* Empties the pipe: call before serving the queues. */
 void kafka_wake_drain(kafka_wake_t *w);
