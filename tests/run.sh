@@ -244,9 +244,10 @@ run_ctest() {
 if configured "$BUILD"; then
     run_ctest "build/ unit" "$BUILD" unit "$JOBS"
     run_ctest "build/ fuzz (replay)" "$BUILD" fuzz "$JOBS"
-    run_ctest "build/ integration" "$BUILD" integration 1
-    run_ctest "build/ e2e" "$BUILD" e2e 1
-    run_ctest "build/ fault" "$BUILD" fault 1
+    # Two at a time (tests/CMakeLists.txt: which tests run alone and why).
+    run_ctest "build/ integration" "$BUILD" integration "$JOBS"
+    run_ctest "build/ e2e" "$BUILD" e2e "$JOBS"
+    run_ctest "build/ fault" "$BUILD" fault "$JOBS"
     # The container image (tests/image): the test installs buildah (root, apt) and fails where
     # it cannot, so a machine without it shows a failure, never a silently missing phase.
     run_ctest "build/ image" "$BUILD" image 1
@@ -255,7 +256,7 @@ if ((!QUICK)) && configured "$BUILD_ASAN"; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     run_ctest "build-asan/ unit" "$BUILD_ASAN" unit "$JOBS"
-    run_ctest "build-asan/ integration" "$BUILD_ASAN" integration 1
+    run_ctest "build-asan/ integration" "$BUILD_ASAN" integration "$JOBS"
     # Each libFuzzer target runs FUZZ_SECONDS on one core.
     run_ctest "build-asan/ fuzz (libFuzzer)" "$BUILD_ASAN" fuzz "$JOBS"
 fi
