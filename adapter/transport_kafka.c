@@ -766,6 +766,12 @@ static const transport_ops_t transport_kafka_ops = {
     .connect = ktx_connect,
     .send = ktx_send,
     .capacity = ktx_capacity,
+    .in_flight = ktx_in_flight,
+    .is_up = ktx_is_up,
+    .disconnect = ktx_disconnect,
+    .destroy = ktx_destroy,
+    .metrics_remove = transport_kafka_metrics_remove,
+};
 
 /* ---- the descriptor: this transport as feeds, the admin and the schema see it ---- */
 
@@ -849,10 +855,4 @@ const transport_desc_t transport_desc_kafka = {
     .option_desc = transport_kafka_desc,
     .check_options = transport_kafka_check,
     .ops = &transport_kafka_ops,
-};
-    .in_flight = ktx_in_flight,
-    .is_up = ktx_is_up,
-    .disconnect = ktx_disconnect,
-    .destroy = ktx_destroy,
-    .metrics_remove = transport_kafka_metrics_remove,
 };

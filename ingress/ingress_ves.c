@@ -388,28 +388,6 @@ static void *ves_start(ingress_t *g, char *err, size_t errlen)
     }
     v->g = g;
     const ingress_settings_t *S = g->S;
-static bool ves_tls(const ingress_settings_t *S)
-{
-    return S->ves_tls;
-}
-
-static int ves_check(const ingress_settings_t *S, char *err, size_t errlen)
-{
-    if (S->ves_cert_basic_auth && (!S->ves_tls || !S->tls_ca || !S->ves_user || !*S->ves_user)) {
-        snprintf(err, errlen,
-                 "ves.cert-basic-auth needs ves.tls, tls.ca-file (the CA of client "
-                 "certificates) and ves.user/ves.password");
-        return -1;
-    }
-    if ((S->ves_user && *S->ves_user) != (S->ves_password && *S->ves_password)) {
-        snprintf(err, errlen, "ves.user and ves.password go together");
-        return -1;
-    }
-    return ingress_check_routes(&S->ves_routes, "ves.routes", err, errlen);
-}
-
-/* Started also when only the HTTP/2 listener is on (it .needs this one): its handler then
- * serves VES over HTTP/2 and no HTTP/1.1 port is bound. */
     if (S->ves_user && *S->ves_user) {
         char up[300];
         int n = snprintf(up, sizeof up, "%s:%s", S->ves_user, S->ves_password);
@@ -449,6 +427,28 @@ static int ves_check(const ingress_settings_t *S, char *err, size_t errlen)
     return v;
 }
 
+static bool ves_tls(const ingress_settings_t *S)
+{
+    return S->ves_tls;
+}
+
+static int ves_check(const ingress_settings_t *S, char *err, size_t errlen)
+{
+    if (S->ves_cert_basic_auth && (!S->ves_tls || !S->tls_ca || !S->ves_user || !*S->ves_user)) {
+        snprintf(err, errlen,
+                 "ves.cert-basic-auth needs ves.tls, tls.ca-file (the CA of client "
+                 "certificates) and ves.user/ves.password");
+        return -1;
+    }
+    if ((S->ves_user && *S->ves_user) != (S->ves_password && *S->ves_password)) {
+        snprintf(err, errlen, "ves.user and ves.password go together");
+        return -1;
+    }
+    return ingress_check_routes(&S->ves_routes, "ves.routes", err, errlen);
+}
+
+/* Started also when only the HTTP/2 listener is on (it .needs this one): its handler then
+ * serves VES over HTTP/2 and no HTTP/1.1 port is bound. */
 const ingress_listener_kind_t ingress_listener_ves = {
     .name = "ves",
     .label = "ves",
