@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <librdkafka/rdkafka.h>
 
+#include "kafka_txn.h"
 #include "metrics.h"
 #include "transport.h"
 
@@ -100,11 +101,10 @@ void ktx_forget(ktx_t *t);
 void ktx_poison_add(ktx_t *t, const ktx_slot_t *s);
 bool ktx_poison_take(ktx_t *t, void *cookie);
 void ktx_txn_abort(ktx_t *t, bool abortable, char *reason, size_t rlen);
-void ktx_txn_failed(ktx_t *t, rd_kafka_error_t *xe, const char *what);
-rd_kafka_error_t *ktx_commit_offsets(ktx_t *t, const char **what);
+/* The transaction's offsets and commit (kafka_txn_commit); reason filled on failure. */
+kafka_txn_rc_t ktx_commit_offsets(ktx_t *t, char *reason, size_t rlen);
 void ktx_commit_cb(evutil_socket_t fd, short what, void *arg);
 void ktx_idle_cb(evutil_socket_t fd, short what, void *arg);
-bool ktx_txn_unsupported(rd_kafka_resp_err_t e);
 void ktx_revoked(transport_t *base);
 
 #endif

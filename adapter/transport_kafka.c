@@ -323,20 +323,19 @@ static void ktx_check_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (!why[0] && t->eos) {
         /* registers the transactional.id: fences an earlier instance, aborts what it left */
-        rd_kafka_error_t *xe = rd_kafka_init_transactions(t->rk, KTX_TXN_WAIT_MS);
-        if (xe && ktx_txn_unsupported(rd_kafka_error_code(xe))) {
-            log_warn("feed %s: kafka %s: no transactions (%s: %s): at-least-once", t->cfg.feed,
-                     t->bootstrap, rd_kafka_error_name(xe), rd_kafka_error_string(xe));
+        bool unsupported = false;
+        char xe[400];
+        kafka_txn_rc_t rc = kafka_txn_init(t->rk, KTX_TXN_WAIT_MS, &unsupported, xe, sizeof xe);
+        if (rc != KAFKA_TXN_OK && unsupported) {
+            log_warn("feed %s: kafka %s: no transactions (%s): at-least-once", t->cfg.feed,
+                     t->bootstrap, xe);
             ktx_producer_free(t);
             t->eos = false;
             if (ktx_producer_new(t, why, sizeof why) == 0)
                 why[0] = 0;
-        } else if (xe) {
-            snprintf(why, sizeof why, "kafka %s: init transactions (%.150s): %.200s", t->bootstrap,
-                     t->src->txn_id, rd_kafka_error_string(xe));
+        } else if (rc != KAFKA_TXN_OK) {
+            snprintf(why, sizeof why, "kafka %s: %.150s: %.200s", t->bootstrap, t->src->txn_id, xe);
         }
-        if (xe)
-            rd_kafka_error_destroy(xe);
     }
     if (why[0]) {
         ktx_teardown(t, why);
@@ -613,12 +612,10 @@ static int ktx_send(transport_t *base, const uint8_t *payload, size_t len, void 
         return -1;
     }
     if (t->eos && !t->txn_open) {
-        rd_kafka_error_t *xe = rd_kafka_begin_transaction(t->rk);
-        if (xe) {
+        char xe[400];
+        if (kafka_txn_begin(t->rk, xe, sizeof xe) != KAFKA_TXN_OK) {
             /* the producer is in a state where nothing can be produced: made again */
-            snprintf(t->down_reason, sizeof t->down_reason, "kafka %s: begin transaction: %.200s",
-                     t->bootstrap, rd_kafka_error_string(xe));
-            rd_kafka_error_destroy(xe);
+            snprintf(t->down_reason, sizeof t->down_reason, "kafka %s: %.400s", t->bootstrap, xe);
             if (!t->down_pending) {
                 t->down_pending = true;
                 event_active(t->check_ev, 0, 0);
@@ -726,16 +723,13 @@ static void ktx_destroy(transport_t *base)
     /* A stop after the feed drained: commit what every report is in for, so a stopping
      * instance leaves no open transaction for read_committed consumers to wait behind. */
     if (t->rk && t->eos && t->txn_open && t->state == KTX_UP) {
-        const char *what = "abort";
-        rd_kafka_error_t *xe = t->live == 0 && !t->abort_pending
-                                   ? ktx_commit_offsets(t, &what)
-                                   : rd_kafka_abort_transaction(t->rk, -1);
-        if (xe) {
-            /* left to the broker: aborted by the next instance's init or the timeout */
-            log_warn("feed %s: kafka %s: at stop, transaction %s: %s", t->cfg.feed, t->bootstrap,
-                     what, rd_kafka_error_string(xe));
-            rd_kafka_error_destroy(xe);
-        }
+        char why[640];
+        kafka_txn_rc_t rc = t->live == 0 && !t->abort_pending
+                                ? ktx_commit_offsets(t, why, sizeof why)
+                                : kafka_txn_abort(t->rk, why, sizeof why);
+        /* failed: left to the broker, aborted by the next instance's init or the timeout */
+        if (rc != KAFKA_TXN_OK)
+            log_warn("feed %s: kafka %s: at stop: %s", t->cfg.feed, t->bootstrap, why);
     }
     ktx_producer_free(t);
     if (t->io_ev)

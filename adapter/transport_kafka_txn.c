@@ -76,87 +76,63 @@ bool ktx_poison_take(ktx_t *t, void *cookie)
 /* A transaction that cannot commit: aborted (its records are never visible to read_committed
  * consumers), the in-flight sends forgotten and the feed rewound to its committed offsets.
  * When the abort itself fails (fatal: fenced, or the cluster gone) the producer is made
- * again, which rewinds too. Takes xe. */
+ * again, which rewinds too (kafka_txn.h, "Recovery"). */
 void ktx_txn_abort(ktx_t *t, bool abortable, char *reason, size_t rlen)
 {
-    if (abortable) {
-        rd_kafka_error_t *ae = rd_kafka_abort_transaction(t->rk, -1);
-        if (!ae) {
-            if (t->m_aborted)
-                metrics_counter_inc(t->m_aborted);
-            ktx_forget(t);
-            /* the purged messages' reports: served now, ignored, before a slot is reused */
-            t->ignore_drs = true;
-            rd_kafka_flush(t->rk, KTX_TXN_WAIT_MS);
-            t->ignore_drs = false;
-            log_warn("feed %s: %s; aborted, produced again from the last committed offsets",
-                     t->cfg.feed, reason);
-            t->src->rewind(t->src->ctx, reason);
-            if (t->state == KTX_UP && t->ev.on_writable)
-                t->ev.on_writable(t->owner);
-            return;
-        }
-        snprintf(reason + strlen(reason), rlen - strlen(reason), "; abort: %.150s",
-                 rd_kafka_error_string(ae));
-        rd_kafka_error_destroy(ae);
+    char why[400];
+    if (abortable && kafka_txn_abort(t->rk, why, sizeof why) == KAFKA_TXN_OK) {
+        if (t->m_aborted)
+            metrics_counter_inc(t->m_aborted);
+        ktx_forget(t);
+        /* the purged messages' reports: served now, ignored, before a slot is reused */
+        t->ignore_drs = true;
+        rd_kafka_flush(t->rk, KTX_TXN_WAIT_MS);
+        t->ignore_drs = false;
+        log_warn("feed %s: %s; aborted, produced again from the last committed offsets",
+                 t->cfg.feed, reason);
+        t->src->rewind(t->src->ctx, reason);
+        if (t->state == KTX_UP && t->ev.on_writable)
+            t->ev.on_writable(t->owner);
+        return;
     }
+    if (abortable)
+        snprintf(reason + strlen(reason), rlen - strlen(reason), "; %.150s", why);
     ktx_teardown(t, reason); /* a new producer: init_transactions fences what was left */
-}
-
-/* A transactional call failed: abort when librdkafka says the transaction can be aborted,
- * else (fatal, or retriable such as a timeout) a new producer. Takes xe. */
-void ktx_txn_failed(ktx_t *t, rd_kafka_error_t *xe, const char *what)
-{
-    char reason[640];
-    snprintf(reason, sizeof reason, "kafka %s: topic %.200s: transaction %s: %.200s (%.60s)",
-             t->bootstrap, t->topic, what, rd_kafka_error_string(xe), rd_kafka_error_name(xe));
-    bool abortable = rd_kafka_error_txn_requires_abort(xe);
-    rd_kafka_error_destroy(xe);
-    ktx_txn_abort(t, abortable, reason, sizeof reason);
 }
 
 /* Commits the open transaction once every send of it is reported: the feed's committable
  * offsets go into it first, so records and offsets are visible together. */
-rd_kafka_error_t *ktx_commit_offsets(ktx_t *t, const char **what)
+kafka_txn_rc_t ktx_commit_offsets(ktx_t *t, char *reason, size_t rlen)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     evtimer_del(t->commit_ev);
-    rd_kafka_error_t *xe = NULL;
     rd_kafka_topic_partition_list_t *offs = t->src->offsets(t->src->ctx);
-    if (offs && offs->cnt > 0) {
-        rd_kafka_consumer_group_metadata_t *g =
-            rd_kafka_consumer_group_metadata(t->src->consumer(t->src->ctx));
-        xe = g ? rd_kafka_send_offsets_to_transaction(t->rk, offs, g, -1)
-               : rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE, "no consumer group metadata");
-        if (g)
-            rd_kafka_consumer_group_metadata_destroy(g);
-    }
-    *what = "send offsets";
-    if (!xe) {
-        *what = "commit";
-        xe = rd_kafka_commit_transaction(t->rk, -1);
-    }
+    char why[400];
+    kafka_txn_rc_t rc =
+        kafka_txn_commit(t->rk, t->src->consumer(t->src->ctx), offs, why, sizeof why);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (!xe && t->m_commit)
+    if (rc == KAFKA_TXN_OK && t->m_commit)
         metrics_histogram_observe(t->m_commit, (double)(t1.tv_sec - t0.tv_sec) +
                                                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    if (rc != KAFKA_TXN_OK)
+        snprintf(reason, rlen, "kafka %s: topic %.200s: %.400s", t->bootstrap, t->topic, why);
     if (t->last_offs)
         rd_kafka_topic_partition_list_destroy(t->last_offs);
-    t->last_offs = xe ? NULL : offs; /* NULL: unknown, the next idle check commits */
-    if (xe && offs)
+    t->last_offs = rc ? NULL : offs; /* NULL: unknown, the next idle check commits */
+    if (rc && offs)
         rd_kafka_topic_partition_list_destroy(offs);
-    return xe;
+    return rc;
 }
 
 /* Offsets and commit; counted when it worked, else the failure is handled (abort or a new
  * producer) and false returned. */
 static bool ktx_commit_counted(ktx_t *t)
 {
-    const char *what = "";
-    rd_kafka_error_t *xe = ktx_commit_offsets(t, &what);
-    if (xe) {
-        ktx_txn_failed(t, xe, what);
+    char reason[640];
+    kafka_txn_rc_t rc = ktx_commit_offsets(t, reason, sizeof reason);
+    if (rc != KAFKA_TXN_OK) {
+        ktx_txn_abort(t, rc == KAFKA_TXN_ABORT, reason, sizeof reason);
         return false;
     }
     if (t->m_committed)
@@ -218,30 +194,10 @@ void ktx_idle_cb(evutil_socket_t fd, short what, void *arg)
     ktx_t *t = arg;
     if (t->state != KTX_UP || !t->eos || t->txn_open || t->live || !ktx_offsets_moved(t))
         return;
-    rd_kafka_error_t *xe = rd_kafka_begin_transaction(t->rk);
-    if (xe) {
-        rd_kafka_error_destroy(xe);
+    if (kafka_txn_begin(t->rk, NULL, 0) != KAFKA_TXN_OK)
         return; /* a send will find the producer's state and make it again */
-    }
     t->txn_open = t->committing = true;
     ktx_commit(t);
-}
-
-/* Whether init_transactions failing says the cluster cannot (or will not let us) do
- * transactions: then at-least-once, instead of a connect retried forever. */
-bool ktx_txn_unsupported(rd_kafka_resp_err_t e)
-{
-    switch (e) {
-    case RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE:
-    case RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED:
-    case RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION:
-    case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
-    case RD_KAFKA_RESP_ERR_INVALID_TRANSACTION_TIMEOUT:
-        return true;
-    default:
-        return false;
-    }
 }
 
 /* The feed's partitions are being revoked: the open transaction is aborted (its records

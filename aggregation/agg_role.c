@@ -60,6 +60,12 @@ static const config_spec_t agg_specs[] = {
      0, IN(shutdown_timeout_ms, 1, 3600000)},
     {"revoke-flush", CONFIG_DURATION_MS, "2s", "on a rebalance, how long acknowledgements of "
      "revoked partitions are awaited (0: not at all)", 0, IN(revoke_flush_ms, 0, 3600000)},
+    {"exactly-once", CONFIG_BOOL, "false", "MAIN and dead-letter records and the consumed "
+     "offsets in one Kafka transaction (read_committed readers see each copy once); false: "
+     "at-least-once", 0, AT(exactly_once)},
+    {"transaction-ms", CONFIG_DURATION_MS, "100ms", "with exactly-once, how often the open "
+     "transaction is committed (what read_committed readers wait at most beyond the produce)",
+     0, IN(transaction_ms, 1, 60000)},
     DAEMON_SPECS_COMMON(agg_settings_t, "9101"),
 };
 /* clang-format on */

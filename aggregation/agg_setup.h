@@ -15,12 +15,12 @@
 typedef struct agg_settings {
     daemon_settings_t common; /* first: the skeleton's common settings */
     const char *nf_type, *topic, *group, *main_topic, *dlq_topic;
-    bool create_topics, cooperative;
+    bool create_topics, cooperative, exactly_once;
     int64_t main_partitions, dlq_partitions;
     const char *filter_file, *config_topic, *ingress_filter, *events_topic, *instance;
     const char *main_format; /* "headers" | "frame" (docs/message-format.md) */
     int64_t heartbeat_ms, produce_alarm_ms, filter_check_ms, shutdown_timeout_ms;
-    int64_t revoke_flush_ms, max_inflight, batch;
+    int64_t revoke_flush_ms, max_inflight, batch, transaction_ms;
     uint64_t max_body;
 } agg_settings_t;
 

@@ -52,6 +52,13 @@ typedef struct agg_slot {
  * epoch of the partition). */
 typedef struct agg_part {
     uint64_t seq; /* @agg-seq of the last record produced from this partition */
+    /* exactly once: where an aborted transaction rewinds to (offset + 1; 0: nothing read in
+     * this epoch) and the @agg-seq there; the commit's scratch (first offset in the FIFO,
+     * MAIN records prepared but not produced). */
+    int64_t from;
+    uint64_t seq_from;
+    int64_t fifo_first;
+    uint32_t fifo_main;
 } agg_part_t;
 
 typedef struct agg_metrics {
@@ -89,6 +96,16 @@ struct agg_worker {
     int64_t dry_since_ms; /* since when polls return nothing after a backlog */
     uint64_t kicks;
     bool fatal;
+    /* exactly once (kafka_txn.h) */
+    bool eos;
+    bool txn_open;        /* begun: records of this worker go into it */
+    bool txn_failed;      /* a record of it failed: abort and rewind */
+    bool txn_rebuild;     /* fatal: the pair is made again (kafka_pair_rebuild) */
+    bool txn_init;        /* init_transactions still to do (after a rebuild) */
+    int64_t txn_due_ms;   /* next commit */
+    int64_t txn_retry_ms; /* next attempt of a rebuild or init that failed */
+    uint64_t txn_commits, txn_aborts;
+    char txn_id[800];
     agg_metrics_t m;  /* the only count of each event: agg_worker_stats reads these */
     agg_stats_t base; /* what the counters held when this worker was made (same registry) */
 };

@@ -20,12 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agg_filter.h"
 #include "buf.h"
 #include "codec.h"
 #include "filter.h"
 #include "frame.h"
+#include "kafka_txn.h"
 #include "kafka_wake.h"
 #include "log.h"
 #include "partitions.h"
@@ -205,6 +207,19 @@ static void agg_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messag
         agg_slot_put(w, s);
         return;
     }
+    if (w->eos) {
+        /* Its transaction cannot commit: aborted, and the records produced again from the
+         * last committed offsets (a record refused for good is retried, never lost). */
+        metrics_counter_inc(w->m.produce_errors);
+        if (!w->txn_failed)
+            log_warn("aggregation %s: record %s [%d] offset %lld not written: %s; its "
+                     "transaction will be aborted",
+                     w->cfg.nf_type, w->in_topic, (int)s->partition, (long long)s->offset,
+                     rd_kafka_err2str(rkm->err));
+        w->txn_failed = true;
+        agg_slot_put(w, s);
+        return;
+    }
     /* librdkafka keeps the headers it was given: the next attempt gets a copy. */
     rd_kafka_headers_t *h = NULL;
     if (s->framed && s->dest == AGG_DEST_MAIN)
@@ -370,6 +385,15 @@ static void agg_produce_key(const agg_slot_t *s, const void **key, size_t *len)
 static int agg_produce(agg_worker_t *w, agg_slot_t *s, int64_t now_ns)
 {
     rd_kafka_message_t *m = s->src;
+    if (w->eos && !w->txn_open) {
+        char why[512];
+        if (kafka_txn_begin(kafka_producer_handle(w->producer), why, sizeof why)) {
+            log_warn("aggregation %s: %s; the pair is made again", w->cfg.nf_type, why);
+            w->txn_rebuild = true;
+            return AGG_WAIT;
+        }
+        w->txn_open = true;
+    }
     /* Ends: each refusal moves the record down the ladder, which refuses a third time. */
     for (;;) {
         const char *topic = s->dest == AGG_DEST_MAIN ? w->main_topic : w->dlq_topic;
@@ -406,7 +430,7 @@ static void agg_process_fifo(agg_worker_t *w)
     /* One clock read per batch, so its @agg-timestamp-us text is formatted once per batch too. */
     char ts[BUF_DEC_MAX];
     size_t tlen = buf_format_i64(ts, now_us);
-    while (w->fifo_head && !w->fatal) {
+    while (w->fifo_head && !w->fatal && !w->txn_rebuild) {
         agg_slot_t *s = w->fifo_head;
         int r = AGG_GO;
         if (s->state == AGG_SLOT_NEW)
@@ -420,6 +444,195 @@ static void agg_process_fifo(agg_worker_t *w)
             agg_slot_put(w, s);
     }
     filter_release(flt);
+}
+
+/* ---- exactly once (kafka_txn.h) ---- */
+
+/* The offsets a commit carries, per partition: the first record still in the FIFO (consumed,
+ * not handed to librdkafka), else the one after the last taken; a partition whose offset did
+ * not move since its last commit is left out. Every record below it is in the transaction
+ * (or filtered out), and the commit waits for their acknowledgements. Also counts the MAIN
+ * records prepared but not produced (their @agg-seq is not committed). NULL: out of memory. */
+static rd_kafka_topic_partition_list_t *agg_txn_offsets(agg_worker_t *w)
+{
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); i >= 0;
+         i = partitions_next_assigned(w->ledger, i)) {
+        agg_part_t *p = partitions_user(w->ledger, i);
+        p->fifo_first = -1;
+        p->fifo_main = 0;
+    }
+    for (agg_slot_t *s = w->fifo_head; s; s = s->next) {
+        if (!partitions_assigned(w->ledger, s->partition) ||
+            partitions_epoch(w->ledger, s->partition) != s->epoch)
+            continue;
+        agg_part_t *p = partitions_user(w->ledger, s->partition);
+        if (p->fifo_first < 0)
+            p->fifo_first = s->offset;
+        if (s->state == AGG_SLOT_READY && s->dest == AGG_DEST_MAIN)
+            p->fifo_main++;
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); l && i >= 0;
+         i = partitions_next_assigned(w->ledger, i)) {
+        const agg_part_t *p = partitions_user(w->ledger, i);
+        int64_t last = partitions_last_taken(w->ledger, i);
+        int64_t next = p->fifo_first >= 0 ? p->fifo_first : last >= 0 ? last + 1 : -1;
+        if (next >= 0 && next + 1 != p->from)
+            rd_kafka_topic_partition_list_add(l, w->in_topic, i)->offset = next;
+    }
+    return l;
+}
+
+/* After an abort: everything consumed since the last commit is forgotten (the FIFO, and a new
+ * epoch of each partition, so late reports are dropped as stale) and the consumer seeks back
+ * to where that commit left each partition. 0, or -1 when the seek failed. */
+static int agg_txn_rewind(agg_worker_t *w)
+{
+    agg_slot_t *s;
+    while ((s = agg_fifo_pop(w)))
+        agg_slot_put(w, s);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    if (!l)
+        return -1;
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); i >= 0;
+         i = partitions_next_assigned(w->ledger, i)) {
+        agg_part_t *p = partitions_user(w->ledger, i);
+        int64_t from = p->from;
+        uint64_t seq = p->seq_from;
+        partitions_revoke(w->ledger, i);
+        partitions_assign(w->ledger, i);
+        p = partitions_user(w->ledger, i);
+        p->from = from;
+        p->seq = p->seq_from = seq;
+        if (from > 0)
+            rd_kafka_topic_partition_list_add(l, w->in_topic, i)->offset = from - 1;
+    }
+    char why[512];
+    int rc = kafka_txn_seek(kafka_consumer_handle(w->consumer), l, why, sizeof why);
+    if (rc)
+        log_warn("aggregation %s: rewind after an abort: %s", w->cfg.nf_type, why);
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+/* A transactional call failed (kafka_txn.h, "Recovery"): abort and rewind, or (fatal, or the
+ * abort or the rewind failed) the pair is made again from the committed offsets. */
+static void agg_txn_recover(agg_worker_t *w, kafka_txn_rc_t rc, const char *why)
+{
+    char e2[512] = "";
+    w->txn_aborts++;
+    if (rc == KAFKA_TXN_ABORT && w->txn_open &&
+        kafka_txn_abort(kafka_producer_handle(w->producer), e2, sizeof e2) != KAFKA_TXN_OK)
+        rc = KAFKA_TXN_REBUILD;
+    w->txn_open = w->txn_failed = false;
+    if (rc == KAFKA_TXN_ABORT) {
+        /* the purged records' reports give their slots back */
+        for (int i = 0; i < 100 && kafka_producer_outq_len(w->producer) > 0; i++)
+            kafka_producer_poll(w->producer, 10);
+        if (agg_txn_rewind(w) == 0) {
+            log_warn("aggregation %s: %s; transaction aborted, produced again from the last "
+                     "committed offsets",
+                     w->cfg.nf_type, why);
+            return;
+        }
+    }
+    log_warn("aggregation %s: %s%s%s; consumer and producer made again, reading from the "
+             "committed offsets",
+             w->cfg.nf_type, why, e2[0] ? "; " : "", e2);
+    w->txn_rebuild = true;
+}
+
+/* Commits the open transaction with the offsets of what it holds (begins one when only the
+ * offsets moved: filtered records). */
+static void agg_txn_commit(agg_worker_t *w)
+{
+    if (w->txn_failed) {
+        agg_txn_recover(w, KAFKA_TXN_ABORT, "a record of the transaction failed");
+        return;
+    }
+    rd_kafka_topic_partition_list_t *offs = agg_txn_offsets(w);
+    if (!offs || (!w->txn_open && offs->cnt == 0)) {
+        if (offs)
+            rd_kafka_topic_partition_list_destroy(offs);
+        return; /* nothing to commit (out of memory: at the next interval) */
+    }
+    rd_kafka_t *ph = kafka_producer_handle(w->producer);
+    char why[512];
+    kafka_txn_rc_t rc = w->txn_open ? KAFKA_TXN_OK : kafka_txn_begin(ph, why, sizeof why);
+    if (rc == KAFKA_TXN_OK) {
+        w->txn_open = true;
+        rc = kafka_txn_commit(ph, kafka_consumer_handle(w->consumer), offs, why, sizeof why);
+    }
+    if (rc == KAFKA_TXN_OK && w->txn_failed) /* librdkafka committed despite a failed record */
+        log_error("aggregation %s: transaction committed after a record failed", w->cfg.nf_type);
+    if (rc == KAFKA_TXN_OK) {
+        w->txn_open = false;
+        w->txn_commits++;
+        for (int i = 0; i < offs->cnt; i++) {
+            agg_part_t *p = partitions_user(w->ledger, offs->elems[i].partition);
+            if (p && partitions_assigned(w->ledger, offs->elems[i].partition)) {
+                p->from = offs->elems[i].offset + 1;
+                p->seq_from = p->seq - p->fifo_main;
+            }
+        }
+    } else {
+        agg_txn_recover(w, rc, why);
+    }
+    rd_kafka_topic_partition_list_destroy(offs);
+}
+
+/* Whether the pair can work: after a fatal error it is made again (kafka_pair_rebuild) and its
+ * transactions initialised, retried every second while the cluster does not answer. */
+static bool agg_txn_ready(agg_worker_t *w)
+{
+    if (!w->txn_rebuild && !w->txn_init)
+        return true;
+    int64_t now = agg_now_ms();
+    if (now < w->txn_retry_ms)
+        return false;
+    w->txn_retry_ms = now + 1000;
+    char why[512];
+    if (w->txn_rebuild) {
+        w->txn_open = false;
+        if (kafka_pair_rebuild(w->producer, w->consumer))
+            return false;
+        agg_slot_t *s;
+        while ((s = agg_fifo_pop(w)))
+            agg_slot_put(w, s);
+        w->txn_rebuild = false;
+        w->txn_init = true;
+    }
+    if (kafka_txn_init(kafka_producer_handle(w->producer), KAFKA_TXN_INIT_MS, NULL, why,
+                       sizeof why) != KAFKA_TXN_OK) {
+        char fe[256];
+        w->txn_rebuild = kafka_producer_fatal_error(w->producer, fe, sizeof fe) != 0;
+        log_warn("aggregation %s: %s (transactional.id %s); retried", w->cfg.nf_type, why,
+                 w->txn_id);
+        return false;
+    }
+    w->txn_init = false;
+    w->txn_due_ms = agg_now_ms() + w->cfg.transaction_ms;
+    return true;
+}
+
+/* Every transaction_ms the open transaction is committed; a failed record aborts it at once. */
+static void agg_txn_tick(agg_worker_t *w)
+{
+    int64_t now = agg_now_ms();
+    if (!w->txn_failed && now < w->txn_due_ms)
+        return;
+    agg_txn_commit(w);
+    w->txn_due_ms = now + w->cfg.transaction_ms;
+}
+
+/* The consumer was rebuilt after a fatal error (kafka.h): the wake-up pipe follows its handle. */
+static void agg_on_consumer_rebuild(void *owner, kafka_consumer_t *c, kafka_rebuild_phase_t phase)
+{
+    agg_worker_t *w = owner;
+    if (phase == KAFKA_REBUILD_BEFORE)
+        kafka_wake_unwatch(&w->wake, kafka_consumer_handle(c));
+    else
+        kafka_wake_watch(&w->wake, kafka_consumer_handle(c), true);
 }
 
 /* ---- rebalance ---- */
@@ -451,7 +664,14 @@ static void agg_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                              const rd_kafka_topic_partition_list_t *parts)
 {
     agg_worker_t *w = owner;
-    if (kind == KAFKA_REBALANCE_REVOKED && w->producer) {
+    if (w->eos && kind != KAFKA_REBALANCE_ASSIGNED && w->txn_open) {
+        /* What is produced goes to the next owner with its offsets, or (lost: the group
+         * moved on; or the commit failed) is aborted and read again by the next owner. */
+        if (kind == KAFKA_REBALANCE_REVOKED)
+            agg_txn_commit(w);
+        else
+            agg_txn_recover(w, KAFKA_TXN_ABORT, "partitions lost");
+    } else if (!w->eos && kind == KAFKA_REBALANCE_REVOKED && w->producer) {
         /* Last chance to hand finished work to the next owner: give what librdkafka already
          * holds a short time to be acknowledged (each one left pending now would be written
          * again by the next owner: a duplicate), store, and let the commit that follows
@@ -608,7 +828,26 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
      * noise. */
     char qmax[32];
     snprintf(qmax, sizeof(qmax), "%u", w->n_slots + 1000);
-    const kafka_prop_t pdefs[] = {{"queue.buffering.max.messages", qmax}};
+    kafka_prop_t pdefs[1 + KAFKA_TXN_N_PROPS] = {{"queue.buffering.max.messages", qmax}};
+    size_t npdefs = 1;
+    char inst[512];
+    w->eos = cfg->exactly_once;
+    if (w->eos) {
+        /* transactional.id: stable for this instance (its static member id), so a restart
+         * fences the instance it replaces and aborts what that one left open */
+        const char *id = kafka_group_instance_id(inst, sizeof inst, cfg->instance,
+                                                 "ndd-aggregation", NULL, NULL, cfg->http_port);
+        if (!id)
+            log_warn("aggregation %s: exactly-once without an instance name or a fixed HTTP "
+                     "port: the transactional.id changes at each start (a transaction left "
+                     "open by a crash then waits for its timeout)",
+                     cfg->nf_type);
+        if (!id)
+            snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
+        kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->in_topic, inst);
+        npdefs += kafka_txn_props(pdefs + 1, w->txn_id);
+        w->txn_init = true;
+    }
     /* Memory: what librdkafka prefetches beyond the in-flight records is bounded small (a
      * few fetch responses); a held record keeps its fetch response alive, so big responses
      * would multiply the in-flight bytes. Both can be overridden with kafka.consumer.*. */
@@ -621,7 +860,9 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
                                   {"queued.max.messages.kbytes", "4096"},
                                   {"fetch.max.bytes", "4194304"},
                                   {"fetch.min.bytes", "65536"},
-                                  {"fetch.wait.max.ms", "10"}};
+                                  {"fetch.wait.max.ms", "10"},
+                                  /* exactly once: offsets go only into transactions */
+                                  {"enable.auto.commit", "false"}};
     kafka_pair_opts_t ko = {.brokers = cfg->brokers,
                             .client_id = w->client_id,
                             .group_id = w->group,
@@ -633,9 +874,10 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
                             .props = cfg->props,
                             .n_props = cfg->n_props,
                             .producer_defaults = pdefs,
-                            .n_producer_defaults = 1,
+                            .n_producer_defaults = npdefs,
                             .consumer_defaults = cdefs,
-                            .n_consumer_defaults = sizeof(cdefs) / sizeof(cdefs[0]),
+                            .n_consumer_defaults = sizeof(cdefs) / sizeof(cdefs[0]) - !w->eos,
+                            .on_consumer_rebuild = agg_on_consumer_rebuild,
                             .on_delivery = agg_on_delivery,
                             .on_rebalance = agg_on_rebalance,
                             .on_consumer_stats = agg_on_stats,
@@ -647,12 +889,20 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "aggregation: cannot make the wake-up pipe: %s", strerror(errno));
         goto fail;
     }
-    log_info("aggregation %s: consuming %s in group %s (%s%s), producing to %s (dead letters to "
-             "%s), max in-flight %u, batch %u",
-             cfg->nf_type, w->in_topic, w->group,
-             ko.instance_id ? "static member " : "dynamic member",
-             ko.instance_id ? ko.instance_id : "", w->main_topic, w->dlq_topic, w->cfg.max_inflight,
-             w->cfg.batch);
+    if (w->eos && w->cfg.transaction_ms <= 0) {
+        snprintf(err, errlen, "aggregation %s: exactly-once needs transaction-ms > 0",
+                 cfg->nf_type);
+        goto fail;
+    }
+    if (w->eos)
+        (void)agg_txn_ready(w); /* init_transactions now; retried by the loop when it failed */
+    log_info(
+        "aggregation %s: consuming %s in group %s (%s%s), producing to %s (dead letters to "
+        "%s), max in-flight %u, batch %u, %s%s",
+        cfg->nf_type, w->in_topic, w->group, ko.instance_id ? "static member " : "dynamic member",
+        ko.instance_id ? ko.instance_id : "", w->main_topic, w->dlq_topic, w->cfg.max_inflight,
+        w->cfg.batch, w->eos ? "exactly once: transactions, transactional.id " : "at-least-once",
+        w->eos ? w->txn_id : "");
     return w;
 fail:
     agg_worker_free(w);
@@ -706,9 +956,14 @@ static void agg_on_message(void *owner, rd_kafka_message_t *m)
         if (ours && !s)
             log_warn("aggregation %s: no slot for %s [%d] offset %lld", w->cfg.nf_type, w->in_topic,
                      (int)m->partition, (long long)m->offset);
+        if (ours && !s && w->eos)
+            w->txn_failed = true; /* a later offset must not be committed past it: rewind */
         rd_kafka_message_destroy(m);
         return;
     }
+    agg_part_t *p = w->eos ? partitions_user(w->ledger, m->partition) : NULL;
+    if (p && !p->from)
+        p->from = m->offset + 1; /* where an abort rewinds to before the first commit */
     s->src = m;
     s->partition = m->partition;
     s->offset = m->offset;
@@ -752,8 +1007,15 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
         if (w->cfg.on_tick)
             w->cfg.on_tick(w->cfg.tick_arg);
         kafka_wake_drain(&w->wake); /* before serving the queues: no wake-up is lost */
+        if (w->eos && !agg_txn_ready(w)) {
+            agg_producer_poll(w, 100);
+            continue;
+        }
         agg_producer_poll(w, 0);
-        agg_store_offsets(w);
+        if (w->eos)
+            agg_txn_tick(w);
+        else
+            agg_store_offsets(w);
         agg_filter_file_poll(&w->filter_file, agg_now_ms(), reload);
         agg_process_fifo(w);
 
@@ -788,6 +1050,8 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
     log_info("aggregation %s: stopping (%u in flight, %u waiting)", w->cfg.nf_type,
              agg_inflight(w) - w->fifo_len, w->fifo_len);
     kafka_consumer_pause_all(w->consumer);
+    if (w->eos && !w->txn_rebuild && !w->txn_init)
+        agg_txn_commit(w); /* what is produced, with its offsets; the rest is read again */
     agg_slot_t *s;
     while ((s = agg_fifo_pop(w)))
         agg_slot_put(w, s);
@@ -797,7 +1061,8 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
         log_warn("aggregation %s: %d records not acknowledged within %d ms; their offsets are "
                  "not committed (they will be consumed again)",
                  w->cfg.nf_type, left, w->cfg.shutdown_timeout_ms);
-    agg_store_offsets(w);
+    if (!w->eos)
+        agg_store_offsets(w);
     kafka_wake_close(&w->wake);
     kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
     agg_stats_t st = agg_worker_stats(w);

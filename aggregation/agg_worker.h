@@ -36,6 +36,11 @@ typedef struct agg_config {
      * (NULL: none) and the HTTP port (<= 0: none); with neither, dynamic membership. */
     const char *instance;
     int http_port;
+    /* Exactly once (kafka_txn.h): the MAIN/DLQ records and the consumed offsets in one Kafka
+     * transaction, committed every transaction_ms; false: at-least-once (offsets committed
+     * after the acknowledgements). */
+    bool exactly_once;
+    int transaction_ms;
     int shutdown_timeout_ms; /* flush budget at stop */
     int revoke_flush_ms;     /* wait for acks before giving partitions up; 0: not at all */
     const char *filter_file; /* NULL: allow everything (or what filter_slot is given) */

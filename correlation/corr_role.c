@@ -67,6 +67,11 @@ static const config_spec_t corr_specs[] = {
      0, IN(shutdown_timeout_ms, 1, 3600000)},
     {"revoke-flush", CONFIG_DURATION_MS, "2s", "on a rebalance, how long acknowledgements are "
      "awaited before partitions go (0: not at all)", 0, IN(revoke_flush_ms, 0, 3600000)},
+    {"exactly-once", CONFIG_BOOL, "false", "xDRs, dead letters and the consumed offsets in one "
+     "Kafka transaction; copies read again after a restart or an abort do not emit their "
+     "completed xDRs again; false: at-least-once", 0, AT(exactly_once)},
+    {"transaction-ms", CONFIG_DURATION_MS, "100ms", "with exactly-once, how often the open "
+     "transaction is committed", 0, IN(transaction_ms, 1, 60000)},
     {"config-topic", CONFIG_STRING, "ndd.config",
      "configuration topic to follow (kind \"correlation\"); empty: off", 0, AT(config_topic)},
     {"events-topic", CONFIG_STRING, "ndd.events", "topic of heartbeats and alarms; empty: off", 0,

@@ -15,13 +15,13 @@
 typedef struct corr_settings_map {
     daemon_settings_t common; /* first: the skeleton's common settings */
     const char *main_topic, *xdr_topic, *dlq_topic, *group, *client_id;
-    bool create_topics, preallocate, from_path, from_body, cooperative;
+    bool create_topics, preallocate, from_path, from_body, cooperative, exactly_once;
     int64_t main_partitions, xdr_partitions, dlq_partitions;
     int64_t timeout_ms, max_open, max_partitions, batch, max_unacked, checkpoint_ms;
     uint64_t text_area, body_scan, max_body;
     config_list_t proxy_types;
     const char *xdr_format, *revoke_mode, *shutdown_mode;
-    int64_t shutdown_timeout_ms, revoke_flush_ms, heartbeat_ms, produce_alarm_ms;
+    int64_t shutdown_timeout_ms, revoke_flush_ms, heartbeat_ms, produce_alarm_ms, transaction_ms;
     const char *config_topic, *events_topic, *instance, *correlation_name;
 } corr_settings_map_t;
 

@@ -22,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "codec.h"
+#include "kafka_txn.h"
 #include "log.h"
 #include "partitions.h"
 #include "worker_control.h"
@@ -45,6 +47,9 @@ typedef struct corr_span {
     bool seen;    /* a copy was processed in this epoch: base and next are set */
     int64_t base; /* first offset processed since the assignment */
     int64_t next; /* offset after the last copy processed */
+    /* exactly once: the last committed offset + 1 and its processed offset (0: unknown), and
+     * the offset below which copies read again emit no xDR (0: none) */
+    int64_t c_low, c_next, replay_to;
 } corr_span_t;
 
 /* One partition's safe offset as recorded at a seal. */
@@ -101,10 +106,21 @@ struct corr_worker {
     bool fatal;
     bool closing; /* the stop path sealed and drained: rebalances must not seal again */
     uint64_t dlq_logged;
-    uint64_t unacked;  /* xDR and dead-letter records produced, acknowledgement to come */
+    uint64_t unacked; /* xDR and dead-letter records produced, acknowledgement to come */
+    /* exactly once (kafka_txn.h) */
+    bool eos, txn_open, txn_failed, txn_rebuild, txn_init;
+    int64_t txn_due_ms, txn_retry_ms;
+    uint64_t txn_records;
+    bool in_add;            /* inside correlate_add: an xDR is completed by a copy ... */
+    int64_t add_off;        /* ... at this offset, */
+    int64_t add_replay_to;  /* ... silent below this one (read again: committed already) */
+    uint64_t replay_silent; /* xDRs not emitted again */
+    char txn_id[800];
     corr_metrics_t m;  /* the only count of each event: corr_worker_stats reads these */
     corr_stats_t base; /* what the counters held when this worker was made (same registry) */
 };
+
+static int corr_txn_begin(corr_worker_t *w);
 
 /* ---- small helpers ---- */
 
@@ -323,6 +339,15 @@ static void corr_on_delivery(void *owner, void *msg_opaque, const rd_kafka_messa
     ck->failed = true;
     if (rkm->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || rkm->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
         return; /* shutdown gave up on it: its checkpoint is never applied */
+    if (w->eos) {
+        /* its transaction is aborted and the copies read again: nothing lost */
+        metrics_counter_inc(w->m.produce_errors);
+        if (!w->txn_failed)
+            log_warn("correlation: record refused by %s: %s; its transaction will be aborted",
+                     rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "-", rd_kafka_err2str(rkm->err));
+        w->txn_failed = true;
+        return;
+    }
     /* message.timeout.ms is infinite, so this is a permanent refusal (too large, topic gone,
      * not authorised). Its period is never applied and no later offset is stored: a restart
      * re-reads the copies and emits the record again. */
@@ -345,6 +370,10 @@ static int corr_produce(corr_worker_t *w, const char *topic, const void *key, si
 {
     int64_t waited_since = 0;
     bool warned = false;
+    if (w->eos && !w->txn_open && corr_txn_begin(w)) {
+        *err = RD_KAFKA_RESP_ERR__STATE;
+        return -1;
+    }
     for (;;) {
         uint64_t gen = w->ck_cur;
         kafka_produce_result_t r =
@@ -353,6 +382,7 @@ static int corr_produce(corr_worker_t *w, const char *topic, const void *key, si
         if (r == KAFKA_PRODUCE_OK) {
             w->ring[gen % CORR_RING].unacked++;
             w->unacked++;
+            w->txn_records++;
             w->changed = true;
             return 0;
         }
@@ -384,6 +414,12 @@ static void corr_on_xdr(void *opaque, const xdr_t *x)
     correlate_metrics_observe(w->kpi, x);
     if (w->fatal)
         return; /* stopping: nothing is stored any more, the restart emits it again */
+    if (w->eos && w->in_add && w->add_off < w->add_replay_to) {
+        w->replay_silent++; /* completed by a copy read again: committed before */
+        return;
+    }
+    if (w->eos && w->txn_rebuild)
+        return; /* not committed: its copies are read again once the pair is made again */
     xdr_t shown;
     if (w->hide_subscriber && (x->s[XDR_S_SUPI].ptr || x->s[XDR_S_GPSI].ptr)) {
         shown = *x; /* shallow: the slices still point into the engine's slot */
@@ -470,6 +506,204 @@ static void corr_dead_letter(corr_worker_t *w, const rd_kafka_message_t *m,
     w->fatal = true;
 }
 
+/* ---- exactly once (kafka_txn.h) ---- */
+
+/* The metadata of a committed offset: the offset after the last copy processed. Copies between
+ * the committed offset (the first copy of the oldest open transaction) and it are read again
+ * after a restart or an abort to rebuild the open transactions; the xDRs they complete were
+ * committed already and are not emitted again. */
+#define CORR_META "ndd-processed="
+
+static rd_kafka_topic_partition_list_t *corr_txn_offsets(corr_worker_t *w)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); l && i >= 0;
+         i = partitions_next_assigned(w->ledger, i)) {
+        const corr_span_t *p = partitions_user(w->ledger, i);
+        if (!p->seen)
+            continue;
+        int64_t low = correlate_committable(w->engine, i, p->next);
+        if (low + 1 == p->c_low && p->next == p->c_next)
+            continue; /* nothing moved since the last commit */
+        char meta[48];
+        int n = snprintf(meta, sizeof meta, CORR_META "%" PRId64, p->next);
+        rd_kafka_topic_partition_t *t = rd_kafka_topic_partition_list_add(l, w->main_topic, i);
+        t->offset = low;
+        if ((t->metadata = malloc((size_t)n))) { /* freed with the list */
+            memcpy(t->metadata, meta, (size_t)n);
+            t->metadata_size = (size_t)n;
+        }
+    }
+    return l;
+}
+
+/* The processed offset of a committed offset's metadata; 0 when it has none. */
+static int64_t corr_txn_meta(const rd_kafka_topic_partition_t *t)
+{
+    size_t k = sizeof CORR_META - 1;
+    char s[48];
+    if (!t->metadata || t->metadata_size <= k || t->metadata_size >= sizeof s ||
+        memcmp(t->metadata, CORR_META, k))
+        return 0;
+    memcpy(s, t->metadata, t->metadata_size);
+    s[t->metadata_size] = 0;
+    return strtoll(s + k, NULL, 10);
+}
+
+/* After an abort: the open transactions are dropped, each partition starts a new epoch and
+ * the consumer seeks back to the last committed offset (or the first copy read since the
+ * assignment); the copies read again up to the committed processed offset emit nothing. */
+static int corr_txn_rewind(corr_worker_t *w)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    if (!l)
+        return -1;
+    for (int32_t i = partitions_next_assigned(w->ledger, -1); i >= 0;
+         i = partitions_next_assigned(w->ledger, i)) {
+        corr_span_t s = *(corr_span_t *)partitions_user(w->ledger, i);
+        correlate_drain_partition(w->engine, i, CORRELATE_DRAIN_HANDOVER);
+        partitions_revoke(w->ledger, i);
+        partitions_assign(w->ledger, i);
+        corr_span_t *p = partitions_user(w->ledger, i);
+        p->c_low = s.c_low;
+        p->c_next = p->replay_to = s.c_next;
+        int64_t to = s.c_low > 0 ? s.c_low - 1 : s.seen ? s.base : -1;
+        if (to >= 0)
+            rd_kafka_topic_partition_list_add(l, w->main_topic, i)->offset = to;
+    }
+    char why[512];
+    int rc = kafka_txn_seek(kafka_consumer_handle(w->consumer), l, why, sizeof why);
+    if (rc)
+        log_warn("correlation: rewind after an abort: %s", why);
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+static void corr_txn_recover(corr_worker_t *w, kafka_txn_rc_t rc, const char *why)
+{
+    char e2[512] = "";
+    if (rc == KAFKA_TXN_ABORT && w->txn_open &&
+        kafka_txn_abort(kafka_producer_handle(w->producer), e2, sizeof e2) != KAFKA_TXN_OK)
+        rc = KAFKA_TXN_REBUILD;
+    w->txn_open = w->txn_failed = false;
+    w->txn_records = 0;
+    if (rc == KAFKA_TXN_ABORT) {
+        for (int i = 0; i < 100 && kafka_producer_outq_len(w->producer) > 0; i++)
+            kafka_producer_poll(w->producer, 10); /* the purged records' reports */
+        if (corr_txn_rewind(w) == 0) {
+            log_warn("correlation: %s; transaction aborted, read again from the last committed "
+                     "offsets",
+                     why);
+            return;
+        }
+    }
+    log_warn("correlation: %s%s%s; consumer and producer made again, reading from the committed "
+             "offsets",
+             why, e2[0] ? "; " : "", e2);
+    w->txn_rebuild = true;
+}
+
+static int corr_txn_begin(corr_worker_t *w)
+{
+    char why[512];
+    if (kafka_txn_begin(kafka_producer_handle(w->producer), why, sizeof why) != KAFKA_TXN_OK) {
+        log_warn("correlation: %s; the pair is made again", why);
+        w->txn_rebuild = true;
+        return -1;
+    }
+    w->txn_open = true;
+    return 0;
+}
+
+/* Commits the open transaction with the offsets (and processed offsets) of what it holds. */
+static void corr_txn_commit(corr_worker_t *w)
+{
+    if (w->txn_failed) {
+        corr_txn_recover(w, KAFKA_TXN_ABORT, "a record of the transaction failed");
+        return;
+    }
+    rd_kafka_topic_partition_list_t *offs = corr_txn_offsets(w);
+    if (!offs || (offs->cnt == 0 && !w->txn_records) || (!w->txn_open && corr_txn_begin(w))) {
+        if (offs)
+            rd_kafka_topic_partition_list_destroy(offs);
+        return;
+    }
+    char why[512];
+    kafka_txn_rc_t rc = kafka_txn_commit(kafka_producer_handle(w->producer),
+                                         kafka_consumer_handle(w->consumer), offs, why, sizeof why);
+    if (rc == KAFKA_TXN_OK) {
+        w->txn_open = false;
+        w->txn_records = 0;
+        for (int i = 0; i < offs->cnt; i++) {
+            corr_span_t *p = partitions_assigned(w->ledger, offs->elems[i].partition)
+                                 ? partitions_user(w->ledger, offs->elems[i].partition)
+                                 : NULL;
+            if (p) {
+                p->c_low = offs->elems[i].offset + 1;
+                p->c_next = corr_txn_meta(&offs->elems[i]);
+            }
+        }
+        metrics_counter_inc(w->m.checkpoints);
+    } else {
+        corr_txn_recover(w, rc, why);
+    }
+    rd_kafka_topic_partition_list_destroy(offs);
+}
+
+/* The committed offsets of newly assigned partitions and their processed offsets (where the
+ * replay that rebuilds the open transactions stops being silent). */
+static void corr_txn_assigned(corr_worker_t *w, const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_copy(parts);
+    if (!l)
+        return;
+    rd_kafka_resp_err_t e = rd_kafka_committed(kafka_consumer_handle(w->consumer), l, 10000);
+    if (e)
+        log_warn("correlation: committed offsets of the assigned partitions: %s; xDRs completed "
+                 "before the last commit may be emitted again",
+                 rd_kafka_err2str(e));
+    for (int i = 0; !e && i < l->cnt; i++) {
+        if (strcmp(l->elems[i].topic, w->main_topic) || l->elems[i].offset < 0)
+            continue;
+        corr_span_t *p = partitions_user(w->ledger, l->elems[i].partition);
+        if (!p || !partitions_assigned(w->ledger, l->elems[i].partition))
+            continue;
+        p->c_low = l->elems[i].offset + 1;
+        p->c_next = p->replay_to = corr_txn_meta(&l->elems[i]);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Whether the pair can work: after a fatal error it is made again and its transactions
+ * initialised, retried every second while the cluster does not answer. */
+static bool corr_txn_ready(corr_worker_t *w)
+{
+    if (!w->txn_rebuild && !w->txn_init)
+        return true;
+    int64_t now = corr_now_ms();
+    if (now < w->txn_retry_ms)
+        return false;
+    w->txn_retry_ms = now + 1000;
+    if (w->txn_rebuild) {
+        w->txn_open = false;
+        w->txn_records = 0;
+        if (kafka_pair_rebuild(w->producer, w->consumer))
+            return false;
+        w->txn_rebuild = false;
+        w->txn_init = true;
+    }
+    char why[512], fe[256];
+    if (kafka_txn_init(kafka_producer_handle(w->producer), KAFKA_TXN_INIT_MS, NULL, why,
+                       sizeof why) != KAFKA_TXN_OK) {
+        w->txn_rebuild = kafka_producer_fatal_error(w->producer, fe, sizeof fe) != 0;
+        log_warn("correlation: %s (transactional.id %s); retried", why, w->txn_id);
+        return false;
+    }
+    w->txn_init = false;
+    w->txn_due_ms = corr_now_ms() + w->cfg.transaction_ms;
+    return true;
+}
+
 /* ---- consuming ---- */
 
 static void corr_on_message(void *owner, rd_kafka_message_t *m)
@@ -492,7 +726,8 @@ static void corr_on_message(void *owner, rd_kafka_message_t *m)
     codec_error_t cerr;
     if (codec_decode_main_limited(&w->msg, m, &w->cfg.limits, &cerr) != CODEC_OK) {
         corr_dead_letter(w, m, &cerr, NULL);
-    } else if (correlate_add(w->engine, &w->msg, m->partition, m->offset, w->now_us) != 0) {
+    } else if ((w->in_add = true, w->add_off = m->offset, w->add_replay_to = p->replay_to,
+                correlate_add(w->engine, &w->msg, m->partition, m->offset, w->now_us) != 0)) {
         memset(&cerr, 0, sizeof(cerr));
         cerr.reason = CODEC_ERR_BAD_VALUE;
         snprintf(cerr.field, sizeof(cerr.field), "partition");
@@ -503,6 +738,13 @@ static void corr_on_message(void *owner, rd_kafka_message_t *m)
         corr_dead_letter(w, m, &cerr, CORR_REASON_REFUSED);
     } else {
         metrics_counter_inc(w->m.correlated);
+    }
+    w->in_add = false;
+    if (p->replay_to && m->offset + 1 >= p->replay_to) {
+        log_info("correlation: %s [%d] read again up to offset %" PRId64 " (committed before); "
+                 "%" PRIu64 " completed xDRs not emitted again so far",
+                 w->main_topic, (int)m->partition, p->replay_to, w->replay_silent);
+        p->replay_to = 0;
     }
     if (!p->seen) {
         p->seen = true;
@@ -521,7 +763,19 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                               const rd_kafka_topic_partition_list_t *parts)
 {
     corr_worker_t *w = owner;
-    if (kind == KAFKA_REBALANCE_REVOKED && !w->fatal && !w->closing) {
+    if (w->eos && kind != KAFKA_REBALANCE_ASSIGNED && !w->closing) {
+        if (kind == KAFKA_REBALANCE_REVOKED && w->cfg.revoke_mode == CORRELATE_DRAIN_EMIT)
+            for (int i = 0; i < parts->cnt; i++)
+                if (strcmp(parts->elems[i].topic, w->main_topic) == 0)
+                    correlate_drain_partition(w->engine, parts->elems[i].partition,
+                                              CORRELATE_DRAIN_EMIT);
+        /* what is produced goes over with its offsets, or (lost, or the commit failed) is
+         * aborted and read again by the next owner */
+        if (kind == KAFKA_REBALANCE_REVOKED && !w->txn_rebuild && !w->txn_init)
+            corr_txn_commit(w);
+        else if (w->txn_open)
+            corr_txn_recover(w, KAFKA_TXN_ABORT, "partitions lost");
+    } else if (!w->eos && kind == KAFKA_REBALANCE_REVOKED && !w->fatal && !w->closing) {
         /* Last chance to hand finished work over: with EMIT the open transactions become
          * "revoked" xDRs now; then the acknowledgements get a short time, the period is
          * sealed (with HANDOVER its offsets still sit below the open transactions) and every
@@ -571,6 +825,8 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         if (!assign)
             partitions_revoke(w->ledger, pid);
     }
+    if (w->eos && kind == KAFKA_REBALANCE_ASSIGNED)
+        corr_txn_assigned(w, parts);
     corr_metrics_refresh(w);
 }
 
@@ -640,7 +896,29 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         goto fail;
     }
 
-    const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"}};
+    /* MAIN is read read_committed (librdkafka's default, said here): with the aggregation's
+     * exactly-once only committed copies are read. */
+    const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"},
+                                  {"isolation.level", "read_committed"},
+                                  /* exactly once: offsets go only into transactions */
+                                  {"enable.auto.commit", "false"}};
+    kafka_prop_t pdefs[KAFKA_TXN_N_PROPS];
+    size_t npdefs = 0;
+    char inst[512];
+    w->eos = cfg->exactly_once;
+    if (w->eos && cfg->transaction_ms <= 0) {
+        snprintf(err, errlen, "correlation: exactly-once needs transaction-ms > 0");
+        goto fail;
+    }
+    if (w->eos) {
+        /* stable for this instance, so a restart fences the one it replaces */
+        if (!kafka_group_instance_id(inst, sizeof inst, cfg->instance, "ndd-correlation", NULL,
+                                     NULL, cfg->http_port))
+            snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
+        kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->main_topic, inst);
+        npdefs = kafka_txn_props(pdefs, w->txn_id);
+        w->txn_init = true;
+    }
     kafka_pair_opts_t ko = {.brokers = cfg->brokers,
                             .client_id = w->client_id,
                             .group_id = w->group,
@@ -651,8 +929,10 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
                                 "ndd-correlation", NULL, w->main_topic, cfg->http_port),
                             .props = cfg->props,
                             .n_props = cfg->n_props,
+                            .producer_defaults = pdefs,
+                            .n_producer_defaults = npdefs,
                             .consumer_defaults = cdefs,
-                            .n_consumer_defaults = 1,
+                            .n_consumer_defaults = w->eos ? 3 : 2,
                             .on_delivery = corr_on_delivery,
                             .on_rebalance = corr_on_rebalance,
                             .on_consumer_stats = corr_on_stats,
@@ -661,13 +941,17 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         goto fail;
     log_info("correlation: consuming %s in group %s (%s%s), xDRs (%s) to %s, dead letters to %s; "
              "timeout %" PRId64 " ms, at most %u open transactions per partition, %s rebalancing "
-             "(%s on revoke)",
+             "(%s on revoke), %s%s",
              w->main_topic, w->group, ko.instance_id ? "static member " : "dynamic member",
              ko.instance_id ? ko.instance_id : "",
              cfg->format == CORR_FORMAT_BINARY ? "binary" : "json", w->xdr_topic, w->dlq_topic,
              w->timeout_us / 1000, ec.max_open ? ec.max_open : CORRELATE_DEFAULT_MAX_OPEN,
              cfg->cooperative ? "cooperative" : "eager",
-             cfg->revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over");
+             cfg->revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over",
+             w->eos ? "exactly once: transactions, transactional.id " : "at-least-once",
+             w->eos ? w->txn_id : "");
+    if (w->eos)
+        (void)corr_txn_ready(w); /* init_transactions now; retried by the loop when it failed */
     return w;
 fail:
     corr_worker_free(w);
@@ -703,13 +987,21 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
             w->cfg.on_tick(w->cfg.tick_arg);
         /* Expiry compares now - first copy against the engine's timeout only, so advancing
          * the clock by (engine timeout - live timeout) expires exactly at the live timeout. */
+        if (w->eos && !corr_txn_ready(w)) {
+            kafka_producer_poll(w->producer, 100);
+            continue;
+        }
         correlate_expire(w->engine, w->now_us + (w->engine_timeout_us - w->timeout_us));
-        if (w->now_us >= next_seal) {
+        if (w->eos && (w->txn_failed || w->now_us / 1000 >= w->txn_due_ms)) {
+            corr_txn_commit(w);
+            w->txn_due_ms = w->now_us / 1000 + w->cfg.transaction_ms;
+        } else if (!w->eos && w->now_us >= next_seal) {
             if (w->changed)
                 corr_seal(w);
             next_seal = w->now_us + seal_us;
         }
-        corr_advance(w);
+        if (!w->eos)
+            corr_advance(w);
         if (w->now_us >= next_refresh) {
             corr_metrics_refresh(w);
             next_refresh = w->now_us + 200000;
@@ -731,7 +1023,14 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
              " records unacknowledged)",
              es.open, w->unacked);
     kafka_consumer_pause_all(w->consumer);
-    if (!w->fatal) {
+    if (w->eos && !w->fatal && !w->txn_rebuild && !w->txn_init) {
+        /* EMIT: the open transactions' xDRs go into the last transaction; HANDOVER: its
+         * offsets stay below them, the next start rebuilds them */
+        if (w->cfg.shutdown_mode == CORRELATE_DRAIN_EMIT)
+            correlate_drain_all(w->engine, CORRELATE_DRAIN_EMIT);
+        corr_txn_commit(w);
+        correlate_drain_all(w->engine, CORRELATE_DRAIN_HANDOVER);
+    } else if (!w->fatal) {
         corr_advance(w);
         if (w->cfg.shutdown_mode == CORRELATE_DRAIN_EMIT) {
             correlate_drain_all(w->engine, CORRELATE_DRAIN_EMIT);

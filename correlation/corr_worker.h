@@ -50,14 +50,18 @@ typedef struct corr_config {
      * incomplete xDRs ("revoked") before the partition goes. */
     correlate_drain_t revoke_mode;
     correlate_drain_t shutdown_mode;
-    uint32_t batch;              /* copies taken per consumer poll */
-    uint32_t max_unacked;        /* xDR + DLQ records not yet acknowledged before consumption
-                                    pauses */
-    int checkpoint_ms;           /* how often an offset checkpoint is taken */
-    bool cooperative;            /* cooperative-sticky rebalancing (only moved partitions are
-                                    revoked) instead of eager */
-    int shutdown_timeout_ms;     /* flush budget at stop */
-    int revoke_flush_ms;         /* wait for acks before giving partitions up; 0: not at all */
+    uint32_t batch;          /* copies taken per consumer poll */
+    uint32_t max_unacked;    /* xDR + DLQ records not yet acknowledged before consumption
+                                pauses */
+    int checkpoint_ms;       /* how often an offset checkpoint is taken */
+    bool cooperative;        /* cooperative-sticky rebalancing (only moved partitions are
+                                revoked) instead of eager */
+    int shutdown_timeout_ms; /* flush budget at stop */
+    int revoke_flush_ms;     /* wait for acks before giving partitions up; 0: not at all */
+    /* Exactly once (kafka_txn.h, docs/correlation.md): xDRs and offsets in one transaction,
+     * committed every transaction_ms. */
+    bool exactly_once;
+    int transaction_ms;
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
     /* Called from the worker's thread on every loop turn and while it waits for room in the
      * producer queue (the control path: ndd.config changes, heartbeats, alarms). May call

@@ -183,13 +183,14 @@ start_ndd() {
     [[ -z $pg || -n ${NDD_ADMIN_PORT[$1]:-} ]] || NDD_ADMIN_PORT[$1]=$(free_port)
     # a schema name is an identifier: PFX without its dashes
     # FAULT_NDD_KAFKA: a JSON object of librdkafka properties for every role (ndd takes its
-    # roles' kafka.* from its file, not from the environment)
+    # roles' kafka.* from its file, not from the environment); FAULT_NDD_ROLES: a JSON object
+    # merged (deeply) into the roles, e.g. {"aggregation": {"exactly-once": true}}
     jq -n --arg b "$B" --arg p "$PFX" --argjson port "${NDD_HTTP[$1]}" --arg feeds "$FEEDS_FILE" \
-        --argjson kafka "${FAULT_NDD_KAFKA:-null}" \
+        --argjson kafka "${FAULT_NDD_KAFKA:-null}" --argjson extra "${FAULT_NDD_ROLES:-null}" \
         --argjson inport "${NDD_IN_PORT[$1]}" --arg pg "$pg" --arg schema "${PFX//-/_}ndd" \
         --argjson aport "${NDD_ADMIN_PORT[$1]:-0}" '{
         bootstrap: $b, http: {port: $port}, log: {level: "info"}} + (if $kafka then {kafka: $kafka} else {} end) + {
-        roles: ({
+        roles: (({
           aggregation: {"nf-types": ["SCP"], "main-topic": ($p + "MAIN"),
             "dlq-topic": ($p + "dlq-aggregation"), "main-partitions": 3,
             SCP: {topic: ($p + "SCP"), group: ("ndd-agg-" + $p + "SCP")}},
@@ -201,7 +202,8 @@ start_ndd() {
             "copy.dlq-topic": ($p + "dlq-ingress")}}
           + (if $pg == "" then {} else {admin: {pg: $pg, "db-schema": $schema,
             http: {port: $aport}, "config-topic": ($p + "config"),
-            "events-topic": ($p + "events"), "events-group": ($p + "admin")}} end))}' \
+            "events-topic": ($p + "events"), "events-group": ($p + "admin")}} end))
+          * ($extra // {}))}' \
         >"$W/ndd-$1.json" || fail "ndd config is not JSON"
     "$BIN_NDD" --config "$W/ndd-$1.json" >>"$W/ndd-$1.log" 2>&1 &
     NDD_PID[$1]=$!
