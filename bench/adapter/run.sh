@@ -12,7 +12,7 @@
 # (the backlog is produced before it) to the last acknowledgement: delivered / wall_s is the
 # backlog drain rate.
 # Needs a Release build (cmake -DCMAKE_BUILD_TYPE=Release) with ndd-adapter, ndd-sink and
-# ndd-nf-sim, a broker (deploy/local/stack.sh start), h2load and openssl. Ports 27800-27899.
+# ndd-nf-sim, a broker (deploy/local/stack.sh start), h2load and openssl. Ports: free ones.
 # Prints one JSON line per transport and a summary table.
 set -euo pipefail
 
@@ -52,7 +52,10 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
     -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
 
-H2=27801 H2TLS=27802 TCP=27803 SM=27804 AM=27805
+# Free ports (deploy/local/stack.sh free-ports), so that runs side by side (the test suite's)
+# do not collide.
+read -r H2 H2TLS TCP SM AM <<<"$("$ROOT/deploy/local/stack.sh" free-ports 5 | tr '\n' ' ')"
+[[ -n $AM ]] || { echo "no free ports" >&2; exit 1; }
 "$SINK" --h2-port $H2 --h2tls-port $H2TLS --tcp-port $TCP --metrics-port $SM \
     --cert "$WORK/cert.pem" --key "$WORK/key.pem" >"$WORK/sink.log" 2>&1 &
 PIDS+=($!)
