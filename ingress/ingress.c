@@ -36,6 +36,12 @@ ingress_transport_t ingress_listener_index(const ingress_listener_kind_t *k)
     return -1;
 }
 
+const void *ingress_own_settings(const ingress_settings_t *S, const ingress_listener_kind_t *k)
+{
+    ingress_transport_t t = ingress_listener_index(k);
+    return t >= 0 ? S->own[t].bytes : NULL;
+}
+
 const char *ingress_label(ingress_transport_t t)
 {
     return t >= 0 && (size_t)t < listener_rows() ? ingress_listeners[t]->label : "?";

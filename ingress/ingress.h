@@ -23,6 +23,9 @@
 struct event_base;
 typedef struct ingress ingress_t;
 
+#define INGRESS_MAX_LISTENERS 8           /* rows of a listener table */
+#define INGRESS_LISTENER_SETTINGS_MAX 256 /* bytes of one listener's own settings */
+
 typedef struct ingress_settings {
     daemon_settings_t common;
     const char *listen;
@@ -41,6 +44,12 @@ typedef struct ingress_settings {
     const char *ves_user, *ves_password;
     config_list_t ves_routes, hvves_routes; /* "domain=topic" */
     const char *ves_topic_prefix, *hvves_topic_prefix;
+    /* The settings a listener describes itself (ingress_listener_kind_t.specs), by its row
+     * in the listener table: ingress_own_settings. */
+    union {
+        max_align_t align;
+        unsigned char bytes[INGRESS_LISTENER_SETTINGS_MAX];
+    } own[INGRESS_MAX_LISTENERS];
 } ingress_settings_t;
 
 typedef struct produced produced_t;
@@ -57,7 +66,6 @@ struct ingress_ack {
  * (INGRESS_T_H2_COPY, ...); a listener added by a table of its own asks
  * ingress_listener_index. */
 typedef int ingress_transport_t;
-#define INGRESS_MAX_LISTENERS 8 /* rows of a listener table */
 typedef struct ingress_metrics {
     metrics_counter_t *received[INGRESS_MAX_LISTENERS];
     metrics_counter_t *received_bytes[INGRESS_MAX_LISTENERS];
@@ -88,6 +96,12 @@ struct ingress_listener_kind {
      * the VES listener's handler). It is started first, and started (its own port off) when
      * this one is enabled. */
     const ingress_listener_kind_t *needs;
+    /* Optional: its own settings, keys of ndd-ingress's config map (--help, environment,
+     * config file, ndd.json's roles.ingress) like every other: rows whose `at` is
+     * CONFIG_AT(its own settings struct, field), that struct at most
+     * INGRESS_LISTENER_SETTINGS_MAX bytes; read with ingress_own_settings. */
+    const config_spec_t *specs;
+    size_t n_specs;
     /* Observes ndd_ingress_message_travel_seconds (events carrying their send time). */
     bool travel;
     /* start returns the listener's state (NULL with err), stop frees it. */
@@ -107,6 +121,8 @@ extern const ingress_listener_kind_t *const ingress_listeners[];
 
 /* The row of k in the listener table (its metrics' index); -1 when it is not in it. */
 ingress_transport_t ingress_listener_index(const ingress_listener_kind_t *k);
+/* The listener k's own settings (its .specs' struct) in S. */
+const void *ingress_own_settings(const ingress_settings_t *S, const ingress_listener_kind_t *k);
 /* The `transport` label of row t. */
 const char *ingress_label(ingress_transport_t t);
 

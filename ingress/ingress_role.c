@@ -2,6 +2,10 @@
  * with nothing lost (docs/ingress.md), as ndd-ingress runs it alone (main.c) and ndd beside
  * the others. The spec table (the listener config map), then ingress_run's event loop until
  * a stop. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "daemon_role.h"
 #include "ingress.h"
 
@@ -73,15 +77,47 @@ static const config_spec_t ingress_specs[] = {
     {"ves.cert-basic-auth", CONFIG_BOOL, "false", "VES over HTTPS: a client certificate is "
      "asked for, not required; a verified one or basic auth lets a client in", 0,
      AT(ves_cert_basic_auth)},
+};
+static const config_spec_t ingress_common_specs[] = {
     DAEMON_SPECS_COMMON(ingress_settings_t, "9105"),
 };
 /* clang-format on */
-static const daemon_def_t ingress_def = {.name = "ndd-ingress",
-                                         .specs = ingress_specs,
-                                         .n_specs =
-                                             sizeof(ingress_specs) / sizeof(ingress_specs[0]),
-                                         .settings = &ingress_standalone,
-                                         .check = ingress_check};
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define INGRESS_SPECS_MAX (N_OF(ingress_specs) + N_OF(ingress_common_specs) + 64)
+
+/* The map: the rows above, then each listener's own (their `at` moved to the listener's part
+ * of the settings, ingress_settings_t.own), then the common ones. Built before main: the
+ * listener table is known at link time (a test links its own), the map's users read
+ * ingress_def from the start. */
+static config_spec_t ingress_all_specs[INGRESS_SPECS_MAX];
+static daemon_def_t ingress_def = {.name = "ndd-ingress",
+                                   .specs = ingress_all_specs,
+                                   .settings = &ingress_standalone,
+                                   .check = ingress_check};
+
+static void ingress_specs_add(const config_spec_t *rows, size_t n, size_t base)
+{
+    if (ingress_def.n_specs + n > INGRESS_SPECS_MAX) {
+        fprintf(stderr, "ndd-ingress: more than %zu settings: raise INGRESS_SPECS_MAX\n",
+                (size_t)INGRESS_SPECS_MAX);
+        abort(); /* a programming error, caught by the first test run */
+    }
+    for (size_t i = 0; i < n; i++) {
+        config_spec_t r = rows[i];
+        if (r.at)
+            r.at += base;
+        ingress_all_specs[ingress_def.n_specs++] = r;
+    }
+}
+
+__attribute__((constructor)) static void ingress_specs_build(void)
+{
+    ingress_specs_add(ingress_specs, N_OF(ingress_specs), 0);
+    for (size_t i = 0; i < INGRESS_MAX_LISTENERS && ingress_listeners[i]; i++)
+        ingress_specs_add(ingress_listeners[i]->specs, ingress_listeners[i]->n_specs,
+                          offsetof(ingress_settings_t, own) + i * sizeof ingress_standalone.own[0]);
+    ingress_specs_add(ingress_common_specs, N_OF(ingress_common_specs), 0);
+}
 
 static int ingress_role_run(daemon_t *d)
 {
