@@ -100,8 +100,10 @@ PIDF=$M/pid
 running_pid() { # prints the pid when MirrorMaker runs
     local p
     p=$(cat "$PIDF" 2>/dev/null) || return 1
-    [[ -n $p && -r /proc/$p/cmdline ]] && tr '\0' ' ' <"/proc/$p/cmdline" | grep -q 'connect.mirror.MirrorMaker' &&
-        echo "$p"
+    [[ -n $p && -r /proc/$p/cmdline ]] || return 1
+    local cmdline
+    cmdline=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || return 1
+    [[ $cmdline == *connect.mirror.MirrorMaker* ]] && echo "$p"
 }
 
 # "bootstrap" of a stack's env file (its NDD_KAFKA, quotes removed)
