@@ -420,7 +420,7 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
     }
     if (S->tls_cert) {
         /* One context per ALPN: a client offering "h2,http/1.1" must get h2 from the HTTP/2
-         * listener and http/1.1 from evhttp's. */
+         * listener and http/1.1 from the VES one (httpd). */
         tls_config_t tc = {.cert_file = S->tls_cert,
                            .key_file = S->tls_key,
                            .ca_file = S->tls_ca,

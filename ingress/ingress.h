@@ -3,7 +3,7 @@
  * ingress_listener_kind_t (name, metrics label, checks, start/stop) and one row in
  * ingress_table.h (docs/contributing.md, "Adding an ingress listener"):
  *   ingress_h2.c     HTTP/2 (h2c and TLS/ALPN h2): message copies, and VES over HTTP/2
- *   ingress_ves.c    VES REST over HTTP/1.1 (evhttp), and the VES handling both share
+ *   ingress_ves.c    VES REST over HTTP/1.1 (httpd.c), and the VES handling both share
  *   ingress_hvves.c  HV-VES: WTP frames over TCP or TLS
  * The shared part (ingress.c) owns the producer and answers a listener only from the
  * delivery report: 202 means Kafka acknowledged the record. */

@@ -69,7 +69,8 @@ static const config_spec_t ingress_specs[] = {
      "moved this long (a client that stops reading included) is closed", 0,
      IN(idle_timeout_ms, 1000, 3600000)},
     {"frame-timeout", CONFIG_DURATION_MS, "30s", "HV-VES and TCP copies: a frame must be "
-     "complete this long after its first byte (else the connection is closed)", 0,
+     "complete this long after its first byte (else the connection is closed); VES HTTP/1.1: a "
+     "request's header, and its body this long plus 1 s per 64 KiB", 0,
      IN(frame_timeout_ms, 500, 3600000)},
     {"max-buffered", CONFIG_BYTES, "64MiB", "HV-VES and TCP copies, each listener: input its "
      "connections may hold together (more: the one stalled longest inside a frame is closed, "

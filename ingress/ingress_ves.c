@@ -1,5 +1,5 @@
 /* The VES REST listener (docs/ingress.md, "VES REST"): POST /eventListener/v7 (one event) and
- * /eventListener/v7/eventBatch over HTTP/1.1 (libevent's evhttp, here) and HTTP/2 (ingress_h2.c
+ * /eventListener/v7/eventBatch over HTTP/1.1 (services/base/httpd.c, here) and HTTP/2 (ingress_h2.c
  * calls ingress_ves_handle). Authentication: HTTP basic (ves.user/ves.password) or, on a TLS
  * listener with tls.client-cert, the verified client certificate. A valid request's events go
  * to the topic of their domain (ves.routes, else ves.topic-prefix + domain), keyed by
@@ -13,23 +13,25 @@
 #include <string.h>
 #include <strings.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
-#include <event2/http.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
 
+#include "httpd.h"
 #include "log.h"
 #include "tls.h"
+
+/* The HTTP/1.1 listener's connection cap (as the HTTP/2 listener's) and largest header. */
+#define VES_H1_MAX_CONNECTIONS 1024
+#define VES_H1_MAX_HEADER (64u * 1024u)
 
 typedef struct ves_req ves_req_t;
 
 typedef struct ves {
     ingress_t *g;
-    struct evhttp *http;
-    char resp413[640]; /* the whole HTTP/1.1 413 answer given in place of evhttp's page */
-    size_t resp413_len;
-    bool rewriting;       /* in h1_out_cb: its own changes call it again */
+    httpd_t *http;
+    char body413[512]; /* ONAP's 413 (SVC2000), HTTP/1.1 and HTTP/2 */
+    size_t body413_len;
+    char body503[512];
     char basic[512];      /* "Basic <base64(user:password)>", "" when off */
     ves_req_t *free_reqs; /* reused request records: no allocation per request once warm */
 } ves_t;
@@ -200,8 +202,8 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
         kafka_produce_result_t pr;
         q->pending++;
         if (!batch) {
-            pr = ingress_produce(g, INGRESS_T_VES, topic, key, kl, in->body, in->len, NULL, false,
-                                 &q->ack);
+            pr = ingress_produce(g, INGRESS_T_VES, topic, key, kl, in->body, in->len, NULL,
+                                 in->transient, &q->ack);
         } else {
             json_t *one = json_pack("{s:O}", "event", p.events[i]);
             char *txt = one ? json_dumps(one, JSON_COMPACT) : NULL;
@@ -223,141 +225,97 @@ void ingress_ves_handle(void *vv, const ves_in_t *in, ves_reply_t r)
         req_finish(q);
 }
 
-/* ---- HTTP/1.1 (evhttp) ---- */
+/* ---- HTTP/1.1 (services/base/httpd.c) ---- */
 
 static void h1_send(void *ctx, int status, const char *retry_after, const char *body, size_t len)
 {
-    struct evhttp_request *req = ctx;
-    struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
-    if (len)
-        evhttp_add_header(oh, "Content-Type", "application/json");
+    httpd_later_t *l = ctx;
     if (retry_after)
-        evhttp_add_header(oh, "Retry-After", retry_after);
-    /* No buffer for an empty body (the 202s): evhttp sends the status line and headers. */
-    struct evbuffer *b = len ? evbuffer_new() : NULL;
-    if (b)
-        evbuffer_add(b, body, len);
-    evhttp_send_reply(req, status, status == 202 ? "Accepted" : "Error", b);
-    if (b)
-        evbuffer_free(b);
+        httpd_later_header(l, "Retry-After", retry_after);
+    httpd_later_reply(l, status, len ? "application/json" : NULL, body, len);
 }
 
-static void h1_request(struct evhttp_request *req, void *arg)
+static void h1_request(httpd_req_t *req, void *arg)
 {
     ves_t *v = arg;
-    struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    const uint8_t *body = len ? evbuffer_pullup(in, -1) : (const uint8_t *)"";
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
     bool cert = false;
-    struct evhttp_connection *ec = evhttp_request_get_connection(req);
-    struct bufferevent *bev = ec ? evhttp_connection_get_bufferevent(ec) : NULL;
-    SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+    SSL *ssl = httpd_req_ssl(req);
     if (ssl) {
         X509 *x = SSL_get1_peer_certificate(ssl);
         cert = x && SSL_get_verify_result(ssl) == X509_V_OK;
         X509_free(x);
     }
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    const char *uri = evhttp_request_get_uri(req);
-    char path[256];
-    size_t pl = strcspn(uri, "?");
-    if (pl >= sizeof path)
-        pl = sizeof path - 1;
-    memcpy(path, uri, pl);
-    path[pl] = 0;
-    ves_in_t vi = {.method = cmd == EVHTTP_REQ_POST ? "POST" : "OTHER",
-                   .path = path,
-                   .authorization = evhttp_find_header(ih, "Authorization"),
-                   .content_type = evhttp_find_header(ih, "Content-Type"),
+    ves_in_t vi = {.method = httpd_req_method(req),
+                   .path = httpd_req_path(req),
+                   .authorization = httpd_req_header(req, "Authorization"),
+                   .content_type = httpd_req_header(req, "Content-Type"),
                    .client_cert = cert,
-                   .body = body,
-                   .len = len};
-    ingress_ves_handle(v, &vi, (ves_reply_t){h1_send, req});
+                   .body = (const uint8_t *)body,
+                   .len = len,
+                   .transient = true}; /* the connection's input: reused once answered */
+    httpd_later_t *l = httpd_req_later(req);
+    if (!l) {
+        httpd_resp_header(req, "Retry-After", "1");
+        httpd_reply_json(req, 503, v->body503);
+        return;
+    }
+    ingress_ves_handle(v, &vi, (ves_reply_t){h1_send, l});
 }
 
-/* Input held per connection before evhttp stops reading it: one largest header (64 KiB, the
- * evhttp limit set below) plus a little. evhttp keeps reading a connection while it writes an
- * answer (to notice a close), so a client that pipelines requests and never reads the answers
- * would otherwise make the input buffer grow without bound (1 GiB in 6 s measured). With the
- * watermark, reading stops once this much waits (TCP pushes back on the client); evhttp parses
- * the header line by line and moves the body out of this buffer, so no request is refused
- * by it. */
-#define VES_H1_INPUT_MAX (72u * 1024u)
-
-/* evhttp answers a Content-Length above max-body itself, before any handler runs, with an HTML
- * page (libevent 2.1 has no hook for it; its error callback came in 2.2). ONAP's clients
- * expect the collector's JSON (SVC2000, "Request Entity Too Large"). This callback on a
- * connection's output replaces that answer while it is still whole in the buffer: evhttp
- * writes a response's status line, headers and page in one go, and the socket is written
- * only later, from the event loop. Only an answer at the start of the buffer is replaced (one
- * behind unsent answers of a pipelining client keeps evhttp's page); the connection closes
- * after it either way (evhttp's Connection: close). */
-static void h1_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+/* The errors httpd answers itself (a body above max-body: 413; a malformed request: 400;
+ * header too large: 431; no connection slot: 503) in the shape of ONAP's collector: its 413
+ * exactly as ONAP writes it, the others as ONAP's generic SVC2000 with the reason and status. */
+static void h1_error_body(int status, const char *kind, const char *message, buf_t *out, void *arg)
 {
-    ves_t *v = arg;
-    if (!info->n_added || v->rewriting)
-        return;
-    size_t len = evbuffer_get_length(b);
-    char head[64]; /* ours is told apart by its first 64 bytes (its Content-Type line) */
-    if (evbuffer_copyout(b, head, sizeof head) != (ev_ssize_t)sizeof head ||
-        memcmp(head, "HTTP/1.", 7) || memcmp(head + 8, " 413 ", 5))
-        return;
-    if (!memcmp(head, v->resp413, sizeof head) && len == v->resp413_len)
-        return; /* already ours, nothing after it */
-    v->rewriting = true;
-    evbuffer_drain(b, len);
-    evbuffer_add(b, v->resp413, v->resp413_len);
-    v->rewriting = false;
+    (void)arg;
+    ves_error_t e;
+    char code[8], body[1024];
+    snprintf(code, sizeof code, "%d", status);
+    if (status == 413)
+        ves_error_set(&e, 413, "ServiceException", "SVC2000",
+                      "The following service error occurred: %1. Error code is %2",
+                      "Request Entity Too Large", "413");
+    else if (status == 503)
+        ves_error_set(&e, 503, "ServiceException", "SVC1000",
+                      "No server resources (internal processing queue full)", NULL, NULL);
+    else
+        ves_error_set(&e, status, "ServiceException", "SVC2000",
+                      "The following service error occurred: %1. Error code is %2",
+                      message && *message ? message : kind, code);
+    size_t n = ves_error_body(&e, body, sizeof body);
+    buf_append(out, body, n);
 }
 
-static void h1_413_build(ves_t *v)
+static void body_build(ves_t *v)
 {
     ves_error_t e;
-    char body[512];
     ves_error_set(&e, 413, "ServiceException", "SVC2000",
                   "The following service error occurred: %1. Error code is %2",
                   "Request Entity Too Large", "413");
-    size_t n = ves_error_body(&e, body, sizeof body);
-    int k = snprintf(v->resp413, sizeof v->resp413,
-                     "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%.*s",
-                     n, (int)n, body);
-    v->resp413_len = k > 0 && (size_t)k < sizeof v->resp413 ? (size_t)k : 0;
+    v->body413_len = ves_error_body(&e, v->body413, sizeof v->body413);
+    ves_error_set(&e, 503, "ServiceException", "SVC1000",
+                  "No server resources (internal processing queue full)", NULL, NULL);
+    size_t n = ves_error_body(&e, v->body503, sizeof v->body503 - 1);
+    v->body503[n] = '\0';
 }
 
 void ingress_ves_too_large(void *ves, const char **content_type, const char **body, size_t *len)
 {
     ves_t *v = ves;
-    const char *b = v->resp413_len ? strstr(v->resp413, "\r\n\r\n") : NULL;
-    if (!b)
+    if (!v->body413_len)
         return; /* the caller's default stays */
     *content_type = "application/json";
-    *body = b + 4;
-    *len = v->resp413_len - (size_t)(b + 4 - v->resp413);
+    *body = v->body413;
+    *len = v->body413_len;
 }
 
-static struct bufferevent *h1_bev(struct event_base *base, void *arg)
+/* Seconds for httpd from a setting in milliseconds, rounded up. */
+static int secs(int64_t ms)
 {
-    ves_t *v = arg;
-    struct bufferevent *bev;
-    if (v->g->S->ves_tls) {
-        char err[256];
-        SSL *ssl =
-            tls_server_ssl_new(v->g->tls_ves ? v->g->tls_ves : v->g->tls_h1, err, sizeof err);
-        if (!ssl)
-            return NULL;
-        bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                             BEV_OPT_CLOSE_ON_FREE);
-    } else {
-        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    }
-    if (bev) {
-        bufferevent_setwatermark(bev, EV_READ, 0, VES_H1_INPUT_MAX);
-        if (v->resp413_len)
-            evbuffer_add_cb(bufferevent_get_output(bev), h1_out_cb, v);
-    }
-    return bev;
+    int64_t s = (ms + 999) / 1000;
+    return s < 1 ? 1 : s > 86400 ? 86400 : (int)s;
 }
 
 static bool ves_enabled(const ingress_settings_t *S)
@@ -368,8 +326,7 @@ static bool ves_enabled(const ingress_settings_t *S)
 static void ves_stop(void *l)
 {
     ves_t *v = l;
-    if (v->http)
-        evhttp_free(v->http);
+    httpd_free(v->http); /* requests still waiting for Kafka keep their handles */
     v->g->ves_h2 = NULL;
     while (v->free_reqs) {
         ves_req_t *q = v->free_reqs;
@@ -396,29 +353,33 @@ static void *ves_start(ingress_t *g, char *err, size_t errlen)
         OPENSSL_cleanse(up, sizeof up);
     }
     g->ves_h2 = v;
-    h1_413_build(v);
+    body_build(v);
     if (!ves_enabled(S))
         return v; /* VES over HTTP/2 only */
-    v->http = evhttp_new(g->base);
+    /* docs/ingress.md, "Bounds": httpd's guard. A request's header must be whole within
+     * frame-timeout of its first byte, its body within frame-timeout more plus 1 s per 64 KiB;
+     * idle-timeout closes a connection that moves no byte (one waiting for Kafka's answer
+     * excepted); over the connection caps the connection waiting longest part-way through a
+     * request is evicted, else the new one gets 503 (probe reserve), else is closed. */
+    httpd_options_t o = {.bind_addr = S->listen,
+                         .port = (uint16_t)S->ves_port,
+                         .ssl_ctx = S->ves_tls ? (g->tls_ves ? g->tls_ves : g->tls_h1) : NULL,
+                         .max_connections = VES_H1_MAX_CONNECTIONS,
+                         .request_timeout_s = secs(S->idle_timeout_ms),
+                         .header_timeout_s = secs(S->frame_timeout_ms),
+                         .max_header_bytes = VES_H1_MAX_HEADER,
+                         .max_body_bytes = (size_t)S->max_body,
+                         .no_builtin_routes = true};
+    char e[256];
+    v->http = httpd_new_ex(g->base, &o, e, sizeof e);
     if (!v->http) {
-        snprintf(err, errlen, "evhttp_new failed");
+        snprintf(err, errlen, "VES: %s", e);
         ves_stop(v);
         return NULL;
     }
-    evhttp_set_max_body_size(v->http, (ev_ssize_t)S->max_body);
-    evhttp_set_max_headers_size(v->http, 65536);
-    /* idle-timeout: a connection that moves no byte this long is closed; that includes one
-     * whose answer cannot be written because its client does not read (bufferevent's write
-     * timeout). */
-    struct timeval itv = {(time_t)(S->idle_timeout_ms / 1000),
-                          (suseconds_t)(S->idle_timeout_ms % 1000) * 1000};
-    evhttp_set_timeout_tv(v->http, &itv);
-    evhttp_set_allowed_methods(v->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_DELETE);
-    evhttp_set_gencb(v->http, h1_request, v);
-    evhttp_set_bevcb(v->http, h1_bev, v);
-    if (!evhttp_bind_socket_with_handle(v->http, S->listen, (uint16_t)S->ves_port)) {
-        snprintf(err, errlen, "cannot listen on %s:%lld", S->listen, (long long)S->ves_port);
+    httpd_set_error_format(v->http, h1_error_body, v);
+    if (httpd_route(v->http, "*", "/*", h1_request, v)) {
+        snprintf(err, errlen, "VES: out of memory");
         ves_stop(v);
         return NULL;
     }

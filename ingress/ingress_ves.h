@@ -19,8 +19,9 @@ typedef struct ves_in {
     const char *authorization; /* NULL when absent */
     const char *content_type;  /* NULL when absent */
     bool client_cert;          /* a verified client certificate was presented */
-    const uint8_t *body;       /* alive until the reply was sent */
+    const uint8_t *body;       /* alive until the reply was sent, unless transient */
     size_t len;
+    bool transient; /* the body is gone when ingress_ves_handle returns: produced as a copy */
 } ves_in_t;
 
 /* true when path is one of VES's (the HTTP/2 listener routes them here). */

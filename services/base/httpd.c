@@ -5,6 +5,7 @@
 #include "httpd.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -366,6 +367,98 @@ const char *httpd_req_peer(const httpd_req_t *req)
     return req->peer ? req->peer : "?";
 }
 
+SSL *httpd_req_ssl(const httpd_req_t *req)
+{
+    return req->c ? httpd_conn_ssl(req->c) : NULL;
+}
+
+/* ---- answering later ---- */
+
+httpd_later_t *httpd_req_later(httpd_req_t *req)
+{
+    if (req->later)
+        return req->later;
+    httpd_later_t *l = calloc(1, sizeof *l);
+    if (!l) {
+        log_error("httpd: %s %s: out of memory for a later answer", req->method, req->path);
+        return NULL;
+    }
+    l->req = req;
+    req->later = l;
+    return l;
+}
+
+void httpd_later_header(httpd_later_t *l, const char *name, const char *value)
+{
+    if (l->req) {
+        httpd_resp_header(l->req, name, value);
+        return;
+    }
+    size_t nl = strlen(name), vl = strlen(value);
+    if (l->hdrs_len + nl + vl + 4 > sizeof l->hdrs || strpbrk(value, "\r\n")) {
+        log_error("httpd: later answer: response header %s dropped (over %zu bytes of headers, "
+                  "or a line break in its value)",
+                  name, sizeof l->hdrs);
+        return;
+    }
+    char *p = l->hdrs + l->hdrs_len;
+    memcpy(p, name, nl);
+    memcpy(p + nl, ": ", 2);
+    memcpy(p + nl + 2, value, vl);
+    memcpy(p + nl + 2 + vl, "\r\n", 2);
+    l->hdrs_len += nl + vl + 4;
+}
+
+httpd_later_t *httpd_req_later_detach(httpd_req_t *req, httpd_conn_t *c, h2server_stream_t *st)
+{
+    httpd_later_t *l = req->later;
+    if (!l)
+        return NULL;
+    req->later = NULL;
+    l->req = NULL;
+    if (req->replied)
+        return NULL; /* answered already: l only waits for its httpd_later_reply to go */
+    l->c = c;
+    l->st = st;
+    l->head = req->head;
+    l->close = req->close;
+    l->minor = req->minor;
+    /* the headers the handler added before it left (they fit: the same limit applies) */
+    size_t n = req->resp_hdrs_len < sizeof l->hdrs ? req->resp_hdrs_len : 0;
+    memcpy(l->hdrs, req->resp_hdrs, n);
+    l->hdrs_len = n;
+    return l;
+}
+
+void httpd_later_reply(httpd_later_t *l, int status, const char *content_type, const void *body,
+                       size_t len)
+{
+    if (!l)
+        return;
+    if (l->req) { /* still in the handler */
+        l->req->later = NULL;
+        httpd_reply(l->req, status, content_type, body, len);
+    } else if (l->c || l->st) {
+        httpd_req_t req;
+        httpd_req_init(&req, NULL);
+        req.c = l->c;
+        req.st = l->st;
+        req.method = "-";
+        req.path = "-";
+        req.head = l->head;
+        req.close = l->close;
+        req.minor = l->minor;
+        memcpy(req.resp_hdrs, l->hdrs, l->hdrs_len);
+        req.resp_hdrs_len = l->hdrs_len;
+        if (l->st) {
+            httpd_h2_reply(&req, status, content_type, body, len);
+        } else {
+            httpd_conn_later_reply(&req, status, content_type, body, len);
+        }
+    }
+    free(l);
+}
+
 void httpd_req_init(httpd_req_t *req, httpd_t *h)
 {
     memset(req, 0, offsetof(httpd_req_t, resp_hdrs));
@@ -524,7 +617,7 @@ static bool serve_builtin(httpd_req_t *req)
 void httpd_dispatch(httpd_req_t *req)
 {
     httpd_t *h = req->h;
-    if (serve_builtin(req))
+    if (!h->no_builtins && serve_builtin(req))
         return;
     const httpd_route_t *best = NULL;
     char allow[128] = "";
@@ -551,7 +644,7 @@ void httpd_dispatch(httpd_req_t *req)
         if (*req->subpath == '/')
             req->subpath++;
         best->fn(req, best->arg);
-        if (!req->replied) {
+        if (!req->replied && !req->later) {
             log_error("httpd: %s %s: handler returned without a reply", req->method, req->path);
             httpd_reply_error(req, 500, "handler gave no reply");
         }
@@ -563,6 +656,36 @@ void httpd_dispatch(httpd_req_t *req)
         return;
     }
     httpd_reply_error(req, 404, "no such resource: %s", req->path);
+}
+
+/* ---- memory given back ---- */
+
+/* Buffers freed by closing clients (a flood of large partial bodies) go back to the heap,
+ * not to the system: glibc keeps freed blocks for reuse, and after the first large block is
+ * freed it serves later ones from the heap instead of mmap, so the process would keep the
+ * flood's peak for good. Past HTTPD_TRIM_BYTES freed, malloc_trim gives it back. */
+#define HTTPD_TRIM_BYTES (4u << 20)
+#define HTTPD_TRIM_DELAY_MS 1000 /* after the first release: a flood of closes costs one trim */
+#define HTTPD_TRIM_MIN_BUFFER (64u << 10) /* smaller buffers are the heap's ordinary traffic */
+
+static void on_trim(evutil_socket_t fd, short what, void *arg)
+{
+    httpd_t *h = arg;
+    (void)fd;
+    (void)what;
+    h->trim_bytes = 0;
+    malloc_trim(0);
+}
+
+void httpd_note_freed(httpd_t *h, size_t n)
+{
+    if (n < HTTPD_TRIM_MIN_BUFFER || !h->trim_ev || h->freeing)
+        return;
+    h->trim_bytes += n;
+    if (h->trim_bytes >= HTTPD_TRIM_BYTES && !evtimer_pending(h->trim_ev, NULL)) {
+        struct timeval tv = {HTTPD_TRIM_DELAY_MS / 1000, (HTTPD_TRIM_DELAY_MS % 1000) * 1000};
+        evtimer_add(h->trim_ev, &tv);
+    }
 }
 
 /* ---- lifecycle ---- */
@@ -608,9 +731,11 @@ httpd_t *httpd_new_ex(struct event_base *base, const httpd_options_t *opts, char
         opts && opts->request_timeout_s > 0 ? opts->request_timeout_s : HTTPD_DEFAULT_TIMEOUT_S;
     h->max_header =
         opts && opts->max_header_bytes ? opts->max_header_bytes : HTTPD_DEFAULT_MAX_HEADER;
+    h->no_builtins = opts && opts->no_builtin_routes;
     pthread_mutex_init(&h->mu, NULL);
     snprintf(h->reason, sizeof h->reason, "starting");
     buf_init(&h->scrape, 0, HTTPD_METRICS_MAX);
+    h->trim_ev = evtimer_new(base, on_trim, h);
     if (httpd_h2_init(h, err, errlen) != 0)
         goto fail;
     struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC,
@@ -664,6 +789,8 @@ void httpd_free(httpd_t *h)
         evconnlistener_free(h->lst);
     httpd_conn_close_all(h);
     httpd_h2_free(h);
+    if (h->trim_ev)
+        event_free(h->trim_ev);
     for (size_t i = 0; i < h->nroutes; i++)
         free(h->routes[i].pattern);
     free(h->routes);

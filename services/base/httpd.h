@@ -71,6 +71,8 @@ typedef struct httpd_options {
     int header_timeout_s;    /* 0 = 10: the whole header, from its first byte */
     size_t max_per_client;   /* 0 = max_connections / 4, at least 16 (at most max_connections) */
     size_t probe_reserve;    /* 0 = 8 probe-only connections past the caps */
+    bool no_builtin_routes;  /* no /metrics, /healthz, /readyz: a listener of one protocol
+                                (ndd-ingress's VES) whose paths are all its handler's */
 } httpd_options_t;
 
 /* Formats the JSON body of an error the server produces itself (404, 405, 413, 431, ...):
@@ -138,6 +140,10 @@ const char *httpd_req_query_string(const httpd_req_t *req);
 #define HTTPD_CONN_MEMO_BYTES 256
 void *httpd_req_conn_memo(httpd_req_t *req);
 
+/* The TLS session of an HTTP/1.1 request's connection (to look at the client's certificate);
+ * NULL on a plain connection and for HTTP/2. */
+SSL *httpd_req_ssl(const httpd_req_t *req);
+
 /* Adds a response header before a reply (e.g. Location, WWW-Authenticate). */
 void httpd_resp_header(httpd_req_t *req, const char *name, const char *value);
 /* Each request gets exactly one reply; a handler that returns without replying gets 500. */
@@ -151,6 +157,26 @@ void httpd_reply_jansson(httpd_req_t *req, int status, json_t *json);
  * {"error":{"status":<status>,"message":"<formatted>"}}). */
 void httpd_reply_error(httpd_req_t *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- answering later ----
+ * A handler whose answer depends on something that completes after it returns (ndd-ingress:
+ * Kafka's delivery report) takes the request's answer with httpd_req_later and gives it with
+ * httpd_later_reply, exactly once, from the server's thread: during the handler (then it is an
+ * ordinary reply) or any time after. What the request pointed to (path, headers, body) is
+ * gone when the handler returns: the handler copies what it needs.
+ * One request per HTTP/1.1 connection waits for its answer: until it is given the connection
+ * is not read (pipelined requests stay in the socket, TCP pushes back on the client), is
+ * neither evicted nor closed by request_timeout_s or a deadline (it is in service). A client
+ * that goes first leaves the handle valid: httpd_later_reply then only frees it. HTTP/2 streams
+ * are answered through the HTTP/2 side (each stream its own, bounded by its stream limit). */
+typedef struct httpd_later httpd_later_t;
+/* NULL when out of memory (the handler then replies at once). */
+httpd_later_t *httpd_req_later(httpd_req_t *req);
+/* A response header of the later answer, before httpd_later_reply (256 bytes of them). */
+void httpd_later_header(httpd_later_t *l, const char *name, const char *value);
+/* Gives the answer and frees l. */
+void httpd_later_reply(httpd_later_t *l, int status, const char *content_type, const void *body,
+                       size_t len);
 
 /* ---- a server on its own thread ---- */
 /* Creates an event_base and the server on it, runs the loop on a new thread. The returned

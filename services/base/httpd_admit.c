@@ -53,7 +53,8 @@ static httpd_conn_t *evictable(httpd_t *h, const httpd_conn_t *except, const cha
 again:
     best = NULL;
     for (httpd_conn_t *x = h->conns; x; x = x->next) {
-        if (x == except || x->serving || x->reserve || x->request_pending || x->spared_pass == pass)
+        if (x == except || x->serving || x->later || x->reserve || x->request_pending ||
+            x->spared_pass == pass)
             continue;
         if (addr && strcmp(x->addr, addr) != 0)
             continue;

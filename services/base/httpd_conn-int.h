@@ -43,6 +43,7 @@ struct httpd_conn {
     bool linger;          /* ... after reading what the client still sends (an error reply) */
     bool lingering;       /* reply sent, write side shut: input is read and dropped */
     bool fresh;           /* no request yet: the HTTP/2 preface may come */
+    httpd_later_t *later; /* a request waiting for its answer (httpd_req_later): not read */
     int64_t since_ms;     /* when the current state began: the eviction order */
     int64_t req_start_ms;
     int64_t deadline_ms; /* 0: none */

@@ -95,9 +95,13 @@ static void conn_unlink(httpd_conn_t *c)
         h->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    if (c->later)
+        c->later->c = NULL; /* its owner still answers; the answer then only frees it */
+    c->later = NULL;
     netconn_release(&c->nc);
     if (c->timer)
         event_free(c->timer);
+    httpd_note_freed(h, c->in_cap + c->out_cap);
     free(c->in);
     free(c->out);
     OPENSSL_cleanse(c->memo, sizeof c->memo); /* a handler may keep a credential there */
@@ -118,9 +122,10 @@ void httpd_conn_close_all(httpd_t *h)
         httpd_conn_free(h->conns);
 }
 
+/* Never while a request waits for its later answer: what follows it stays in the socket. */
 static void want_read(httpd_conn_t *c, bool on)
 {
-    netconn_want_read(&c->nc, on);
+    netconn_want_read(&c->nc, on && !c->later);
 }
 
 static void want_write(httpd_conn_t *c, bool on)
@@ -155,8 +160,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         httpd_conn_free(c);
         return;
     }
+    if (c->later)
+        c->last_io_ms = now; /* waiting for its answer is service, not idleness */
     if (c->deadline_ms && now >= c->deadline_ms) {
-        if (c->serving) {
+        if (c->serving || c->later) {
             c->deadline_ms = now + 1000; /* a pipelined request waits for the reply before it */
         } else {
             httpd_conn_warn_limited(
@@ -242,7 +249,7 @@ static int conn_flush(httpd_conn_t *c)
         timer_arm(c);
         return 0;
     }
-    if (c->closing) {
+    if (c->closing && !c->later) {
         httpd_conn_free(c);
         return -1;
     }
@@ -710,6 +717,8 @@ static int conn_request(httpd_conn_t *c)
     }
     if (!req.replied)
         httpd_dispatch(&req);
+    /* answered later: this connection waits for it, unread (want_read) */
+    c->later = httpd_req_later_detach(&req, c, NULL);
     httpd_req_end(&req);
     body[body_len] = saved;
     return 1;
@@ -734,7 +743,7 @@ need_body:
 static int conn_process(httpd_conn_t *c)
 {
     bool paused = false;
-    while (c->in_off < c->in_len && !c->closing) {
+    while (c->in_off < c->in_len && !c->closing && !c->later) {
         if (c->out_len - c->out_off > CONN_OUT_PAUSE) {
             paused = true; /* the rest waits until the client reads */
             break;
@@ -745,6 +754,8 @@ static int conn_process(httpd_conn_t *c)
         if (r == 0)
             break;
     }
+    if (c->later)
+        want_read(c, false);
     if (c->in_off >= c->in_len) {
         c->in_off = c->in_len = 0;
         c->scan_off = 0;
@@ -755,6 +766,7 @@ static int conn_process(httpd_conn_t *c)
         if (c->in_cap > 4 * CONN_IN_INITIAL && !c->closing) {
             char *s = realloc(c->in, CONN_IN_INITIAL);
             if (s) {
+                httpd_note_freed(c->h, c->in_cap);
                 c->in = s;
                 c->in_cap = CONN_IN_INITIAL;
             }
@@ -789,6 +801,10 @@ static int conn_process(httpd_conn_t *c)
 /* Reads what the socket has, then answers it. -1 when c is gone. */
 static int conn_read(httpd_conn_t *c)
 {
+    if (c->later) {
+        want_read(c, false);
+        return 0;
+    }
     bool eof = false;
     for (;;) {
         /* Full: the whole requests in it are answered first, so the buffer grows only for
@@ -842,7 +858,7 @@ static int conn_read(httpd_conn_t *c)
     if (conn_process(c) < 0)
         return -1;
     if (eof) {
-        if (c->out_len > c->out_off) {
+        if (c->out_len > c->out_off || c->later) {
             c->closing = true; /* send the replies, then close */
             return 0;
         }
@@ -944,6 +960,29 @@ static int conn_h2_handoff(httpd_conn_t *c, const char *data, size_t len)
     httpd_h2_adopt(h, fd, ssl, peer, data, len);
     free(in);
     return -1;
+}
+
+SSL *httpd_conn_ssl(httpd_conn_t *c)
+{
+    return c->nc.ssl;
+}
+
+void httpd_conn_later_reply(httpd_req_t *req, int status, const char *content_type,
+                            const void *body, size_t len)
+{
+    httpd_conn_t *c = req->c;
+    req->h = c->h;
+    c->later = NULL;
+    httpd_conn_reply(req, status, content_type, body, len);
+    c->last_io_ms = httpd_conn_now_ms();
+    if (c->state == HC_IDLE)
+        c->since_ms = c->last_io_ms;
+    if (conn_flush(c) < 0 || c->serving)
+        return; /* gone, or on_write sends the rest and reads on */
+    /* The requests behind it (in the input, or still in the socket) on the next turn of the
+     * loop: not from inside the caller (a Kafka delivery report, say), which would serve the
+     * next request within its own. */
+    event_active(c->nc.rev, EV_READ, 0);
 }
 
 void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa, int salen)

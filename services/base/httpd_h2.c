@@ -66,6 +66,7 @@ static void h2_on_request(void *arg, h2server_stream_t *st, const h2server_reque
         httpd_reply_error(&req, 503, "out of memory");
     } else {
         httpd_dispatch(&req);
+        httpd_req_later_detach(&req, NULL, st); /* the stream waits for its answer */
     }
     httpd_req_end(&req);
     free(bodycopy);

@@ -55,6 +55,7 @@ struct httpd {
     size_t max_per_client;
     size_t probe_reserve;
     size_t nreserve;
+    bool no_builtins;
     unsigned evict_pass; /* httpd_conn.c evictable(): which admission's look marked a connection */
     httpd_conn_t *conns; /* every HTTP/1.1 connection, newest first */
     int64_t warned_ms;
@@ -63,6 +64,9 @@ struct httpd {
     /* the Date header, rendered once a second */
     time_t date_at;
     char date[40];
+    /* input buffers freed since the last malloc_trim (httpd_note_freed) */
+    size_t trim_bytes;
+    struct event *trim_ev;
     /* HTTP/2 connections, handed over by httpd_conn.c (httpd_h2.c) */
     h2server_t *h2;
 };
@@ -91,9 +95,23 @@ struct httpd_req {
     size_t qdec_len, qdec_cap;
     char *pathalloc;
     size_t resp_hdrs_len;
+    httpd_later_t *later; /* httpd_req_later: the handler answers later */
     /* not cleared per request (httpd_req_init): */
     char resp_hdrs[HTTPD_RESP_HDRS]; /* "Name: value\r\n" ... */
     char pathbuf[256];
+};
+
+/* A request answered later (httpd_req_later). While its handler runs it points to the request
+ * (req); after, to the connection (c, HTTP/1.1) or the stream (st, HTTP/2) waiting for the
+ * answer, with what the reply needs of the request; neither when the client is gone. */
+struct httpd_later {
+    httpd_req_t *req;
+    httpd_conn_t *c;
+    h2server_stream_t *st;
+    bool head, close;
+    int minor;
+    size_t hdrs_len;
+    char hdrs[256];
 };
 
 /* Clears what a new request needs cleared (not its buffers). */
@@ -103,9 +121,15 @@ void httpd_dispatch(httpd_req_t *req);
 /* Sets up req's fields common to both protocols: decodes the path of uri. -1 on OOM. */
 int httpd_req_begin(httpd_req_t *req, const char *uri);
 void httpd_req_end(httpd_req_t *req);
+/* After the handler: a request it answers later becomes the connection's (c) or the
+ * stream's (st) waiting answer, returned; NULL when there is none. */
+httpd_later_t *httpd_req_later_detach(httpd_req_t *req, httpd_conn_t *c, h2server_stream_t *st);
 /* The error body in the server's format (httpd_set_error_format). */
 void httpd_error_body(httpd_t *h, int status, const char *message, buf_t *out);
 const char *httpd_reason_phrase(int status);
+/* A connection gave back a large buffer of n bytes: once enough of them went, the heap is
+ * trimmed (shortly after, so a flood of closing connections costs one trim). */
+void httpd_note_freed(httpd_t *h, size_t n);
 /* The Date header value of now. */
 const char *httpd_date(httpd_t *h);
 
@@ -113,6 +137,10 @@ const char *httpd_date(httpd_t *h);
 void *httpd_conn_memo(httpd_conn_t *c);
 void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa, int salen);
 void httpd_conn_close_all(httpd_t *h);
+/* The answer req->c waited for (httpd_later_reply): written, sent, and the connection read on. */
+void httpd_conn_later_reply(httpd_req_t *req, int status, const char *content_type,
+                            const void *body, size_t len);
+SSL *httpd_conn_ssl(httpd_conn_t *c);
 /* Writes the reply of an HTTP/1.1 request to its connection's output. */
 void httpd_conn_reply(httpd_req_t *req, int status, const char *content_type, const void *body,
                       size_t len);

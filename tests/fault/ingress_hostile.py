@@ -31,6 +31,13 @@ HV-VES collector, field numbers as ONAP numbers them).
       N connections, each sends `POST PATH` with Content-Length L and 16 bytes of the body,
       then is silent; prints one JSON line: how many the server closed (and answered: sent
       bytes back, such as a 408) and after how many seconds, within H.
+  body-trickle --port P --path PATH --n N --length L --first F --every SEC --hold H
+      N connections, each sends `POST PATH` (Content-Type application/json) with
+      Content-Length L and the first F bytes of the body at once, then one more byte every
+      SEC seconds (so no idle timeout ends it) until the server closes it; prints one JSON
+      line: how many the server closed (and how many of those it had answered), the most
+      open at once as the client saw them, and when the first and the last were closed,
+      within H seconds.
   h2-noread --port P --path PATH --seconds S --hold H
       HTTP/2 with prior knowledge (h2c): `GET PATH` on new streams and PINGs, as fast as the
       socket takes them for S seconds, never read (4 KiB receive buffer); then like
@@ -267,6 +274,61 @@ def body_stall(a):
           flush=True)
 
 
+def body_trickle(a):
+    head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n\r\n" % (a.path, a.length)).encode()
+    t0, open_, closed_at, answered, most = time.time(), set(), [], 0, 0
+    refused = 0
+
+    def closed(s):
+        nonlocal answered
+        got = b""
+        try:
+            got = s.recv(65536)
+        except OSError:
+            pass
+        if got:
+            answered += 1  # the server said something (an error) before it closed
+            while got:
+                try:
+                    got = s.recv(65536)
+                except OSError:
+                    break
+        closed_at.append(time.time() - t0)
+        open_.discard(s)
+        s.close()
+
+    for _ in range(a.n):
+        try:
+            s = socket.create_connection(("127.0.0.1", a.port), timeout=5)
+            s.sendall(head + b"{" * a.first)
+        except OSError:
+            refused += 1
+            continue
+        open_.add(s)
+        most = max(most, len(open_))
+        # connections the server closed while this one was opened (evicted)
+        r, _, _ = select.select(list(open_), [], [], 0)
+        for x in r:
+            closed(x)
+    while open_ and time.time() - t0 < a.hold:
+        r, _, _ = select.select(list(open_), [], [], a.every)
+        for x in r:
+            closed(x)
+        for x in list(open_):
+            try:
+                x.send(b"{")
+            except OSError:
+                closed(x)
+    print(json.dumps({"connections": a.n, "closed": len(closed_at), "answered": answered,
+                      "refused": refused, "still_open": len(open_), "most_open": most,
+                      "first_closed_s": round(min(closed_at), 2) if closed_at else None,
+                      "last_closed_s": round(max(closed_at), 2) if closed_at else None}),
+          flush=True)
+    for x in open_:
+        x.close()
+
+
 def h2_frame(ftype, flags, sid, payload):
     return struct.pack(">I", len(payload))[1:] + struct.pack(">BBI", ftype, flags, sid) + payload
 
@@ -296,7 +358,8 @@ def h2_noread(a):
 
 ap = argparse.ArgumentParser()
 ap.add_argument("mode", choices=["h1-pipeline", "hv-stall", "hv-send", "http-pipeline",
-                                   "http-pipeline-read", "body-stall", "h2-noread"])
+                                   "http-pipeline-read", "body-stall", "body-trickle",
+                                   "h2-noread"])
 ap.add_argument("--port", type=int, required=True)
 ap.add_argument("--seconds", type=float, default=6)
 ap.add_argument("--hold", type=float, default=0)
@@ -310,7 +373,8 @@ ap.add_argument("--conns", type=int, default=1, help="http-pipeline: sockets")
 ap.add_argument("--path", default="/metrics", help="http-pipeline, body-stall, h2-noread")
 ap.add_argument("--length", type=int, default=262144, help="body-stall: the Content-Length")
 ap.add_argument("--span", type=float, default=0, help="hv-send: start this long before last")
+ap.add_argument("--first", type=int, default=16, help="body-trickle: body bytes sent at once")
 a = ap.parse_args()
 {"h1-pipeline": h1_pipeline, "hv-stall": hv_stall, "hv-send": hv_send,
  "http-pipeline": http_pipeline, "http-pipeline-read": http_pipeline_read,
- "body-stall": body_stall, "h2-noread": h2_noread}[a.mode](a)
+ "body-stall": body_stall, "body-trickle": body_trickle, "h2-noread": h2_noread}[a.mode](a)

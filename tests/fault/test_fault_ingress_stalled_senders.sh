@@ -9,6 +9,13 @@
 #   - a well-behaved sender is served meanwhile (HV-VES: one event every 20 ms; TCP: 2,000
 #     acknowledged copies): every record it sent is on the topic (kcat, by id);
 #   - after the stalled senders are gone the RSS is back within 16 MiB of where it was.
+# And VES over HTTP/1.1 against 300 connections from one address, each sending a request header
+# with Content-Length 300,000, 250,000 bytes of the body, then one byte a second (so no idle
+# timeout ends them): at most 256 are open at once (the per-client cap: a new connection evicts
+# the one part-way through a request longest), every one is closed by its body's deadline
+# (frame-timeout plus 1 s per 64 KiB: 8.6 s here) however often its bytes come, a
+# well-behaved client gets 202 for every event meanwhile (each on the topic), and the RSS grows
+# by at most the cap's input (256 x 256 KiB) plus 16 MiB and comes back within 16 MiB.
 # Needs NDD_BUILD_DIR and NDD_TEST_KAFKA.
 set -euo pipefail
 if [[ -z ${NDD_FAULT_TIMED:-} ]]; then
@@ -38,7 +45,7 @@ TOPIC=$TAG-perf3gpp
 free_ports
 TCP=$("$SRC/deploy/local/stack.sh" free-ports 1)
 start_ingress "$T/ing.log" --frame-timeout 4s --hvves.routes "perf3gpp=$TOPIC" --tcp.port "$TCP" \
-    --copy.topic-prefix "$TAG-"
+    --copy.topic-prefix "$TAG-" --ves.topic-prefix "$TAG-ves."
 HOSTILE=$SRC/tests/fault/ingress_hostile.py
 rss() { awk '/VmRSS/ {print $2}' "/proc/$ING_PID/status"; }
 conns() { ss -Htn state established "( sport = :$1 )" | wc -l; }
@@ -131,6 +138,43 @@ count_tcp() {
     echo "$got"
 }
 
+# ves_trickle: 300 VES HTTP/1.1 connections trickling their bodies while a good client posts.
+ves_trickle() {
+    local before peak=0 most=0 r c goods="" n=0 s
+    before=$(rss)
+    python3 "$HOSTILE" body-trickle --port "$VES" --path /eventListener/v7 --n 300 \
+        --length 300000 --first 250000 --every 1 --hold 40 >"$T/trickle" &
+    local tp=$!
+    PIDS+=("$tp")
+    while kill -0 "$tp" 2>/dev/null; do
+        r=$(rss)
+        [ "$r" -gt "$peak" ] && peak=$r
+        c=$(conns "$VES")
+        [ "$c" -gt "$most" ] && most=$c
+        n=$((n + 1))
+        goods+=" $(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H 'Content-Type: application/json' \
+            -d "{\"event\":$(ves_event fault good "good-$n")}" "http://127.0.0.1:$VES/eventListener/v7" || true)"
+        sleep 0.3
+    done
+    wait "$tp" || fail "ves: the trickling client failed: $(cat "$T/trickle")"
+    echo "ves: trickling connections: $(cat "$T/trickle")"
+    echo "ves: at most $most open at once; RSS before ${before} kB, peak ${peak} kB; good client:$goods"
+    [ "$(jq -r .closed "$T/trickle")" -eq 300 ] || fail "ves: not every trickling connection was closed"
+    [ "$most" -le 257 ] || fail "ves: $most connections open at once, over the per-client cap of 256"
+    # the last opened at about 2 s, its deadline 8.6 s later; a margin for a loaded machine
+    awk -v l="$(jq -r .last_closed_s "$T/trickle")" 'BEGIN { exit !(l < 20) }' ||
+        fail "ves: a trickling connection lived past its body's deadline"
+    for s in $goods; do [ "$s" = 202 ] || fail "ves: the well-behaved client got $s among trickling connections"; done
+    wait_count "$TAG-ves.fault" "$n"
+    [ $((peak - before)) -le $((80 * 1024)) ] || fail "ves: RSS grew by $((peak - before)) kB (bound: 256 x 256 KiB + 16 MiB)"
+    for _ in $(seq 20); do [ "$(conns "$VES")" -eq 0 ] && break; sleep 0.25; done
+    r=$(rss)
+    echo "ves: $n good events, all on the topic; RSS after ${r} kB"
+    [ $((r - before)) -le 16384 ] || fail "ves: RSS did not come back: ${before} kB before, ${r} kB after"
+    kill -0 "$ING_PID" || fail "ndd-ingress died"
+}
+
 stall hvves "$HV" hv-ves
 stall tcp "$TCP" tcp-copy --frame
-echo "PASS: 100 stalled HV-VES and TCP copy senders bounded and closed, good senders served, memory back"
+ves_trickle
+echo "PASS: 100 stalled HV-VES and TCP copy senders and 300 trickling VES clients bounded and closed, good clients served, memory back"

@@ -157,6 +157,40 @@ static void html_handler(httpd_req_t *req, void *arg)
     httpd_reply(req, 200, "text/html; charset=utf-8", page, sizeof page - 1);
 }
 
+/* Requests answered later (httpd_req_later): kept here, on the server's thread, until a
+ * GET /release answers them all. */
+static httpd_later_t *later_q[8];
+static char later_body[8][32];
+static int later_n;
+
+static void later_handler(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
+    if (later_n == 8) {
+        httpd_reply_text(req, 503, "full");
+        return;
+    }
+    snprintf(later_body[later_n], sizeof later_body[0], "later:%.*s", (int)len, body);
+    httpd_later_t *l = httpd_req_later(req);
+    assert_non_null(l);
+    later_q[later_n++] = l; /* the body is gone when the handler returns: copied above */
+}
+
+static void release_handler(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    char out[32];
+    snprintf(out, sizeof out, "released=%d", later_n);
+    for (int i = 0; i < later_n; i++) {
+        httpd_later_header(later_q[i], "Retry-After", "1");
+        httpd_later_reply(later_q[i], 202, "text/plain", later_body[i], strlen(later_body[i]));
+    }
+    later_n = 0;
+    httpd_reply_text(req, 200, out);
+}
+
 static int setup_routes(httpd_t *h, void *arg)
 {
     struct fixture *f = arg;
@@ -169,7 +203,9 @@ static int setup_routes(httpd_t *h, void *arg)
         httpd_route(h, "PUT", "/json", json_handler, NULL) ||
         httpd_route(h, "GET", "/silent", silent_handler, NULL) ||
         httpd_route(h, "GET", "/big", big_handler, NULL) ||
-        httpd_route(h, "GET", "/page", html_handler, NULL))
+        httpd_route(h, "GET", "/page", html_handler, NULL) ||
+        httpd_route(h, "POST", "/later", later_handler, NULL) ||
+        httpd_route(h, "GET", "/release", release_handler, NULL))
         return -1;
     return 0;
 }
@@ -392,6 +428,53 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A request answered later: nothing comes back until its answer is given (from another
+ * connection's request here, a Kafka delivery report in ndd-ingress), and the request
+ * pipelined behind it is not read before: the answers come in order, the later one with the
+ * header added to it. */
+static void test_a_later_answer_comes_after_the_handler_and_before_the_next_request(void **state)
+{
+    struct fixture *f = *state;
+    int fd = connect_port(f->port);
+    const char two[] = "POST /later HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
+                       "GET /any HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    send_all(fd, two, sizeof two - 1);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 300), 0); /* no answer yet, neither for the second request */
+    char *r = do_request(f->port, "GET", "/release", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_string_equal(body_of(r), "released=1");
+    free(r);
+    r = recv_all(fd);
+    close(fd);
+    assert_int_equal(status_of(r), 202);
+    assert_non_null(strstr(r, "Retry-After: 1\r\n"));
+    const char *second = strstr(r, "later:one");
+    assert_non_null(second);
+    assert_int_equal(status_of(second + 9), 200);
+    assert_non_null(strstr(second, "path=/any"));
+    free(r);
+}
+
+/* A client that leaves before its later answer: the answer is dropped, the server goes on. */
+static void test_a_later_answer_to_a_client_gone_is_dropped(void **state)
+{
+    struct fixture *f = *state;
+    int fd = connect_port(f->port);
+    const char one[] = "POST /later HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\ntwo";
+    send_all(fd, one, sizeof one - 1);
+    usleep(100 * 1000);
+    close(fd);
+    usleep(100 * 1000);
+    char *r = do_request(f->port, "GET", "/release", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    assert_string_equal(body_of(r), "released=1");
+    free(r);
+    r = do_request(f->port, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(status_of(r), 200);
+    free(r);
 }
 
 /* With max_connections = 4: four idle connections hold every slot; a fifth is served at once,
@@ -771,6 +854,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_post_body_reaches_handler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_over_limit_is_413, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jansson_reply_and_missing_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_later_answer_comes_after_the_handler_and_before_the_next_request, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_a_later_answer_to_a_client_gone_is_dropped, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_a_handlers_html_page_is_not_rewritten, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
