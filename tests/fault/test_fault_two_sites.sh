@@ -4,8 +4,9 @@
 # independent sink; MirrorMaker 2 (deploy/local/mirror.sh) copies A's NF topic, its admin's
 # configuration topic and the consumer groups' offsets to site B, and the admin's database is
 # backed up (ndd-admin backup). Then A's broker and A's ndd are killed with SIGKILL and B takes
-# over as the runbook says: the admin's backup restored into B's PostgreSQL, ndd started on B
-# (its aggregation resumes from the offsets MirrorMaker translated). A's broker comes back (the
+# over as the runbook says: the admin's backup restored into B's PostgreSQL (B's admin then
+# answers A's token with A's filter), ndd started on B (its aggregation resumes from the
+# offsets MirrorMaker translated). A's broker comes back (the
 # runbook's last step): MirrorMaker copies what A had acknowledged but not yet copied.
 # Asserts lost = 0 at the sink for every copy in A's log (a superset of those A acknowledged to
 # the producer: some were written as the broker died, unacknowledged); reports the
@@ -63,6 +64,18 @@ start_sink s1
 write_feeds s1
 start_ndd a
 wait_ready "http://127.0.0.1:${NDD_HTTP[a]}/readyz" 60 || fail "ndd on A not ready"
+# An operator's token and a filter made through A's admin: in A's database (so in the backup)
+# and in its configuration topic (so mirrored to B).
+wait_ready "http://127.0.0.1:${NDD_ADMIN_PORT[a]}/readyz" 30 || fail "A's admin not ready"
+(umask 077 && NDD_PG=$A_PG "$BIN_ADMIN" token create --db-schema "$SCHEMA" --role admin \
+    --name ops >"$W/ops.token" 2>"$W/token.log") || fail "token create: $(cat "$W/token.log")"
+admin_api() { # port method path [body] -> HTTP status; body in W/resp
+    curl -sS -o "$W/resp" -w '%{http_code}' -X "$2" -H "Authorization: Bearer $(cat "$W/ops.token")" \
+        -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "http://127.0.0.1:$1$3"
+}
+st=$(admin_api "${NDD_ADMIN_PORT[a]}" POST /api/v1/filters '{"name":"scp-only","default":"drop",
+  "rules":[{"name":"scp","action":"allow","match":{"field":"@nf-type","op":"equals","value":"SCP"}}]}')
+[[ $st == 201 ]] || fail "filter on A: $st $(cat "$W/resp")"
 wait "$mm" || fail "MirrorMaker did not start: $(cat "$W/mirror.out")"
 SIM_FLUSH_TIMEOUT=5
 produce 1000 90 # stopped right after the failure (SIGTERM: its summary still counts)
@@ -74,8 +87,9 @@ group_on_b() { # committed offsets of the aggregation group on B's copy of the N
             2>/dev/null || echo 0
 }
 t0=$SECONDS
-until (($(sink_field s1 unique) >= 3000)) && (($(group_on_b) > 0)); do
-    ((SECONDS - t0 < 60)) || fail "A not delivering or no offsets on B after 60 s (sink $(sink_field s1 unique), B group $(group_on_b))"
+config_on_b() { B=$B_KAFKA topic_records "${PFX}config"; }
+until (($(sink_field s1 unique) >= 3000)) && (($(group_on_b) > 0)) && (($(config_on_b) > 0)); do
+    ((SECONDS - t0 < 60)) || fail "after 60 s: A delivered $(sink_field s1 unique) (3000 wanted), B has group offsets $(group_on_b) and $(config_on_b) configuration records (> 0 wanted)"
     sleep 0.5
 done
 # the runbook's periodic backup of A's admin database
@@ -108,6 +122,9 @@ T_B=$(now_ms)
 RTO_MS=$((T_B - T_FAIL))
 say "first delivery from B $RTO_MS ms after the failure"
 wait_ready "http://127.0.0.1:${NDD_ADMIN_PORT[b]}/readyz" 30 || fail "B's admin on the restored database is not ready"
+# B's admin answers A's operator token with A's filter
+st=$(admin_api "${NDD_ADMIN_PORT[b]}" GET /api/v1/filters)
+[[ $st == 200 ]] && grep -q '"scp-only"' "$W/resp" || fail "B's admin: filters: $st $(cat "$W/resp")"
 # What A acknowledged: ndd-nf-sim exits 1 as the copies in flight at the failure failed (they
 # were never A's), so its summary, not its exit code, is the count (produce_wait would refuse).
 wait "$SIM_PID" || true
