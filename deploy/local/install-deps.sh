@@ -107,3 +107,7 @@ else
     rm -rf "$TOOLS"
     mv "$ttmp/tools" "$TOOLS"
 fi
+
+# ---- MirrorMaker 2 (deploy/local/mirror.sh, docs/georedundancy.md) -------------------------
+# Its jars come with the others, so the two-site test never fetches anything while it runs.
+"$ROOT/deploy/local/mirror.sh" install || { echo "install-deps: MirrorMaker 2's jars could not be fetched" >&2; exit 1; }
