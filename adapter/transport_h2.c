@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -39,6 +40,11 @@ static const transport_ops_t transport_h2_ops;
  * holds about 1 KiB each (stream, queued frames, header copies). */
 #define H2_MEM_CACHED (256u * 1024)
 #define H2_MAX_NV (8 + TRANSPORT_MAX_HEADERS)
+/* Room made at the end of the output buffer when a frame does not fit: the frames of many
+ * requests in one 64 KiB allocation (libevent rounds a chain with its header up to a power of
+ * two, hence a little less). Left to libevent, a chain holds at most 4 KiB, so every request
+ * body took a malloc and a free of its own, and a writev piece. */
+#define H2_OUT_CHAIN (64u * 1024 - 128)
 
 typedef enum h2_state { H2_DOWN = 0, H2_CONNECTING, H2_UP, H2_CLOSING } h2_state_t;
 
@@ -55,7 +61,10 @@ typedef struct h2_req {
     int32_t stream_id;
     int status;
     uint32_t retry_after_ms;
-    struct event timer;
+    /* In the connection's timeout queue (sent, not yet reported), oldest first. */
+    bool queued;
+    uint64_t deadline_ms;
+    struct h2_req *q_prev, *q_next;
     size_t excerpt_len;
     uint8_t excerpt[H2_EXCERPT_MAX];
     char clen[24];
@@ -77,6 +86,9 @@ struct h2 {
     nghttp2_mem ngmem;
     h2_state_t state;
     bool in_ng; /* inside nghttp2 mem_recv/mem_send */
+    /* Free bytes known to be at the end of the output buffer's last chain (a lower bound kept
+     * by h2_out_add; 0 when unknown). Only a hint: libevent decides where bytes go. */
+    size_t out_room;
     bool goaway;
     h2_req_t *reqs;
     h2_req_t *free_list;
@@ -87,9 +99,15 @@ struct h2 {
     bool read_since_tick;   /* answers read since lowat_ev last fired */
     struct event *lowat_ev; /* bounds how long answers may wait under the mark */
     struct timeval tv_lowat;
-    unsigned pending;             /* requests not yet reported */
-    const struct timeval *tv_req; /* common timeout for requests */
-    struct event *close_ev;       /* deferred teardown */
+    unsigned pending; /* requests not yet reported */
+    /* Request timeouts: every request has the same timeout and is queued in the order it was
+     * sent, so the oldest one is due first and one timer at its deadline serves them all (a
+     * libevent timer per request was an event_add and an event_del per copy, ~500
+     * instructions). The timer is re-armed lazily: it may fire with nothing due. */
+    h2_req_t *q_head, *q_tail;
+    struct event *timeout_ev;
+    bool timeout_armed;
+    struct event *close_ev; /* deferred teardown */
     char close_reason[320];
     char authority[300];
     char scheme[8];
@@ -176,9 +194,56 @@ static void h2_lowat_update(h2_t *t)
         h2_set_rcvlowat(t, want);
 }
 
+/* A coarse monotonic clock (a read of the kernel's tick, no system call): timeouts are
+ * milliseconds to seconds long, and a tick's error (a few ms) is immaterial to them. */
+static uint64_t h2_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void h2_arm_timeout(h2_t *t, uint64_t in_ms)
+{
+    struct timeval tv = {(time_t)(in_ms / 1000), (suseconds_t)(in_ms % 1000) * 1000};
+    if (evtimer_add(t->timeout_ev, &tv) == 0)
+        t->timeout_armed = true;
+}
+
+static void h2_q_push(h2_t *t, h2_req_t *r)
+{
+    r->deadline_ms = h2_now_ms() + t->cfg.timeout_ms;
+    r->queued = true;
+    r->q_next = NULL;
+    r->q_prev = t->q_tail;
+    if (t->q_tail)
+        t->q_tail->q_next = r;
+    else
+        t->q_head = r;
+    t->q_tail = r;
+    if (!t->timeout_armed)
+        h2_arm_timeout(t, t->cfg.timeout_ms);
+}
+
+static void h2_q_unlink(h2_t *t, h2_req_t *r)
+{
+    if (!r->queued)
+        return;
+    r->queued = false;
+    if (r->q_prev)
+        r->q_prev->q_next = r->q_next;
+    else
+        t->q_head = r->q_next;
+    if (r->q_next)
+        r->q_next->q_prev = r->q_prev;
+    else
+        t->q_tail = r->q_prev;
+    r->q_prev = r->q_next = NULL;
+}
+
 static void h2_req_release(h2_t *t, h2_req_t *r)
 {
-    evtimer_del(&r->timer);
+    h2_q_unlink(t, r);
     r->active = false;
     r->cookie = NULL;
     r->data = NULL;
@@ -201,6 +266,7 @@ static void h2_report(h2_t *t, h2_req_t *r, int status, bool ok, bool retryable,
     if (r->reported)
         return;
     r->reported = true;
+    h2_q_unlink(t, r); /* nothing left to time out */
     t->pending--;
     void *cookie = r->cookie;
     if (ok) {
@@ -216,12 +282,30 @@ static void h2_report(h2_t *t, h2_req_t *r, int status, bool ok, bool retryable,
     t->ev.on_fail(t->owner, cookie, &f);
 }
 
+/* Appends to the output buffer, making room for many frames at once when these do not fit.
+ * The last chain's free space only shrinks by what is added here: written bytes are taken
+ * from the front, and a buffer written out completely loses its chains, which h2_flush sees
+ * (an empty buffer) and forgets the room it knew. */
+static int h2_out_add(h2_t *t, struct evbuffer *out, const void *p, size_t n)
+{
+    if (t->out_room < n) {
+        size_t want = n > H2_OUT_CHAIN ? n : H2_OUT_CHAIN;
+        t->out_room = evbuffer_expand(out, want) == 0 ? want : 0;
+    }
+    if (evbuffer_add(out, p, n) < 0)
+        return -1;
+    t->out_room = t->out_room > n ? t->out_room - n : 0;
+    return 0;
+}
+
 /* Pulls frames from nghttp2 into the socket buffer while it is under its limit. */
 static void h2_flush(h2_t *t)
 {
     if (t->in_ng || t->state != H2_UP || !t->sess)
         return;
     struct evbuffer *out = bufferevent_get_output(t->bev);
+    if (evbuffer_get_length(out) == 0)
+        t->out_room = 0;
     t->in_ng = true;
     while (evbuffer_get_length(out) < t->cfg.out_buf_max) {
         const uint8_t *p;
@@ -236,7 +320,7 @@ static void h2_flush(h2_t *t)
         }
         if (n == 0)
             break;
-        if (evbuffer_add(out, p, (size_t)n) < 0) {
+        if (h2_out_add(t, out, p, (size_t)n) < 0) {
             t->in_ng = false;
             h2_schedule_teardown(t, "out of memory queueing HTTP/2 frames");
             return;
@@ -281,12 +365,12 @@ static int h2_send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t 
     if (!r->active || r->reported || r->sent + length > r->len)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     struct evbuffer *out = bufferevent_get_output(t->bev);
-    if (evbuffer_add(out, framehd, 9) < 0 || evbuffer_add(out, r->data + r->sent, length) < 0)
+    if (h2_out_add(t, out, framehd, 9) < 0 || h2_out_add(t, out, r->data + r->sent, length) < 0)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     r->sent += length;
     /* We never ask for padding; were nghttp2 to add some, it must still be sent. */
     static const uint8_t zeros[256];
-    if (frame->data.padlen > 1 && evbuffer_add(out, zeros, frame->data.padlen - 1) < 0)
+    if (frame->data.padlen > 1 && h2_out_add(t, out, zeros, frame->data.padlen - 1) < 0)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     return 0;
 }
@@ -539,21 +623,35 @@ static void h2_close_evcb(evutil_socket_t fd, short what, void *arg)
     h2_teardown(t, t->close_reason);
 }
 
+/* Fails every request whose deadline has passed (oldest first) and re-arms for the next. A
+ * report may send (the owner refills) or tear the connection down (which empties the queue):
+ * the queue's head is read again after each. */
 static void h2_timeoutcb(evutil_socket_t fd, short what, void *arg)
 {
-    h2_req_t *r = arg;
-    h2_t *t = r->t;
-    if (!r->active || r->reported)
-        return;
-    char why[160];
-    snprintf(why, sizeof why, "timeout after %u ms (endpoint %s)", t->cfg.timeout_ms,
-             t->cfg.endpoint);
-    if (t->sess && r->stream_id > 0)
-        nghttp2_submit_rst_stream(t->sess, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_CANCEL);
-    r->excerpt_len = 0;
-    h2_report(t, r, 0, false, true, why);
-    h2_flush(t);
-    h2_lowat_update(t); /* the RST closed the stream */
+    h2_t *t = arg;
+    t->timeout_armed = false;
+    uint64_t now = h2_now_ms();
+    bool any = false;
+    while (t->q_head && t->q_head->deadline_ms <= now) {
+        h2_req_t *r = t->q_head;
+        h2_q_unlink(t, r);
+        if (!r->active || r->reported)
+            continue;
+        char why[160];
+        snprintf(why, sizeof why, "timeout after %u ms (endpoint %s)", t->cfg.timeout_ms,
+                 t->cfg.endpoint);
+        if (t->sess && r->stream_id > 0)
+            nghttp2_submit_rst_stream(t->sess, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_CANCEL);
+        r->excerpt_len = 0;
+        h2_report(t, r, 0, false, true, why);
+        any = true;
+    }
+    if (any) {
+        h2_flush(t);
+        h2_lowat_update(t); /* the RSTs closed the streams */
+    }
+    if (t->q_head && !t->timeout_armed)
+        h2_arm_timeout(t, t->q_head->deadline_ms > now ? t->q_head->deadline_ms - now : 0);
 }
 
 /* ---- ops ---- */
@@ -594,13 +692,12 @@ static transport_t *h2_create(struct event_base *base, const transport_config_t 
         mempool_nghttp2_mem(t->mem, &t->ngmem);
     t->close_ev = event_new(base, -1, 0, h2_close_evcb, t);
     t->lowat_ev = evtimer_new(base, h2_lowat_tick, t);
+    t->timeout_ev = evtimer_new(base, h2_timeoutcb, t);
     t->rcvlowat = 1;
     uint32_t wait_ms =
         t->cfg.timeout_ms / 4 < H2_LOWAT_WAIT_MS ? t->cfg.timeout_ms / 4 : H2_LOWAT_WAIT_MS;
     t->tv_lowat = (struct timeval){0, (suseconds_t)wait_ms * 1000};
-    struct timeval tv = {t->cfg.timeout_ms / 1000, (t->cfg.timeout_ms % 1000) * 1000};
-    t->tv_req = event_base_init_common_timeout(base, &tv);
-    if (!t->reqs || !t->close_ev || !t->lowat_ev || !t->tv_req || !t->mem) {
+    if (!t->reqs || !t->close_ev || !t->lowat_ev || !t->timeout_ev || !t->mem) {
         snprintf(err, errlen, "out of memory");
         transport_h2_ops.destroy(&t->base);
         return NULL;
@@ -608,7 +705,6 @@ static transport_t *h2_create(struct event_base *base, const transport_config_t 
     for (unsigned i = t->n_reqs; i-- > 0;) {
         h2_req_t *r = &t->reqs[i];
         r->t = t;
-        evtimer_assign(&r->timer, base, h2_timeoutcb, r);
         r->next_free = t->free_list;
         t->free_list = r;
     }
@@ -692,7 +788,7 @@ static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *
         return -1;
     }
     r->stream_id = sid;
-    evtimer_add(&r->timer, t->tv_req);
+    h2_q_push(t, r);
     /* Once the window is full, new streams wait until a quarter of it has been answered
      * (silly-window avoidance, as TCP does for its window): refilled one stream per answer,
      * a saturated window settles into a write and a wake-up of both sides per copy, the
@@ -737,14 +833,13 @@ static void h2_destroy(transport_t *base)
         bufferevent_free(t->bev);
     if (t->sess)
         nghttp2_session_del(t->sess);
-    if (t->reqs)
-        for (unsigned i = 0; i < t->n_reqs; i++)
-            evtimer_del(&t->reqs[i].timer);
     free(t->reqs);
     if (t->close_ev)
         event_free(t->close_ev);
     if (t->lowat_ev)
         event_free(t->lowat_ev);
+    if (t->timeout_ev)
+        event_free(t->timeout_ev);
     if (t->mem)
         mempool_free_all(t->mem); /* after the session: it gave its blocks back */
     free(t);

@@ -7,6 +7,7 @@
 #   bench/compare.sh [--build DIR] [--bootstrap HOST:PORT] [--count N] [--modes LIST]
 #                    [--agg-count N] [--no-aggregation] [--callgrind N]
 #                    [--main-format headers|frame] [--h2c-in-flight N] [--rounds N]
+#                    [--topic T]
 #   bench/run.sh --profile compare [--build DIR] ...   (the same, started a stack if needed)
 #
 # Modes: h2c (one copy per HTTP/2 request), h2c-batch (batch_max 64), tcp (binary frames,
@@ -30,6 +31,9 @@
 # (a fresh consumer group each time), then per mode the N figures, their median and the median
 # of its per-round ratio to that round's consume baseline: one run on a shared VM moves by
 # 10-20 % from the next, so a single figure does not reproduce. Default 1 (one table, as before).
+# --topic T: drain the existing topic T (at least --count copies of 3,400 B, e.g. the backlog
+# of an earlier run, named in its output) instead of producing a new backlog: repeated runs
+# then neither wait for nor load the broker with the production.
 # --callgrind N additionally runs each adapter mode under valgrind --tool=callgrind on the
 # first N copies of the topic and prints instructions per copy (repeatable on a loaded
 # machine; the figure includes start-up, divided over N).
@@ -48,6 +52,7 @@ CALLGRIND=0
 MAIN_FORMAT=headers
 H2C_IN_FLIGHT=128
 ROUNDS=1
+REUSE_TOPIC=""
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -60,7 +65,8 @@ while [[ $# -gt 0 ]]; do
     --main-format) MAIN_FORMAT=$2; shift 2 ;;
     --h2c-in-flight) H2C_IN_FLIGHT=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -h | --help) sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --topic) REUSE_TOPIC=$2; shift 2 ;;
+    -h | --help) sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -95,6 +101,9 @@ PIDS+=($!)
 sleep 0.5
 
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+# user and kernel CPU seconds apart: a copy's HTTP/2 and Kafka work is user time, its socket
+# writes and reads kernel time, and they call for different fixes.
+cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{printf "\"user_s\":%s,\"sys_s\":%s", $14/hz, $15/hz}' "/proc/$1/stat"; }
 hwm_mib() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 acked() {
     curl -s "127.0.0.1:$AM/metrics" | awk '/^ndd_adapter_messages_acked_total/ {s+=$2} END {print s+0}'
@@ -103,10 +112,15 @@ per() { awk -v n="$1" -v c="$2" 'BEGIN {printf "%.0f", (c > 0 ? n / c : 0)}'; }
 
 prefix="cmp$RANDOM-"
 TOPIC="${prefix}SCP"
-echo "backlog: $COUNT copies of 3,400 B on $TOPIC (3 partitions)"
-"$NFSIM" --bootstrap "$BOOT" --count "$COUNT" --size 3400 --nf-mix SCP=1 \
-    --topic-prefix "$prefix" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
-if [[ $MAIN_FORMAT != headers ]]; then
+if [[ -n $REUSE_TOPIC ]]; then
+    TOPIC=$REUSE_TOPIC
+    echo "backlog: the first $COUNT copies of the existing topic $TOPIC"
+else
+    echo "backlog: $COUNT copies of 3,400 B on $TOPIC (3 partitions)"
+    "$NFSIM" --bootstrap "$BOOT" --count "$COUNT" --size 3400 --nf-mix SCP=1 \
+        --topic-prefix "$prefix" --partitions 3 --quiet >"$WORK/nfsim.json" 2>"$WORK/nfsim.log"
+fi
+if [[ $MAIN_FORMAT != headers && -z $REUSE_TOPIC ]]; then
     GP=$("$ROOT/deploy/local/stack.sh" free-ports 1)
     "$BUILD/aggregation/ndd-aggregation" --bootstrap "$BOOT" --nf-type SCP --topic "$TOPIC" \
         --main-topic "${prefix}MAIN" --dlq-topic "${prefix}DLQ" --group "${prefix}agg" \
@@ -177,12 +191,12 @@ for round in $(seq 1 "$ROUNDS"); do
             deadline=$((SECONDS + 300))
             while [[ $(acked) -lt $COUNT && $SECONDS -lt $deadline ]]; do sleep 0.2; done
             end=$(date +%s.%N)
-            n=$(acked) cpu=$(cpu_s $APID) rss=$(hwm_mib $APID)
+            n=$(acked) cpu=$(cpu_s $APID) us=$(cpu_us $APID) rss=$(hwm_mib $APID)
             kill $APID
             wait $APID 2>/dev/null || true
             PER[$mode]=$(per "$n" "$cpu")
             wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}')
-            echo "{\"mode\":\"$mode\",\"delivered\":$n,\"cpu_s\":$cpu,\"wall_s\":$wall,\"per_cpu_s\":${PER[$mode]},\"peak_rss_mib\":$rss}"
+            echo "{\"mode\":\"$mode\",\"delivered\":$n,\"cpu_s\":$cpu,$us,\"wall_s\":$wall,\"per_cpu_s\":${PER[$mode]},\"peak_rss_mib\":$rss}"
             row "$mode" "$n" "$cpu" "$wall" "${PER[$mode]}" "$rss"
             ;;
         baseline | forward)
@@ -206,7 +220,7 @@ for round in $(seq 1 "$ROUNDS"); do
                     h2load -n "$COUNT" -c 1 -m 128 -d "$WORK/body.json" "$2" >"$WORK/h2load-$1.out" 2>&1 || true
                 hcpu=$(awk '{print $1 + $2}' "$WORK/h2load-$1.time")
                 PER[h2load-$1]=$(per "$COUNT" "$hcpu")
-                echo "{\"mode\":\"h2load-$1\",\"requests\":$COUNT,\"cpu_s\":$hcpu,\"per_cpu_s\":${PER[h2load-$1]}}"
+                echo "{\"mode\":\"h2load-$1\",\"requests\":$COUNT,\"cpu_s\":$hcpu,$(awk '{printf "\"user_s\":%s,\"sys_s\":%s", $1, $2}' "$WORK/h2load-$1.time"),\"per_cpu_s\":${PER[h2load-$1]}}"
                 row "h2load-$1" "$COUNT" "$hcpu" "$(awk '{print $3}' "$WORK/h2load-$1.time")" "${PER[h2load-$1]}" "-"
             done
             ;;
