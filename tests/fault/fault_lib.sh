@@ -143,9 +143,11 @@ start_agg() {
         return
     fi
     [[ -n ${AGG_HTTP[$1]:-} ]] || AGG_HTTP[$1]=$(free_port)
+    # FAULT_AGG_ARGS: more options, e.g. --exactly-once=true
+    # shellcheck disable=SC2086
     "$BIN_AGG" --nf-type SCP --bootstrap "$B" --topic "${PFX}SCP" --main-topic "${PFX}MAIN" \
         --dlq-topic "${PFX}dlq-aggregation" --group "ndd-agg-${PFX}SCP" --main-partitions 3 \
-        --http.port "${AGG_HTTP[$1]}" --log.level info >>"$W/agg-$1.log" 2>&1 &
+        --http.port "${AGG_HTTP[$1]}" --log.level info ${FAULT_AGG_ARGS:-} >>"$W/agg-$1.log" 2>&1 &
     AGG_PID[$1]=$!
     FAULT_PIDS+=("$!")
     wait_http "http://127.0.0.1:${AGG_HTTP[$1]}/healthz" 30 || fail "ndd-aggregation $1 did not start"
