@@ -2,6 +2,7 @@
  * administration is in kafka_admin.c. See kafka.h. */
 #include "kafka.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -665,6 +666,33 @@ static void kafka_consumer_log_fatal(kafka_consumer_t *c)
         rd_kafka_mem_free(c->rk, member);
 }
 
+static void *kafka_consumer_retire_thread(void *arg)
+{
+    /* No commit and no LeaveGroup: the fenced member can do neither. */
+    rd_kafka_destroy_flags(arg, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    return NULL;
+}
+
+/* Destroys a fenced consumer's handle on a thread of its own: rd_kafka_destroy waits until every
+ * message of it is destroyed, and the worker still holds those in flight (a record is kept until
+ * its copy is acknowledged, and the acknowledgements are served by the worker's own thread).
+ * Waiting here would deadlock the worker; the thread ends when the last one is released. */
+static void kafka_consumer_retire(rd_kafka_t *rk)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    int e = pthread_attr_init(&attr);
+    if (!e) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        e = pthread_create(&t, &attr, kafka_consumer_retire_thread, rk);
+        pthread_attr_destroy(&attr);
+    }
+    if (e) {
+        log_warn("kafka consumer %s: no thread to destroy the fenced handle (%s): kept until exit",
+                 rd_kafka_name(rk), strerror(e));
+    }
+}
+
 int kafka_consumer_rebuild(kafka_consumer_t *c)
 {
     int64_t now = kafka_now_ms();
@@ -694,9 +722,7 @@ int kafka_consumer_rebuild(kafka_consumer_t *c)
     kafka_consumer_owned(c, NULL, false);
     if (c->on_rebuild)
         c->on_rebuild(c->owner, c, KAFKA_REBUILD_BEFORE);
-    /* No commit and no LeaveGroup: the fenced member can do neither, and waiting for them
-     * would hold the worker for a request timeout. */
-    rd_kafka_destroy_flags(c->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    kafka_consumer_retire(c->rk);
     c->rk = rk;
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_resp_err_t se = rd_kafka_subscribe(rk, c->sub);
