@@ -9,6 +9,11 @@ HV-VES collector, field numbers as ONAP numbers them).
       (Content-Length 9, body `{"event":`) as fast as the socket takes them for S seconds and
       never reads; prints the bytes and requests written, then keeps the socket open --hold
       seconds.
+  ves-pipeline-413 --port P --n N
+      a well-behaved pipelining VES client, but for its last request: N valid `POST
+      /eventListener/v7` and one announcing a body above max-body, in one write, then reads
+      until the server closes; prints one JSON line: the statuses in order, and whether the
+      413's body is ONAP's (SVC2000, ["Request Entity Too Large","413"]).
   hv-stall --port P --n N --size B --hold S [--frame]
       N connections, each sends a WTP header announcing B bytes and B-1 of them, then waits;
       prints one JSON line: how many the server closed and after how many seconds. --frame:
@@ -114,6 +119,49 @@ def h1_pipeline(a):
     print(json.dumps({"bytes": sent, "requests": sent // len(req)}), flush=True)
     time.sleep(a.hold)
     s.close()
+
+
+def ves_pipeline_413(a):
+    ev = json.dumps({"event": {"commonEventHeader": {
+        "domain": "fault", "eventId": "pipelined", "eventName": "n_fault",
+        "lastEpochMicrosec": 1700000000000000, "priority": "Normal",
+        "reportingEntityName": "r1", "sequence": 1, "sourceName": "pipelined",
+        "startEpochMicrosec": 1700000000000000, "version": "4.1",
+        "vesEventListenerVersion": "7.2.1"}, "otherFields": {"otherFieldsVersion": "3.0"}}})
+    head = ("POST /eventListener/v7 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n\r\n")
+    one = (head % len(ev)).encode() + ev.encode()
+    big = (head % (1 << 30)).encode()
+    s = socket.create_connection(("127.0.0.1", a.port))
+    s.sendall(one * a.n + big)
+    s.settimeout(15)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    s.close()
+    statuses, rest, body413 = [], out, b""
+    while rest.startswith(b"HTTP/1.1 "):
+        hdr, _, rest = rest.partition(b"\r\n\r\n")
+        statuses.append(int(hdr[9:12]))
+        n = 0
+        for line in hdr.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                n = int(line.split(b":")[1])
+        body, rest = rest[:n], rest[n:]
+        if statuses[-1] == 413:
+            body413 = body
+    try:
+        e = json.loads(body413)["requestError"]["ServiceException"]
+        onap = e["messageId"] == "SVC2000" and e["variables"] == ["Request Entity Too Large", "413"]
+    except (ValueError, KeyError, TypeError):
+        onap = False
+    print(json.dumps({"statuses": statuses, "onap_413": onap}), flush=True)
 
 
 def hv_stall(a):
@@ -357,7 +405,7 @@ def h2_noread(a):
 
 
 ap = argparse.ArgumentParser()
-ap.add_argument("mode", choices=["h1-pipeline", "hv-stall", "hv-send", "http-pipeline",
+ap.add_argument("mode", choices=["h1-pipeline", "ves-pipeline-413", "hv-stall", "hv-send", "http-pipeline",
                                    "http-pipeline-read", "body-stall", "body-trickle",
                                    "h2-noread"])
 ap.add_argument("--port", type=int, required=True)
@@ -375,6 +423,6 @@ ap.add_argument("--length", type=int, default=262144, help="body-stall: the Cont
 ap.add_argument("--span", type=float, default=0, help="hv-send: start this long before last")
 ap.add_argument("--first", type=int, default=16, help="body-trickle: body bytes sent at once")
 a = ap.parse_args()
-{"h1-pipeline": h1_pipeline, "hv-stall": hv_stall, "hv-send": hv_send,
+{"h1-pipeline": h1_pipeline, "ves-pipeline-413": ves_pipeline_413, "hv-stall": hv_stall, "hv-send": hv_send,
  "http-pipeline": http_pipeline, "http-pipeline-read": http_pipeline_read,
  "body-stall": body_stall, "body-trickle": body_trickle, "h2-noread": h2_noread}[a.mode](a)

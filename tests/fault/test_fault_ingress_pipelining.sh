@@ -7,7 +7,10 @@
 #     is closed idle-timeout (5 s here) after its answers stopped moving;
 #   - HTTP/2: a client that sends requests and PINGs and never reads (h2_slow_reader.py);
 #   - meanwhile a well-behaved client gets 202 for every event, and after the hostile clients
-#     leave the RSS is back within a few MiB of where it was.
+#     leave the RSS is back within a few MiB of where it was;
+#   - a VES client that pipelines 5 events and then a request announcing a body above max-body
+#     gets 202 for each event, in order (each answered from Kafka's delivery report), then
+#     ONAP's 413 JSON (SVC2000), not an HTML page.
 # Needs NDD_BUILD_DIR and NDD_TEST_KAFKA.
 set -euo pipefail
 if [[ -z ${NDD_FAULT_TIMED:-} ]]; then
@@ -23,6 +26,7 @@ BROKER=${NDD_TEST_KAFKA:?NDD_TEST_KAFKA must name the test broker}
 BROKER=${BROKER//\'/}
 . "$SRC/tests/common/ingress_e2e.sh"
 command -v ss >/dev/null || fail "ss (iproute2) is needed to watch the connections"
+command -v jq >/dev/null || fail "jq is needed to read the clients' results"
 T=$(mktemp -d /tmp/ndd-fault-ingress-pipe.XXXXXX)
 ING_PID= PIDS=()
 cleanup() {
@@ -92,4 +96,8 @@ echo "RSS: before ${before} kB, after HTTP/1.1 ${h1_after} kB, after both ${afte
 [ $((after - before)) -lt 8192 ] || fail "RSS did not come back: ${before} kB before, ${after} kB after the clients left"
 kill -0 "$ING_PID" || fail "ndd-ingress died"
 [ "$(good last)" = 202 ] || fail "not served after the floods"
-echo "PASS: pipelining and non-reading clients bounded, others served, memory back"
+r=$(python3 "$SRC/tests/fault/ingress_hostile.py" ves-pipeline-413 --port "$VES" --n 5)
+echo "VES pipelining 5 events then an oversized body: $r"
+[ "$(jq -c .statuses <<<"$r")" = "[202,202,202,202,202,413]" ] || fail "pipelined VES answers: $r"
+[ "$(jq -r .onap_413 <<<"$r")" = true ] || fail "the 413 behind pipelined requests is not ONAP's JSON: $r"
+echo "PASS: pipelining and non-reading clients bounded, others served, memory back, ONAP's 413 behind pipelined answers"
