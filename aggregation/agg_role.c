@@ -65,7 +65,7 @@ static const config_spec_t agg_specs[] = {
      "at-least-once", 0, AT(exactly_once)},
     {"transaction-ms", CONFIG_DURATION_MS, "100ms", "with exactly-once, how often the open "
      "transaction is committed (what read_committed readers wait at most beyond the produce)",
-     0, IN(transaction_ms, 1, 60000)},
+     0, IN(transaction_ms, 1, 30000)},
     DAEMON_SPECS_COMMON(agg_settings_t, "9101"),
 };
 /* clang-format on */

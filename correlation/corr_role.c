@@ -71,7 +71,7 @@ static const config_spec_t corr_specs[] = {
      "Kafka transaction; copies read again after a restart or an abort do not emit their "
      "completed xDRs again; false: at-least-once", 0, AT(exactly_once)},
     {"transaction-ms", CONFIG_DURATION_MS, "100ms", "with exactly-once, how often the open "
-     "transaction is committed", 0, IN(transaction_ms, 1, 60000)},
+     "transaction is committed", 0, IN(transaction_ms, 1, 30000)},
     {"config-topic", CONFIG_STRING, "ndd.config",
      "configuration topic to follow (kind \"correlation\"); empty: off", 0, AT(config_topic)},
     {"events-topic", CONFIG_STRING, "ndd.events", "topic of heartbeats and alarms; empty: off", 0,
