@@ -751,7 +751,7 @@ static transport_t *ftf_create(struct event_base *base, const transport_config_t
     unsigned form = cfg->encoding ? cfg->encoding->form : 0;
     t->pcapng = (form & ENCODING_FORM_PCAP_RECORDS) != 0;
     t->ndjson = (form & ENCODING_FORM_JSON_LINES) != 0;
-    /* the file member's values, or the defaults its description states (transport_desc.c) */
+    /* the file member's values, or the defaults its description (below) states */
     const optdesc_t *d = transport_desc_file.option_desc;
     t->max_bytes = (uint64_t)optdesc_int(d, o, "max_bytes");
     t->max_seconds = (uint32_t)optdesc_int(d, o, "max_seconds");

@@ -1,6 +1,6 @@
 /* The feed schema: one JSON description of a feed object, its transports and its encodings
  * (docs/api.md, "Feed schema"), generated from the option descriptions the feed parser checks
- * with (feed_config.c, transport_desc.c, each encoding's file). ndd-admin serves it at
+ * with (feed_config.c, each transport's and each encoding's own file). ndd-admin serves it at
  * GET /api/v1/schema/feeds, the console renders its feed form from it, and the docs test
  * compares docs/api.md with it: one description, never a copy. */
 #ifndef NDD_SERVICES_FEED_SCHEMA_H
