@@ -6,12 +6,14 @@
 #                      repository (deploy/ and build/ link to the real ones, .stack is this
 #                      test's own stack: the examples start, stop and destroy it)
 #   sh check-config    each `ndd-...` line with --check-config appended
+#   sh helm            kubectl not run, helm install/upgrade as helm template + kubernetes-validate
 #   json feeds-file / feed / filter / config DAEMON   the daemon's --check-config parser
 #   json               valid JSON
 # Substitutions in shell examples (the documented ports are the defaults of the stack and the
 # daemons; the test's own free ports replace them): 9092 -> this test's Kafka port, 55432 ->
-# its PostgreSQL port, 9100 -> a free admin port, /etc/ndd/ -> a directory holding the blocks
-# saved with file=NAME, /tmp/s2 -> a scratch directory. The built daemons are first on PATH.
+# its PostgreSQL port, 9100 -> a free admin port, 9108 -> a free console port, /etc/ndd/ -> a
+# directory holding the blocks saved with file=NAME, /tmp/s2 -> a scratch directory, /opt/ndd
+# -> a scratch install prefix. The built daemons are first on PATH.
 # An example that leaves a process behind is stopped with its process group.
 set -euo pipefail
 
@@ -32,8 +34,9 @@ ETC=$W/etc
 mkdir -p "$RUN" "$ETC" "$W/ex"
 chmod 755 "$W" "$RUN" # the stack runs PostgreSQL as user postgres, which must reach it
 ln -s "$BUILD" "$RUN/build"
-mapfile -t ports < <("$STACK" free-ports 6)
+mapfile -t ports < <("$STACK" free-ports 7)
 KPORT=${ports[0]} CPORT=${ports[1]} PPORT=${ports[2]} APORT=${ports[3]} SPORT=${ports[4]} QSPORT=${ports[5]}
+GPORT=${ports[6]}
 export NDD_STACK_DIR=$RUN/.stack
 # deploy/ as in the repository, but stack.sh gets this test's ports (through its environment
 # only: NDD_KAFKA_* in the examples' environment would reach the daemons as kafka.* settings).
@@ -67,7 +70,8 @@ python3 "$SRC/tests/docs_examples.py" "$SRC" "$W/ex" >"$W/manifest" ||
 QPORT=$(shuf -i 20000-28000 -n 1)
 subst() { # file -> the example with the test's ports and paths
     sed -e "s/\b9092\b/$KPORT/g" -e "s/\b55432\b/$PPORT/g" \
-        -e "s/\b9100\b/$APORT/g" -e "s|/etc/ndd/|$ETC/|g" -e "s|/tmp/s2|$W/s2|g" \
+        -e "s/\b9100\b/$APORT/g" -e "s/\b9108\b/$GPORT/g" -e "s|/etc/ndd/|$ETC/|g" \
+        -e "s|/tmp/s2|$W/s2|g" -e "s|/opt/ndd\b|$W/opt/ndd|g" \
         -e "/--stop/!s|^deploy/local/quickstart.sh |deploy/local/quickstart.sh --no-build --build build --seconds 10 --ports-from $QPORT --kafka-port $KPORT --pg-port $PPORT |" "$1"
 }
 
@@ -83,6 +87,43 @@ run_script() { # script log
     sleep 0.2
     kill -KILL -- "-$pid" 2>/dev/null || true
     return "$rc"
+}
+
+# "sh helm" blocks: what a cluster would run, checked without one. helm and kubernetes-validate
+# come from tests/e2e/helm/tools.sh (installed once, as the chart test does); missing, they fail.
+helm_prelude() {
+    cat <<EOF
+kubectl() { # not run; a deploy/NAME it names must be a Deployment of the last render
+    local a
+    for a in "\$@"; do
+        if [[ \$a == deploy/* ]] && ! grep -qx "  name: \${a#deploy/}" helm-render.yaml; then
+            echo "kubectl \$*: no Deployment \${a#deploy/} in the rendered chart" >&2
+            return 1
+        fi
+    done
+    echo "not run (needs a cluster): kubectl \$*"
+}
+helm() {
+    case \$1 in
+    install | upgrade)
+        shift
+        $(printf %q "$HELM") template "\$@" --kube-version 1.30.0 >helm-render.yaml
+        rm -rf helm-split && mkdir helm-split
+        $(printf %q "$KV_PY") $(printf %q "$SRC/tests/e2e/helm/chart_check.py") split helm-render.yaml helm-split >/dev/null
+        local files=() out m
+        for m in helm-split/*.yaml; do
+            grep -q '^apiVersion: monitoring.coreos.com/' "\$m" || files+=("\$m")
+        done
+        ((\${#files[@]} > 0)) || { echo "helm \$*: nothing rendered" >&2; return 1; }
+        out=\$($(printf %q "$KV") --strict -k 1.30.0 "\${files[@]}" 2>&1) || true
+        if grep -v '^INFO .* passed for resource' <<<"\$out" | grep .; then return 1; fi
+        echo "rendered and valid (Kubernetes 1.30, strict): \${#files[@]} manifests"
+        ;;
+    *) echo "not run (needs a cluster): helm \$*" ;;
+    esac
+}
+set -e
+EOF
 }
 
 check_json() { # kind args file
@@ -118,8 +159,18 @@ while IFS='|' read -r id kind args where; do
         run_script "$W/ex/$id.run.sh" "$log" || rc=$?
         ;;
     sh-check-config)
-        { echo "set -e"; subst "$W/ex/$id.sh" | sed 's/[[:space:]]#.*$//' |
-            awk '/^ndd-/{print $0 " --check-config"}'; } >"$W/ex/$id.run.sh"
+        # a command continued over lines (a trailing backslash) is one command
+        { echo "set -e"; subst "$W/ex/$id.sh" | sed -e ':a' -e '/\\$/{N;s/\\\n//;ba}' |
+            sed 's/[[:space:]]#.*$//' | awk '/^ndd-/{print $0 " --check-config"}'; } >"$W/ex/$id.run.sh"
+        run_script "$W/ex/$id.run.sh" "$log" || rc=$?
+        ;;
+    sh-helm)
+        if [[ -z ${KV:-} ]]; then
+            # shellcheck source=helm/tools.sh
+            . "$SRC/tests/e2e/helm/tools.sh"
+            tools_helm && tools_kubernetes_validate || fail "helm or kubernetes-validate missing"
+        fi
+        { helm_prelude; subst "$W/ex/$id.sh"; } >"$W/ex/$id.run.sh"
         run_script "$W/ex/$id.run.sh" "$log" || rc=$?
         ;;
     json*) check_json "$kind" "$args" "$W/ex/$id.json" >"$log" 2>&1 || rc=$? ;;
