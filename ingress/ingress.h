@@ -29,12 +29,11 @@ typedef struct ingress ingress_t;
 typedef struct ingress_settings {
     daemon_settings_t common;
     const char *listen;
-    int64_t h2_port, ves_port, hvves_port, tcp_port; /* -1: that listener is off */
-    bool h2_tls, ves_tls, hvves_tls, tcp_tls;
+    int64_t h2_port, ves_port, hvves_port; /* -1: that listener is off */
+    bool h2_tls, ves_tls, hvves_tls;
     const char *tls_cert, *tls_key, *tls_ca;
     bool tls_client_cert; /* mTLS on every TLS listener (HV-VES requires it with TLS) */
-    const char *copy_topic_prefix, *copy_dlq_topic;
-    int64_t tcp_max_frame, tcp_max_pending;
+    const char *copy_topic_prefix;
     int64_t max_body, hvves_max_payload, h2_max_streams, max_in_flight;
     int64_t produce_timeout_ms;
     int64_t max_in_flight_bytes; /* bytes of the records awaiting acknowledgement */

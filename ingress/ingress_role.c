@@ -38,16 +38,6 @@ static const config_spec_t ingress_specs[] = {
      "domain (empty: skipped as unrouted)", 0, AT(hvves_topic_prefix)},
     {"hvves.max-payload", CONFIG_BYTES, "1MiB", "largest WTP payload (bigger: connection closed)",
      0, IN(hvves_max_payload, 64, 64 << 20)},
-    {"tcp.port", CONFIG_INT, "-1", "copies in NDD binary frames over TCP or TLS (-1: off)", 0,
-     IN(tcp_port, -1, 65535)},
-    {"tcp.tls", CONFIG_BOOL, "false", "the copy listener over TLS (mTLS with tls.client-cert)", 0,
-     AT(tcp_tls)},
-    {"tcp.max-frame", CONFIG_BYTES, "4MiB", "largest binary frame payload (bigger: connection "
-     "closed)", 0, IN(tcp_max_frame, 1024, 64 << 20)},
-    {"tcp.max-pending", CONFIG_INT, "64", "frames of a connection awaiting Kafka (more: reading "
-     "paused)", 0, IN(tcp_max_pending, 1, 4096)},
-    {"copy.dlq-topic", CONFIG_STRING, "ndd.dlq.ingress", "dead-letter topic of refused copies "
-     "over TCP/TLS", 0, AT(copy_dlq_topic)},
     {"tls.cert-file", CONFIG_STRING, NULL, "server certificate (PEM)", 0, AT(tls_cert)},
     {"tls.key-file", CONFIG_STRING, NULL, "server key (PEM)", 0, AT(tls_key)},
     {"tls.ca-file", CONFIG_STRING, NULL, "CA of client certificates (PEM)", 0, AT(tls_ca)},

@@ -33,6 +33,17 @@
 #include "log.h"
 #include "tls.h"
 
+/* The listener's own settings (its .specs, at the end of this file: keys of ndd-ingress's
+ * config map like every other). */
+typedef struct tcp_settings {
+    int64_t port; /* -1: off */
+    bool tls;
+    int64_t max_frame, max_pending;
+    const char *dlq_topic;
+} tcp_settings_t;
+
+static const tcp_settings_t *tcp_own(const ingress_settings_t *S);
+
 #define OUT_HIGH (64u * 1024u)
 
 typedef struct tconn tconn_t;
@@ -72,7 +83,7 @@ struct tconn {
 
 static size_t max_pending(const tconn_t *c)
 {
-    return (size_t)c->l->g->S->tcp_max_pending;
+    return (size_t)tcp_own(c->l->g->S)->max_pending;
 }
 
 /* Closes the socket now; the state goes when its last record's report came. quiet: the
@@ -165,7 +176,7 @@ static int produce_record(tconn_t *c, pend_t *p, const frame_record_t *rec, uint
             rd_kafka_headers_destroy(h);
             return 1; /* out of memory: retried on the next report */
         }
-        snprintf(topic, sizeof topic, "%s", g->S->copy_dlq_topic);
+        snprintf(topic, sizeof topic, "%s", tcp_own(g->S)->dlq_topic);
         key = rec->key.ptr;
         klen = rec->key.len;
     } else {
@@ -257,7 +268,7 @@ static bool conn_process(tconn_t *c)
             /* Resuming a frame already parsed (and its id checked): parse it again unchecked. */
             frame_parser_t again;
             size_t used;
-            frame_parser_init(&again, (uint32_t)g->S->tcp_max_frame, false);
+            frame_parser_init(&again, (uint32_t)tcp_own(g->S)->max_frame, false);
             const uint8_t *d = evbuffer_pullup(in, (ssize_t)c->cur_size);
             frame_parse(&again, d, c->cur_size, &f, &used);
         } else {
@@ -361,7 +372,7 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     tlisten_t *l = arg;
     ingress_t *g = l->g;
     tconn_t *c = calloc(1, sizeof *c);
-    pend_t *ring = calloc((size_t)g->S->tcp_max_pending, sizeof *ring);
+    pend_t *ring = calloc((size_t)tcp_own(g->S)->max_pending, sizeof *ring);
     if (!c || !ring || buf_init(&c->ob, 128, 256)) {
         if (c)
             buf_free(&c->ob);
@@ -372,7 +383,7 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     }
     c->l = l;
     c->ring = ring;
-    frame_parser_init(&c->parser, (uint32_t)g->S->tcp_max_frame, true);
+    frame_parser_init(&c->parser, (uint32_t)tcp_own(g->S)->max_frame, true);
     char host[48] = "?";
     int port = 0;
     if (sa->sa_family == AF_INET) {
@@ -386,7 +397,7 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     }
     snprintf(c->peer, sizeof c->peer, "#%llu %s:%d", (unsigned long long)++l->next_conn, host,
              port);
-    if (g->S->tcp_tls) {
+    if (tcp_own(g->S)->tls) {
         char err[256];
         SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
         c->bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
@@ -410,14 +421,14 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
                           (suseconds_t)(g->S->idle_timeout_ms % 1000) * 1000};
     bufferevent_set_timeouts(c->bev, NULL, &wtv);
     bufferevent_setwatermark(c->bev, EV_READ, 0,
-                             (size_t)g->S->tcp_max_frame + FRAME_HEADER_LEN + 65536);
+                             (size_t)tcp_own(g->S)->max_frame + FRAME_HEADER_LEN + 65536);
     bufferevent_setwatermark(c->bev, EV_WRITE, OUT_HIGH / 2, 0);
     bufferevent_enable(c->bev, EV_READ);
 }
 
 static bool tcp_enabled(const ingress_settings_t *S)
 {
-    return S->tcp_port >= 0;
+    return tcp_own(S)->port >= 0;
 }
 
 static void tcp_stop(void *p)
@@ -444,7 +455,7 @@ static void *tcp_start(ingress_t *g, char *err, size_t errlen)
         return NULL;
     }
     l->g = g;
-    if (!(l->lst = ingress_listen(g, (long long)g->S->tcp_port, on_accept, l, err, errlen))) {
+    if (!(l->lst = ingress_listen(g, (long long)tcp_own(g->S)->port, on_accept, l, err, errlen))) {
         free(l);
         return NULL;
     }
@@ -454,14 +465,34 @@ static void *tcp_start(ingress_t *g, char *err, size_t errlen)
         return NULL;
     }
     ingress_on_room_add(g, on_room, l);
-    log_info("copies over %s on %s port %lld", g->S->tcp_tls ? "TLS" : "TCP", g->S->listen,
-             (long long)g->S->tcp_port);
+    log_info("copies over %s on %s port %lld", tcp_own(g->S)->tls ? "TLS" : "TCP", g->S->listen,
+             (long long)tcp_own(g->S)->port);
     return l;
 }
 
 static bool tcp_tls(const ingress_settings_t *S)
 {
-    return S->tcp_tls;
+    return tcp_own(S)->tls;
+}
+
+/* clang-format off */
+static const config_spec_t tcp_specs[] = {
+    {"tcp.port", CONFIG_INT, "-1", "copies in NDD binary frames over TCP or TLS (-1: off)", 0,
+     CONFIG_AT(tcp_settings_t, port), -1, 65535},
+    {"tcp.tls", CONFIG_BOOL, "false", "the copy listener over TLS (mTLS with tls.client-cert)", 0,
+     CONFIG_AT(tcp_settings_t, tls), 0, 0},
+    {"tcp.max-frame", CONFIG_BYTES, "4MiB", "largest binary frame payload (bigger: connection "
+     "closed)", 0, CONFIG_AT(tcp_settings_t, max_frame), 1024, 64 << 20},
+    {"tcp.max-pending", CONFIG_INT, "64", "frames of a connection awaiting Kafka (more: reading "
+     "paused)", 0, CONFIG_AT(tcp_settings_t, max_pending), 1, 4096},
+    {"copy.dlq-topic", CONFIG_STRING, "ndd.dlq.ingress", "dead-letter topic of refused copies "
+     "over TCP/TLS", 0, CONFIG_AT(tcp_settings_t, dlq_topic), 0, 0},
+};
+/* clang-format on */
+
+static const tcp_settings_t *tcp_own(const ingress_settings_t *S)
+{
+    return ingress_own_settings(S, &ingress_listener_tcp);
 }
 
 const ingress_listener_kind_t ingress_listener_tcp = {
@@ -469,6 +500,8 @@ const ingress_listener_kind_t ingress_listener_tcp = {
     .label = "tcp-copy",
     .enabled = tcp_enabled,
     .tls = tcp_tls,
+    .specs = tcp_specs,
+    .n_specs = sizeof tcp_specs / sizeof tcp_specs[0],
     .start = tcp_start,
     .stop = tcp_stop,
 };
