@@ -741,6 +741,102 @@ static uint32_t agg_backpressure(agg_worker_t *w)
 
 /* ---- life cycle ---- */
 
+/* Exactly once: the transactional.id, stable for this instance (its static member id), so a
+ * restart fences the instance it replaces and aborts what that one left open; its producer
+ * properties into pdefs (room for KAFKA_TXN_N_PROPS). Returns how many. */
+static size_t agg_txn_setup(agg_worker_t *w, kafka_prop_t *pdefs)
+{
+    const agg_config_t *cfg = &w->cfg;
+    char inst[512];
+    w->eos = cfg->exactly_once;
+    if (!w->eos)
+        return 0;
+    const char *id = kafka_group_instance_id(inst, sizeof inst, cfg->instance, "ndd-aggregation",
+                                             NULL, NULL, cfg->http_port);
+    if (!id) {
+        log_warn("aggregation %s: exactly-once without an instance name or a fixed HTTP port: "
+                 "the transactional.id changes at each start (a transaction left open by a "
+                 "crash then waits for its timeout)",
+                 cfg->nf_type);
+        snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
+    }
+    kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->in_topic, inst);
+    w->txn_init = true;
+    return kafka_txn_props(pdefs, w->txn_id);
+}
+
+/* The worker's consumer (subscribed) and producer, transactional with exactly-once. 0 or -1
+ * (err filled). */
+static int agg_pair_open(agg_worker_t *w, char *err, size_t errlen)
+{
+    /* The producer's queue holds at most the in-flight records (plus slack for DLQ retries),
+     * so QUEUE_FULL means the byte bound was hit. Client settings that cut librdkafka's CPU
+     * per record were measured and none was kept (docs/aggregation.md, "Client settings"):
+     * batching, compression and socket buffers moved the figure less than the machine's
+     * noise. */
+    char qmax[32];
+    snprintf(qmax, sizeof(qmax), "%u", w->n_slots + 1000);
+    kafka_prop_t pdefs[1 + KAFKA_TXN_N_PROPS] = {{"queue.buffering.max.messages", qmax}};
+    size_t npdefs = 1;
+    npdefs += agg_txn_setup(w, pdefs + 1);
+    /* Memory: what librdkafka prefetches beyond the in-flight records is bounded small (a
+     * few fetch responses); a held record keeps its fetch response alive, so big responses
+     * would multiply the in-flight bytes. Both can be overridden with kafka.consumer.*. */
+    /* Steady rates: the broker answers a fetch once 64 KiB (about 19 copies of 3.4 kB) are
+     * there or 10 ms passed, instead of at the first record. At 1,000 copies/s that cut the
+     * fetches and the wake-ups they cause in every thread, 9,900 -> 16,300 copies per
+     * CPU-second in bench/aggregation/steady.sh (alternating runs); on a backlog fetches are
+     * full anyway. It adds at most 10 ms below ~2,000 copies/s. */
+    const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"},
+                                  {"queued.max.messages.kbytes", "4096"},
+                                  {"fetch.max.bytes", "4194304"},
+                                  {"fetch.min.bytes", "65536"},
+                                  {"fetch.wait.max.ms", "10"},
+                                  /* exactly once: offsets go only into transactions */
+                                  {"enable.auto.commit", "false"}};
+    kafka_pair_opts_t ko = {.brokers = w->cfg.brokers,
+                            .client_id = w->client_id,
+                            .group_id = w->group,
+                            .topic = w->in_topic,
+                            .cooperative = w->cfg.cooperative,
+                            .instance_id = kafka_group_instance_id(
+                                w->member_id, sizeof(w->member_id), w->cfg.instance,
+                                "ndd-aggregation", w->cfg.nf_type, w->in_topic, w->cfg.http_port),
+                            .props = w->cfg.props,
+                            .n_props = w->cfg.n_props,
+                            .producer_defaults = pdefs,
+                            .n_producer_defaults = npdefs,
+                            .consumer_defaults = cdefs,
+                            .n_consumer_defaults = sizeof(cdefs) / sizeof(cdefs[0]) - !w->eos,
+                            .on_consumer_rebuild = agg_on_consumer_rebuild,
+                            .on_delivery = agg_on_delivery,
+                            .on_rebalance = agg_on_rebalance,
+                            .on_consumer_stats = agg_on_stats,
+                            .owner = w};
+    if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
+        return -1;
+    if (kafka_wake_init(&w->wake) ||
+        kafka_wake_watch(&w->wake, kafka_consumer_handle(w->consumer), true)) {
+        snprintf(err, errlen, "aggregation: cannot make the wake-up pipe: %s", strerror(errno));
+        return -1;
+    }
+    if (w->eos && w->cfg.transaction_ms <= 0) {
+        snprintf(err, errlen, "aggregation %s: exactly-once needs transaction-ms > 0",
+                 w->cfg.nf_type);
+        return -1;
+    }
+    if (w->eos)
+        (void)agg_txn_ready(w); /* init_transactions now; retried by the loop when it failed */
+    log_info(
+        "aggregation %s: consuming %s in group %s (%s%s), producing to %s (dead letters to "
+        "%s), max in-flight %u, batch %u, %s%s",
+        w->cfg.nf_type, w->in_topic, w->group, ko.instance_id ? "static member " : "dynamic member",
+        ko.instance_id ? ko.instance_id : "", w->main_topic, w->dlq_topic, w->cfg.max_inflight,
+        w->cfg.batch, w->eos ? "exactly once: transactions, transactional.id " : "at-least-once",
+        w->eos ? w->txn_id : "");
+    return 0;
+}
+
 agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
 {
     if (!cfg->brokers || !cfg->nf_type || !*cfg->nf_type) {
@@ -821,88 +917,8 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
     if (agg_filter_file_load(&w->filter_file, agg_now_ms(), err, errlen))
         goto fail;
 
-    /* The producer's queue holds at most the in-flight records (plus slack for DLQ retries),
-     * so QUEUE_FULL means the byte bound was hit. Client settings that cut librdkafka's CPU
-     * per record were measured and none was kept (docs/aggregation.md, "Client settings"):
-     * batching, compression and socket buffers moved the figure less than the machine's
-     * noise. */
-    char qmax[32];
-    snprintf(qmax, sizeof(qmax), "%u", w->n_slots + 1000);
-    kafka_prop_t pdefs[1 + KAFKA_TXN_N_PROPS] = {{"queue.buffering.max.messages", qmax}};
-    size_t npdefs = 1;
-    char inst[512];
-    w->eos = cfg->exactly_once;
-    if (w->eos) {
-        /* transactional.id: stable for this instance (its static member id), so a restart
-         * fences the instance it replaces and aborts what that one left open */
-        const char *id = kafka_group_instance_id(inst, sizeof inst, cfg->instance,
-                                                 "ndd-aggregation", NULL, NULL, cfg->http_port);
-        if (!id)
-            log_warn("aggregation %s: exactly-once without an instance name or a fixed HTTP "
-                     "port: the transactional.id changes at each start (a transaction left "
-                     "open by a crash then waits for its timeout)",
-                     cfg->nf_type);
-        if (!id)
-            snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
-        kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->in_topic, inst);
-        npdefs += kafka_txn_props(pdefs + 1, w->txn_id);
-        w->txn_init = true;
-    }
-    /* Memory: what librdkafka prefetches beyond the in-flight records is bounded small (a
-     * few fetch responses); a held record keeps its fetch response alive, so big responses
-     * would multiply the in-flight bytes. Both can be overridden with kafka.consumer.*. */
-    /* Steady rates: the broker answers a fetch once 64 KiB (about 19 copies of 3.4 kB) are
-     * there or 10 ms passed, instead of at the first record. At 1,000 copies/s that cut the
-     * fetches and the wake-ups they cause in every thread, 9,900 -> 16,300 copies per
-     * CPU-second in bench/aggregation/steady.sh (alternating runs); on a backlog fetches are
-     * full anyway. It adds at most 10 ms below ~2,000 copies/s. */
-    const kafka_prop_t cdefs[] = {{"statistics.interval.ms", "5000"},
-                                  {"queued.max.messages.kbytes", "4096"},
-                                  {"fetch.max.bytes", "4194304"},
-                                  {"fetch.min.bytes", "65536"},
-                                  {"fetch.wait.max.ms", "10"},
-                                  /* exactly once: offsets go only into transactions */
-                                  {"enable.auto.commit", "false"}};
-    kafka_pair_opts_t ko = {.brokers = cfg->brokers,
-                            .client_id = w->client_id,
-                            .group_id = w->group,
-                            .topic = w->in_topic,
-                            .cooperative = cfg->cooperative,
-                            .instance_id = kafka_group_instance_id(
-                                w->member_id, sizeof(w->member_id), cfg->instance,
-                                "ndd-aggregation", cfg->nf_type, w->in_topic, cfg->http_port),
-                            .props = cfg->props,
-                            .n_props = cfg->n_props,
-                            .producer_defaults = pdefs,
-                            .n_producer_defaults = npdefs,
-                            .consumer_defaults = cdefs,
-                            .n_consumer_defaults = sizeof(cdefs) / sizeof(cdefs[0]) - !w->eos,
-                            .on_consumer_rebuild = agg_on_consumer_rebuild,
-                            .on_delivery = agg_on_delivery,
-                            .on_rebalance = agg_on_rebalance,
-                            .on_consumer_stats = agg_on_stats,
-                            .owner = w};
-    if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
+    if (agg_pair_open(w, err, errlen))
         goto fail;
-    if (kafka_wake_init(&w->wake) ||
-        kafka_wake_watch(&w->wake, kafka_consumer_handle(w->consumer), true)) {
-        snprintf(err, errlen, "aggregation: cannot make the wake-up pipe: %s", strerror(errno));
-        goto fail;
-    }
-    if (w->eos && w->cfg.transaction_ms <= 0) {
-        snprintf(err, errlen, "aggregation %s: exactly-once needs transaction-ms > 0",
-                 cfg->nf_type);
-        goto fail;
-    }
-    if (w->eos)
-        (void)agg_txn_ready(w); /* init_transactions now; retried by the loop when it failed */
-    log_info(
-        "aggregation %s: consuming %s in group %s (%s%s), producing to %s (dead letters to "
-        "%s), max in-flight %u, batch %u, %s%s",
-        cfg->nf_type, w->in_topic, w->group, ko.instance_id ? "static member " : "dynamic member",
-        ko.instance_id ? ko.instance_id : "", w->main_topic, w->dlq_topic, w->cfg.max_inflight,
-        w->cfg.batch, w->eos ? "exactly once: transactions, transactional.id " : "at-least-once",
-        w->eos ? w->txn_id : "");
     return w;
 fail:
     agg_worker_free(w);

@@ -832,6 +832,39 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
 
 /* ---- life cycle ---- */
 
+/* Exactly once: the transactional.id (stable for this instance, so a restart fences the one
+ * it replaces) and its producer properties into pdefs (room for KAFKA_TXN_N_PROPS). Returns
+ * how many. */
+static size_t corr_txn_setup(corr_worker_t *w, kafka_prop_t *pdefs)
+{
+    char inst[512];
+    w->eos = w->cfg.exactly_once;
+    if (!w->eos)
+        return 0;
+    if (!kafka_group_instance_id(inst, sizeof inst, w->cfg.instance, "ndd-correlation", NULL, NULL,
+                                 w->cfg.http_port))
+        snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
+    kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->main_topic, inst);
+    w->txn_init = true;
+    return kafka_txn_props(pdefs, w->txn_id);
+}
+
+/* The line that says what the worker does. */
+static void corr_log_started(const corr_worker_t *w, const char *member)
+{
+    log_info("correlation: consuming %s in group %s (%s%s), xDRs (%s) to %s, dead letters to %s; "
+             "timeout %" PRId64 " ms, at most %u open transactions per partition, %s rebalancing "
+             "(%s on revoke), %s%s",
+             w->main_topic, w->group, member ? "static member " : "dynamic member",
+             member ? member : "", w->cfg.format == CORR_FORMAT_BINARY ? "binary" : "json",
+             w->xdr_topic, w->dlq_topic, w->timeout_us / 1000,
+             w->cfg.engine.max_open ? w->cfg.engine.max_open : CORRELATE_DEFAULT_MAX_OPEN,
+             w->cfg.cooperative ? "cooperative" : "eager",
+             w->cfg.revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over",
+             w->eos ? "exactly once: transactions, transactional.id " : "at-least-once",
+             w->eos ? w->txn_id : "");
+}
+
 corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errlen)
 {
     if (!cfg->brokers) {
@@ -903,21 +936,10 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
                                   /* exactly once: offsets go only into transactions */
                                   {"enable.auto.commit", "false"}};
     kafka_prop_t pdefs[KAFKA_TXN_N_PROPS];
-    size_t npdefs = 0;
-    char inst[512];
-    w->eos = cfg->exactly_once;
+    size_t npdefs = corr_txn_setup(w, pdefs);
     if (w->eos && cfg->transaction_ms <= 0) {
         snprintf(err, errlen, "correlation: exactly-once needs transaction-ms > 0");
         goto fail;
-    }
-    if (w->eos) {
-        /* stable for this instance, so a restart fences the one it replaces */
-        if (!kafka_group_instance_id(inst, sizeof inst, cfg->instance, "ndd-correlation", NULL,
-                                     NULL, cfg->http_port))
-            snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
-        kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->main_topic, inst);
-        npdefs = kafka_txn_props(pdefs, w->txn_id);
-        w->txn_init = true;
     }
     kafka_pair_opts_t ko = {.brokers = cfg->brokers,
                             .client_id = w->client_id,
@@ -939,17 +961,7 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
                             .owner = w};
     if (kafka_pair_new(&ko, &w->producer, &w->consumer, err, errlen))
         goto fail;
-    log_info("correlation: consuming %s in group %s (%s%s), xDRs (%s) to %s, dead letters to %s; "
-             "timeout %" PRId64 " ms, at most %u open transactions per partition, %s rebalancing "
-             "(%s on revoke), %s%s",
-             w->main_topic, w->group, ko.instance_id ? "static member " : "dynamic member",
-             ko.instance_id ? ko.instance_id : "",
-             cfg->format == CORR_FORMAT_BINARY ? "binary" : "json", w->xdr_topic, w->dlq_topic,
-             w->timeout_us / 1000, ec.max_open ? ec.max_open : CORRELATE_DEFAULT_MAX_OPEN,
-             cfg->cooperative ? "cooperative" : "eager",
-             cfg->revoke_mode == CORRELATE_DRAIN_EMIT ? "emit" : "hand over",
-             w->eos ? "exactly once: transactions, transactional.id " : "at-least-once",
-             w->eos ? w->txn_id : "");
+    corr_log_started(w, ko.instance_id);
     if (w->eos)
         (void)corr_txn_ready(w); /* init_transactions now; retried by the loop when it failed */
     return w;
