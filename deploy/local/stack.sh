@@ -31,7 +31,8 @@
 #
 #   deploy/local/stack.sh free-ports N [LOW-HIGH]
 # prints N distinct ports that nothing listens on, picked at random from LOW-HIGH (default
-# $NDD_PORT_RANGE or 30000-32000), for tests that start their own stack.
+# $NDD_PORT_RANGE or 30000-32000), for tests that start their own stack; each is then held
+# for other callers on the machine for NDD_PORT_HOLD seconds (default 1200, longer than any test).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -42,7 +43,7 @@ PG_START_TIMEOUT=${NDD_PG_START_TIMEOUT:-60}
 STOP_TIMEOUT=30
 
 usage() {
-    sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 log() { echo "stack: $*" >&2; }
@@ -66,11 +67,24 @@ if [[ $cmd == free-ports ]]; then
     lo=${range%-*} hi=${range#*-}
     [[ $n =~ ^[0-9]+$ && $lo =~ ^[0-9]+$ && $hi =~ ^[0-9]+$ ]] && ((lo < hi && n <= hi - lo)) ||
         die "free-ports: bad count '$n' or range '$range'"
+    # A port handed out is reserved machine-wide for NDD_PORT_HOLD seconds (a directory per
+    # port; mkdir is atomic): tests run side by side, and one that stops its broker for a while
+    # leaves its ports unbound, which a neighbour choosing "free" ports must not take.
+    reg=${TMPDIR:-/tmp}/ndd-port-reservations
+    hold=${NDD_PORT_HOLD:-1200}
+    mkdir -p "$reg" 2>/dev/null || true
+    now=$(date +%s)
     picked=" "
-    for ((tries = 0; n > 0 && tries < 2000; tries++)); do
+    for ((tries = 0; n > 0 && tries < 4000; tries++)); do
         p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
         [[ $picked == *" $p "* ]] && continue
         port_open "$p" && continue
+        if ! mkdir "$reg/$p" 2>/dev/null; then
+            # Reserved: reusable once its hold has passed (the reservation is renewed).
+            t=$(stat -c %Y "$reg/$p" 2>/dev/null || echo "$now")
+            ((now - t > hold)) || continue
+            touch "$reg/$p" 2>/dev/null || continue
+        fi
         picked+="$p "
         echo "$p"
         n=$((n - 1))

@@ -13,9 +13,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -88,6 +90,28 @@ int atu_listen_loopback(int port)
     return lfd;
 }
 
+/* The machine-wide port reservations of deploy/local/stack.sh free-ports (one directory per
+ * port, held NDD_PORT_HOLD seconds): tests run side by side, and a port a neighbour's server
+ * left unbound for a while (an endpoint outage, a broker restart) is not free to take. */
+static bool atu_port_reserve(int port)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/ndd-port-reservations", tmp && *tmp ? tmp : "/tmp");
+    (void)mkdir(dir, 0777);
+    snprintf(path, sizeof path, "%s/%d", dir, port);
+    if (mkdir(path, 0777) == 0)
+        return true;
+    if (errno != EEXIST)
+        return true; /* no registry here: the bind check alone decides */
+    const char *h = getenv("NDD_PORT_HOLD");
+    long hold = h && *h ? atol(h) : 1200;
+    struct stat st;
+    if (stat(path, &st) != 0 || time(NULL) - st.st_mtime <= hold)
+        return false;
+    return utime(path, NULL) == 0; /* a stale reservation: renewed, ours */
+}
+
 int atu_free_port(int lo, int hi)
 {
     static unsigned seed;
@@ -101,7 +125,7 @@ int atu_free_port(int lo, int hi)
         int p = lo + (start + i) % span;
         if (given[p / 8] & (1u << (p % 8)))
             continue;
-        if (atu_port_free(p)) {
+        if (atu_port_free(p) && atu_port_reserve(p)) {
             given[p / 8] |= (uint8_t)(1u << (p % 8));
             return p;
         }
