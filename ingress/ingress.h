@@ -29,20 +29,20 @@ typedef struct ingress ingress_t;
 typedef struct ingress_settings {
     daemon_settings_t common;
     const char *listen;
-    int64_t h2_port, ves_port, hvves_port; /* -1: that listener is off */
-    bool h2_tls, ves_tls, hvves_tls;
+    int64_t h2_port, ves_port; /* -1: that listener is off */
+    bool h2_tls, ves_tls;
     const char *tls_cert, *tls_key, *tls_ca;
     bool tls_client_cert; /* mTLS on every TLS listener (HV-VES requires it with TLS) */
     const char *copy_topic_prefix;
-    int64_t max_body, hvves_max_payload, h2_max_streams, max_in_flight;
+    int64_t max_body, h2_max_streams, max_in_flight;
     int64_t produce_timeout_ms;
     int64_t max_in_flight_bytes; /* bytes of the records awaiting acknowledgement */
     int64_t idle_timeout_ms;     /* HTTP/1.1, HTTP/2, HV-VES: nothing moved this long: closed */
     int64_t frame_timeout_ms, max_buffered; /* HV-VES and TCP copies (ingress_guard.h) */
     bool ves_cert_basic_auth; /* VES HTTP/1.1 over TLS: a client certificate or basic auth */
     const char *ves_user, *ves_password;
-    config_list_t ves_routes, hvves_routes; /* "domain=topic" */
-    const char *ves_topic_prefix, *hvves_topic_prefix;
+    config_list_t ves_routes; /* "domain=topic" */
+    const char *ves_topic_prefix;
     /* The settings a listener describes itself (ingress_listener_kind_t.specs), by its row
      * in the listener table: ingress_own_settings. */
     union {

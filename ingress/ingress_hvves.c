@@ -28,6 +28,17 @@
 #include "log.h"
 #include "tls.h"
 
+/* The listener's own settings (its .specs, at the end of this file: keys of ndd-ingress's
+ * config map like every other). */
+typedef struct hvves_settings {
+    int64_t port; /* -1: off */
+    bool tls;
+    config_list_t routes; /* "domain=topic" */
+    const char *topic_prefix;
+    int64_t max_payload;
+} hvves_settings_t;
+static const hvves_settings_t *hvves_own(const ingress_settings_t *S);
+
 typedef struct hvconn hvconn_t;
 
 typedef struct hvl {
@@ -109,8 +120,8 @@ static int on_event(hvconn_t *c, const wtp_frame_t *f)
         return 0;
     }
     char topic[256];
-    if (!ingress_route(&g->S->hvves_routes, g->S->hvves_topic_prefix, ev.domain, strlen(ev.domain),
-                       topic, sizeof topic)) {
+    if (!ingress_route(&hvves_own(g->S)->routes, hvves_own(g->S)->topic_prefix, ev.domain,
+                       strlen(ev.domain), topic, sizeof topic)) {
         ingress_dropped(g, INGRESS_T_HVVES, "unrouted");
         return 0;
     }
@@ -142,13 +153,13 @@ static int conn_process(hvconn_t *c)
         size_t want = len < WTP_HEADER_SIZE ? len : WTP_HEADER_SIZE;
         wtp_frame_t f;
         const uint8_t *p = evbuffer_pullup(in, (ssize_t)want);
-        wtp_result_t r = wtp_parse(p, want, (uint32_t)g->S->hvves_max_payload, &f);
+        wtp_result_t r = wtp_parse(p, want, (uint32_t)hvves_own(g->S)->max_payload, &f);
         if (r == WTP_NEED_MORE && want == WTP_HEADER_SIZE) {
             /* Header complete: wait for (or pull up) the whole frame. */
             if (len < f.size)
                 break;
             p = evbuffer_pullup(in, (ssize_t)f.size);
-            r = wtp_parse(p, f.size, (uint32_t)g->S->hvves_max_payload, &f);
+            r = wtp_parse(p, f.size, (uint32_t)hvves_own(g->S)->max_payload, &f);
         }
         if (r == WTP_NEED_MORE)
             break;
@@ -225,7 +236,7 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
         return;
     }
     c->l = l;
-    if (g->S->hvves_tls) {
+    if (hvves_own(g->S)->tls) {
         char err[256];
         SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
         c->bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
@@ -242,13 +253,13 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     ingress_guard_add(&l->guard, &c->gc);
     bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0,
-                             (size_t)g->S->hvves_max_payload + WTP_HEADER_SIZE + 65536);
+                             (size_t)hvves_own(g->S)->max_payload + WTP_HEADER_SIZE + 65536);
     bufferevent_enable(c->bev, EV_READ);
 }
 
 static bool hv_enabled(const ingress_settings_t *S)
 {
-    return S->hvves_port >= 0;
+    return hvves_own(S)->port >= 0;
 }
 
 static void hv_stop(void *p)
@@ -267,13 +278,14 @@ static void hv_stop(void *p)
 static void *hv_start(ingress_t *g, char *err, size_t errlen)
 {
     hvl_t *l = calloc(1, sizeof *l);
-    if (!l || hvves_arena_init(&l->arena, (size_t)g->S->hvves_max_payload)) {
+    if (!l || hvves_arena_init(&l->arena, (size_t)hvves_own(g->S)->max_payload)) {
         free(l);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     l->g = g;
-    if (!(l->lst = ingress_listen(g, (long long)g->S->hvves_port, on_accept, l, err, errlen))) {
+    if (!(l->lst =
+              ingress_listen(g, (long long)hvves_own(g->S)->port, on_accept, l, err, errlen))) {
         hvves_arena_free(&l->arena);
         free(l);
         return NULL;
@@ -284,23 +296,44 @@ static void *hv_start(ingress_t *g, char *err, size_t errlen)
         return NULL;
     }
     ingress_on_room_add(g, on_room, l);
-    log_info("HV-VES (%s) on %s port %lld", g->S->hvves_tls ? "TLS, client certificates" : "TCP",
-             g->S->listen, (long long)g->S->hvves_port);
+    log_info("HV-VES (%s) on %s port %lld",
+             hvves_own(g->S)->tls ? "TLS, client certificates" : "TCP", g->S->listen,
+             (long long)hvves_own(g->S)->port);
     return l;
 }
 
 static bool hvves_tls(const ingress_settings_t *S)
 {
-    return S->hvves_tls;
+    return hvves_own(S)->tls;
 }
 
 static int hvves_check(const ingress_settings_t *S, char *err, size_t errlen)
 {
-    if (S->hvves_tls && S->hvves_port >= 0 && !S->tls_client_cert) {
+    if (hvves_own(S)->tls && hvves_own(S)->port >= 0 && !S->tls_client_cert) {
         snprintf(err, errlen, "hvves.tls needs tls.client-cert (HV-VES over TLS is mutual TLS)");
         return -1;
     }
-    return ingress_check_routes(&S->hvves_routes, "hvves.routes", err, errlen);
+    return ingress_check_routes(&hvves_own(S)->routes, "hvves.routes", err, errlen);
+}
+
+/* clang-format off */
+static const config_spec_t hvves_own_specs[] = {
+    {"hvves.port", CONFIG_INT, "-1", "HV-VES (WTP over TCP) listener (-1: off)", 0,
+     CONFIG_AT(hvves_settings_t, port), -1, 65535},
+    {"hvves.tls", CONFIG_BOOL, "false", "HV-VES over TLS (needs tls.client-cert)", 0,
+     CONFIG_AT(hvves_settings_t, tls), 0, 0},
+    {"hvves.routes", CONFIG_LIST, "perf3gpp=HV_VES_PERF3GPP", "domain=topic for HV-VES events "
+     "(HV-VES's streams_publishes)", 0, CONFIG_AT(hvves_settings_t, routes), 0, 0},
+    {"hvves.topic-prefix", CONFIG_STRING, "", "topic of an unlisted HV-VES domain: prefix + "
+     "domain (empty: skipped as unrouted)", 0, CONFIG_AT(hvves_settings_t, topic_prefix), 0, 0},
+    {"hvves.max-payload", CONFIG_BYTES, "1MiB", "largest WTP payload (bigger: connection closed)",
+     0, CONFIG_AT(hvves_settings_t, max_payload), 64, 64 << 20},
+};
+/* clang-format on */
+
+static const hvves_settings_t *hvves_own(const ingress_settings_t *S)
+{
+    return ingress_own_settings(S, &ingress_listener_hvves);
 }
 
 const ingress_listener_kind_t ingress_listener_hvves = {
@@ -310,6 +343,8 @@ const ingress_listener_kind_t ingress_listener_hvves = {
     .tls = hvves_tls,
     .check = hvves_check,
     .travel = true, /* lastEpochMicrosec: ndd_ingress_message_travel_seconds */
+    .specs = hvves_own_specs,
+    .n_specs = sizeof hvves_own_specs / sizeof hvves_own_specs[0],
     .start = hv_start,
     .stop = hv_stop,
 };

@@ -28,16 +28,6 @@ static const config_spec_t ingress_specs[] = {
     {"ves.routes", CONFIG_LIST, "", "domain=topic for VES events", 0, AT(ves_routes)},
     {"ves.topic-prefix", CONFIG_STRING, "ves.", "topic of an unlisted VES domain: prefix + "
      "domain (empty: unlisted domains refused)", 0, AT(ves_topic_prefix)},
-    {"hvves.port", CONFIG_INT, "-1", "HV-VES (WTP over TCP) listener (-1: off)", 0,
-     IN(hvves_port, -1, 65535)},
-    {"hvves.tls", CONFIG_BOOL, "false", "HV-VES over TLS (needs tls.client-cert)", 0,
-     AT(hvves_tls)},
-    {"hvves.routes", CONFIG_LIST, "perf3gpp=HV_VES_PERF3GPP", "domain=topic for HV-VES events "
-     "(HV-VES's streams_publishes)", 0, AT(hvves_routes)},
-    {"hvves.topic-prefix", CONFIG_STRING, "", "topic of an unlisted HV-VES domain: prefix + "
-     "domain (empty: skipped as unrouted)", 0, AT(hvves_topic_prefix)},
-    {"hvves.max-payload", CONFIG_BYTES, "1MiB", "largest WTP payload (bigger: connection closed)",
-     0, IN(hvves_max_payload, 64, 64 << 20)},
     {"tls.cert-file", CONFIG_STRING, NULL, "server certificate (PEM)", 0, AT(tls_cert)},
     {"tls.key-file", CONFIG_STRING, NULL, "server key (PEM)", 0, AT(tls_key)},
     {"tls.ca-file", CONFIG_STRING, NULL, "CA of client certificates (PEM)", 0, AT(tls_ca)},
