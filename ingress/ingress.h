@@ -29,12 +29,12 @@ typedef struct ingress ingress_t;
 typedef struct ingress_settings {
     daemon_settings_t common;
     const char *listen;
-    int64_t h2_port, ves_port; /* -1: that listener is off */
-    bool h2_tls, ves_tls;
+    int64_t ves_port; /* -1: the VES HTTP/1.1 listener is off */
+    bool ves_tls;
     const char *tls_cert, *tls_key, *tls_ca;
     bool tls_client_cert; /* mTLS on every TLS listener (HV-VES requires it with TLS) */
     const char *copy_topic_prefix;
-    int64_t max_body, h2_max_streams, max_in_flight;
+    int64_t max_body, max_in_flight;
     int64_t produce_timeout_ms;
     int64_t max_in_flight_bytes; /* bytes of the records awaiting acknowledgement */
     int64_t idle_timeout_ms;     /* HTTP/1.1, HTTP/2, HV-VES: nothing moved this long: closed */

@@ -26,6 +26,16 @@
 
 #include "log.h"
 
+/* The listener's own settings (its .specs, at the end of this file: keys of ndd-ingress's
+ * config map like every other). */
+typedef struct h2_settings {
+    int64_t port; /* -1: off */
+    bool tls;
+    int64_t max_streams;
+} h2_settings_t;
+
+static const h2_settings_t *h2_own(const ingress_settings_t *S);
+
 typedef struct copy_req copy_req_t;
 
 typedef struct h2l {
@@ -240,7 +250,7 @@ static void on_request(void *arg, h2server_stream_t *s, const h2server_request_t
 
 static bool h2_enabled(const ingress_settings_t *S)
 {
-    return S->h2_port >= 0;
+    return h2_own(S)->port >= 0;
 }
 
 /* The server's held bytes, sampled on the loop's thread (h2server is not thread-safe, a
@@ -275,9 +285,9 @@ static void *h2_start(ingress_t *g, char *err, size_t errlen)
     l->g = g;
     const ingress_settings_t *S = g->S;
     h2server_options_t o = {.bind_addr = S->listen,
-                            .port = (uint16_t)S->h2_port,
-                            .ssl_ctx = S->h2_tls ? g->tls : NULL,
-                            .max_streams = (uint32_t)S->h2_max_streams,
+                            .port = (uint16_t)h2_own(S)->port,
+                            .ssl_ctx = h2_own(S)->tls ? g->tls : NULL,
+                            .max_streams = (uint32_t)h2_own(S)->max_streams,
                             .max_body = (size_t)S->max_body,
                             .idle_timeout_s = (int)((S->idle_timeout_ms + 999) / 1000),
                             .on_request = on_request,
@@ -299,14 +309,30 @@ static void *h2_start(ingress_t *g, char *err, size_t errlen)
         h2_stop(l);
         return NULL;
     }
-    log_info("HTTP/2 ingest (%s) on %s:%u", S->h2_tls ? "TLS, ALPN h2" : "h2c", S->listen,
+    log_info("HTTP/2 ingest (%s) on %s:%u", h2_own(S)->tls ? "TLS, ALPN h2" : "h2c", S->listen,
              h2server_port(l->srv));
     return l;
 }
 
 static bool h2_tls(const ingress_settings_t *S)
 {
-    return S->h2_tls;
+    return h2_own(S)->tls;
+}
+
+/* clang-format off */
+static const config_spec_t h2_specs[] = {
+    {"h2.port", CONFIG_INT, "-1", "HTTP/2 listener: copies (/ndd/v1/copy) and VES (-1: off)", 0,
+     CONFIG_AT(h2_settings_t, port), -1, 65535},
+    {"h2.tls", CONFIG_BOOL, "false", "HTTP/2 over TLS with ALPN h2 (else h2c)", 0,
+     CONFIG_AT(h2_settings_t, tls), 0, 0},
+    {"h2.max-streams", CONFIG_INT, "100", "concurrent streams per HTTP/2 connection", 0,
+     CONFIG_AT(h2_settings_t, max_streams), 1, 10000},
+};
+/* clang-format on */
+
+static const h2_settings_t *h2_own(const ingress_settings_t *S)
+{
+    return ingress_own_settings(S, &ingress_listener_h2);
 }
 
 const ingress_listener_kind_t ingress_listener_h2 = {
@@ -315,6 +341,8 @@ const ingress_listener_kind_t ingress_listener_h2 = {
     .enabled = h2_enabled,
     .tls = h2_tls,
     .needs = &ingress_listener_ves, /* VES over HTTP/2 goes through the VES handler */
+    .specs = h2_specs,
+    .n_specs = sizeof h2_specs / sizeof h2_specs[0],
     .start = h2_start,
     .stop = h2_stop,
 };

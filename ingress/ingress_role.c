@@ -15,11 +15,6 @@ static ingress_settings_t ingress_standalone;
 /* clang-format off */
 static const config_spec_t ingress_specs[] = {
     {"listen", CONFIG_STRING, "127.0.0.1", "address of every ingest listener", 0, AT(listen)},
-    {"h2.port", CONFIG_INT, "-1", "HTTP/2 listener: copies (/ndd/v1/copy) and VES (-1: off)", 0,
-     IN(h2_port, -1, 65535)},
-    {"h2.tls", CONFIG_BOOL, "false", "HTTP/2 over TLS with ALPN h2 (else h2c)", 0, AT(h2_tls)},
-    {"h2.max-streams", CONFIG_INT, "100", "concurrent streams per HTTP/2 connection", 0,
-     IN(h2_max_streams, 1, 10000)},
     {"ves.port", CONFIG_INT, "-1", "VES REST over HTTP/1.1 (-1: off)", 0, IN(ves_port, -1, 65535)},
     {"ves.tls", CONFIG_BOOL, "false", "VES over HTTPS", 0, AT(ves_tls)},
     {"ves.user", CONFIG_STRING, "", "VES basic auth user (empty: no basic auth)", 0, AT(ves_user)},
