@@ -76,8 +76,10 @@ static void render_locked(struct ndd_supervisor *s)
         const char *why = in->state == INST_RUNNING    ? daemon_ready_reason(&in->d)
                           : in->state == INST_STARTING ? "starting"
                                                        : in->why;
-        if (why && !first[0])
-            snprintf(first, sizeof first, "%s: %s", in->conf->name, why);
+        /* The first reason is a one-line summary: a long one is cut, knowingly (the return
+         * value is looked at so gcc's -Wformat-truncation accepts the cut at -O0 too). */
+        if (why && !first[0] && snprintf(first, sizeof first, "%s: %s", in->conf->name, why) < 0)
+            first[0] = '\0';
         if (o < sizeof detail)
             o += (size_t)snprintf(detail + o, sizeof detail - o, "%s: %s\n", in->conf->name,
                                   why ? why : "ready");
