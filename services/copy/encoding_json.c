@@ -10,6 +10,11 @@
 
 #include "codec.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define JV_AVX2 1
+#endif
+
 /* ---- a JSON validator that allocates nothing ---- */
 
 typedef struct jv {
@@ -67,13 +72,50 @@ static int jv_hex(uint8_t c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+#ifdef JV_AVX2
+/* buf_json_plain_run 32 bytes at a time, for CPUs with AVX2 (the same bytes stop it: '"', '\\',
+ * below 0x20 and, compared signed, 0x80 and above). */
+__attribute__((target("avx2"))) static size_t plain_run_avx2(const uint8_t *s, size_t n)
+{
+    const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'),
+                  space = _mm256_set1_epi8(0x20);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
+        __m256i bad = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, bslash)),
+            _mm256_cmpgt_epi8(space, x));
+        unsigned mask = (unsigned)_mm256_movemask_epi8(bad);
+        if (mask)
+            return i + (size_t)__builtin_ctz(mask);
+    }
+    return i + buf_json_plain_run(s + i, n - i);
+}
+#endif
+
+/* The plain bytes at s: the first 32 inline (most strings of an NF body end there), a longer
+ * run (a body that is one big text value: 3,400 bytes scanned for every copy) on with AVX2
+ * where the CPU has it, at twice the bytes per instruction. */
+static inline __attribute__((always_inline)) size_t jv_plain_run(const uint8_t *s, size_t n)
+{
+#ifdef JV_AVX2
+    if (n > 32) {
+        size_t k = buf_json_plain_run(s, 32);
+        if (k < 32 || !__builtin_cpu_supports("avx2"))
+            return k < 32 ? k : 32 + buf_json_plain_run(s + 32, n - 32);
+        return 32 + plain_run_avx2(s + 32, n - 32);
+    }
+#endif
+    return buf_json_plain_run(s, n);
+}
+
 /* Inlined into both call sites (key and value): NF bodies are hundreds of short strings, and
  * the call cost as much as scanning one. */
 static inline __attribute__((always_inline)) int jv_string(jv_t *v)
 {
     v->p++; /* opening quote */
     while (v->p < v->end) {
-        v->p += buf_json_plain_run(v->p, (size_t)(v->end - v->p));
+        v->p += jv_plain_run(v->p, (size_t)(v->end - v->p));
         if (v->p >= v->end)
             break;
         uint8_t c = *v->p;
