@@ -542,6 +542,42 @@ static void test_json_validator_accepts_rfc8259_and_rejects_the_rest(void **stat
     assert_true(valid_str(deep));
 }
 
+/* Strings longer than 32 bytes are scanned past their first 32 bytes in wider steps: every
+ * byte that ends a plain run (quote, backslash, control, non-ASCII) is still seen wherever it
+ * sits in a long string, at each step's edges too. */
+static void test_json_validator_long_strings(void **state)
+{
+    static const size_t at[] = {31, 32, 33, 47, 63, 64, 65, 95, 96, 100, 1000, 3396};
+    char s[3410];
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        size_t n = 3400, k = at[i] + 1; /* the opening quote is byte 0 */
+        memset(s, 'a', n);
+        s[0] = '"';
+        s[n - 1] = '"';
+        s[n] = '\0';
+        assert_true(valid_str(s));
+        s[k] = '\\', s[k + 1] = '"'; /* an escaped quote */
+        if (!valid_str(s))
+            fail_msg("escaped quote at %zu refused", k);
+        s[k] = 0x01, s[k + 1] = 'a'; /* a raw control character */
+        if (valid_str(s))
+            fail_msg("control character at %zu accepted", k);
+        s[k] = (char)0xc3, s[k + 1] = (char)0xa9; /* U+00E9 */
+        if (!valid_str(s))
+            fail_msg("UTF-8 at %zu refused", k);
+        s[k + 1] = 'a'; /* a lone lead byte */
+        if (valid_str(s))
+            fail_msg("broken UTF-8 at %zu accepted", k);
+        s[k] = '"', s[k + 1] = 'a'; /* the string ends early, then garbage */
+        if (valid_str(s))
+            fail_msg("garbage after a quote at %zu accepted", k);
+    }
+    memset(s, 'a', 3400);
+    s[0] = '"';
+    s[3400] = '\0';
+    assert_false(valid_str(s)); /* never closed */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_frame_batch_respects_bytes_and_too_big),
         cmocka_unit_test(test_encoding_find_and_content_types),
         cmocka_unit_test(test_json_validator_accepts_rfc8259_and_rejects_the_rest),
+        cmocka_unit_test(test_json_validator_long_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
