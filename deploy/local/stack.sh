@@ -262,8 +262,18 @@ kafka_check_secure() {
             log "warning: $CLIENTS_DIR/$file.properties is missing (storage formatted by an older stack.sh); destroy the stack to get the $name test user"
             continue
         }
-        if ! kcat -L -b "127.0.0.1:$port" -F "$CLIENTS_DIR/$file.properties" -m 5 2>"$KDIR/check-$file.err" |
-            grep -q '1 brokers:'; then
+        # Three tries of 5 s: a TLS handshake and a SCRAM exchange on a busy machine can take
+        # longer than one kcat metadata timeout just after the broker started.
+        local try ok=0
+        for try in 1 2 3; do
+            if kcat -L -b "127.0.0.1:$port" -F "$CLIENTS_DIR/$file.properties" -m 5 2>"$KDIR/check-$file.err" |
+                grep -q '1 brokers:'; then
+                ok=1
+                break
+            fi
+            sleep 1
+        done
+        if ((!ok)); then
             cat "$KDIR/check-$file.err" >&2
             tail -n 20 "$KAFKA_LOG" >&2 2>/dev/null || true
             die "Kafka's $name listener on 127.0.0.1:$port does not answer a metadata request as the test principal ($CLIENTS_DIR/$file.properties; kcat errors and broker log above)"
