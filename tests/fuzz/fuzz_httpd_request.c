@@ -1,11 +1,13 @@
 /* Fuzz target: the HTTP server's connection handling (services/base/httpd_conn.c) on whatever
  * bytes a client sends: the in-place HTTP/1.1 parser (request line, header fields, chunked and
  * Content-Length bodies, pipelining, Expect), the errors it answers itself (400, 413, 431,
- * 501), and the hand-over of a connection that opens with the HTTP/2 preface. The input is
- * written into one end of a socket pair whose other end the server took as an accepted
- * connection, then the write side is shut; the loop runs until the server has closed its end.
- * Invariants: no crash, leak or out-of-bounds access (ASan/UBSan builds), every reply starts
- * with a status line, and the server always closes (no connection left behind). */
+ * 501), answers given later (httpd_req_later: a POST under /later/ is answered on the next
+ * turn of the loop, after the client may have sent more or gone), and the hand-over of a
+ * connection that opens with the HTTP/2 preface. The input is written into one end of a
+ * socket pair whose other end the server took as an accepted connection, then the write side
+ * is shut; the loop runs until the server has closed its end. Invariants: no crash, leak or
+ * out-of-bounds access (ASan/UBSan builds), every reply starts with a status line, and the
+ * server always closes (no connection left behind). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -39,6 +41,29 @@ static void echo(httpd_req_t *req, void *arg)
     httpd_reply_text(req, 200, out);
 }
 
+/* The later answer, one turn of the loop after the handler (as a delivery report comes). */
+static void later_answer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    httpd_later_t *l = arg;
+    httpd_later_header(l, "X-Later", "yes");
+    httpd_later_reply(l, 202, "application/json", "{}", 2);
+}
+
+static void later(httpd_req_t *req, void *arg)
+{
+    (void)arg;
+    httpd_later_t *l = httpd_req_later(req);
+    if (!l) {
+        httpd_reply_text(req, 503, "no memory");
+        return;
+    }
+    struct timeval now = {0, 0};
+    if (event_base_once(base, -1, EV_TIMEOUT, later_answer, l, &now) != 0)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!base) {
@@ -47,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char err[256];
         httpd_options_t o = {.port = 0, .max_body_bytes = 4096, .max_header_bytes = 4096};
         srv = base ? httpd_new_ex(base, &o, err, sizeof err) : NULL;
-        if (!srv || httpd_route(srv, "*", "/api/*", echo, NULL) != 0)
+        if (!srv || httpd_route(srv, "*", "/api/*", echo, NULL) != 0 ||
+            httpd_route(srv, "POST", "/later/*", later, NULL) != 0)
             abort();
     }
     if (size > 60000)
