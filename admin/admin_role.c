@@ -95,6 +95,6 @@ static const daemon_def_t admin_def = {
 const daemon_role_t admin_role = {.name = "admin",
                                   .def = &admin_def,
                                   .settings_size = sizeof(admin_settings_t),
-                                  .one_arena = false,
+                                  .arena_max = 0,
                                   .own_http = true,
                                   .run = admin_serve};

@@ -130,5 +130,5 @@ out:
 const daemon_role_t agg_role = {.name = "aggregation",
                                 .def = &agg_def,
                                 .settings_size = sizeof(agg_settings_t),
-                                .one_arena = true,
+                                .arena_max = 1,
                                 .run = agg_role_run};

@@ -150,5 +150,5 @@ out:
 const daemon_role_t corr_role = {.name = "correlation",
                                  .def = &corr_def,
                                  .settings_size = sizeof(corr_settings_map_t),
-                                 .one_arena = false,
+                                 .arena_max = 0,
                                  .run = corr_role_run};

@@ -84,6 +84,6 @@ static const daemon_def_t gui_def = {.name = "ndd-gui-api",
 const daemon_role_t gui_role = {.name = "gui-api",
                                 .def = &gui_def,
                                 .settings_size = sizeof(gui_settings_t),
-                                .one_arena = false,
+                                .arena_max = 0,
                                 .own_http = true,
                                 .run = gui_server_run};

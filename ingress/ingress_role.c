@@ -105,5 +105,5 @@ static int ingress_role_run(daemon_t *d)
 const daemon_role_t ingress_role = {.name = "ingress",
                                     .def = &ingress_def,
                                     .settings_size = sizeof(ingress_settings_t),
-                                    .one_arena = true,
+                                    .arena_max = 1,
                                     .run = ingress_role_run};

@@ -62,7 +62,7 @@ static const daemon_def_t ndd_def = {
 int main(int argc, char **argv)
 {
     /* One arena: every role's librdkafka threads would each keep their own free memory. */
-    daemon_heap_setup(true);
+    daemon_heap_setup(1);
     char err[1024];
     if (ndd_config_load(&ndd_conf, &ndd_roles, argc, argv, err, sizeof(err)) != 0) {
         fprintf(stderr, "ndd: %s\n", err);

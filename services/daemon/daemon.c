@@ -21,14 +21,14 @@ static void daemon_on_signal(int sig)
         daemon_stop_flag = 1;
 }
 
-void daemon_heap_setup(bool one_arena)
+void daemon_heap_setup(int arena_max)
 {
     /* Figures behind these: docs/aggregation.md (a third of the worker's CPU went to fresh
      * zeroed pages; one arena took peak RSS from 93 to 75 MiB, CPU unchanged). */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
-    if (one_arena)
-        mallopt(M_ARENA_MAX, 1);
+    if (arena_max > 0)
+        mallopt(M_ARENA_MAX, arena_max);
 }
 
 int daemon_init(daemon_t *d, const daemon_def_t *def, int argc, char **argv)

@@ -137,9 +137,10 @@ typedef struct daemon_embed {
 } daemon_embed_t;
 
 /* Keeps librdkafka's large short-lived fetch and produce buffers in the heap (reused) instead
- * of fresh mmap'd zeroed pages each time; one_arena also stops every librdkafka thread from
- * keeping its own arena's free memory. Call first in main. */
-void daemon_heap_setup(bool one_arena);
+ * of fresh mmap'd zeroed pages each time; arena_max (0: glibc's default, 8 per core) bounds
+ * how many malloc arenas the threads share, so every librdkafka thread does not keep its own
+ * arena's free memory. Call first in main. */
+void daemon_heap_setup(int arena_max);
 
 /* Loads the settings into def->settings, answers --help and --version (exit 0), sets up
  * logging, validates the kafka.* properties and the broker list, runs def->check, and with

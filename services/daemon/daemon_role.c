@@ -10,7 +10,7 @@
 
 int daemon_role_main(const daemon_role_t *role, int argc, char **argv)
 {
-    daemon_heap_setup(role->one_arena);
+    daemon_heap_setup(role->arena_max);
     daemon_t d;
     int rc = daemon_init(&d, role->def, argc, argv);
     if (rc == DAEMON_CONTINUE)

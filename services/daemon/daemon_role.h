@@ -17,7 +17,7 @@ typedef struct daemon_role {
     const char *name;        /* its section under "roles" in ndd's file: "aggregation" */
     const daemon_def_t *def; /* def->settings: the standalone daemon's settings struct */
     size_t settings_size;    /* ndd gives each instance a zeroed struct of this size */
-    bool one_arena;          /* daemon_heap_setup's argument when the daemon runs alone */
+    int arena_max;           /* daemon_heap_setup's argument when the daemon runs alone */
     /* The role serves an API of its own on its own listener (the admin's REST API, the
      * console) with its own port and TLS settings: in ndd it keeps its http.* keys, where
      * every other role answers on ndd's one /metrics /healthz /readyz and may not set them. */
