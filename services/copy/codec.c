@@ -499,14 +499,13 @@ static codec_reason_t decode_header(codec_msg_t *out, const char *name, size_t n
     return CODEC_OK;
 }
 
-/* Field checks after all headers are sorted, in the documented order. */
-static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_error_t *err)
-{
-    codec_slice_t *meta = out->meta;
-    uint64_t u;
+/* The checks after all headers are sorted, one step each, in the documented order. They run
+ * on every copy: static inline, each reads only the fields it checks, no pass repeats. */
 
-    /* Correlation id: key, @correlation-id, or both (then equal). */
-    codec_slice_t *cid = &meta[CODEC_META_CORRELATION_ID];
+/* Correlation id: key, @correlation-id, or both (then equal). */
+static inline codec_reason_t check_correlation_id(codec_msg_t *out, codec_error_t *err)
+{
+    codec_slice_t *cid = &out->meta[CODEC_META_CORRELATION_ID];
     if (cid->ptr) {
         if (cid->len > CODEC_MAX_KEY)
             return FAIL_META(err, CODEC_ERR_OVERSIZED, CODEC_META_CORRELATION_ID,
@@ -527,7 +526,14 @@ static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_erro
         return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_CORRELATION_ID,
                          "no record key and no @correlation-id");
     }
+    return CODEC_OK;
+}
 
+/* The metadata every copy carries: timestamp, message type, trigger point, NF type. */
+static inline codec_reason_t check_required_meta(codec_msg_t *out, codec_error_t *err)
+{
+    codec_slice_t *meta = out->meta;
+    uint64_t u;
     codec_slice_t *v = &meta[CODEC_META_TIMESTAMP];
     if (!v->ptr)
         return FAIL_META(err, CODEC_ERR_MISSING_FIELD, CODEC_META_TIMESTAMP, "required");
@@ -562,10 +568,15 @@ static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_erro
     if (out->nf == CODEC_NF_UNKNOWN)
         return FAIL_META(err, CODEC_ERR_BAD_VALUE, CODEC_META_NF_TYPE,
                          "must be SCP, NRF, SEPP, BSF, PCF or NON_NF");
+    return CODEC_OK;
+}
 
-    /* Optional metadata, in enum order. */
+/* Optional metadata, in enum order (the first bad one is the one reported). */
+static inline codec_reason_t check_optional_meta(codec_msg_t *out, codec_error_t *err)
+{
+    uint64_t u;
     for (int m = CODEC_META_NF_INSTANCE; m < CODEC_META__COUNT; m++) {
-        v = &meta[m];
+        const codec_slice_t *v = &out->meta[m];
         if (!v->ptr)
             continue;
         switch (m) {
@@ -601,10 +612,14 @@ static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_erro
             break;
         }
     }
+    return CODEC_OK;
+}
 
-    /* HTTP side of the copy. */
-    bool is_req = out->type == CODEC_MSG_REQUEST;
-    if (is_req) {
+/* The pseudo-headers a copy of its type needs, then :method and :path where present. */
+static inline codec_reason_t check_request_pseudo(codec_msg_t *out, unsigned pseudo,
+                                                  codec_error_t *err)
+{
+    if (out->type == CODEC_MSG_REQUEST) {
         if (!(pseudo & PSEUDO_METHOD))
             return fail(err, CODEC_ERR_MISSING_FIELD, ":method", 7, "a request copy needs it");
         if (!(pseudo & PSEUDO_PATH))
@@ -632,7 +647,16 @@ static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_erro
                             "space, control or non-ASCII byte at %zu", i);
         }
     }
+    return CODEC_OK;
+}
+
+/* :status where present, then the trigger point against the copy's type. */
+static inline codec_reason_t check_status_trigger(codec_msg_t *out, unsigned pseudo,
+                                                  codec_error_t *err)
+{
+    bool is_req = out->type == CODEC_MSG_REQUEST;
     if (pseudo & PSEUDO_STATUS) {
+        uint64_t u;
         codec_slice_t st = {0};
         for (size_t i = 0; i < out->n_http; i++)
             if (slice_eq(out->http[i].name.ptr, out->http[i].name.len, ":status"))
@@ -649,6 +673,19 @@ static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_erro
                          "trigger point %s does not fit a %s copy",
                          codec_trigger_name(out->trigger), codec_msg_type_name(out->type));
     return CODEC_OK;
+}
+
+/* Field checks after all headers are sorted, in the documented order: the first failing
+ * step's error is the copy's. */
+static codec_reason_t check_fields(codec_msg_t *out, unsigned pseudo, codec_error_t *err)
+{
+    codec_reason_t r;
+    if ((r = check_correlation_id(out, err)) != CODEC_OK ||
+        (r = check_required_meta(out, err)) != CODEC_OK ||
+        (r = check_optional_meta(out, err)) != CODEC_OK ||
+        (r = check_request_pseudo(out, pseudo, err)) != CODEC_OK)
+        return r;
+    return check_status_trigger(out, pseudo, err);
 }
 
 codec_reason_t codec_decode_parts(codec_msg_t *out, const void *key, size_t key_len,
