@@ -479,53 +479,62 @@ static int chunked_body(char *p, size_t n, size_t max, bool decode, size_t *cons
 
 static int conn_h2_handoff(httpd_conn_t *c, const char *data, size_t len);
 
-/* Parses the request at in_off. 1: one was answered; 0: more bytes are needed; -1: c was
- * freed or handed over. */
-static int conn_request(httpd_conn_t *c)
+/* What a request's header says, kept from the parse for the answer: offsets and lengths
+ * only, the bytes stay where they were read. */
+typedef struct {
+    char *sp1, *sp2; /* the spaces around the target */
+    char *fields;    /* the first header field line */
+    size_t ml;       /* method length */
+    int minor;
+    field_off_t fo[HTTPD_MAX_FIELDS];
+    size_t nf;
+    int64_t cl; /* Content-Length, -1 when absent */
+    bool chunked, conn_close, expect;
+} conn_head_t;
+
+/* Drops the bytes between requests (a CRLF after a body); returns how many. */
+static size_t conn_skip_blank(httpd_conn_t *c)
 {
-    httpd_t *h = c->h;
-    char *p = c->in + c->in_off;
-    size_t n = c->in_len - c->in_off;
-    /* bytes between requests (a CRLF after a body) */
-    size_t skip = 0;
+    const char *p = c->in + c->in_off;
+    size_t n = c->in_len - c->in_off, skip = 0;
     while (skip < n && (p[skip] == '\r' || p[skip] == '\n'))
         skip++;
     if (skip) {
         c->in_off += skip;
         if (c->scan_off >= skip)
             c->scan_off -= skip;
-        p += skip;
-        n -= skip;
-        if (!n)
-            return 0;
     }
-    if (c->fresh && !c->nc.ssl) {
-        size_t k = n < H2_PREFACE_LEN ? n : H2_PREFACE_LEN;
-        if (memcmp(p, h2_preface, k) == 0) {
-            if (k < H2_PREFACE_LEN)
-                return 0;
-            return conn_h2_handoff(c, p, n);
-        }
-    }
-    if (!c->have_header) {
-        size_t hl = header_end(p, n, c->scan_off);
-        if (!hl) {
-            c->scan_off = n > 3 ? n - 3 : 0;
-            if (n > h->max_header)
-                conn_error(c, 431, "request header over the limit of %zu bytes", h->max_header);
-            return 0;
-        }
-        c->scan_off = 0;
-        if (hl > h->max_header) {
+    return skip;
+}
+
+/* Whether the header at p[0..n) is whole (its length then in c->hdr_len). The scan resumes
+ * where the last read left it, so a header trickling in is not rescanned from its start. */
+static bool conn_header_whole(httpd_conn_t *c, const char *p, size_t n)
+{
+    httpd_t *h = c->h;
+    if (c->have_header)
+        return true;
+    size_t hl = header_end(p, n, c->scan_off);
+    if (!hl) {
+        c->scan_off = n > 3 ? n - 3 : 0;
+        if (n > h->max_header)
             conn_error(c, 431, "request header over the limit of %zu bytes", h->max_header);
-            return 0;
-        }
-        c->hdr_len = hl;
-        c->have_header = true;
+        return false;
     }
-    /* request line: METHOD SP target SP HTTP/1.x */
-    size_t hl = c->hdr_len;
-    char *le = memchr(p, '\n', hl);
+    c->scan_off = 0;
+    if (hl > h->max_header) {
+        conn_error(c, 431, "request header over the limit of %zu bytes", h->max_header);
+        return false;
+    }
+    c->hdr_len = hl;
+    c->have_header = true;
+    return true;
+}
+
+/* The request line, METHOD SP target SP HTTP/1.x; false when answered with an error. */
+static bool conn_request_line(httpd_conn_t *c, char *p, conn_head_t *hd)
+{
+    char *le = memchr(p, '\n', c->hdr_len);
     size_t ll = (size_t)(le - p);
     if (ll && p[ll - 1] == '\r')
         ll--;
@@ -534,9 +543,8 @@ static int conn_request(httpd_conn_t *c)
     if (!sp1 || !sp2 || sp2 == sp1 + 1 || (size_t)(p + ll - (sp2 + 1)) != 8 ||
         memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
         conn_error(c, 400, "malformed request line");
-        return 0;
+        return false;
     }
-    int minor = sp2[8] - '0';
     size_t ml = (size_t)(sp1 - p);
     if (!method_known(p, ml)) {
         char m[16];
@@ -545,19 +553,80 @@ static int conn_request(httpd_conn_t *c)
             m[i] = p[i] > ' ' && p[i] < 127 ? p[i] : '?';
         m[k] = '\0';
         conn_error(c, 501, "method %s not implemented", m);
-        return 0;
+        return false;
     }
     if (sp1[1] != '/') {
         conn_error(c, 400, "request target must be a path starting with '/'");
-        return 0;
+        return false;
     }
-    /* header fields */
-    field_off_t fo[HTTPD_MAX_FIELDS];
-    size_t nf = 0;
-    int64_t cl = -1;
-    bool chunked = false, conn_close = minor == 0, expect = false;
-    char *q = le + 1;
-    char *hend = p + hl;
+    hd->sp1 = sp1;
+    hd->sp2 = sp2;
+    hd->fields = le + 1;
+    hd->ml = ml;
+    hd->minor = sp2[8] - '0';
+    return true;
+}
+
+/* One of the few fields the server reads itself (Expect, Connection, Content-Length,
+ * Transfer-Encoding; nl tells which), its value v[0..vl); false when answered with an
+ * error. */
+static bool conn_field_own(httpd_conn_t *c, size_t nl, const char *v, size_t vl, conn_head_t *hd)
+{
+    /* a NUL-terminated copy: the header is only terminated in place once the request is
+     * whole */
+    char val[256];
+    if (vl >= sizeof val) {
+        conn_error(c, 400, "header field %s too long",
+                   nl == 6    ? "Expect"
+                   : nl == 10 ? "Connection"
+                   : nl == 14 ? "Content-Length"
+                              : "Transfer-Encoding");
+        return false;
+    }
+    memcpy(val, v, vl);
+    val[vl] = '\0';
+    if (nl == 6) {
+        if (strcasecmp(val, "100-continue") == 0)
+            hd->expect = true;
+    } else if (nl == 10) {
+        if (has_token(val, "close"))
+            hd->conn_close = true;
+        else if (hd->minor == 0 && has_token(val, "keep-alive"))
+            hd->conn_close = false;
+    } else if (nl == 14) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(val, &end, 10);
+        if (end == val || *end || x < 0 || errno || (hd->cl >= 0 && hd->cl != x)) {
+            conn_error(c, 400, "bad Content-Length");
+            return false;
+        }
+        hd->cl = x;
+    } else {
+        if (!has_token(val, "chunked") || strcasestr(val, "gzip") || strcasestr(val, "deflate") ||
+            strcasestr(val, "compress")) {
+            for (char *x = val; *x; x++)
+                if (*x < ' ' || *x >= 127)
+                    *x = '?';
+            conn_error(c, 501, "transfer coding %s not implemented", val);
+            return false;
+        }
+        hd->chunked = true;
+    }
+    return true;
+}
+
+/* The header fields after the request line, their offsets into hd->fo; false when answered
+ * with an error. */
+static bool conn_header_fields(httpd_conn_t *c, char *p, conn_head_t *hd)
+{
+    hd->nf = 0;
+    hd->cl = -1;
+    hd->chunked = false;
+    hd->conn_close = hd->minor == 0;
+    hd->expect = false;
+    char *q = hd->fields;
+    char *hend = p + c->hdr_len;
     while (q < hend) {
         char *e = memchr(q, '\n', (size_t)(hend - q));
         size_t l = (size_t)(e - q);
@@ -567,16 +636,16 @@ static int conn_request(httpd_conn_t *c)
             break;
         if (*q == ' ' || *q == '\t') {
             conn_error(c, 400, "obsolete header line folding");
-            return 0;
+            return false;
         }
         char *colon = memchr(q, ':', l);
         if (!colon || colon == q) {
             conn_error(c, 400, "malformed header line");
-            return 0;
+            return false;
         }
-        if (nf == HTTPD_MAX_FIELDS) {
+        if (hd->nf == HTTPD_MAX_FIELDS) {
             conn_error(c, 431, "more than %d header fields", HTTPD_MAX_FIELDS);
-            return 0;
+            return false;
         }
         size_t nl = (size_t)(colon - q);
         char *v = colon + 1, *ve = q + l;
@@ -584,100 +653,97 @@ static int conn_request(httpd_conn_t *c)
             v++;
         while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
             ve--;
-        fo[nf++] =
+        hd->fo[hd->nf++] =
             (field_off_t){(uint32_t)(q - p), (uint32_t)nl, (uint32_t)(v - p), (uint32_t)(ve - v)};
-        /* the few fields the server reads itself, as a NUL-terminated copy (the header is
-         * only terminated in place once the request is whole) */
-        char val[256];
         bool mine = (nl == 6 && strncasecmp(q, "expect", 6) == 0) ||
                     (nl == 10 && strncasecmp(q, "connection", 10) == 0) ||
                     (nl == 14 && strncasecmp(q, "content-length", 14) == 0) ||
                     (nl == 17 && strncasecmp(q, "transfer-encoding", 17) == 0);
-        if (mine) {
-            size_t vl = (size_t)(ve - v);
-            if (vl >= sizeof val) {
-                conn_error(c, 400, "header field %s too long",
-                           nl == 6    ? "Expect"
-                           : nl == 10 ? "Connection"
-                           : nl == 14 ? "Content-Length"
-                                      : "Transfer-Encoding");
-                return 0;
-            }
-            memcpy(val, v, vl);
-            val[vl] = '\0';
-        }
-        if (!mine) {
-            /* for the handler only */
-        } else if (nl == 6) {
-            if (strcasecmp(val, "100-continue") == 0)
-                expect = true;
-        } else if (nl == 10) {
-            if (has_token(val, "close"))
-                conn_close = true;
-            else if (minor == 0 && has_token(val, "keep-alive"))
-                conn_close = false;
-        } else if (nl == 14) {
-            char *end;
-            errno = 0;
-            long long x = strtoll(val, &end, 10);
-            if (end == val || *end || x < 0 || errno || (cl >= 0 && cl != x)) {
-                conn_error(c, 400, "bad Content-Length");
-                return 0;
-            }
-            cl = x;
-        } else {
-            if (!has_token(val, "chunked") || strcasestr(val, "gzip") ||
-                strcasestr(val, "deflate") || strcasestr(val, "compress")) {
-                for (char *x = val; *x; x++)
-                    if (*x < ' ' || *x >= 127)
-                        *x = '?';
-                conn_error(c, 501, "transfer coding %s not implemented", val);
-                return 0;
-            }
-            chunked = true;
-        }
+        if (mine && !conn_field_own(c, nl, v, (size_t)(ve - v), hd))
+            return false;
         q = e + 1;
     }
-    if (chunked && cl >= 0) {
+    return true;
+}
+
+/* Where the body at p + hdr_len ends: 1 whole (*total bytes of request, *body_len of body,
+ * a chunked one decoded in place), 0 not all there yet, -1 answered with an error. */
+static int conn_body_find(httpd_conn_t *c, char *p, size_t n, const conn_head_t *hd, size_t *total,
+                          size_t *body_len)
+{
+    httpd_t *h = c->h;
+    size_t hl = c->hdr_len;
+    if (hd->chunked && hd->cl >= 0) {
         conn_error(c, 400, "both Content-Length and Transfer-Encoding");
-        return 0;
+        return -1;
     }
-    if (cl > (int64_t)h->max_body) {
+    if (hd->cl > (int64_t)h->max_body) {
         conn_error(c, 413, "request body exceeds the limit of %zu bytes", h->max_body);
-        return 0;
+        return -1;
     }
-    /* the body */
-    size_t total = hl, body_len = 0;
+    *total = hl;
+    *body_len = 0;
     char *body = p + hl;
-    if (chunked) {
+    if (hd->chunked) {
         size_t consumed, decoded;
+        /* decoded in place only once whole: a partial body is parsed again from its start
+         * when more arrives */
         int r = chunked_body(body, n - hl, h->max_body, false, &consumed, &decoded);
         if (r == -2) {
             conn_error(c, 413, "request body exceeds the limit of %zu bytes", h->max_body);
-            return 0;
+            return -1;
         }
         if (r < 0) {
             conn_error(c, 400, "malformed chunked body");
-            return 0;
+            return -1;
         }
         if (r == 0)
-            goto need_body;
+            return 0;
         chunked_body(body, n - hl, h->max_body, true, &consumed, &decoded);
-        total = hl + consumed;
-        body_len = decoded;
-    } else if (cl > 0) {
-        if (n - hl < (size_t)cl)
-            goto need_body;
-        total = hl + (size_t)cl;
-        body_len = (size_t)cl;
+        *total = hl + consumed;
+        *body_len = decoded;
+    } else if (hd->cl > 0) {
+        if (n - hl < (size_t)hd->cl)
+            return 0;
+        *total = hl + (size_t)hd->cl;
+        *body_len = (size_t)hd->cl;
     }
-    /* whole: answer it */
+    return 1;
+}
+
+/* The header is whole and the body is not: the body's deadline starts once, and a client
+ * that asked is told to send it. */
+static void conn_body_wait(httpd_conn_t *c, const conn_head_t *hd)
+{
+    httpd_t *h = c->h;
+    if (c->state == HC_BODY)
+        return;
+    c->state = HC_BODY;
+    c->since_ms = httpd_conn_now_ms();
+    if (!c->reserve) {
+        int64_t rate_ms = hd->chunked ? (int64_t)h->max_body * 1000 / GUARD_BODY_RATE
+                                      : hd->cl * 1000 / GUARD_BODY_RATE;
+        c->deadline_ms = c->since_ms + (int64_t)h->header_timeout_s * 1000 + rate_ms;
+    }
+    if (hd->expect && out_reserve(c, 32) == 0) {
+        memcpy(c->out + c->out_len, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        c->out_len += 25;
+    }
+}
+
+/* Answers the whole request at p (total bytes, its body at p + hdr_len): the header is
+ * terminated in place and the handler runs on it. */
+static void conn_answer(httpd_conn_t *c, char *p, conn_head_t *hd, size_t total, size_t body_len)
+{
+    httpd_t *h = c->h;
+    char *body = p + c->hdr_len;
     c->have_header = false;
     c->fresh = false;
     c->deadline_ms = 0;
     c->state = HC_IDLE;
     h2server_field_t fields[HTTPD_MAX_FIELDS];
-    for (size_t i = 0; i < nf; i++) {
+    const field_off_t *fo = hd->fo;
+    for (size_t i = 0; i < hd->nf; i++) {
         p[fo[i].name + fo[i].name_len] = '\0';
         p[fo[i].value + fo[i].value_len] = '\0';
         fields[i] =
@@ -686,14 +752,14 @@ static int conn_request(httpd_conn_t *c)
     httpd_req_t req;
     httpd_req_init(&req, h);
     req.c = c;
-    *sp1 = '\0';
-    *sp2 = '\0';
+    *hd->sp1 = '\0';
+    *hd->sp2 = '\0';
     req.method = p;
-    req.head = ml == 4 && p[0] == 'H';
-    req.minor = minor;
-    req.close = conn_close;
+    req.head = hd->ml == 4 && p[0] == 'H';
+    req.minor = hd->minor;
+    req.close = hd->conn_close;
     req.fields = fields;
-    req.nfields = nf;
+    req.nfields = hd->nf;
     req.peer = c->peer;
     req.body = body;
     req.body_len = body_len;
@@ -702,7 +768,7 @@ static int conn_request(httpd_conn_t *c)
     char saved = body[body_len];
     body[body_len] = '\0';
     c->in_off += total;
-    if (httpd_req_begin(&req, sp1 + 1) != 0) {
+    if (httpd_req_begin(&req, hd->sp1 + 1) != 0) {
         req.path = "-";
         req.close = true;
         httpd_reply_error(&req, 500, "out of memory");
@@ -721,22 +787,39 @@ static int conn_request(httpd_conn_t *c)
     c->later = httpd_req_later_detach(&req, c, NULL);
     httpd_req_end(&req);
     body[body_len] = saved;
-    return 1;
-need_body:
-    if (c->state != HC_BODY) {
-        c->state = HC_BODY;
-        c->since_ms = httpd_conn_now_ms();
-        if (!c->reserve) {
-            int64_t rate_ms = chunked ? (int64_t)h->max_body * 1000 / GUARD_BODY_RATE
-                                      : cl * 1000 / GUARD_BODY_RATE;
-            c->deadline_ms = c->since_ms + (int64_t)h->header_timeout_s * 1000 + rate_ms;
-        }
-        if (expect && out_reserve(c, 32) == 0) {
-            memcpy(c->out + c->out_len, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-            c->out_len += 25;
+}
+
+/* Parses the request at in_off. 1: one was answered; 0: more bytes are needed (or an error
+ * was answered and the connection closes); -1: c was freed or handed over. */
+static int conn_request(httpd_conn_t *c)
+{
+    if (conn_skip_blank(c) && c->in_off == c->in_len)
+        return 0;
+    char *p = c->in + c->in_off;
+    size_t n = c->in_len - c->in_off;
+    if (c->fresh && !c->nc.ssl) {
+        size_t k = n < H2_PREFACE_LEN ? n : H2_PREFACE_LEN;
+        if (memcmp(p, h2_preface, k) == 0) {
+            if (k < H2_PREFACE_LEN)
+                return 0;
+            return conn_h2_handoff(c, p, n);
         }
     }
-    return 0;
+    if (!conn_header_whole(c, p, n))
+        return 0;
+    conn_head_t hd;
+    if (!conn_request_line(c, p, &hd) || !conn_header_fields(c, p, &hd))
+        return 0;
+    size_t total, body_len;
+    int r = conn_body_find(c, p, n, &hd, &total, &body_len);
+    if (r < 0)
+        return 0;
+    if (r == 0) {
+        conn_body_wait(c, &hd);
+        return 0;
+    }
+    conn_answer(c, p, &hd, total, body_len);
+    return 1;
 }
 
 /* Answers every whole request in the input, then sends the replies. -1 when c is gone. */
