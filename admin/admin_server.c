@@ -38,6 +38,8 @@ typedef struct admin_server {
     int64_t last_db_check_ms;
     metrics_counter_t *requests[ADMIN_METHOD_OTHER + 1][6];
     admin_figures_t fig;
+    SSL_CTX *ssl;          /* the listener's TLS, NULL for plain HTTP */
+    daemon_evstop_t *stop; /* the stop flag's watch on the loop */
 } admin_server_t;
 
 static void admin_figures_update(admin_server_t *srv);
@@ -188,120 +190,173 @@ static admin_db_t *admin_open_db_wait(daemon_t *d, const admin_settings_t *s)
     }
 }
 
-int admin_serve(daemon_t *d)
+/* PostgreSQL, then the configuration in it: false when the role cannot serve, *rc then its
+ * exit status (0 when a stop ended the wait). */
+static bool admin_start_db(daemon_t *d, admin_server_t *srv, int *rc)
 {
-    const admin_settings_t *s = d->def->settings;
-    const char *brokers = d->brokers;
-    admin_server_t srv;
-    memset(&srv, 0, sizeof(srv));
-    srv.s = s;
-    int rc = 1;
+    const admin_settings_t *s = srv->s;
     char err[512];
-    SSL_CTX *ssl = NULL;
-    daemon_evstop_t *stop = NULL;
-    if (admin_ctx_init(&srv.ctx, (size_t)s->max_objects, (size_t)s->max_body) != 0) {
-        log_error("admin: out of memory");
-        return 1;
-    }
     /* ndd's /readyz line for the role (alone, the listener below says ready once it serves) */
     daemon_hold(d, DAEMON_COND_CONFIG, false);
     daemon_not_ready(d, "waiting for PostgreSQL");
-    srv.ctx.db = admin_open_db_wait(d, s);
-    if (!srv.ctx.db) {
-        rc = *d->stop ? 0 : 1;
-        goto out;
+    srv->ctx.db = admin_open_db_wait(d, s);
+    if (!srv->ctx.db) {
+        *rc = *d->stop ? 0 : 1;
+        return false;
     }
     daemon_not_ready(d, NULL);
     log_info("admin: PostgreSQL schema %s at migration %d", s->db_schema,
-             admin_db_schema_version(srv.ctx.db));
-    int n = admin_db_load(srv.ctx.db, &srv.ctx, err, sizeof(err));
+             admin_db_schema_version(srv->ctx.db));
+    int n = admin_db_load(srv->ctx.db, &srv->ctx, err, sizeof(err));
     if (n < 0) {
         log_error("admin: loading configuration: %s", err);
-        goto out;
+        *rc = 1;
+        return false;
     }
     log_info("admin: %d configuration objects loaded", n);
-    srv.ctx.tokens = admin_tokens_new(srv.ctx.db, 4096, s->token_ttl_ms);
-    if (brokers && *brokers) {
-        srv.ctx.pub =
-            admin_publisher_new(brokers, s->config_topic, s->config_replication, err, sizeof(err));
-        if (!srv.ctx.pub) {
-            log_error("admin: ndd.config publisher (%s at %s): %s", s->config_topic, brokers, err);
-            goto out;
-        }
-        int r = admin_reconcile(srv.ctx.pub, &srv.ctx, 15000, err, sizeof(err));
-        if (r < 0)
-            log_error("admin: start-up reconcile of %s failed: %s (retrying in the background)",
-                      s->config_topic, err);
-        else
-            log_info("admin: %s reconciled with the database (%d records written)", s->config_topic,
-                     r);
-        srv.ctx.kacl = admin_kacl_new(brokers, 0, err, sizeof(err));
-        if (!srv.ctx.kacl) {
-            log_error("admin: Kafka admin client for feed topics and ACLs (%s): %s", brokers, err);
-            goto out;
-        }
-        if (admin_kacl_reconcile(srv.ctx.kacl, &srv.ctx) != 0)
-            log_error("admin: start-up reconcile of Kafka feed topics and ACLs failed (retrying "
-                      "every 30 s)");
-        srv.ctx.events = admin_events_new(brokers, s->events_topic, s->events_group, srv.ctx.db,
-                                          s->down_after_ms, err, sizeof(err));
-        if (!srv.ctx.events) {
-            log_error("admin: ndd.events consumer (%s at %s): %s", s->events_topic, brokers, err);
-            goto out;
-        }
-        admin_events_set_lag_policy(srv.ctx.events, s->feed_lag_window_ms,
-                                    (double)s->feed_lag_floor);
-        admin_publisher_track(srv.ctx.pub, admin_events_prop(srv.ctx.events));
-        srv.ctx.dlq = admin_dlq_new(brokers, err, sizeof(err));
-        if (!srv.ctx.dlq) {
-            log_error("admin: dead-letter reader (%s): %s", brokers, err);
-            goto out;
-        }
-    } else {
+    srv->ctx.tokens = admin_tokens_new(srv->ctx.db, 4096, s->token_ttl_ms);
+    return true;
+}
+
+/* The Kafka side: the ndd.config publisher (reconciled with the database), the admin client
+ * for feed topics and ACLs, the ndd.events consumer and the dead-letter reader. A failed
+ * start-up reconcile is retried in the background; a client that cannot be made is fatal. */
+static int admin_start_kafka(admin_server_t *srv, const char *brokers)
+{
+    const admin_settings_t *s = srv->s;
+    char err[512];
+    if (!brokers || !*brokers) {
         log_warn("admin: no --brokers: configuration is not published to ndd.config");
+        return 0;
     }
+    srv->ctx.pub =
+        admin_publisher_new(brokers, s->config_topic, s->config_replication, err, sizeof(err));
+    if (!srv->ctx.pub) {
+        log_error("admin: ndd.config publisher (%s at %s): %s", s->config_topic, brokers, err);
+        return -1;
+    }
+    int r = admin_reconcile(srv->ctx.pub, &srv->ctx, 15000, err, sizeof(err));
+    if (r < 0)
+        log_error("admin: start-up reconcile of %s failed: %s (retrying in the background)",
+                  s->config_topic, err);
+    else
+        log_info("admin: %s reconciled with the database (%d records written)", s->config_topic, r);
+    srv->ctx.kacl = admin_kacl_new(brokers, 0, err, sizeof(err));
+    if (!srv->ctx.kacl) {
+        log_error("admin: Kafka admin client for feed topics and ACLs (%s): %s", brokers, err);
+        return -1;
+    }
+    if (admin_kacl_reconcile(srv->ctx.kacl, &srv->ctx) != 0)
+        log_error("admin: start-up reconcile of Kafka feed topics and ACLs failed (retrying "
+                  "every 30 s)");
+    srv->ctx.events = admin_events_new(brokers, s->events_topic, s->events_group, srv->ctx.db,
+                                       s->down_after_ms, err, sizeof(err));
+    if (!srv->ctx.events) {
+        log_error("admin: ndd.events consumer (%s at %s): %s", s->events_topic, brokers, err);
+        return -1;
+    }
+    admin_events_set_lag_policy(srv->ctx.events, s->feed_lag_window_ms, (double)s->feed_lag_floor);
+    admin_publisher_track(srv->ctx.pub, admin_events_prop(srv->ctx.events));
+    srv->ctx.dlq = admin_dlq_new(brokers, err, sizeof(err));
+    if (!srv->ctx.dlq) {
+        log_error("admin: dead-letter reader (%s): %s", brokers, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The event loop, with libevent's default base when the configured one cannot be made. */
+static struct event_base *admin_event_base_new(void)
+{
+    /* The changelist coalesces enable/disable of read and write events within one loop turn
+     * (docs/api.md, bench/admin). */
+    struct event_config *ecfg = event_config_new();
+    if (ecfg)
+        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = ecfg ? event_base_new_with_config(ecfg) : NULL;
+    if (ecfg)
+        event_config_free(ecfg);
+    if (!base)
+        base = event_base_new();
+    return base;
+}
+
+/* The listener: TLS when configured, the event loop, the HTTP server and its /api/v1 route.
+ * -1 when one of them cannot be made (what was made is freed by admin_server_free). */
+static int admin_start_http(admin_server_t *srv)
+{
+    const admin_settings_t *s = srv->s;
+    char err[512];
     if (s->tls_cert) {
         tls_config_t tc = {.cert_file = s->tls_cert,
                            .key_file = s->tls_key,
                            .ca_file = s->tls_ca,
                            .require_client_cert = s->tls_client_auth,
                            .alpn = "h2,http/1.1"};
-        ssl = tls_server_ctx_new(&tc, err, sizeof(err));
-        if (!ssl) {
+        srv->ssl = tls_server_ctx_new(&tc, err, sizeof(err));
+        if (!srv->ssl) {
             log_error("admin: TLS: %s", err);
-            goto out;
+            return -1;
         }
     }
-    /* The changelist coalesces enable/disable of read and write events within one loop turn
-     * (docs/api.md, bench/admin). */
-    struct event_config *ecfg = event_config_new();
-    if (ecfg)
-        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    srv.base = ecfg ? event_base_new_with_config(ecfg) : NULL;
-    if (ecfg)
-        event_config_free(ecfg);
-    if (!srv.base)
-        srv.base = event_base_new();
+    srv->base = admin_event_base_new();
     httpd_options_t ho = {.bind_addr = s->common.http_listen,
                           .port = (uint16_t)s->common.http_port,
-                          .ssl_ctx = ssl,
+                          .ssl_ctx = srv->ssl,
                           .max_connections = 1024,
                           .max_body_bytes = (size_t)s->max_body};
-    srv.httpd = srv.base ? httpd_new_ex(srv.base, &ho, err, sizeof(err)) : NULL;
-    if (!srv.httpd) {
+    srv->httpd = srv->base ? httpd_new_ex(srv->base, &ho, err, sizeof(err)) : NULL;
+    if (!srv->httpd) {
         log_error("admin: HTTP server: %s", err);
-        goto out;
+        return -1;
     }
-    httpd_set_error_format(srv.httpd, admin_http_error_format, NULL);
-    if (httpd_route(srv.httpd, "*", "/api/v1/*", admin_http_cb, &srv) != 0) {
+    httpd_set_error_format(srv->httpd, admin_http_error_format, NULL);
+    if (httpd_route(srv->httpd, "*", "/api/v1/*", admin_http_cb, srv) != 0) {
         log_error("admin: cannot register /api/v1 routes");
-        goto out;
+        return -1;
     }
+    return 0;
+}
+
+/* Frees whatever admin_serve made, on every path out: the loop's users before the loop,
+ * the clients before the database they read. */
+static void admin_server_free(admin_server_t *srv)
+{
+    daemon_evstop_free(srv->stop);
+    if (srv->tick)
+        event_free(srv->tick);
+    httpd_free(srv->httpd);
+    if (srv->base)
+        event_base_free(srv->base);
+    tls_ctx_free(srv->ssl);
+    admin_events_free(srv->ctx.events);
+    admin_publisher_free(srv->ctx.pub);
+    admin_kacl_free(srv->ctx.kacl);
+    admin_dlq_free(srv->ctx.dlq);
+    admin_tokens_free(srv->ctx.tokens);
+    admin_db_close(srv->ctx.db);
+    admin_ctx_free(&srv->ctx);
+}
+
+int admin_serve(daemon_t *d)
+{
+    const admin_settings_t *s = d->def->settings;
+    admin_server_t srv;
+    memset(&srv, 0, sizeof(srv));
+    srv.s = s;
+    int rc = 1;
+    if (admin_ctx_init(&srv.ctx, (size_t)s->max_objects, (size_t)s->max_body) != 0) {
+        log_error("admin: out of memory");
+        return 1;
+    }
+    if (!admin_start_db(d, &srv, &rc) || admin_start_kafka(&srv, d->brokers) != 0 ||
+        admin_start_http(&srv) != 0)
+        goto out;
     admin_metrics_setup(&srv);
     srv.tick = event_new(srv.base, -1, EV_PERSIST, admin_tick, &srv);
     struct timeval tv = {0, 100 * 1000};
     event_add(srv.tick, &tv);
-    if (!(stop = daemon_evstop_new(d, srv.base, NULL, NULL))) {
+    if (!(srv.stop = daemon_evstop_new(d, srv.base, NULL, NULL))) {
         log_error("admin: out of memory");
         goto out;
     }
@@ -310,26 +365,13 @@ int admin_serve(daemon_t *d)
     httpd_set_ready(srv.httpd, true);
     daemon_hold(d, DAEMON_COND_CONFIG, true);
     log_info("admin: serving %s on %s:%u",
-             ssl ? (s->tls_client_auth ? "HTTPS (mTLS)" : "HTTPS") : "HTTP", s->common.http_listen,
-             (unsigned)httpd_port(srv.httpd));
+             srv.ssl ? (s->tls_client_auth ? "HTTPS (mTLS)" : "HTTPS") : "HTTP",
+             s->common.http_listen, (unsigned)httpd_port(srv.httpd));
     event_base_dispatch(srv.base);
     daemon_not_ready(d, "stopping");
     rc = 0;
 out:
-    daemon_evstop_free(stop);
-    if (srv.tick)
-        event_free(srv.tick);
-    httpd_free(srv.httpd);
-    if (srv.base)
-        event_base_free(srv.base);
-    tls_ctx_free(ssl);
-    admin_events_free(srv.ctx.events);
-    admin_publisher_free(srv.ctx.pub);
-    admin_kacl_free(srv.ctx.kacl);
-    admin_dlq_free(srv.ctx.dlq);
-    admin_tokens_free(srv.ctx.tokens);
-    admin_db_close(srv.ctx.db);
-    admin_ctx_free(&srv.ctx);
+    admin_server_free(&srv);
     return rc;
 }
 
