@@ -160,6 +160,102 @@ static int admin_kafka_feed_apply(admin_ctx_t *ctx, const char *action, const ch
     return -1;
 }
 
+/* What a write must pass before the database sees it: its body parsed and (but for a patch)
+ * validated, room in the collection for a create, a database. *body is the parsed body (NULL
+ * for a delete); -1 when answered with an error. */
+static int admin_write_admit(admin_ctx_t *ctx, const admin_req_t *req, admin_kind_t kind,
+                             const char *action, bool is_delete, json_t **body, admin_resp_t *resp)
+{
+    admin_err_t err;
+    if (!is_delete) {
+        *body = admin_parse_body(req->body, req->body_len, ctx->max_body, &err);
+        if (!*body) {
+            admin_resp_error(resp, &err);
+            return -1;
+        }
+        /* A patch is validated after merging, inside the transaction. */
+        if (strcmp(action, "patch") != 0 && admin_validate(kind, *body, &err) != 0) {
+            json_decref(*body);
+            admin_resp_error(resp, &err);
+            return -1;
+        }
+    }
+    if (strcmp(action, "create") == 0 && ctx->cache[kind].count >= ctx->cache[kind].max) {
+        json_decref(*body);
+        admin_resp_errorf(resp, 507, "collection full", "",
+                          "at most %zu %s objects; delete some first", ctx->cache[kind].max,
+                          admin_kind_name(kind));
+        return -1;
+    }
+    if (!ctx->db) {
+        json_decref(*body);
+        admin_resp_errorf(resp, 503, "database unavailable", "", "no database configured");
+        return -1;
+    }
+    return 0;
+}
+
+/* Before a Kafka feed's row is deleted, its ACLs go: *current is then the cached feed (NULL
+ * when not cached), to grant them again if the database refuses. -1 when answered with
+ * Kafka's error. */
+static int admin_write_revoke_first(admin_ctx_t *ctx, admin_kind_t kind, const char *id,
+                                    json_t **current, admin_resp_t *resp)
+{
+    admin_err_t err;
+    const admin_obj_t *cur = admin_cache_get(&ctx->cache[kind], id);
+    *current = cur ? json_incref(cur->json) : NULL;
+    if (*current && admin_kacl_revoke(ctx->kacl, ctx, *current, NULL, &err) != 0) {
+        json_decref(*current);
+        admin_resp_error(resp, &err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The database refused the write: the ACLs revoked ahead of a delete (current) are granted
+ * again, and the client gets the database's error. */
+static void admin_write_refused(admin_ctx_t *ctx, const char *id, json_t *current,
+                                const admin_err_t *err, admin_resp_t *resp)
+{
+    if (err->status == 503)
+        metrics_counter_inc(ctx->db_unavailable);
+    admin_err_t kerr;
+    if (current && admin_kacl_grant(ctx->kacl, current, &kerr) != 0)
+        log_error("admin: feed %s was not deleted and its ACLs could not be restored: %s "
+                  "(the reconcile at the next start restores them)",
+                  id, kerr.reason);
+    json_decref(current);
+    admin_resp_error(resp, err);
+}
+
+/* The answer to a committed write: 204 for a delete, else the object as cached (the text
+ * every read serves) or, when the cache is full, as written; a create adds Location.
+ * Consumes out. */
+static void admin_write_reply(admin_ctx_t *ctx, admin_kind_t kind, const char *action,
+                              bool is_delete, const char *oid, json_t *out, admin_resp_t *resp)
+{
+    if (is_delete) {
+        admin_resp_text(resp, 204, "", 0);
+        json_decref(out);
+        return;
+    }
+    const admin_obj_t *o = admin_cache_get(&ctx->cache[kind], oid);
+    bool created = strcmp(action, "create") == 0;
+    if (o) {
+        admin_send_object(resp, created ? 201 : 200, o);
+    } else {
+        admin_set_etag(resp, json_integer_value(json_object_get(out, "version")));
+        json_incref(out);
+        admin_resp_json(resp, created ? 201 : 200, out);
+    }
+    if (created)
+        snprintf(resp->location, sizeof(resp->location), "/api/v1/%s/%s",
+                 admin_kind_collection(kind), oid);
+    json_decref(out);
+}
+
+/* create, replace, patch and delete: checked, written to PostgreSQL (a Kafka feed's ACLs
+ * around it), then cached and published, then answered. */
 static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                         const char *action, admin_resp_t *resp)
 {
@@ -175,60 +271,22 @@ static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id
         return;
     }
     bool is_delete = strcmp(action, "delete") == 0;
-    admin_err_t err;
     json_t *body = NULL;
-    if (!is_delete) {
-        body = admin_parse_body(req->body, req->body_len, ctx->max_body, &err);
-        if (!body) {
-            admin_resp_error(resp, &err);
-            return;
-        }
-        /* A patch is validated after merging, inside the transaction. */
-        if (strcmp(action, "patch") != 0 && admin_validate(kind, body, &err) != 0) {
-            json_decref(body);
-            admin_resp_error(resp, &err);
-            return;
-        }
-    }
-    if (strcmp(action, "create") == 0 && ctx->cache[kind].count >= ctx->cache[kind].max) {
-        json_decref(body);
-        admin_resp_errorf(resp, 507, "collection full", "",
-                          "at most %zu %s objects; delete some first", ctx->cache[kind].max,
-                          admin_kind_name(kind));
+    if (admin_write_admit(ctx, req, kind, action, is_delete, &body, resp) != 0)
         return;
-    }
-    if (!ctx->db) {
-        json_decref(body);
-        admin_resp_errorf(resp, 503, "database unavailable", "", "no database configured");
-        return;
-    }
     json_t *out = NULL, *before = NULL;
     const char *who = req->principal.name[0] ? req->principal.name : "anonymous";
     /* A Kafka feed's ACLs go before its row: access is never wider than the database says. */
     bool kafka_feed = kind == ADMIN_KIND_FEED && ctx->kacl;
     json_t *current = NULL;
-    if (kafka_feed && is_delete) {
-        const admin_obj_t *cur = admin_cache_get(&ctx->cache[kind], id);
-        current = cur ? json_incref(cur->json) : NULL;
-        if (current && admin_kacl_revoke(ctx->kacl, ctx, current, NULL, &err) != 0) {
-            json_decref(current);
-            admin_resp_error(resp, &err);
-            return;
-        }
-    }
+    if (kafka_feed && is_delete && admin_write_revoke_first(ctx, kind, id, &current, resp) != 0)
+        return;
+    admin_err_t err;
     int rc = admin_db_write(ctx->db, kind, action, strcmp(action, "create") ? id : NULL, body,
                             if_match, who, &out, &before, &err);
     json_decref(body);
     if (rc != 0) {
-        if (err.status == 503)
-            metrics_counter_inc(ctx->db_unavailable);
-        admin_err_t kerr;
-        if (current && admin_kacl_grant(ctx->kacl, current, &kerr) != 0)
-            log_error("admin: feed %s was not deleted and its ACLs could not be restored: %s "
-                      "(the reconcile at the next start restores them)",
-                      id, kerr.reason);
-        json_decref(current);
-        admin_resp_error(resp, &err);
+        admin_write_refused(ctx, id, current, &err, resp);
         return;
     }
     json_decref(current);
@@ -245,24 +303,7 @@ static void admin_write(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     snprintf(oid_copy, sizeof(oid_copy), "%s", oid);
     admin_after_write(ctx, kind, oid_copy, out);
     json_decref(before);
-    if (is_delete) {
-        admin_resp_text(resp, 204, "", 0);
-        json_decref(out);
-        return;
-    }
-    const admin_obj_t *o = admin_cache_get(&ctx->cache[kind], oid_copy);
-    bool created = strcmp(action, "create") == 0;
-    if (o) {
-        admin_send_object(resp, created ? 201 : 200, o);
-    } else {
-        admin_set_etag(resp, json_integer_value(json_object_get(out, "version")));
-        json_incref(out);
-        admin_resp_json(resp, created ? 201 : 200, out);
-    }
-    if (created)
-        snprintf(resp->location, sizeof(resp->location), "/api/v1/%s/%s",
-                 admin_kind_collection(kind), oid_copy);
-    json_decref(out);
+    admin_write_reply(ctx, kind, action, is_delete, oid_copy, out, resp);
 }
 
 void admin_h_create(admin_ctx_t *ctx, const admin_req_t *req, const char *id, admin_resp_t *resp)
