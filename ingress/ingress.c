@@ -385,18 +385,19 @@ static int listener_start(ingress_t *g, listeners_run_t *run, size_t i, bool wan
     return 0;
 }
 
-int ingress_run(daemon_t *d, const ingress_settings_t *S)
+/* What ingress_run starts beside the listeners' state, for ingress_shutdown to free: the
+ * pipe libkafka signals delivery reports on, its event, and the tick. */
+typedef struct ingress_loop {
+    listeners_run_t run;
+    int pfd[2];
+    struct event *pev, *tick;
+} ingress_loop_t;
+
+/* The producer every listener writes through. -1 when it cannot be made (said on stderr). */
+static int ingress_producer_start(ingress_t *g)
 {
-    ingress_t g = {.d = d, .S = S};
-    listeners_run_t run = {0};
+    daemon_t *d = g->d;
     char err[512] = "";
-    int rc = 1, pfd[2] = {-1, -1};
-    struct event *pev = NULL, *tick = NULL;
-    g.base = event_base_new();
-    if (!g.base || metrics_setup(&g)) {
-        fprintf(stderr, "ndd-ingress: cannot set up the event loop or metrics\n");
-        goto out;
-    }
     /* No message timeout: a record accepted from a client is written however long Kafka is
      * away (HV-VES and TCP have no acknowledgement to fail, and a 503 must mean "not written":
      * a record timed out in flight may still be written). Listeners stop taking input instead:
@@ -412,50 +413,123 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
                                 .props = props,
                                 .n_props = np,
                                 .on_delivery = on_delivery,
-                                .owner = &g};
-    g.prod = kafka_producer_new(&po, err, sizeof err);
-    if (!g.prod) {
+                                .owner = g};
+    g->prod = kafka_producer_new(&po, err, sizeof err);
+    if (!g->prod) {
         fprintf(stderr, "ndd-ingress: producer: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The listeners' TLS contexts when tls.cert-file is set. -1 when one cannot be made (said on
+ * stderr; those made are freed by ingress_shutdown). */
+static int ingress_tls_start(ingress_t *g)
+{
+    const ingress_settings_t *S = g->S;
+    char err[512] = "";
+    if (!S->tls_cert)
+        return 0;
+    /* One context per ALPN: a client offering "h2,http/1.1" must get h2 from the HTTP/2
+     * listener and http/1.1 from the VES one (httpd). */
+    tls_config_t tc = {.cert_file = S->tls_cert,
+                       .key_file = S->tls_key,
+                       .ca_file = S->tls_ca,
+                       .require_client_cert = S->tls_client_cert,
+                       .alpn = "h2"};
+    g->tls = tls_server_ctx_new(&tc, err, sizeof err);
+    tc.alpn = "http/1.1";
+    g->tls_h1 = g->tls ? tls_server_ctx_new(&tc, err, sizeof err) : NULL;
+    /* ves.cert-basic-auth: the certificate is asked for and verified when sent, but not
+     * required (basic auth then decides), as ONAP's certBasicAuth. */
+    if (g->tls_h1 && S->ves_cert_basic_auth) {
+        tc.require_client_cert = true;
+        if ((g->tls_ves = tls_server_ctx_new(&tc, err, sizeof err)))
+            SSL_CTX_set_verify(g->tls_ves, SSL_VERIFY_PEER, NULL);
+    }
+    if (!g->tls || !g->tls_h1 || (S->ves_cert_basic_auth && !g->tls_ves)) {
+        fprintf(stderr, "ndd-ingress: TLS: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The loop's own events: delivery reports served as soon as libkafka has them (through a
+ * pipe; without one, by the tick alone), and the tick that also watches the stop flag. */
+static void ingress_events_start(ingress_t *g, ingress_loop_t *L)
+{
+    if (pipe2(L->pfd, O_NONBLOCK | O_CLOEXEC) == 0) {
+        rd_kafka_queue_t *q = rd_kafka_queue_get_main(kafka_producer_handle(g->prod));
+        rd_kafka_queue_io_event_enable(q, L->pfd[1], "1", 1);
+        rd_kafka_queue_destroy(q);
+        L->pev = event_new(g->base, L->pfd[0], EV_READ | EV_PERSIST, on_pipe, g);
+        event_add(L->pev, NULL);
+    }
+    L->tick = event_new(g->base, -1, EV_PERSIST, on_tick, g);
+    struct timeval tv = {0, 100000};
+    event_add(L->tick, &tv);
+}
+
+/* Every enabled listener, in table order. -1 at the first that cannot start (said on
+ * stderr; those started are stopped by ingress_shutdown). */
+static int ingress_listeners_start(ingress_t *g, listeners_run_t *run)
+{
+    char err[512] = "";
+    for (size_t i = 0; i < listener_rows(); i++)
+        if (listener_start(g, run, i, false, err, sizeof err)) {
+            fprintf(stderr, "ndd-ingress: %s\n", err);
+            return -1;
+        }
+    return 0;
+}
+
+/* Frees whatever ingress_run started, on every path out. */
+static void ingress_shutdown(ingress_t *g, ingress_loop_t *L)
+{
+    /* The producer first: its last delivery reports answer requests the listeners hold. */
+    if (g->prod) {
+        int left = kafka_producer_close(g->prod, 5000);
+        if (left)
+            log_warn("%d records not acknowledged at shutdown", left);
+    }
+    /* In the reverse of their start: a listener stops before the one it needs. */
+    for (size_t k = L->run.n; k-- > 0;)
+        ingress_listeners[L->run.order[k]]->stop(L->run.state[L->run.order[k]]);
+    if (L->pev)
+        event_free(L->pev);
+    if (L->tick)
+        event_free(L->tick);
+    if (L->pfd[0] >= 0) {
+        close(L->pfd[0]);
+        close(L->pfd[1]);
+    }
+    while (g->free_produced) {
+        produced_t *p = g->free_produced;
+        g->free_produced = p->next;
+        free(p);
+    }
+    tls_ctx_free(g->tls);
+    tls_ctx_free(g->tls_h1);
+    tls_ctx_free(g->tls_ves);
+    if (g->base)
+        event_base_free(g->base);
+}
+
+int ingress_run(daemon_t *d, const ingress_settings_t *S)
+{
+    ingress_t g = {.d = d, .S = S};
+    ingress_loop_t L = {.pfd = {-1, -1}};
+    int rc = 1;
+    g.base = event_base_new();
+    if (!g.base || metrics_setup(&g)) {
+        fprintf(stderr, "ndd-ingress: cannot set up the event loop or metrics\n");
         goto out;
     }
-    if (S->tls_cert) {
-        /* One context per ALPN: a client offering "h2,http/1.1" must get h2 from the HTTP/2
-         * listener and http/1.1 from the VES one (httpd). */
-        tls_config_t tc = {.cert_file = S->tls_cert,
-                           .key_file = S->tls_key,
-                           .ca_file = S->tls_ca,
-                           .require_client_cert = S->tls_client_cert,
-                           .alpn = "h2"};
-        g.tls = tls_server_ctx_new(&tc, err, sizeof err);
-        tc.alpn = "http/1.1";
-        g.tls_h1 = g.tls ? tls_server_ctx_new(&tc, err, sizeof err) : NULL;
-        /* ves.cert-basic-auth: the certificate is asked for and verified when sent, but not
-         * required (basic auth then decides), as ONAP's certBasicAuth. */
-        if (g.tls_h1 && S->ves_cert_basic_auth) {
-            tc.require_client_cert = true;
-            if ((g.tls_ves = tls_server_ctx_new(&tc, err, sizeof err)))
-                SSL_CTX_set_verify(g.tls_ves, SSL_VERIFY_PEER, NULL);
-        }
-        if (!g.tls || !g.tls_h1 || (S->ves_cert_basic_auth && !g.tls_ves)) {
-            fprintf(stderr, "ndd-ingress: TLS: %s\n", err);
-            goto out;
-        }
-    }
-    if (pipe2(pfd, O_NONBLOCK | O_CLOEXEC) == 0) {
-        rd_kafka_queue_t *q = rd_kafka_queue_get_main(kafka_producer_handle(g.prod));
-        rd_kafka_queue_io_event_enable(q, pfd[1], "1", 1);
-        rd_kafka_queue_destroy(q);
-        pev = event_new(g.base, pfd[0], EV_READ | EV_PERSIST, on_pipe, &g);
-        event_add(pev, NULL);
-    }
-    tick = event_new(g.base, -1, EV_PERSIST, on_tick, &g);
-    struct timeval tv = {0, 100000};
-    event_add(tick, &tv);
-    for (size_t i = 0; i < listener_rows(); i++)
-        if (listener_start(&g, &run, i, false, err, sizeof err)) {
-            fprintf(stderr, "ndd-ingress: %s\n", err);
-            goto out;
-        }
+    if (ingress_producer_start(&g) || ingress_tls_start(&g))
+        goto out;
+    ingress_events_start(&g, &L);
+    if (ingress_listeners_start(&g, &L.run))
+        goto out;
     daemon_hold(d, DAEMON_COND_CONFIG, true);
     daemon_hold(d, DAEMON_COND_PARTITIONS, true);
     log_info("ndd-ingress running");
@@ -463,32 +537,6 @@ int ingress_run(daemon_t *d, const ingress_settings_t *S)
     daemon_not_ready(d, "stopping");
     rc = 0;
 out:
-    /* The producer first: its last delivery reports answer requests the listeners hold. */
-    if (g.prod) {
-        int left = kafka_producer_close(g.prod, 5000);
-        if (left)
-            log_warn("%d records not acknowledged at shutdown", left);
-    }
-    /* In the reverse of their start: a listener stops before the one it needs. */
-    for (size_t k = run.n; k-- > 0;)
-        ingress_listeners[run.order[k]]->stop(run.state[run.order[k]]);
-    if (pev)
-        event_free(pev);
-    if (tick)
-        event_free(tick);
-    if (pfd[0] >= 0) {
-        close(pfd[0]);
-        close(pfd[1]);
-    }
-    while (g.free_produced) {
-        produced_t *p = g.free_produced;
-        g.free_produced = p->next;
-        free(p);
-    }
-    tls_ctx_free(g.tls);
-    tls_ctx_free(g.tls_h1);
-    tls_ctx_free(g.tls_ves);
-    if (g.base)
-        event_base_free(g.base);
+    ingress_shutdown(&g, &L);
     return rc;
 }
