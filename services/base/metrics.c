@@ -590,15 +590,13 @@ static bool family_matches(const struct metrics_family *f, metrics_type_t type, 
     return true;
 }
 
-static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, const char *name,
-                                    const char *help, const char *labels, const double *bounds,
-                                    size_t nbounds)
+/* Whether name suits a family of type: what promtool's lint would reject is refused here, at
+ * registration, rather than in a scrape. */
+static bool family_check_name(metrics_type_t type, const char *name)
 {
-    if (!r)
-        return NULL;
     if (!valid_metric_name(name)) {
         log_error("metrics: invalid metric name \"%s\"", name ? name : "(null)");
-        return NULL;
+        return false;
     }
     size_t nlen = strlen(name);
     bool total = nlen > 6 && strcmp(name + nlen - 6, "_total") == 0;
@@ -615,7 +613,7 @@ static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, 
         log_error("metrics: %s: names are snake_case and only histograms end in "
                   "_count/_sum/_bucket",
                   name);
-        return NULL;
+        return false;
     }
     if (type == METRICS_COUNTER ? !total : total) {
         /* the exposition convention promtool enforces: counters, and only counters, end in
@@ -623,49 +621,40 @@ static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, 
         log_error("metrics: %s: a %s name must %send in _total", name,
                   type == METRICS_COUNTER ? "counter" : "gauge or histogram",
                   type == METRICS_COUNTER ? "" : "not ");
-        return NULL;
+        return false;
     }
-    if (type == METRICS_HISTOGRAM) {
-        if (!bounds || nbounds == 0 || nbounds > METRICS_MAX_BUCKETS) {
-            log_error("metrics: histogram %s: needs 1 to %d bucket bounds", name,
-                      METRICS_MAX_BUCKETS);
-            return NULL;
-        }
-        for (size_t i = 0; i < nbounds; i++)
-            if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
-                log_error("metrics: histogram %s: bounds must be finite and strictly increasing",
-                          name);
-                return NULL;
-            }
-    }
-    char *lnames[METRICS_MAX_LABELS];
-    int nl = split_labels(name, labels, lnames, type == METRICS_HISTOGRAM);
-    if (nl < 0)
-        return NULL;
+    return true;
+}
 
-    pthread_mutex_lock(&r->mu);
-    for (size_t i = 0; i < r->nfams; i++) {
-        struct metrics_family *f = r->fams[i];
-        if (strcmp(f->name, name) == 0) {
-            bool same = family_matches(f, type, lnames, (size_t)nl, bounds, nbounds);
-            pthread_mutex_unlock(&r->mu);
-            for (int k = 0; k < nl; k++)
-                free(lnames[k]);
-            if (!same)
-                log_error("metrics: %s already registered with another type, labels or buckets",
-                          name);
-            return same ? f : NULL;
-        }
+/* A histogram's bucket bounds: 1..METRICS_MAX_BUCKETS, finite, strictly increasing. */
+static bool family_check_bounds(const char *name, const double *bounds, size_t nbounds)
+{
+    if (!bounds || nbounds == 0 || nbounds > METRICS_MAX_BUCKETS) {
+        log_error("metrics: histogram %s: needs 1 to %d bucket bounds", name, METRICS_MAX_BUCKETS);
+        return false;
     }
-    struct metrics_family *f = calloc(1, sizeof *f);
-    if (!f)
-        goto oom;
-    f->reg = r;
-    f->type = type;
-    f->nlabels = (size_t)nl;
-    for (int k = 0; k < nl; k++)
-        f->labelnames[k] = lnames[k];
-    nl = 0; /* owned by f now */
+    for (size_t i = 0; i < nbounds; i++)
+        if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
+            log_error("metrics: histogram %s: bounds must be finite and strictly increasing", name);
+            return false;
+        }
+    return true;
+}
+
+/* The family registered under name, or NULL (r->mu held). */
+static struct metrics_family *family_lookup(metrics_registry_t *r, const char *name)
+{
+    for (size_t i = 0; i < r->nfams; i++)
+        if (strcmp(r->fams[i]->name, name) == 0)
+            return r->fams[i];
+    return NULL;
+}
+
+/* The rest of a new family f (its type and label names set): -1 when out of memory, f then
+ * half made and freed by the caller with family_free. */
+static int family_fill(struct metrics_family *f, metrics_registry_t *r, const char *name,
+                       const char *help, const double *bounds, size_t nbounds)
+{
     f->max_children = r->max_children;
     pthread_mutex_init(&f->mu, NULL);
     f->name = strdup(name);
@@ -675,23 +664,71 @@ static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, 
     f->help = strdup(h);
     free(help_owned);
     if (!f->name || !f->help)
-        goto oom;
-    if (type == METRICS_HISTOGRAM) {
+        return -1;
+    if (f->type == METRICS_HISTOGRAM) {
         f->bounds = malloc(nbounds * sizeof(double));
         if (!f->bounds)
-            goto oom;
+            return -1;
         memcpy(f->bounds, bounds, nbounds * sizeof(double));
         f->nbounds = nbounds;
     }
+    return 0;
+}
+
+/* Appends f to the registry, growing it by doubling (r->mu held); -1 when out of memory. */
+static int family_register(metrics_registry_t *r, struct metrics_family *f)
+{
     if (r->nfams == r->capfams) {
         size_t cap = r->capfams ? r->capfams * 2 : 32;
         struct metrics_family **nf = realloc(r->fams, cap * sizeof *nf);
         if (!nf)
-            goto oom;
+            return -1;
         r->fams = nf;
         r->capfams = cap;
     }
     r->fams[r->nfams++] = f;
+    return 0;
+}
+
+/* A family, or the one already registered under name when it is the same (type, labels,
+ * buckets): registering twice is how two users of one registry share a family. */
+static metrics_family_t *family_new(metrics_registry_t *r, metrics_type_t type, const char *name,
+                                    const char *help, const char *labels, const double *bounds,
+                                    size_t nbounds)
+{
+    if (!r)
+        return NULL;
+    if (!family_check_name(type, name))
+        return NULL;
+    if (type == METRICS_HISTOGRAM && !family_check_bounds(name, bounds, nbounds))
+        return NULL;
+    char *lnames[METRICS_MAX_LABELS];
+    int nl = split_labels(name, labels, lnames, type == METRICS_HISTOGRAM);
+    if (nl < 0)
+        return NULL;
+
+    pthread_mutex_lock(&r->mu);
+    struct metrics_family *f = family_lookup(r, name);
+    if (f) {
+        bool same = family_matches(f, type, lnames, (size_t)nl, bounds, nbounds);
+        pthread_mutex_unlock(&r->mu);
+        for (int k = 0; k < nl; k++)
+            free(lnames[k]);
+        if (!same)
+            log_error("metrics: %s already registered with another type, labels or buckets", name);
+        return same ? f : NULL;
+    }
+    f = calloc(1, sizeof *f);
+    if (!f)
+        goto oom;
+    f->reg = r;
+    f->type = type;
+    f->nlabels = (size_t)nl;
+    for (int k = 0; k < nl; k++)
+        f->labelnames[k] = lnames[k];
+    nl = 0; /* owned by f now */
+    if (family_fill(f, r, name, help, bounds, nbounds) != 0 || family_register(r, f) != 0)
+        goto oom;
     pthread_mutex_unlock(&r->mu);
     return f;
 oom:
