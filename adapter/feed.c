@@ -233,61 +233,66 @@ void feed_memory_plan(unsigned mb, feed_memory_plan_t *out)
     out->idle_buffer_bytes = b / 16;
 }
 
-feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen)
-{
-    feed_t *f = calloc(1, sizeof *f);
-    if (!f) {
-        feed_config_free(cfg);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    f->cfg = cfg;
-    f->rt = *rt;
-    if (!f->rt.metrics)
-        f->rt.metrics = metrics_default_registry();
-    snprintf(f->brokers, sizeof f->brokers, "%s", rt->brokers ? rt->brokers : "");
-    f->rt.brokers = f->brokers;
-    f->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)f;
-    f->wake[0] = f->wake[1] = -1;
-    const feed_delivery_config_t *dc = &cfg->delivery;
-    f->hard_max = (uint64_t)dc->max_pending * 2;
-    char e2[400];
+/* Each feed_open_* step below writes its error to err and returns false; feed_start then
+ * frees everything built so far in one place (feed_free), so no step cleans up after itself. */
 
-    f->epm = calloc(cfg->n_endpoints, sizeof *f->epm);
+static bool feed_open_loop(feed_t *f, char *err, size_t errlen)
+{
+    f->epm = calloc(f->cfg->n_endpoints, sizeof *f->epm);
     f->base = event_base_new();
     if (!f->epm || !f->base || pipe2(f->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "feed %s: cannot create its event loop", cfg->name);
-        goto fail;
+        snprintf(err, errlen, "feed %s: cannot create its event loop", f->cfg->name);
+        return false;
     }
-    feed_metrics_init(f);
-    if (cfg->filter_json) {
-        f->filter = filter_compile(cfg->filter_json, e2, sizeof e2);
-        if (!f->filter) {
-            snprintf(err, errlen, "feed %s: filter: %s", cfg->name, e2);
-            goto fail;
-        }
+    return true;
+}
+
+static bool feed_open_filter(feed_t *f, char *err, size_t errlen)
+{
+    const feed_config_t *cfg = f->cfg;
+    if (!cfg->filter_json)
+        return true;
+    char e2[400];
+    f->filter = filter_compile(cfg->filter_json, e2, sizeof e2);
+    if (!f->filter) {
+        snprintf(err, errlen, "feed %s: filter: %s", cfg->name, e2);
+        return false;
     }
+    return true;
+}
+
+/* One client context for all of the feed's TLS endpoints. */
+static bool feed_open_tls(feed_t *f, char *err, size_t errlen)
+{
+    const feed_config_t *cfg = f->cfg;
     bool need_tls = false;
     for (size_t i = 0; i < cfg->n_endpoints; i++)
         need_tls |= cfg->endpoints[i].u.tls;
-    if (need_tls) {
-        tls_config_t tc = {.ca_file = cfg->ca_file[0] ? cfg->ca_file : NULL,
-                           .cert_file = cfg->cert_file[0] ? cfg->cert_file : NULL,
-                           .key_file = cfg->key_file[0] ? cfg->key_file : NULL,
-                           .key_password_file =
-                               cfg->key_password_file[0] ? cfg->key_password_file : NULL,
-                           .insecure_no_verify = !cfg->verify,
-                           .alpn = cfg->transport->alpn};
-        f->ssl = tls_client_ctx_new(&tc, e2, sizeof e2);
-        if (!f->ssl) {
-            snprintf(err, errlen, "feed %s: TLS: %s", cfg->name, e2);
-            goto fail;
-        }
-        if (!cfg->verify)
-            log_warn("feed %s: TLS peer verification is OFF (tls.verify=false)", cfg->name);
+    if (!need_tls)
+        return true;
+    tls_config_t tc = {.ca_file = cfg->ca_file[0] ? cfg->ca_file : NULL,
+                       .cert_file = cfg->cert_file[0] ? cfg->cert_file : NULL,
+                       .key_file = cfg->key_file[0] ? cfg->key_file : NULL,
+                       .key_password_file =
+                           cfg->key_password_file[0] ? cfg->key_password_file : NULL,
+                       .insecure_no_verify = !cfg->verify,
+                       .alpn = cfg->transport->alpn};
+    char e2[400];
+    f->ssl = tls_client_ctx_new(&tc, e2, sizeof e2);
+    if (!f->ssl) {
+        snprintf(err, errlen, "feed %s: TLS: %s", cfg->name, e2);
+        return false;
     }
+    if (!cfg->verify)
+        log_warn("feed %s: TLS peer verification is OFF (tls.verify=false)", cfg->name);
+    return true;
+}
 
-    /* Deliveries: enough for hard_max single-message requests or fewer batches. */
+/* Deliveries: enough for hard_max single-message requests or fewer batches, all allocated
+ * here so that taking a record never allocates one. */
+static bool feed_open_pool(feed_t *f, char *err, size_t errlen)
+{
+    const feed_delivery_config_t *dc = &f->cfg->delivery;
     size_t nb = dc->batch_max;
     f->n_pool = (size_t)(f->hard_max / nb) + 64;
     if (f->n_pool > f->hard_max + 64)
@@ -296,8 +301,8 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     f->msg_store = calloc(f->n_pool * nb, sizeof *f->msg_store);
     f->ledger = partitions_new((uint32_t)f->hard_max, FEED_MAX_PARTITIONS, sizeof(feed_part_t));
     if (!f->pool || !f->msg_store || !f->ledger) {
-        snprintf(err, errlen, "feed %s: out of memory for %zu deliveries", cfg->name, f->n_pool);
-        goto fail;
+        snprintf(err, errlen, "feed %s: out of memory for %zu deliveries", f->cfg->name, f->n_pool);
+        return false;
     }
     for (size_t i = f->n_pool; i-- > 0;) {
         feed_delivery_t *d = &f->pool[i];
@@ -308,29 +313,22 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         d->next = f->free_list;
         f->free_list = d;
     }
+    return true;
+}
 
-    endpoint_opts_t eo = {.backoff_initial_ms = dc->backoff_initial_ms,
-                          .backoff_max_ms = dc->backoff_max_ms,
-                          .fail_threshold = dc->fail_threshold};
-    f->eps = endpoint_set_new(f->base, &eo, &feed_endpoint_events, f);
-    if (!f->eps) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < cfg->n_headers; i++) {
-        f->headers[i].name = cfg->header_names[i];
-        f->headers[i].value = cfg->header_values[i];
-    }
-    atomic_init(&f->s_kafka_mode, -1);
-    /* a transport that can deliver exactly once does, unless the feed turns it off */
+/* A transport that can deliver exactly once does, unless the feed turns it off; it then needs
+ * a transactional id and the consumer as its source (before the endpoints are added). */
+static void feed_open_exactly_once(feed_t *f)
+{
+    const feed_config_t *cfg = f->cfg;
     bool eo_capable = cfg->transport->exactly_once;
     if (eo_capable && cfg->n_endpoints == 1 &&
         !json_is_false(json_object_get(cfg->transport_options, "exactly_once"))) {
         /* One transactional producer per feed and instance (the offsets of one consumer go
          * into one producer's transactions): a restarted instance fences its predecessor. */
         char member[512];
-        const char *id = kafka_group_instance_id(member, sizeof member, rt->instance, "ndd-adapter",
-                                                 cfg->name, NULL, rt->http_port);
+        const char *id = kafka_group_instance_id(member, sizeof member, f->rt.instance,
+                                                 "ndd-adapter", cfg->name, NULL, f->rt.http_port);
         char host[256] = "localhost";
         if (!id && gethostname(host, sizeof host - 1) != 0)
             snprintf(host, sizeof host, "localhost");
@@ -347,45 +345,83 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     }
     if (eo_capable)
         atomic_store(&f->s_kafka_mode, 0);
-    for (size_t i = 0; i < cfg->n_endpoints; i++) {
-        feed_endpoint_config_t *ec = &cfg->endpoints[i];
-        transport_config_t tc = {.kind = cfg->transport,
-                                 .feed = cfg->name,
-                                 .endpoint = ec->url,
-                                 .host = ec->u.host,
-                                 .port = ec->u.port,
-                                 .use_tls = ec->u.tls,
-                                 .ssl_ctx = f->ssl,
-                                 .sni = cfg->sni[0] ? cfg->sni : NULL,
-                                 .max_in_flight = dc->max_in_flight,
-                                 .timeout_ms = dc->timeout_ms,
-                                 .connect_timeout_ms = dc->timeout_ms,
-                                 .out_buf_max = 1u << 20,
-                                 .path = cfg->path[0] ? cfg->path : ec->u.path,
-                                 .method = cfg->method,
-                                 .content_type = cfg->encoding->content_type,
-                                 .encoding = cfg->encoding,
-                                 .n_headers = cfg->n_headers,
-                                 .fire_and_forget = dc->fire_and_forget,
-                                 .options = cfg->transport_options,
-                                 .positions = feed_cookie_positions,
-                                 .record = feed_cookie_record,
-                                 .metrics = f->rt.metrics,
-                                 .source = f->src.ctx ? &f->src : NULL};
-        memcpy(tc.headers, f->headers, sizeof tc.headers);
-        endpoint_t *ep = endpoint_set_add(f->eps, &tc, ec->weight, e2, sizeof e2);
-        if (!ep) {
-            snprintf(err, errlen, "feed %s: endpoint %s: %s", cfg->name, ec->url, e2);
-            goto fail;
-        }
-        endpoint_set_user(ep, &f->epm[i]);
-    }
+}
 
-    /* Feed defaults first, the operator's kafka.* settings after them (they win): librdkafka's
-     * own defaults (64 MiB prefetch per partition, 50 MiB fetches, 100 MiB receive buffers)
-     * would let one feed grow past what ten may use; the budget sizes them all. */
+static bool feed_open_endpoint(feed_t *f, size_t i, char *err, size_t errlen)
+{
+    const feed_config_t *cfg = f->cfg;
+    const feed_delivery_config_t *dc = &cfg->delivery;
+    const feed_endpoint_config_t *ec = &cfg->endpoints[i];
+    transport_config_t tc = {.kind = cfg->transport,
+                             .feed = cfg->name,
+                             .endpoint = ec->url,
+                             .host = ec->u.host,
+                             .port = ec->u.port,
+                             .use_tls = ec->u.tls,
+                             .ssl_ctx = f->ssl,
+                             .sni = cfg->sni[0] ? cfg->sni : NULL,
+                             .max_in_flight = dc->max_in_flight,
+                             .timeout_ms = dc->timeout_ms,
+                             .connect_timeout_ms = dc->timeout_ms,
+                             .out_buf_max = 1u << 20,
+                             .path = cfg->path[0] ? cfg->path : ec->u.path,
+                             .method = cfg->method,
+                             .content_type = cfg->encoding->content_type,
+                             .encoding = cfg->encoding,
+                             .n_headers = cfg->n_headers,
+                             .fire_and_forget = dc->fire_and_forget,
+                             .options = cfg->transport_options,
+                             .positions = feed_cookie_positions,
+                             .record = feed_cookie_record,
+                             .metrics = f->rt.metrics,
+                             .source = f->src.ctx ? &f->src : NULL};
+    memcpy(tc.headers, f->headers, sizeof tc.headers);
+    char e2[400];
+    endpoint_t *ep = endpoint_set_add(f->eps, &tc, ec->weight, e2, sizeof e2);
+    if (!ep) {
+        snprintf(err, errlen, "feed %s: endpoint %s: %s", cfg->name, ec->url, e2);
+        return false;
+    }
+    endpoint_set_user(ep, &f->epm[i]);
+    return true;
+}
+
+static bool feed_open_endpoints(feed_t *f, char *err, size_t errlen)
+{
+    const feed_config_t *cfg = f->cfg;
+    const feed_delivery_config_t *dc = &cfg->delivery;
+    endpoint_opts_t eo = {.backoff_initial_ms = dc->backoff_initial_ms,
+                          .backoff_max_ms = dc->backoff_max_ms,
+                          .fail_threshold = dc->fail_threshold};
+    f->eps = endpoint_set_new(f->base, &eo, &feed_endpoint_events, f);
+    if (!f->eps) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < cfg->n_headers; i++) {
+        f->headers[i].name = cfg->header_names[i];
+        f->headers[i].value = cfg->header_values[i];
+    }
+    atomic_init(&f->s_kafka_mode, -1);
+    feed_open_exactly_once(f);
+    for (size_t i = 0; i < cfg->n_endpoints; i++)
+        if (!feed_open_endpoint(f, i, err, errlen))
+            return false;
+    return true;
+}
+
+/* f->props: the budget-derived defaults, then the operator's kafka.* settings; bounded so that
+ * each client's share of them is an array on the stack (feed_open_kafka). */
+enum { FEED_KAFKA_DEFAULT_PROPS = 10, FEED_KAFKA_PROPS_MAX = 256 };
+
+/* Feed defaults first, the operator's kafka.* settings after them (they win): librdkafka's
+ * own defaults (64 MiB prefetch per partition, 50 MiB fetches, 100 MiB receive buffers) would
+ * let one feed grow past what ten may use; the budget sizes them all. */
+static bool feed_plan_kafka_props(feed_t *f, size_t *nprops_out, char *err, size_t errlen)
+{
     feed_memory_plan_t mp;
-    feed_memory_plan(dc->memory_mb ? dc->memory_mb : rt->feed_memory_mb, &mp);
+    unsigned mb = f->cfg->delivery.memory_mb;
+    feed_memory_plan(mb ? mb : f->rt.feed_memory_mb, &mp);
     f->held_bytes_max = mp.held_bytes_max;
     f->bufs_free_max = mp.idle_buffer_bytes;
     f->prefetch_bytes = (uint64_t)mp.queued_max_kbytes << 10;
@@ -397,12 +433,11 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     snprintf(f->prop_vals[4], sizeof f->prop_vals[4], "%u", mp.receive_max_bytes);
     snprintf(f->prop_vals[5], sizeof f->prop_vals[5], "%u", mp.dlq_buffer_kbytes);
     snprintf(f->prop_vals[6], sizeof f->prop_vals[6], "%u", mp.message_max_bytes);
-    enum { NDEF = 10 };
-    size_t nprops = rt->n_kafka_props + NDEF;
+    size_t nprops = f->rt.n_kafka_props + FEED_KAFKA_DEFAULT_PROPS;
     f->props = calloc(nprops, sizeof *f->props);
     if (!f->props) {
         snprintf(err, errlen, "out of memory");
-        goto fail;
+        return false;
     }
     f->props[0] = (kafka_prop_t){"queued.max.messages.kbytes", f->prop_vals[0]};
     f->props[1] = (kafka_prop_t){"queued.min.messages", f->prop_vals[1]};
@@ -423,27 +458,39 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
      * An operator's --kafka.fetch.* comes after these and wins. */
     f->props[8] = (kafka_prop_t){"fetch.min.bytes", "65536"};
     f->props[9] = (kafka_prop_t){"fetch.wait.max.ms", "10"};
-    for (size_t i = 0; i < rt->n_kafka_props; i++)
-        f->props[i + NDEF] = rt->kafka_props[i];
-    kafka_prop_t consumer_props[256], producer_props[256];
-    if (nprops > 256) {
-        snprintf(err, errlen, "feed %s: more than %d kafka properties", cfg->name, 256 - NDEF);
-        goto fail;
+    for (size_t i = 0; i < f->rt.n_kafka_props; i++)
+        f->props[i + FEED_KAFKA_DEFAULT_PROPS] = f->rt.kafka_props[i];
+    if (nprops > FEED_KAFKA_PROPS_MAX) {
+        snprintf(err, errlen, "feed %s: more than %d kafka properties", f->cfg->name,
+                 FEED_KAFKA_PROPS_MAX - FEED_KAFKA_DEFAULT_PROPS);
+        return false;
     }
-    /* Each client gets its own kind of property only (no CONFWARN noise, no refusal). */
-    size_t ncp = kafka_props_split(f->props, nprops, KAFKA_CLIENT_CONSUMER, consumer_props);
-    size_t npp = kafka_props_split(f->props, nprops, KAFKA_CLIENT_PRODUCER, producer_props);
+    *nprops_out = nprops;
+    return true;
+}
+
+static bool feed_open_dlq_producer(feed_t *f, const kafka_prop_t *props, size_t n_props, char *err,
+                                   size_t errlen)
+{
     kafka_producer_opts_t po = {.brokers = f->brokers,
                                 .client_id = "ndd-adapter-dlq",
-                                .props = producer_props,
-                                .n_props = npp,
+                                .props = props,
+                                .n_props = n_props,
                                 .on_delivery = feed_on_dlq_delivery,
                                 .owner = f};
+    char e2[400];
     f->dlq = kafka_producer_new(&po, e2, sizeof e2);
     if (!f->dlq) {
-        snprintf(err, errlen, "feed %s: dead-letter producer: %s", cfg->name, e2);
-        goto fail;
+        snprintf(err, errlen, "feed %s: dead-letter producer: %s", f->cfg->name, e2);
+        return false;
     }
+    return true;
+}
+
+static bool feed_open_consumer(feed_t *f, const kafka_prop_t *props, size_t n_props, char *err,
+                               size_t errlen)
+{
+    const feed_config_t *cfg = f->cfg;
     const char *topics[1] = {cfg->source_topic};
     char member[512]; /* carries a hash of the source topic (kafka_group_instance_id) */
     kafka_consumer_opts_t co = {
@@ -455,21 +502,39 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
         .cooperative = false,
         .instance_id = kafka_group_instance_id(member, sizeof member, f->rt.instance, "ndd-adapter",
                                                cfg->name, cfg->source_topic, f->rt.http_port),
-        .props = consumer_props,
-        .n_props = ncp,
+        .props = props,
+        .n_props = n_props,
         .on_rebalance = feed_on_rebalance,
         .on_rebuild = feed_on_consumer_rebuild,
         .owner = f};
+    char e2[400];
     f->kc = kafka_consumer_new(&co, e2, sizeof e2);
     if (!f->kc) {
         snprintf(err, errlen, "feed %s: consumer: %s", cfg->name, e2);
-        goto fail;
+        return false;
     }
     /* Wake the loop when the consumer queue becomes non-empty (edge): we then poll it dry. */
     f->cq = rd_kafka_queue_get_consumer(kafka_consumer_handle(f->kc));
     if (f->cq)
         rd_kafka_queue_io_event_enable(f->cq, f->wake[1], "k", 1);
+    return true;
+}
 
+static bool feed_open_kafka(feed_t *f, char *err, size_t errlen)
+{
+    size_t nprops;
+    if (!feed_plan_kafka_props(f, &nprops, err, errlen))
+        return false;
+    /* Each client gets its own kind of property only (no CONFWARN noise, no refusal). */
+    kafka_prop_t consumer_props[FEED_KAFKA_PROPS_MAX], producer_props[FEED_KAFKA_PROPS_MAX];
+    size_t ncp = kafka_props_split(f->props, nprops, KAFKA_CLIENT_CONSUMER, consumer_props);
+    size_t npp = kafka_props_split(f->props, nprops, KAFKA_CLIENT_PRODUCER, producer_props);
+    return feed_open_dlq_producer(f, producer_props, npp, err, errlen) &&
+           feed_open_consumer(f, consumer_props, ncp, err, errlen);
+}
+
+static bool feed_open_events(feed_t *f, char *err, size_t errlen)
+{
     f->wake_ev = event_new(f->base, f->wake[0], EV_READ | EV_PERSIST, feed_wake_cb, f);
     f->tick_ev = event_new(f->base, -1, EV_PERSIST, feed_tick_cb, f);
     f->poll_ev = event_new(f->base, -1, 0, feed_poll_cb, f);
@@ -480,13 +545,41 @@ feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size
     f->kick_ms = FEED_KICK_MIN_MS;
     if (!f->wake_ev || !f->tick_ev || !f->poll_ev || !f->drain_ev || !f->lag_ev || !f->kick_ev ||
         !f->store_ev) {
-        snprintf(err, errlen, "feed %s: out of memory", cfg->name);
-        goto fail;
+        snprintf(err, errlen, "feed %s: out of memory", f->cfg->name);
+        return false;
     }
     event_add(f->wake_ev, NULL);
     struct timeval tick = {0, 50000}, lag = {2, 0};
     event_add(f->tick_ev, &tick);
     event_add(f->lag_ev, &lag);
+    return true;
+}
+
+feed_t *feed_start(feed_config_t *cfg, const feed_runtime_t *rt, char *err, size_t errlen)
+{
+    feed_t *f = calloc(1, sizeof *f);
+    if (!f) {
+        feed_config_free(cfg);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    f->cfg = cfg;
+    f->rt = *rt;
+    if (!f->rt.metrics)
+        f->rt.metrics = metrics_default_registry();
+    snprintf(f->brokers, sizeof f->brokers, "%s", rt->brokers ? rt->brokers : "");
+    f->rt.brokers = f->brokers;
+    f->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)f;
+    f->wake[0] = f->wake[1] = -1;
+    f->hard_max = (uint64_t)cfg->delivery.max_pending * 2;
+
+    if (!feed_open_loop(f, err, errlen))
+        goto fail;
+    feed_metrics_init(f);
+    if (!feed_open_filter(f, err, errlen) || !feed_open_tls(f, err, errlen) ||
+        !feed_open_pool(f, err, errlen) || !feed_open_endpoints(f, err, errlen) ||
+        !feed_open_kafka(f, err, errlen) || !feed_open_events(f, err, errlen))
+        goto fail;
     if (pthread_create(&f->thread, NULL, feed_thread, f) != 0) {
         snprintf(err, errlen, "feed %s: cannot start its thread", cfg->name);
         goto fail;
