@@ -865,17 +865,10 @@ static void corr_log_started(const corr_worker_t *w, const char *member)
              w->eos ? w->txn_id : "");
 }
 
-corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errlen)
+/* The worker's own copy of the settings (their strings copied into w, so the caller's may go).
+ * 0, or -1 with err (w is then still the caller's to free). */
+static int corr_config_take(corr_worker_t *w, const corr_config_t *cfg, char *err, size_t errlen)
 {
-    if (!cfg->brokers) {
-        snprintf(err, errlen, "correlation: brokers are required");
-        return NULL;
-    }
-    corr_worker_t *w = calloc(1, sizeof(*w));
-    if (!w) {
-        snprintf(err, errlen, "correlation: out of memory");
-        return NULL;
-    }
     w->cfg = *cfg;
     /* The values come filled from the settings (correlation/main.c's spec table holds the
      * defaults, once): a zero here is a caller's mistake, not a request for a default. */
@@ -885,8 +878,7 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
         snprintf(err, errlen,
                  "correlation: batch, max_unacked, checkpoint_ms, "
                  "shutdown_timeout_ms, the topics, group and client id must be set");
-        free(w);
-        return NULL;
+        return -1;
     }
     if (!w->cfg.metrics)
         w->cfg.metrics = metrics_default_registry();
@@ -902,10 +894,16 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
     w->cfg.dlq_topic = w->dlq_topic;
     w->cfg.group = w->group;
     w->cfg.client_id = w->client_id;
+    return 0;
+}
 
+/* Metrics, the partition ledger, the output buffer and the correlation engine. 0, or -1 with
+ * err (the caller frees w, which releases what was made). */
+static int corr_state_open(corr_worker_t *w, const corr_config_t *cfg, char *err, size_t errlen)
+{
     if (corr_metrics_init(w) || !(w->kpi = correlate_metrics_new(w->cfg.metrics, "all"))) {
         snprintf(err, errlen, "correlation: metrics registration failed");
-        goto fail;
+        return -1;
     }
     w->base = corr_counters(w);
     /* Correlation tracks no single records (its safe offsets come from the checkpoints,
@@ -913,7 +911,7 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
     w->ledger = partitions_new(1, CORR_MAX_PARTITIONS, sizeof(corr_span_t));
     if (!w->ledger || buf_init(&w->out, 4096, CORR_OUT_MAX)) {
         snprintf(err, errlen, "correlation: out of memory");
-        goto fail;
+        return -1;
     }
     correlate_config_t ec = cfg->engine;
     w->timeout_us = ec.timeout_us > 0 ? ec.timeout_us : CORRELATE_DEFAULT_TIMEOUT_US;
@@ -926,8 +924,28 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
     w->engine = correlate_new(&ec, why, sizeof(why));
     if (!w->engine) {
         snprintf(err, errlen, "%s", why);
-        goto fail;
+        return -1;
     }
+    return 0;
+}
+
+corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errlen)
+{
+    if (!cfg->brokers) {
+        snprintf(err, errlen, "correlation: brokers are required");
+        return NULL;
+    }
+    corr_worker_t *w = calloc(1, sizeof(*w));
+    if (!w) {
+        snprintf(err, errlen, "correlation: out of memory");
+        return NULL;
+    }
+    if (corr_config_take(w, cfg, err, errlen)) {
+        free(w);
+        return NULL;
+    }
+    if (corr_state_open(w, cfg, err, errlen))
+        goto fail;
 
     /* MAIN is read read_committed (librdkafka's default, said here): with the aggregation's
      * exactly-once only committed copies are read. */
