@@ -1,16 +1,13 @@
-/* Looking up the encoding table (encoding.h) by name or position, registering a row at run
- * time, and what every encoding's batch shares. The rows are the encodings' own files
+/* Looking up the encoding table (encoding.h) by name or position, and what every encoding's
+ * batch shares. The rows are the encodings' own files
  * (encoding_table.h lists them). */
 #include "encoding.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The rows: the built-in table (encoding_table.c, or a test's), then those registered at run
- * time (up to the first empty slot: no count to keep in step with the lists). */
-static const encoding_t *encoding_added[ENCODING_MAX];
-
-static size_t encoding_builtin_rows(void)
+/* The rows: the built-in table (encoding_table.c, or a test's), NULL ended. */
+static size_t encoding_rows(void)
 {
     size_t n = 0;
     while (encoding_builtin[n])
@@ -18,18 +15,9 @@ static size_t encoding_builtin_rows(void)
     return n;
 }
 
-static size_t encoding_rows(void)
-{
-    size_t n = encoding_builtin_rows(), k = 0;
-    while (n + k < ENCODING_MAX && encoding_added[k])
-        k++;
-    return n + k;
-}
-
 static const encoding_t *encoding_row(size_t i)
 {
-    size_t n = encoding_builtin_rows();
-    return i < n ? encoding_builtin[i] : encoding_added[i - n];
+    return encoding_builtin[i];
 }
 
 const encoding_t *encoding_find(const char *name)
@@ -38,32 +26,6 @@ const encoding_t *encoding_find(const char *name)
         if (!strcmp(encoding_row(i)->name, name))
             return encoding_row(i);
     return NULL;
-}
-
-int encoding_register(const encoding_t *e, char *err, size_t errlen)
-{
-    if (!e || !e->name || !e->content_type || !e->begin_batch || !e->add || !e->end_batch ||
-        e->max_batch == 0) {
-        snprintf(err, errlen,
-                 "an encoding needs a name, a content type, max_batch and the "
-                 "begin_batch, add and end_batch callbacks");
-        return -1;
-    }
-    if (e->state_size > ENCODING_STATE_MAX) {
-        snprintf(err, errlen, "encoding \"%s\": batch state of %zu bytes exceeds %d", e->name,
-                 e->state_size, ENCODING_STATE_MAX);
-        return -1;
-    }
-    if (encoding_find(e->name)) {
-        snprintf(err, errlen, "encoding \"%s\" is already registered", e->name);
-        return -1;
-    }
-    if (encoding_rows() == ENCODING_MAX) {
-        snprintf(err, errlen, "encoding table full (%d rows)", ENCODING_MAX);
-        return -1;
-    }
-    encoding_added[encoding_rows() - encoding_builtin_rows()] = e;
-    return 0;
 }
 
 size_t encoding_count(void)

@@ -37,7 +37,8 @@ typedef enum encoding_result {
 
 /* Room for an encoding's own batch state (encoding_t.state_size at most this). */
 #define ENCODING_STATE_MAX 64
-#define ENCODING_MAX 16 /* rows in the encoding table, built-in and registered */
+/* Rows in the encoding table (ENCODING_TABLE refuses more at compile time). */
+#define ENCODING_MAX 16
 
 /* One batch being built. Owned by the caller (on the stack or in a feed), no heap. out, start
  * and count are the caller's to read; state belongs to the encoding that began the batch
@@ -110,14 +111,12 @@ extern const encoding_t *const encoding_builtin[];
 /* Defines encoding_builtin from a row list (a macro taking X, calling X(encoding) per row). */
 #define ENCODING_TABLE(ROWS)                                                                       \
     ROWS(ENCODING_DECLARE)                                                                         \
-    const encoding_t *const encoding_builtin[] = {ROWS(ENCODING_ROW) NULL};
+    const encoding_t *const encoding_builtin[] = {ROWS(ENCODING_ROW) NULL};                        \
+    _Static_assert(sizeof encoding_builtin / sizeof *encoding_builtin <= ENCODING_MAX + 1,         \
+                   "more than ENCODING_MAX encodings");
 
-/* By name ("json", "frame", or a registered one); NULL when unknown. */
+/* By name ("json", "frame", ...); NULL when unknown. */
 const encoding_t *encoding_find(const char *name);
-/* Adds a row at run time (the built-in rows are the table's first entries). Call before any
- * thread parses a feed: the table is read without a lock. -1 with the reason in err when the
- * name is taken, a callback is missing, the state does not fit, or the table is full. */
-int encoding_register(const encoding_t *e, char *err, size_t errlen);
 size_t encoding_count(void);
 const encoding_t *encoding_at(size_t i);
 /* "\"json\", \"frame\"": every encoding's name, for error messages. */

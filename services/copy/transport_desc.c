@@ -7,11 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The rows: the built-in table (transport_table.c, or a test's), then those registered at run
- * time (up to the first empty slot: no count to keep in step with the lists). */
-static const transport_desc_t *transport_added[TRANSPORT_MAX];
-
-static size_t transport_builtin_rows(void)
+/* The rows: the built-in table (transport_table.c, or a test's), NULL ended. */
+static size_t transport_rows(void)
 {
     size_t n = 0;
     while (transport_builtin[n])
@@ -19,42 +16,9 @@ static size_t transport_builtin_rows(void)
     return n;
 }
 
-static size_t transport_rows(void)
-{
-    size_t n = transport_builtin_rows(), k = 0;
-    while (n + k < TRANSPORT_MAX && transport_added[k])
-        k++;
-    return n + k;
-}
-
 static const transport_desc_t *transport_row(size_t i)
 {
-    size_t n = transport_builtin_rows();
-    return i < n ? transport_builtin[i] : transport_added[i - n];
-}
-
-int transport_register(const transport_desc_t *d, char *err, size_t errlen)
-{
-    if (!d || !d->name || !d->schemes[0].name) {
-        snprintf(err, errlen, "a transport needs a name and at least one URL scheme");
-        return -1;
-    }
-    if (transport_find(d->name)) {
-        snprintf(err, errlen, "transport \"%s\" is already registered", d->name);
-        return -1;
-    }
-    for (size_t i = 0; i < TRANSPORT_MAX_SCHEMES && d->schemes[i].name; i++)
-        if (transport_find_scheme(d->schemes[i].name, strlen(d->schemes[i].name), NULL)) {
-            snprintf(err, errlen, "transport \"%s\": scheme \"%s\" belongs to another transport",
-                     d->name, d->schemes[i].name);
-            return -1;
-        }
-    if (transport_rows() == TRANSPORT_MAX) {
-        snprintf(err, errlen, "transport table full (%d rows)", TRANSPORT_MAX);
-        return -1;
-    }
-    transport_added[transport_rows() - transport_builtin_rows()] = d;
-    return 0;
+    return transport_builtin[i];
 }
 
 const transport_desc_t *transport_find(const char *name)

@@ -24,7 +24,7 @@
 
 #define TRANSPORT_MAX_SCHEMES 4
 #define TRANSPORT_MAX_ENCODINGS 8
-#define TRANSPORT_MAX 16 /* rows in the table, built-in and registered */
+#define TRANSPORT_MAX 16 /* rows in the table (TRANSPORT_TABLE refuses more at compile time) */
 
 typedef struct transport_scheme {
     const char *name;         /* "https"; NULL ends the list */
@@ -99,12 +99,10 @@ extern const transport_desc_t *const transport_builtin[];
 /* Defines transport_builtin from a row list (a macro taking X, calling X(descriptor) per row). */
 #define TRANSPORT_TABLE(ROWS)                                                                      \
     ROWS(TRANSPORT_DECLARE)                                                                        \
-    const transport_desc_t *const transport_builtin[] = {ROWS(TRANSPORT_ROW) NULL};
+    const transport_desc_t *const transport_builtin[] = {ROWS(TRANSPORT_ROW) NULL};                \
+    _Static_assert(sizeof transport_builtin / sizeof *transport_builtin <= TRANSPORT_MAX + 1,      \
+                   "more than TRANSPORT_MAX transports");
 
-/* Adds a row at run time (the built-in rows are the table's first entries). Call before any
- * thread parses a feed: the table is read without a lock. -1 with the reason in err when the
- * name or a scheme is taken, the row lacks a name or scheme, or the table is full. */
-int transport_register(const transport_desc_t *d, char *err, size_t errlen);
 /* By "transport" name; NULL when unknown. */
 const transport_desc_t *transport_find(const char *name);
 /* The row owning URL scheme s[0..len), and that scheme's entry; NULL when unknown. */
