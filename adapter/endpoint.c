@@ -219,16 +219,6 @@ int endpoint_send(endpoint_t *ep, const uint8_t *payload, size_t len, void *cook
     return transport_send(ep->t, payload, len, cookie);
 }
 
-size_t endpoint_set_count(const endpoint_set_t *s)
-{
-    return s->n;
-}
-
-endpoint_t *endpoint_set_at(endpoint_set_t *s, size_t i)
-{
-    return i < s->n ? s->eps[i] : NULL;
-}
-
 unsigned endpoint_set_up_count(const endpoint_set_t *s)
 {
     unsigned n = 0;
@@ -260,17 +250,9 @@ const char *endpoint_name(const endpoint_t *ep)
 {
     return ep->name;
 }
-bool endpoint_is_up(const endpoint_t *ep)
-{
-    return ep->up;
-}
 unsigned endpoint_in_flight(const endpoint_t *ep)
 {
     return transport_in_flight(ep->t);
-}
-unsigned endpoint_weight(const endpoint_t *ep)
-{
-    return ep->weight;
 }
 void endpoint_set_user(endpoint_t *ep, void *user)
 {

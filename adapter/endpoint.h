@@ -43,17 +43,13 @@ void endpoint_set_start(endpoint_set_t *s);
 endpoint_t *endpoint_set_pick(endpoint_set_t *s);
 /* Sends through ep; 0 or -1 (not accepted, nothing reported). */
 int endpoint_send(endpoint_t *ep, const uint8_t *payload, size_t len, void *cookie);
-size_t endpoint_set_count(const endpoint_set_t *s);
-endpoint_t *endpoint_set_at(endpoint_set_t *s, size_t i);
 unsigned endpoint_set_up_count(const endpoint_set_t *s);
 /* Closes every connection and frees everything. The in-flight requests are failed (as
  * retryable) through on_fail while it runs; no callback runs after it returns. */
 void endpoint_set_free(endpoint_set_t *s);
 
 const char *endpoint_name(const endpoint_t *ep);
-bool endpoint_is_up(const endpoint_t *ep);
 unsigned endpoint_in_flight(const endpoint_t *ep);
-unsigned endpoint_weight(const endpoint_t *ep);
 /* Free slot for the owner's per-endpoint data (metrics handles). */
 void endpoint_set_user(endpoint_t *ep, void *user);
 void *endpoint_user(const endpoint_t *ep);

@@ -264,16 +264,6 @@ void feed_manager_foreach(feed_manager_t *m, void (*fn)(const feed_t *f, void *a
     pthread_mutex_unlock(&m->mu);
 }
 
-int feed_manager_stats(feed_manager_t *m, const char *name, feed_stats_t *out)
-{
-    pthread_mutex_lock(&m->mu);
-    ssize_t i = feeds_find(m, name);
-    if (i >= 0)
-        feed_get_stats(m->feeds[i], out);
-    pthread_mutex_unlock(&m->mu);
-    return i >= 0 ? 0 : -1;
-}
-
 void feed_manager_free(feed_manager_t *m)
 {
     if (!m)

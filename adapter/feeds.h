@@ -44,7 +44,5 @@ size_t feed_manager_count(feed_manager_t *m);
 int feed_manager_assigned(void *m);
 /* Calls fn for every running feed (under the manager's lock: fn must not apply). */
 void feed_manager_foreach(feed_manager_t *m, void (*fn)(const feed_t *f, void *arg), void *arg);
-/* Stats of a running feed by name; -1 when absent. */
-int feed_manager_stats(feed_manager_t *m, const char *name, feed_stats_t *out);
 
 #endif

@@ -63,11 +63,9 @@ const char *admin_role_name(admin_role_t role);
  * remembered for ttl_ms (so a revoke takes effect within the TTL); bounded to max entries. */
 admin_tokens_t *admin_tokens_new(admin_db_t *db, size_t max, int64_t ttl_ms);
 void admin_tokens_free(admin_tokens_t *t);
-/* Resolves "Bearer <token>" into a principal; role NONE when absent or invalid. */
-void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization,
-                               admin_principal_t *out);
-/* The same, consulting and then updating memo (may be NULL): the connection's last verified
- * token, compared in constant time, until the cache entry it came from expires. */
+/* Resolves "Bearer <token>" into a principal (role NONE when absent or invalid), consulting and
+ * then updating memo (may be NULL): the connection's last verified token, compared in constant
+ * time, until the cache entry it came from expires. */
 void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization,
                                     admin_token_memo_t *memo, admin_principal_t *out);
 

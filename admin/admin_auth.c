@@ -225,11 +225,6 @@ static void admin_memo_keep(admin_token_memo_t *memo, const char *token, size_t 
     memo->expires_ms = expires_ms;
 }
 
-void admin_tokens_authenticate(admin_tokens_t *t, const char *authorization, admin_principal_t *out)
-{
-    admin_tokens_authenticate_memo(t, authorization, NULL, out);
-}
-
 void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization,
                                     admin_token_memo_t *memo, admin_principal_t *out)
 {

@@ -572,11 +572,6 @@ uint16_t h2server_port(const h2server_t *s)
     return s->port;
 }
 
-size_t h2server_connections(const h2server_t *s)
-{
-    return s->n_conns;
-}
-
 size_t h2server_buffered_bytes(const h2server_t *s)
 {
     size_t n = s->buffered;

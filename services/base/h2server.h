@@ -95,7 +95,6 @@ int h2server_adopt(h2server_t *s, int fd, SSL *ssl, const char *peer, const void
  * must not be sent afterwards: stop the producers of responses first). */
 void h2server_free(h2server_t *s);
 uint16_t h2server_port(const h2server_t *s);
-size_t h2server_connections(const h2server_t *s);
 /* Bytes the server holds now: request bodies being received or awaiting their response plus
  * pending output (for the memory-bound test and a gauge). */
 size_t h2server_buffered_bytes(const h2server_t *s);
@@ -110,9 +109,6 @@ typedef struct h2server_header {
  * response could not be queued (s is released either way). */
 int h2server_respond(h2server_stream_t *s, int status, const h2server_header_t *hdrs, size_t n_hdrs,
                      const void *body, size_t body_len);
-
-/* Whether the client can still receive the response of s. */
-bool h2server_stream_open(const h2server_stream_t *s);
 
 /* Memory that belongs to the connection of s, H2SERVER_CONN_MEMO_BYTES of it: zero when the
  * connection opens, kept across its streams, wiped (OPENSSL_cleanse) when it closes; NULL once

@@ -179,11 +179,6 @@ int h2server_respond(h2server_stream_t *st, int status, const h2server_header_t 
     return rc;
 }
 
-bool h2server_stream_open(const h2server_stream_t *st)
-{
-    return st->conn && !st->closed;
-}
-
 void *h2server_stream_memo(h2server_stream_t *st)
 {
     return st->conn ? st->conn->memo : NULL;

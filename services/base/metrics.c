@@ -451,11 +451,6 @@ void metrics_gauge_add(metrics_gauge_t *g, double v)
         atomic_dbl_add(&g->dbits, v);
 }
 
-void metrics_gauge_inc(metrics_gauge_t *g)
-{
-    metrics_gauge_add(g, 1.0);
-}
-
 void metrics_gauge_dec(metrics_gauge_t *g)
 {
     metrics_gauge_add(g, -1.0);
@@ -777,11 +772,6 @@ size_t metrics_family_children(const metrics_family_t *f)
     return n;
 }
 
-metrics_type_t metrics_family_type(const metrics_family_t *f)
-{
-    return f->type;
-}
-
 static struct metrics_child *overflow_counter_for(struct metrics_family *f)
 {
     struct metrics_family *of = f->reg->overflow_fam;
@@ -835,13 +825,4 @@ metrics_registry_t *metrics_default_registry(void)
 {
     pthread_once(&g_default_once, default_init);
     return g_default;
-}
-
-void metrics_registry_set_max_children(metrics_registry_t *r, size_t max)
-{
-    if (!r)
-        return;
-    pthread_mutex_lock(&r->mu);
-    r->max_children = max;
-    pthread_mutex_unlock(&r->mu);
 }

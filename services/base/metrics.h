@@ -63,9 +63,6 @@ void metrics_registry_free(metrics_registry_t *r);
 /* Process-wide registry for library code that has no registry passed in (created on first
  * use, thread-safe, never freed). Daemons normally pass this one to httpd_set_metrics(). */
 metrics_registry_t *metrics_default_registry(void);
-/* Default child limit for families created afterwards. */
-void metrics_registry_set_max_children(metrics_registry_t *r, size_t max);
-
 /* ---- families ----
  * name: [a-zA-Z_:][a-zA-Z0-9_:]*. labels: comma-separated label names ("feed,endpoint"),
  * NULL or "" for none; each [a-zA-Z_][a-zA-Z0-9_]*, not "__"-prefixed, at most
@@ -82,7 +79,6 @@ metrics_family_t *metrics_histogram_new(metrics_registry_t *r, const char *name,
                                         const char *labels, const double *bounds, size_t nbounds);
 void metrics_family_set_max_children(metrics_family_t *f, size_t max);
 size_t metrics_family_children(const metrics_family_t *f);
-metrics_type_t metrics_family_type(const metrics_family_t *f);
 
 /* ---- children ----
  * Pass exactly as many label values as the family has label names (NULL reads as "").
@@ -115,7 +111,6 @@ uint64_t metrics_counter_get(const metrics_counter_t *c);
 
 void metrics_gauge_set(metrics_gauge_t *g, double v);
 void metrics_gauge_add(metrics_gauge_t *g, double v);
-void metrics_gauge_inc(metrics_gauge_t *g);
 void metrics_gauge_dec(metrics_gauge_t *g);
 double metrics_gauge_value(const metrics_gauge_t *g);
 /* Makes the child's value fn(arg) at every scrape (counters or gauges); fn NULL clears it. */

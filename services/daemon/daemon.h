@@ -193,9 +193,8 @@ typedef int (*daemon_wait_fn)(void *arg, int timeout_ms);
  * is still awaited. 0 when fn succeeded, -1 when stopped first. */
 int daemon_wait(daemon_t *d, daemon_wait_fn fn, void *arg, const char *what);
 
-/* NDD's version and git revision (ndd_version.h), for heartbeats. */
+/* NDD's version (ndd_version.h), for heartbeats. */
 const char *daemon_version(void);
-const char *daemon_revision(void);
 
 /* Stops the HTTP thread and the probe, frees the settings and properties. */
 void daemon_free(daemon_t *d);

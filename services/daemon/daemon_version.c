@@ -16,11 +16,6 @@ const char *daemon_version(void)
     return NDD_VERSION;
 }
 
-const char *daemon_revision(void)
-{
-    return NDD_GIT_REVISION;
-}
-
 void daemon_print_version(const daemon_t *d, FILE *out)
 {
     fprintf(out, "%s %s (revision %s)\n", d->name, NDD_VERSION, NDD_GIT_REVISION);

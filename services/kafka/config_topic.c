@@ -93,11 +93,6 @@ static const double config_topic_prop_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0
 static const char *const config_topic_result_names[CONFIG_TOPIC_RESULT_COUNT] = {
     "upsert", "delete", "unchanged", "ignored", "too_large", "max_keys", "invalid"};
 
-const char *config_topic_result_name(config_topic_result_t r)
-{
-    return r < CONFIG_TOPIC_RESULT_COUNT ? config_topic_result_names[r] : "?";
-}
-
 /* ---- keys and records ----------------------------------------------------------------- */
 
 int config_topic_parse_key(const void *key, size_t key_len, char *kind, size_t kind_size, char *id,

@@ -198,6 +198,5 @@ int config_topic_parse_key(const void *key, size_t key_len, char *kind, size_t k
  * or NULL with the reason in err. */
 json_t *config_topic_parse_record(const char *kind, const char *id, const void *value,
                                   size_t value_len, char *err, size_t errlen);
-const char *config_topic_result_name(config_topic_result_t r);
 
 #endif

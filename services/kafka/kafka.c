@@ -866,34 +866,6 @@ int kafka_consumer_resume_all(kafka_consumer_t *c)
     return kafka_consumer_pause_resume(c, false);
 }
 
-static int kafka_consumer_pause_one(kafka_consumer_t *c, const char *topic, int32_t partition,
-                                    bool pause)
-{
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, topic, partition);
-    rd_kafka_resp_err_t e =
-        pause ? rd_kafka_pause_partitions(c->rk, l) : rd_kafka_resume_partitions(c->rk, l);
-    if (!e)
-        e = l->elems[0].err;
-    rd_kafka_topic_partition_list_destroy(l);
-    if (e) {
-        log_error("kafka consumer: %s %s [%d]: %s", pause ? "pause" : "resume", topic,
-                  (int)partition, rd_kafka_err2str(e));
-        return -1;
-    }
-    return 0;
-}
-
-int kafka_consumer_pause(kafka_consumer_t *c, const char *topic, int32_t partition)
-{
-    return kafka_consumer_pause_one(c, topic, partition, true);
-}
-
-int kafka_consumer_resume(kafka_consumer_t *c, const char *topic, int32_t partition)
-{
-    return kafka_consumer_pause_one(c, topic, partition, false);
-}
-
 int kafka_consumer_kick(kafka_consumer_t *c, int timeout_ms)
 {
     rd_kafka_topic_partition_list_t *a = NULL;
@@ -907,11 +879,6 @@ int kafka_consumer_kick(kafka_consumer_t *c, int timeout_ms)
     }
     rd_kafka_topic_partition_list_destroy(a);
     return e ? -1 : 0;
-}
-
-bool kafka_consumer_paused(const kafka_consumer_t *c)
-{
-    return c->paused;
 }
 
 int kafka_consumer_commit(kafka_consumer_t *c)

@@ -251,9 +251,6 @@ int kafka_consumer_store(kafka_consumer_t *c, const char *topic, int32_t partiti
  * rebalances continue to be served by poll). Idempotent. */
 int kafka_consumer_pause_all(kafka_consumer_t *c);
 int kafka_consumer_resume_all(kafka_consumer_t *c);
-int kafka_consumer_pause(kafka_consumer_t *c, const char *topic, int32_t partition);
-int kafka_consumer_resume(kafka_consumer_t *c, const char *topic, int32_t partition);
-bool kafka_consumer_paused(const kafka_consumer_t *c);
 /* Wakes librdkafka's fetchers. librdkafka 2.0.2 stops fetching a partition once its prefetch
  * queue passed queued.max.messages.kbytes and looks again only when its broker thread wakes,
  * up to a second later (fetch.queue.backoff.ms arrived in 2.1). An application faster than
