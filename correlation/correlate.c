@@ -109,13 +109,6 @@ static inline corr_slot_t *slot_at(const correlate_t *c, const corr_part_t *p, u
                            (size_t)(i % p->chunk_slots) * c->stride);
 }
 
-size_t correlate_slot_bytes(const correlate_config_t *cfg)
-{
-    size_t area = cfg->str_area ? cfg->str_area : CORRELATE_DEFAULT_STR_AREA;
-    size_t stride = (sizeof(corr_slot_t) + area + 7) & ~(size_t)7;
-    return stride + 2 * sizeof(uint64_t); /* index at load 1/2 */
-}
-
 /* ---- lifecycle ---- */
 
 correlate_t *correlate_new(const correlate_config_t *cfg, char *err, size_t errlen)

@@ -59,9 +59,6 @@ size_t correlate_drain_all(correlate_t *c, correlate_drain_t mode);
 size_t correlate_open(const correlate_t *c, int32_t partition);
 correlate_stats_t correlate_stats(const correlate_t *c);
 
-/* Bytes one open transaction costs with this configuration (slot + index share). */
-size_t correlate_slot_bytes(const correlate_config_t *cfg);
-
 /* ---- KPIs (Prometheus, services/base/metrics.h) ----
  * ndd_correlation_transactions_total{nf_type,service,status_code,completion}
  * ndd_correlation_transaction_latency_seconds{nf_type,service,side}        histogram (side rx|tx)

@@ -337,13 +337,3 @@ int buf_append_json_escaped(buf_t *b, const void *p, size_t n)
     }
     return 0;
 }
-
-void buf_consume(buf_t *b, size_t n)
-{
-    if (n >= b->len) {
-        b->len = 0;
-        return;
-    }
-    memmove(b->data, b->data + n, b->len - n);
-    b->len -= n;
-}

@@ -48,8 +48,6 @@ long buf_base64_decode(const char *s, size_t n, uint8_t *out, size_t cap);
 /* The bytes as the inside of a JSON string (quotes not added): escapes ", \, control
  * characters; invalid UTF-8 bytes become U+FFFD so the output is always valid JSON. */
 int buf_append_json_escaped(buf_t *b, const void *p, size_t n);
-/* Drops the first n bytes (consumed by a writer). */
-void buf_consume(buf_t *b, size_t n);
 
 /* FNV-1a, 32 bits: a small stable hash of names (label sets, a feed's source topic in its
  * group member id), the same value in every process and release; not for keys an adversary

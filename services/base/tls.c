@@ -57,23 +57,6 @@ const char *tls_last_error(char *buf, size_t len)
     return buf;
 }
 
-int tls_version_parse(const char *name)
-{
-    if (!name)
-        return -1;
-    if (strncasecmp(name, "TLSv", 4) == 0)
-        name += 4;
-    if (strcmp(name, "1.2") == 0)
-        return TLS1_2_VERSION;
-    if (strcmp(name, "1.3") == 0)
-        return TLS1_3_VERSION;
-    if (strcmp(name, "1.1") == 0)
-        return TLS1_1_VERSION;
-    if (strcmp(name, "1.0") == 0 || strcmp(name, "1") == 0)
-        return TLS1_VERSION;
-    return -1;
-}
-
 /* "h2,http/1.1" -> wire format (length-prefixed). Returns length or -1. */
 static int alpn_wire(const char *list, unsigned char *out, size_t cap)
 {

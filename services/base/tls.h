@@ -61,7 +61,4 @@ const char *tls_last_error(char *buf, size_t len);
 const char *tls_describe_error(const SSL *ssl, int ret, const char *endpoint, char *buf,
                                size_t len);
 
-/* "TLSv1.2" -> TLS1_2_VERSION ("1.2", "1.3", "TLSv1.3" accepted); -1 when unknown. */
-int tls_version_parse(const char *name);
-
 #endif

@@ -904,11 +904,3 @@ uint64_t filter_slot_generation(filter_slot_t *s)
 {
     return atomic_load(&s->generation);
 }
-
-filter_action_t filter_slot_eval(filter_slot_t *s, const codec_msg_t *m, int *rule)
-{
-    filter_t *f = filter_slot_acquire(s);
-    filter_action_t a = filter_eval(f, m, rule);
-    filter_release(f);
-    return a;
-}

@@ -77,9 +77,6 @@ filter_t *filter_slot_acquire(filter_slot_t *s);
 uint64_t filter_slot_swap(filter_slot_t *s, filter_t *next);
 /* Number of swaps so far (0 for a new slot). */
 uint64_t filter_slot_generation(filter_slot_t *s);
-/* Convenience for a single message: acquire, evaluate, release. The rule index refers to
- * the filter current at that moment; use acquire/eval/release to map it to a name. */
-filter_action_t filter_slot_eval(filter_slot_t *s, const codec_msg_t *m, int *rule);
 
 /* ---- For operator implementations (services/filter/filter_op_*.c) only ---- */
 

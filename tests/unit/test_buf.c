@@ -135,19 +135,6 @@ static void test_printf_formats_long_strings(void **state)
     buf_free(&b);
 }
 
-static void test_consume_drops_prefix(void **state)
-{
-    buf_t b;
-    buf_init(&b, 0, 64);
-    buf_append_str(&b, "hello world");
-    buf_consume(&b, 6);
-    assert_int_equal(b.len, 5);
-    assert_memory_equal(b.data, "world", 5);
-    buf_consume(&b, 99);
-    assert_int_equal(b.len, 0);
-    buf_free(&b);
-}
-
 /* The scanner's reference: the byte-at-a-time definition the SSE2 and SWAR loops must match. */
 static size_t plain_run_reference(const uint8_t *s, size_t n)
 {
@@ -259,7 +246,6 @@ int main(void)
         cmocka_unit_test(test_base64_fills_the_limit_exactly),
         cmocka_unit_test(test_json_escape_handles_quotes_controls_and_invalid_utf8),
         cmocka_unit_test(test_printf_formats_long_strings),
-        cmocka_unit_test(test_consume_drops_prefix),
         cmocka_unit_test(test_json_plain_run_stops_at_every_stop_byte_at_every_position),
         cmocka_unit_test(test_format_decimal_matches_printf),
         cmocka_unit_test(test_base64_matches_openssl_on_every_length),

@@ -344,15 +344,6 @@ static void test_config_errors_name_the_file(void **state)
     assert_non_null(strstr(err, "ALPN"));
 }
 
-static void test_version_parse(void **state)
-{
-    assert_int_equal(tls_version_parse("1.2"), TLS1_2_VERSION);
-    assert_int_equal(tls_version_parse("TLSv1.3"), TLS1_3_VERSION);
-    assert_int_equal(tls_version_parse("tlsv1.2"), TLS1_2_VERSION);
-    assert_int_equal(tls_version_parse("2.0"), -1);
-    assert_int_equal(tls_version_parse(NULL), -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,7 +357,6 @@ int main(void)
         cmocka_unit_test(test_alpn_h2_negotiated),
         cmocka_unit_test(test_encrypted_key_loads_with_password_file),
         cmocka_unit_test(test_config_errors_name_the_file),
-        cmocka_unit_test(test_version_parse),
     };
     return cmocka_run_group_tests(tests, setup_pki, teardown_pki);
 }
