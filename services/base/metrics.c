@@ -451,11 +451,6 @@ void metrics_gauge_add(metrics_gauge_t *g, double v)
         atomic_dbl_add(&g->dbits, v);
 }
 
-void metrics_gauge_dec(metrics_gauge_t *g)
-{
-    metrics_gauge_add(g, -1.0);
-}
-
 double metrics_gauge_value(const metrics_gauge_t *g)
 {
     return g ? metrics_child_read(g) : 0.0;
@@ -534,16 +529,6 @@ int metrics_buckets_exponential(double start, double factor, size_t count, doubl
         out[i] = v;
         v *= factor;
     }
-    return 0;
-}
-
-int metrics_buckets_linear(double start, double width, size_t count, double *out)
-{
-    if (!out || count == 0 || count > METRICS_MAX_BUCKETS || !(width > 0) || !isfinite(start) ||
-        !isfinite(width))
-        return -1;
-    for (size_t i = 0; i < count; i++)
-        out[i] = start + width * (double)i;
     return 0;
 }
 

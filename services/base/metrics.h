@@ -111,7 +111,6 @@ uint64_t metrics_counter_get(const metrics_counter_t *c);
 
 void metrics_gauge_set(metrics_gauge_t *g, double v);
 void metrics_gauge_add(metrics_gauge_t *g, double v);
-void metrics_gauge_dec(metrics_gauge_t *g);
 double metrics_gauge_value(const metrics_gauge_t *g);
 /* Makes the child's value fn(arg) at every scrape (counters or gauges); fn NULL clears it. */
 void metrics_child_set_callback(struct metrics_child *c, metrics_value_fn fn, void *arg);
@@ -129,7 +128,6 @@ size_t metrics_histogram_buckets(const metrics_histogram_t *h, const double **bo
 /* ---- bucket helpers ---- */
 /* start, start*factor, ... (count values) into out; 0 or -1 on bad arguments. */
 int metrics_buckets_exponential(double start, double factor, size_t count, double *out);
-int metrics_buckets_linear(double start, double width, size_t count, double *out);
 /* Latency in seconds, 50 µs to 10 s (for end-to-end and endpoint round trips). */
 extern const double metrics_latency_buckets_seconds[];
 extern const size_t metrics_latency_buckets_seconds_n;

@@ -30,7 +30,6 @@ int offset_tracker_init(offset_tracker_t *t, uint32_t max_inflight)
     }
     t->last_taken = -1;
     t->low_water = -1;
-    t->reported = -1;
     return 0;
 }
 
@@ -116,15 +115,6 @@ offset_tracker_rc_t offset_tracker_skip(offset_tracker_t *t, int64_t offset)
     return offset_tracker_done(t, ticket);
 }
 
-bool offset_tracker_advanced(offset_tracker_t *t, int64_t *next_offset)
-{
-    if (t->low_water < 0 || t->low_water == t->reported)
-        return false;
-    t->reported = t->low_water;
-    *next_offset = t->low_water;
-    return true;
-}
-
 void offset_tracker_reset(offset_tracker_t *t)
 {
     /* Tickets keep counting up, so every ticket handed out before is now below head: STALE. */
@@ -133,5 +123,4 @@ void offset_tracker_reset(offset_tracker_t *t)
     t->head = t->tail;
     t->last_taken = -1;
     t->low_water = -1;
-    t->reported = -1;
 }

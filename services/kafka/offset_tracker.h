@@ -37,7 +37,6 @@ typedef struct offset_tracker {
     uint64_t tail;      /* ticket the next take gets; pending = tail - head */
     int64_t last_taken; /* -1 before the first take */
     int64_t low_water;  /* next offset that may be stored; -1 while nothing is done */
-    int64_t reported;   /* low_water when offset_tracker_advanced() last returned true */
 } offset_tracker_t;
 
 /* max_inflight >= 1. The ring starts small and grows on demand. Returns 0 or -1 (no memory). */
@@ -57,9 +56,6 @@ static inline int64_t offset_tracker_low_water(const offset_tracker_t *t)
 {
     return t->low_water;
 }
-/* True once per advance of the low-water mark (so the owner stores each new value once);
- * *next_offset receives it. */
-bool offset_tracker_advanced(offset_tracker_t *t, int64_t *next_offset);
 /* Records in the window (oldest pending .. newest taken), done or not. */
 static inline size_t offset_tracker_pending(const offset_tracker_t *t)
 {
