@@ -70,7 +70,7 @@ H1=(--h1)
 [ "$PROTO" = h2 ] && H1=()
 out=$(h2load "${H1[@]}" -n "$REQUESTS" -c "$CLIENTS" -t 1 -H "Authorization: Bearer $VIEW_TOKEN" \
   "${HDR[@]}" "$TARGET" 2>&1)
-echo "$out" | grep -q "$REQUESTS succeeded" || { echo "$out" >&2; exit 1; }
+grep -q "$REQUESTS succeeded" <<<"$out" || { echo "$out" >&2; exit 1; }
 callgrind_control -d "$ADMIN_PID" >/dev/null 2>&1
 [ -n "${NDD_IR_KEEP:-}" ] && sleep 1 && cp "$WORK"/cg.out.* "$NDD_IR_KEEP"/
 sleep 1

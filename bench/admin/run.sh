@@ -128,7 +128,7 @@ for proto in $PROTOCOLS; do
       # -m 1: one request in flight per client (synchronous clients, as Honeycomb's)
       out=$("${ON_LOAD[@]}" h2load "${PROTO[@]}" -m 1 -n "$REQUESTS" -c "$c" -t "$t" \
         -H "Authorization: Bearer $VIEW_TOKEN" "${HDR[@]}" "$TARGET" 2>&1)
-      echo "$out" | grep -q "$REQUESTS succeeded" || { echo "$out" >&2; echo "failed requests at $c clients ($proto)" >&2; exit 1; }
+      grep -q "$REQUESTS succeeded" <<<"$out" || { echo "$out" >&2; echo "failed requests at $c clients ($proto)" >&2; exit 1; }
       rps=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
       lat=$(echo "$out" | awk '/^time for request:/ {print $6}')
     else
