@@ -409,12 +409,6 @@ void metrics_counter_add(metrics_counter_t *c, uint64_t n)
         atomic_fetch_add_explicit(&c->u, n, memory_order_relaxed);
 }
 
-void metrics_counter_add_double(metrics_counter_t *c, double v)
-{
-    if (c && v > 0 && isfinite(v))
-        atomic_dbl_add(&c->dbits, v);
-}
-
 double metrics_child_read(const struct metrics_child *c)
 {
     metrics_value_fn fn =
@@ -443,12 +437,6 @@ void metrics_gauge_set(metrics_gauge_t *g, double v)
 {
     if (g)
         atomic_store_explicit(&g->dbits, metrics_dbl_bits(v), memory_order_relaxed);
-}
-
-void metrics_gauge_add(metrics_gauge_t *g, double v)
-{
-    if (g)
-        atomic_dbl_add(&g->dbits, v);
 }
 
 double metrics_gauge_value(const metrics_gauge_t *g)

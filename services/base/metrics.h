@@ -101,8 +101,6 @@ size_t metrics_family_remove_matching(metrics_family_t *f, const char *label, co
 /* ---- hot-path updates (lock-free; safe from any thread) ---- */
 void metrics_counter_inc(metrics_counter_t *c);
 void metrics_counter_add(metrics_counter_t *c, uint64_t n);
-/* Fractional amounts, e.g. seconds of CPU; negative values are ignored. */
-void metrics_counter_add_double(metrics_counter_t *c, double v);
 double metrics_counter_value(const metrics_counter_t *c);
 /* The whole-number count of a counter child (what metrics_counter_inc/_add added; fractions
  * and callbacks are not included), exact to 2^64: how heartbeats and stats read the
@@ -110,7 +108,6 @@ double metrics_counter_value(const metrics_counter_t *c);
 uint64_t metrics_counter_get(const metrics_counter_t *c);
 
 void metrics_gauge_set(metrics_gauge_t *g, double v);
-void metrics_gauge_add(metrics_gauge_t *g, double v);
 double metrics_gauge_value(const metrics_gauge_t *g);
 /* Makes the child's value fn(arg) at every scrape (counters or gauges); fn NULL clears it. */
 void metrics_child_set_callback(struct metrics_child *c, metrics_value_fn fn, void *arg);
