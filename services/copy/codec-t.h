@@ -106,7 +106,8 @@ typedef struct codec_msg {
     codec_slice_t meta[CODEC_META__COUNT]; /* raw header values; ptr NULL when absent */
     /* Where the record carried its correlation id (CODEC_CID_IN_KEY | CODEC_CID_IN_HEADER):
      * key and meta[CODEC_META_CORRELATION_ID] are both set after a decode, so only this says
-     * which of the two a re-producer must add (codec_msg_cid_needs_header, ..._needs_key). */
+     * which of the two a re-producer must add (codec_msg_cid_needs_header; the key when it is
+     * CODEC_CID_IN_HEADER alone). */
     unsigned cid_in;
 
     /* Parsed forms of the fields the data path branches on. */

@@ -103,13 +103,12 @@ int codec_encode_headers(const codec_msg_t *m, rd_kafka_headers_t *hdrs);
  * stamp @agg-timestamp-us, @agg-seq, @origin on a copy it re-produces). Returns 0 or -1. */
 int codec_headers_set(rd_kafka_headers_t *hdrs, const char *name, const void *value, size_t len);
 int codec_headers_set_meta(rd_kafka_headers_t *hdrs, codec_meta_t m, const void *value, size_t len);
-int codec_headers_set_meta_u64(rd_kafka_headers_t *hdrs, codec_meta_t m, uint64_t v);
 /* What a re-producer (ndd-aggregation on MAIN) adds so that every record downstream carries
  * both the key and @correlation-id (docs/message-format.md, "Key and correlation id"): a
- * decoded copy that gave its id only as the key needs the header; one that gave it only as
- * @correlation-id needs the key. */
+ * decoded copy that gave its id only as the key needs the header. One that gave it only as
+ * @correlation-id (cid_in == CODEC_CID_IN_HEADER) is produced with it as key, found again
+ * with codec_headers_correlation_id. */
 bool codec_msg_cid_needs_header(const codec_msg_t *m);
-bool codec_msg_cid_needs_key(const codec_msg_t *m);
 /* The @correlation-id value of hdrs (the last one), pointing into hdrs: the key to produce a
  * copy that carried no key with, found again from the headers a retry holds. 0, or -1 when
  * hdrs has none. */

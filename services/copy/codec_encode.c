@@ -50,21 +50,9 @@ int codec_headers_set_meta(rd_kafka_headers_t *hdrs, codec_meta_t m, const void 
     return codec_headers_set(hdrs, codec_meta_name(m), value, len);
 }
 
-int codec_headers_set_meta_u64(rd_kafka_headers_t *hdrs, codec_meta_t m, uint64_t v)
-{
-    char tmp[BUF_DEC_MAX];
-    size_t n = buf_format_u64(tmp, v);
-    return codec_headers_set_meta(hdrs, m, tmp, n);
-}
-
 bool codec_msg_cid_needs_header(const codec_msg_t *m)
 {
     return m->cid_in == CODEC_CID_IN_KEY;
-}
-
-bool codec_msg_cid_needs_key(const codec_msg_t *m)
-{
-    return m->cid_in == CODEC_CID_IN_HEADER;
 }
 
 int codec_headers_correlation_id(const rd_kafka_headers_t *hdrs, const void **value, size_t *len)
