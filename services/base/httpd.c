@@ -839,14 +839,6 @@ void httpd_set_ready_detail(httpd_t *h, const char *detail)
     pthread_mutex_unlock(&h->mu);
 }
 
-bool httpd_is_ready(httpd_t *h)
-{
-    pthread_mutex_lock(&h->mu);
-    bool r = h->ready;
-    pthread_mutex_unlock(&h->mu);
-    return r;
-}
-
 /* ---- server thread ---- */
 
 struct httpd_thread {

@@ -104,7 +104,6 @@ void httpd_set_ready(httpd_t *h, bool ready);
  * ndd's readiness of each role. Cut at 2 KiB; NULL or "" for none. Any thread. */
 void httpd_set_ready_detail(httpd_t *h, const char *detail);
 void httpd_set_ready_reason(httpd_t *h, const char *reason);
-bool httpd_is_ready(httpd_t *h);
 
 /* method: "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS" or "*" (any).
  * A route registered later for the same method and pattern replaces the earlier one.

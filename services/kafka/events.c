@@ -334,11 +334,6 @@ static int events_heartbeat_send(events_t *ev)
     return seq ? 0 : -1;
 }
 
-int events_heartbeat_now(events_t *ev)
-{
-    return events_heartbeat_send(ev);
-}
-
 static void events_config_send(events_t *ev, int64_t now);
 
 static void events_resend(events_t *ev, int64_t now)

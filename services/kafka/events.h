@@ -140,9 +140,6 @@ void events_free(events_t *ev, int timeout_ms);
  * states not yet acknowledged, serves delivery reports. Returns 1 when a heartbeat was
  * produced, else 0. Not with own_thread. */
 int events_tick(events_t *ev);
-/* Sends a heartbeat now (subject to the one-in-flight rule). 0 when produced, -1 when
- * dropped. */
-int events_heartbeat_now(events_t *ev);
 
 /* Raise or clear an alarm (type e.g. "endpoint-down", resource e.g. "probe-1/http://h:1/x",
  * "<feed>/<url>" for endpoint alarms as the admin names its own). Thread-safe, never blocks.
