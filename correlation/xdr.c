@@ -12,33 +12,11 @@ static const char *const xdr_completion_names[XDR_COMPLETION__COUNT] = {
     [XDR_REVOKED] = "revoked",
 };
 
-static const char *const xdr_str_names[XDR_S__COUNT] = {
-    [XDR_S_CORRELATION_ID] = "correlation_id",
-    [XDR_S_NF_INSTANCE] = "nf_instance",
-    [XDR_S_CONSUMER_ID] = "consumer_id",
-    [XDR_S_CONSUMER_FQDN] = "consumer_fqdn",
-    [XDR_S_PRODUCER_ID] = "producer_id",
-    [XDR_S_PRODUCER_FQDN] = "producer_fqdn",
-    [XDR_S_METHOD] = "method",
-    [XDR_S_PATH] = "path",
-    [XDR_S_SERVICE] = "service",
-    [XDR_S_OPERATION] = "operation",
-    [XDR_S_SUPI] = "supi",
-    [XDR_S_GPSI] = "gpsi",
-};
-
 const char *xdr_completion_name(xdr_completion_t c)
 {
     if ((unsigned)c >= XDR_COMPLETION__COUNT)
         return "unknown";
     return xdr_completion_names[c];
-}
-
-const char *xdr_str_name(xdr_str_t s)
-{
-    if ((unsigned)s >= XDR_S__COUNT)
-        return "unknown";
-    return xdr_str_names[s];
 }
 
 /* ---- path and body derivations ---- */
@@ -237,7 +215,7 @@ typedef struct xdr_lit {
         str, sizeof(str) - 1                                                                       \
     }
 
-/* ",\"<name>\":" per text field after the first (xdr_str_names). */
+/* ",\"<name>\":" per text field after the first. */
 static const xdr_lit_t xdr_json_keys[XDR_S__COUNT] = {
     [XDR_S_NF_INSTANCE] = XDR_LIT(",\"nf_instance\":"),
     [XDR_S_CONSUMER_ID] = XDR_LIT(",\"consumer_id\":"),

@@ -89,8 +89,6 @@ typedef struct xdr_subscriber_opts {
 /* ---- functions ---- */
 
 const char *xdr_completion_name(xdr_completion_t c);
-/* JSON member name of a text field ("correlation_id", ...). */
-const char *xdr_str_name(xdr_str_t s);
 
 /* Service name and operation from an SBI path (slices into path; query ignored):
  * "/nudm-sdm/v2/imsi-1/am-data?x" -> "nudm-sdm", "am-data". The operation is the last
