@@ -52,7 +52,6 @@ struct filter {
     size_t n_rules;
     filter_rule_t *rules;
     _Atomic uint64_t *hits; /* n_rules + 1; the last one counts the default */
-    json_t *definition;
     atomic_uint refs;
 };
 
@@ -582,7 +581,6 @@ static void filter_destroy(filter_t *f)
         filter_node_destroy(&f->rules[i].match);
     free(f->rules);
     free((void *)f->hits);
-    json_decref(f->definition);
     free(f);
 }
 
@@ -648,8 +646,7 @@ filter_t *filter_compile(const json_t *spec, char *err, size_t errlen)
     size_t n = json_array_size(jr);
     f->rules = calloc(n ? n : 1, sizeof *f->rules);
     f->hits = calloc(n + 1, sizeof *f->hits);
-    f->definition = json_deep_copy(spec);
-    if (!f->rules || !f->hits || !f->definition) {
+    if (!f->rules || !f->hits) {
         filter_fail(&c, "$", "out of memory");
         filter_destroy(f);
         return NULL;
@@ -798,15 +795,6 @@ const char *filter_rule_name(const filter_t *f, int i)
     return f->rules[i].name;
 }
 
-filter_action_t filter_rule_action(const filter_t *f, int i)
-{
-    if (!f)
-        return FILTER_ALLOW;
-    if (i < 0 || (size_t)i >= f->n_rules)
-        return f->default_action;
-    return f->rules[i].action;
-}
-
 uint64_t filter_rule_hits(const filter_t *f, int i)
 {
     if (!f)
@@ -816,11 +804,6 @@ uint64_t filter_rule_hits(const filter_t *f, int i)
     if (i < 0 || (size_t)i >= f->n_rules)
         return 0;
     return atomic_load_explicit(&f->hits[i], memory_order_relaxed);
-}
-
-const json_t *filter_definition(const filter_t *f)
-{
-    return f ? f->definition : NULL;
 }
 
 const char *filter_action_name(filter_action_t a)

@@ -46,11 +46,8 @@ filter_action_t filter_default_action(const filter_t *f);
 size_t filter_rule_count(const filter_t *f);
 /* Name of rule i, or "default" for FILTER_RULE_DEFAULT; NULL when out of range. */
 const char *filter_rule_name(const filter_t *f, int i);
-filter_action_t filter_rule_action(const filter_t *f, int i);
 /* Messages decided by rule i (or by the default) since the filter was compiled. */
 uint64_t filter_rule_hits(const filter_t *f, int i);
-/* The definition the filter was compiled from (borrowed; valid while f is). */
-const json_t *filter_definition(const filter_t *f);
 /* "allow" / "drop". */
 const char *filter_action_name(filter_action_t a);
 

@@ -387,10 +387,7 @@ static void test_first_matching_rule_decides_and_hits_are_counted(void **state)
     assert_string_equal(filter_rule_name(f, 1), "drop-nrf");
     assert_string_equal(filter_rule_name(f, FILTER_RULE_DEFAULT), "default");
     assert_null(filter_rule_name(f, 3));
-    assert_int_equal(filter_rule_action(f, 2), FILTER_ALLOW);
     assert_string_equal(filter_action_name(FILTER_DROP), "drop");
-    const json_t *def = filter_definition(f);
-    assert_string_equal(json_string_value(json_object_get(def, "name")), "order");
     filter_release(f);
 }
 
