@@ -106,6 +106,7 @@ static void test_ingress_run_starts_the_toy_and_counts_under_its_label(void **st
                 "ndd_ingress_messages_received_total{transport=\"toy-copy\"} 3"))
         fail_msg("no toy-copy count in:\n%s", (const char *)out.data);
     buf_free(&out);
+    metrics_registry_free(d.metrics);
     config_free(cfg);
 }
 
