@@ -117,6 +117,53 @@ static void admin_dlq_sort_by_topic(json_t *topics)
     free(v);
 }
 
+/* True when TOPIC no longer exists: the cluster is shared, so a topic listed a moment ago
+ * can be deleted before its offsets are asked for; that is not an outage. */
+static bool admin_dlq_topic_gone(admin_dlq_t *d, const char *topic, int64_t deadline)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(d->rk, topic, NULL);
+    const rd_kafka_metadata_t *md = NULL;
+    bool gone = rkt && rd_kafka_metadata(d->rk, 0, rkt, &md, admin_dlq_left_ms(deadline)) == 0 &&
+                md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (rkt)
+        rd_kafka_topic_destroy(rkt);
+    return gone;
+}
+
+/* The list entry of one topic: its record count (sum over partitions), or, when a partition
+ * cannot be read (no leader while the topic is created, deleted or its broker is down), the
+ * topic with "records": null and the broker's reason. NULL with err set when the cluster does
+ * not answer at all (503), NULL without when the topic went away meanwhile (left out). */
+static json_t *admin_dlq_topic_entry(admin_dlq_t *d, const rd_kafka_metadata_topic_t *mt,
+                                     int64_t deadline, admin_err_t *err)
+{
+    int64_t records = 0;
+    for (int p = 0; p < mt->partition_cnt; p++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+            d->rk, mt->topic, mt->partitions[p].id, &lo, &hi, admin_dlq_left_ms(deadline));
+        if (!e) {
+            records += hi > lo ? hi - lo : 0;
+            continue;
+        }
+        bool about_topic = e > 0 || e == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+                           e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+        if (about_topic && admin_dlq_topic_gone(d, mt->topic, deadline))
+            return NULL;
+        if (!about_topic) {
+            admin_err_set(err, 503, "kafka unavailable", "", "offsets of %s [%d]: %s", mt->topic,
+                          mt->partitions[p].id, rd_kafka_err2str(e));
+            return NULL;
+        }
+        char why[256];
+        snprintf(why, sizeof(why), "partition %d: %s", mt->partitions[p].id, rd_kafka_err2str(e));
+        return json_pack("{s:s,s:n,s:s}", "topic", mt->topic, "records", "error", why);
+    }
+    return json_pack("{s:s,s:I}", "topic", mt->topic, "records", records);
+}
+
 json_t *admin_dlq_topics(admin_dlq_t *d, admin_ctx_t *ctx, admin_err_t *err)
 {
     int64_t deadline = admin_now_ms() + ADMIN_DLQ_TIMEOUT_MS;
@@ -131,22 +178,15 @@ json_t *admin_dlq_topics(admin_dlq_t *d, admin_ctx_t *ctx, admin_err_t *err)
         const rd_kafka_metadata_topic_t *mt = &md->topics[t];
         if (mt->err || !admin_dlq_topic_ok(ctx, mt->topic))
             continue;
-        int64_t records = 0;
-        for (int p = 0; p < mt->partition_cnt; p++) {
-            int64_t lo, hi;
-            e = rd_kafka_query_watermark_offsets(d->rk, mt->topic, mt->partitions[p].id, &lo, &hi,
-                                                 admin_dlq_left_ms(deadline));
-            if (e) {
-                admin_err_set(err, 503, "kafka unavailable", "", "offsets of %s [%d]: %s",
-                              mt->topic, mt->partitions[p].id, rd_kafka_err2str(e));
-                json_decref(topics);
-                rd_kafka_metadata_destroy(md);
-                return NULL;
-            }
-            records += hi > lo ? hi - lo : 0;
+        err->status = 0;
+        json_t *entry = admin_dlq_topic_entry(d, mt, deadline, err);
+        if (!entry && err->status) {
+            json_decref(topics);
+            rd_kafka_metadata_destroy(md);
+            return NULL;
         }
-        json_array_append_new(topics,
-                              json_pack("{s:s,s:I}", "topic", mt->topic, "records", records));
+        if (entry)
+            json_array_append_new(topics, entry);
     }
     rd_kafka_metadata_destroy(md);
     admin_dlq_sort_by_topic(topics);

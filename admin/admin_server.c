@@ -76,6 +76,13 @@ static void admin_http_cb(httpd_req_t *hr, void *arg)
     httpd_reply(hr, resp.status, empty ? NULL : resp.content_type, empty ? NULL : body,
                 empty ? 0 : body_len);
     int cls = resp.status / 100;
+    /* a server-side failure is the operator's to see, with its reason (the client has it too) */
+    if (cls == 5) {
+        const char *nl = memchr(body, '\n', body_len);
+        int shown = (int)(nl ? (size_t)(nl - (const char *)body) : body_len);
+        log_warn("admin: %s %s answered %d: %.*s", httpd_req_method(hr), req.path, resp.status,
+                 shown < 400 ? shown : 400, (const char *)body);
+    }
     if (cls >= 1 && cls <= 5 && srv->requests[req.method][cls])
         metrics_counter_inc(srv->requests[req.method][cls]);
     admin_resp_free(&resp);

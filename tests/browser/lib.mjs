@@ -46,7 +46,8 @@ export class Watch {
       const st = /status of (\d{3})/.exec(t);
       if (m.type() === 'error' && st && t.startsWith('Failed to load resource') && this.allowed.has(Number(st[1]))) return;
       if (m.type() === 'warning' && !/Content Security Policy|CSP/.test(t)) return;
-      this.problems.push(`${m.type()}: ${t}`);
+      const where = m.location()?.url;
+      this.problems.push(`${m.type()}: ${t}${where ? ` (${where})` : ''}`);
     });
     page.on('pageerror', (e) => this.problems.push(`page error: ${e.message}`));
     page.on('dialog', (d) => d.accept());

@@ -50,6 +50,8 @@ trap cleanup EXIT
 fail() {
     echo "FAIL: $*"
     for f in "$T"/*.log; do echo "--- $f (last 15 lines)"; tail -15 "$f"; done
+    echo "--- server errors (5xx answers, errors) in every log"
+    grep -h " answered 5\| error " "$T"/*.log | tail -20
     exit 1
 }
 wait_port_file() { # FILE NAME

@@ -65,7 +65,7 @@ export function DeadLetters(p: { admin: boolean }) {
       {topics && topics.length > 0 && <table data-testid="dl-topics">
         <thead><tr><th scope="col">Topic</th><th scope="col">Records</th><th scope="col">Actions</th></tr></thead>
         <tbody>{topics.map((t) => (
-          <tr><th scope="row">{t.topic}</th><td class="num">{t.records}</td>
+          <tr><th scope="row">{t.topic}</th><td class="num">{t.records ?? <span title={t.error}>unknown: {t.error}</span>}</td>
             <td><button type="button" class="secondary" aria-pressed={open === t.topic} aria-label={`${open === t.topic ? 'Hide' : 'Show records'} of ${t.topic}`}
                         onClick={() => setOpen(open === t.topic ? null : t.topic)}>{open === t.topic ? 'Hide' : 'Show records'}</button></td></tr>
         ))}</tbody>
