@@ -21,8 +21,8 @@ A marked example is a fenced block with an HTML comment on the line right before
     <!-- docs-test: skip REASON -->            not run, with the reason (output, a sketch, ...)
 
 `file=NAME` after the kind also saves the block as NAME in the test's etc directory, which
-stands for /etc/ndd/ in the shell examples. In README.md and every docs/*.md (a new doc too,
-unless NOT_STRICT names it with its reason) every ```sh and ```json block (and ```bash,
+stands for /etc/ndd/ in the shell examples. In README.md and every docs/*.md (all named in STRICT;
+a new doc is added there, or to NOT_STRICT with its reason) every ```sh and ```json block (and ```bash,
 ```shell, ```console) must carry a marker (run or skip): an example added without one fails
 the test.
 
@@ -33,8 +33,37 @@ import os
 import re
 import sys
 
-# Every doc is strict: each of its ```sh and ```json blocks carries a marker. A doc that cannot
-# be is listed here with the reason (none today).
+# The strict docs: each of their ```sh and ```json blocks carries a marker. Every doc is here;
+# the test fails on a doc in neither list (a new doc is added here, or to NOT_STRICT with the
+# reason it cannot be strict) and on a name here that is not a doc.
+STRICT = (
+    "README.md",
+    "docs/adapter.md",
+    "docs/aggregation.md",
+    "docs/api.md",
+    "docs/benchmarks.md",
+    "docs/build.md",
+    "docs/configuration.md",
+    "docs/console.md",
+    "docs/contributing.md",
+    "docs/control-path.md",
+    "docs/correlation.md",
+    "docs/encodings.md",
+    "docs/filters.md",
+    "docs/georedundancy.md",
+    "docs/helm.md",
+    "docs/ingress.md",
+    "docs/kafka-cluster.md",
+    "docs/kafka-feed.md",
+    "docs/local-stack.md",
+    "docs/message-format.md",
+    "docs/ndd.md",
+    "docs/nfsim.md",
+    "docs/observability.md",
+    "docs/quickstart.md",
+    "docs/synthetic.md",
+    "docs/xdr.md",
+)
 NOT_STRICT = {}
 MARK = re.compile(r"^<!--\s*docs-test:\s*(sh|json|skip)\b(.*?)-->\s*$")
 KINDS = {"sh": {"", "check-config", "helm"},
@@ -66,11 +95,15 @@ def main():
         os.path.relpath(os.path.join(d, f), root)
         for d, _, names in os.walk(os.path.join(root, "docs")) for f in names if f.endswith(".md"))
     bad, n = [], 0
+    for rel in sorted(set(files) - set(STRICT) - set(NOT_STRICT)):
+        bad.append(f"{rel}: in neither STRICT nor NOT_STRICT of tests/docs_examples.py")
+    for rel in sorted(set(STRICT) - set(files)):
+        bad.append(f"{rel}: named in STRICT but not a doc")
     for rel in files:
         for line, info, mark, text in blocks(os.path.join(root, rel)):
             where = f"{rel}:{line}"
             if not mark:
-                if rel not in NOT_STRICT and info in ("sh", "bash", "shell", "console", "json"):
+                if rel in STRICT and info in ("sh", "bash", "shell", "console", "json"):
                     bad.append(f"{where}: ```{info} block without a docs-test marker")
                 continue
             kind, rest = mark.group(1), mark.group(2).split()
