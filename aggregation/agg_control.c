@@ -15,7 +15,6 @@
 
 struct agg_control {
     char nf[64], in_topic[256], main_topic[256], filter_name[128], instance[128];
-    char alarm_resource[384];
     bool filter_file_set;
     int64_t produce_alarm_ms;
     filter_slot_t *slot;
@@ -32,10 +31,9 @@ struct agg_control {
     uint64_t last_failures;
     int64_t last_failure_ms;
 
-    /* Filters from ndd.config swapped in / refused: the only count (agg_control_stats and the
-     * heartbeat read them); loaded is a state. */
+    /* Filters from ndd.config swapped in / refused: the only count (the heartbeat reads
+     * them). */
     metrics_counter_t *m_applied, *m_rejected;
-    bool loaded;
 };
 
 /* ---- ndd.config: which filter ---- */
@@ -182,7 +180,6 @@ static void agg_on_loaded(void *owner, size_t keys)
 {
     agg_control_t *c = owner;
     c->wc.dirty = true;
-    c->loaded = true;
     log_info("aggregation %s: configuration loaded (%zu filter/source records)", c->nf, keys);
 }
 
@@ -248,8 +245,7 @@ static void agg_alarm_check(void *owner, int64_t now)
         snprintf(text, sizeof(text),
                  "%" PRIu64 " produce refusals so far (records dead-lettered instead of %s)",
                  s.produce_failures, c->main_topic);
-    worker_control_alarm(&c->wc, AGG_ALARM_PRODUCE, c->alarm_resource,
-                         stalled || refusing ? text : NULL);
+    worker_control_produce_alarm(&c->wc, stalled || refusing ? text : NULL);
 }
 
 /* ---- life cycle ---- */
@@ -274,7 +270,8 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
         snprintf(c->filter_name, sizeof(c->filter_name), "ingress-%s", o->nf_type);
     /* One worker per NF type per pod: the NF type makes the host name unique. */
     worker_control_instance_name(c->instance, sizeof(c->instance), o->instance, o->nf_type);
-    snprintf(c->alarm_resource, sizeof(c->alarm_resource), "%.63s/%.249s", c->nf, c->main_topic);
+    char resource[384];
+    snprintf(resource, sizeof(resource), "%.63s/%.249s", c->nf, c->main_topic);
     c->filter_file_set = o->filter_file_set;
     c->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;
     c->slot = o->slot;
@@ -302,8 +299,9 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
                                 .collect = agg_collect,
                                 .info = agg_info,
                                 .resolve = agg_control_resolve,
-                                .check = agg_alarm_check};
-    c->loaded = !(o->config_topic && *o->config_topic);
+                                .check = agg_alarm_check,
+                                .produce_alarm = AGG_ALARM_PRODUCE,
+                                .produce_resource = resource};
     metrics_family_t *fu = metrics_counter_new(
         o->metrics ? o->metrics : metrics_default_registry(),
         "ndd_aggregation_filter_updates_total",
@@ -333,30 +331,9 @@ void agg_control_attach(agg_control_t *c, agg_worker_t *w)
         c->w = w;
 }
 
-int agg_control_wait_loaded(agg_control_t *c, int timeout_ms)
+worker_control_t *agg_control_wc(agg_control_t *c)
 {
-    return worker_control_wait_loaded(&c->wc, timeout_ms);
-}
-
-void agg_control_tick(void *arg)
-{
-    worker_control_tick(&((agg_control_t *)arg)->wc);
-}
-
-void agg_control_report_fatal(agg_control_t *c, const char *text, int timeout_ms)
-{
-    if (c)
-        worker_control_report_fatal(&c->wc, AGG_ALARM_PRODUCE, c->alarm_resource, text, timeout_ms);
-}
-
-agg_control_stats_t agg_control_stats(const agg_control_t *c)
-{
-    agg_control_stats_t s = {.filter_applied = metrics_counter_get(c->m_applied),
-                             .filter_rejected = metrics_counter_get(c->m_rejected),
-                             .loaded = c->loaded};
-    if (c->wc.ft)
-        s.loaded = config_topic_loaded(c->wc.ft);
-    return s;
+    return &c->wc;
 }
 
 void agg_control_free(agg_control_t *c, int timeout_ms)

@@ -20,6 +20,7 @@
 #include "filter.h"
 #include "kafka.h"
 #include "metrics.h"
+#include "worker_control.h"
 
 /* The alarm raised while MAIN (or the DLQ) produce fails, on resource "<nf>/<main topic>". */
 #define AGG_ALARM_PRODUCE "main-produce-failing"
@@ -45,12 +46,6 @@ typedef struct agg_control_opts {
     metrics_registry_t *metrics;
 } agg_control_opts_t;
 
-typedef struct agg_control_stats {
-    uint64_t filter_applied;  /* filters swapped in from ndd.config (a clear counts) */
-    uint64_t filter_rejected; /* filters from ndd.config that did not compile */
-    bool loaded;              /* initial load complete (true without a follower) */
-} agg_control_stats_t;
-
 typedef struct agg_control agg_control_t;
 
 /* NULL with err on a bad option (Kafka property, instance name too long, ...). */
@@ -58,15 +53,12 @@ agg_control_t *agg_control_new(const agg_control_opts_t *opts, char *err, size_t
 /* Lets heartbeats carry the worker's counters and the alarm watch its acknowledgements
  * (NULL detaches: call before agg_worker_free). */
 void agg_control_attach(agg_control_t *c, agg_worker_t *w);
-/* Polls the follower until the initial load is complete (the resolved filter is then in the
- * slot): 0, or -1 after timeout_ms (it keeps going; call again). Ticks events meanwhile. */
-int agg_control_wait_loaded(agg_control_t *c, int timeout_ms);
-/* One step: config changes, heartbeat when due, alarm check. For agg_config_t.on_tick. */
-void agg_control_tick(void *c);
-/* Raises the produce alarm as critical with text (the worker stopped on a fatal error) and
- * waits up to timeout_ms for it to leave. */
-void agg_control_report_fatal(agg_control_t *c, const char *text, int timeout_ms);
-agg_control_stats_t agg_control_stats(const agg_control_t *c);
+/* The shared control path it runs on: worker_control_wait_loaded polls the follower until the
+ * initial load is complete (the resolved filter is then in the slot), worker_control_tick
+ * steps it (config changes, heartbeat when due, alarm check) from the worker's on_tick,
+ * worker_control_report_fatal raises the produce alarm as critical (the worker stopped on a
+ * fatal error). */
+worker_control_t *agg_control_wc(agg_control_t *c);
 void agg_control_free(agg_control_t *c, int timeout_ms);
 
 #endif

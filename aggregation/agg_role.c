@@ -75,11 +75,6 @@ static const daemon_def_t agg_def = {.name = "ndd-aggregation",
                                      .settings = &agg_standalone,
                                      .check = agg_setup_check};
 
-static int agg_wait_loaded(void *ctl, int timeout_ms)
-{
-    return agg_control_wait_loaded(ctl, timeout_ms);
-}
-
 static int agg_role_run(daemon_t *d)
 {
     const agg_settings_t *S = d->def->settings;
@@ -100,7 +95,7 @@ static int agg_role_run(daemon_t *d)
     }
     /* The full configuration is applied before anything is consumed: a worker that started
      * without its ingress filter would let everything through. */
-    if (daemon_wait(d, agg_wait_loaded, run.ctl, S->config_topic)) {
+    if (daemon_wait(d, worker_control_wait_loaded, agg_control_wc(run.ctl), S->config_topic)) {
         rc = 0;
         goto out;
     }
@@ -114,10 +109,10 @@ static int agg_role_run(daemon_t *d)
     rc = agg_worker_run(run.w, d->stop, d->reload) == 0 ? 0 : 1;
     daemon_not_ready(d, "stopping");
     if (rc)
-        agg_control_report_fatal(run.ctl,
-                                 "worker stopped: a record could be written neither to "
-                                 "MAIN nor to the dead-letter topic",
-                                 2000);
+        worker_control_report_fatal(agg_control_wc(run.ctl),
+                                    "worker stopped: a record could be written neither to "
+                                    "MAIN nor to the dead-letter topic",
+                                    2000);
 out:
     agg_control_attach(run.ctl, NULL);
     agg_worker_free(run.w);

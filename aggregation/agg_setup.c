@@ -105,16 +105,12 @@ int agg_setup_create_topics(const daemon_t *d, const agg_settings_t *s)
         main_parts = n > 0 ? n : 6;
     /* A missing NF topic is created too (a local stack without auto-creation); an existing
      * one is left as it is. */
-    if (n < 1 && kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, in_topic,
-                                               main_parts, KAFKA_REPLICATION_AUTO, NULL, 0, 15000))
-        return -1;
-    if (kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, s->main_topic, main_parts,
-                                      KAFKA_REPLICATION_AUTO, NULL, 0, 15000) ||
-        kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, s->dlq_topic,
-                                      (int)s->dlq_partitions, KAFKA_REPLICATION_AUTO, NULL, 0,
-                                      15000))
-        return -1;
-    return 0;
+    kafka_topic_new_t t[] = {{in_topic, main_parts},
+                             {s->main_topic, main_parts},
+                             {s->dlq_topic, (int)s->dlq_partitions}};
+    size_t first = n < 1 ? 0 : 1;
+    return kafka_admin_create_topics_with(d->brokers, d->props, d->n_props, t + first, 3 - first,
+                                          15000);
 }
 
 agg_control_opts_t agg_setup_control(const daemon_t *d, const agg_settings_t *s,
@@ -144,7 +140,7 @@ agg_control_opts_t agg_setup_control(const daemon_t *d, const agg_settings_t *s,
 void agg_setup_tick(void *arg)
 {
     agg_run_t *run = arg;
-    agg_control_tick(run->ctl);
+    worker_control_tick(agg_control_wc(run->ctl));
     if (run->w)
         daemon_poll_partitions(run->d, agg_worker_assigned, run->w);
 }

@@ -15,8 +15,7 @@
 #include "worker_control.h"
 
 struct corr_control {
-    char main_topic[256], xdr_topic[256], name[128], instance[128], alarm_resource[384],
-        res_name[200];
+    char main_topic[256], xdr_topic[256], name[128], instance[128], res_name[200];
     int64_t produce_alarm_ms;
     worker_control_t wc; /* ndd.config follower (wc.dirty: a correlation record changed since
                           * the last resolve) and ndd.events publisher */
@@ -276,7 +275,7 @@ static void corr_alarm_check(void *owner, int64_t now)
         snprintf(text, sizeof(text),
                  "%" PRIu64 " records unacknowledged for %" PRId64 " s (producing xDRs to %s)",
                  s.unacked, ms / 1000, c->xdr_topic);
-    worker_control_alarm(&c->wc, CORR_ALARM_PRODUCE, c->alarm_resource, stalled ? text : NULL);
+    worker_control_produce_alarm(&c->wc, stalled ? text : NULL);
 }
 
 /* ---- life cycle ---- */
@@ -294,8 +293,8 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
     /* The instance in the resource: two workers writing the same XDR topic must not clear
      * each other's alarm. */
     snprintf(c->xdr_topic, sizeof(c->xdr_topic), "%s", o->xdr_topic ? o->xdr_topic : "XDR");
-    snprintf(c->alarm_resource, sizeof(c->alarm_resource), "%.127s/%.249s", c->instance,
-             c->xdr_topic);
+    char resource[384];
+    snprintf(resource, sizeof(resource), "%.127s/%.249s", c->instance, c->xdr_topic);
     snprintf(c->res_name, sizeof(c->res_name), "correlation/%.180s", c->instance);
     c->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;
 
@@ -320,7 +319,9 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
                                 .collect = corr_collect,
                                 .info = corr_info,
                                 .resolve = corr_control_resolve,
-                                .check = corr_alarm_check};
+                                .check = corr_alarm_check,
+                                .produce_alarm = CORR_ALARM_PRODUCE,
+                                .produce_resource = resource};
     if (worker_control_open(&c->wc, &wo, err, errlen)) {
         free(c);
         return NULL;
@@ -341,8 +342,8 @@ void corr_control_attach(corr_control_t *c, corr_worker_t *w, const corr_setting
         c->started = *started;
         /* The record may have named another XDR topic than the command line. */
         snprintf(c->xdr_topic, sizeof(c->xdr_topic), "%s", started->xdr_topic);
-        snprintf(c->alarm_resource, sizeof(c->alarm_resource), "%.127s/%.249s", c->instance,
-                 c->xdr_topic);
+        snprintf(c->wc.produce_resource, sizeof(c->wc.produce_resource), "%.127s/%.249s",
+                 c->instance, c->xdr_topic);
         c->last_timeout_ms = corr_worker_timeout_us(w) / 1000;
     }
     free(c->applied);
@@ -350,21 +351,9 @@ void corr_control_attach(corr_control_t *c, corr_worker_t *w, const corr_setting
     c->wc.dirty = w != NULL; /* a change during the start is applied at once */
 }
 
-int corr_control_wait_loaded(corr_control_t *c, int timeout_ms)
+worker_control_t *corr_control_wc(corr_control_t *c)
 {
-    return worker_control_wait_loaded(&c->wc, timeout_ms);
-}
-
-void corr_control_tick(void *arg)
-{
-    worker_control_tick(&((corr_control_t *)arg)->wc);
-}
-
-void corr_control_report_fatal(corr_control_t *c, const char *text, int timeout_ms)
-{
-    if (c)
-        worker_control_report_fatal(&c->wc, CORR_ALARM_PRODUCE, c->alarm_resource, text,
-                                    timeout_ms);
+    return &c->wc;
 }
 
 void corr_control_free(corr_control_t *c, int timeout_ms)

@@ -17,6 +17,7 @@
 #include "corr_worker.h"
 #include "kafka.h"
 #include "metrics.h"
+#include "worker_control.h"
 
 #define CORR_ALARM_PRODUCE "xdr-produce-failing"
 #define CORR_ALARM_REJECTED "config-rejected"
@@ -55,20 +56,17 @@ typedef struct corr_control corr_control_t;
 
 /* NULL with err on a bad option (Kafka property, instance name too long...). */
 corr_control_t *corr_control_new(const corr_control_opts_t *opts, char *err, size_t errlen);
-/* Polls the follower until the initial load is complete: 0, or -1 after timeout_ms (it keeps
- * going: call again). Ticks the events publisher meanwhile. */
-int corr_control_wait_loaded(corr_control_t *c, int timeout_ms);
+/* The shared control path it runs on: worker_control_wait_loaded polls the follower until the
+ * initial load is complete, worker_control_tick steps it (config changes, heartbeat when due,
+ * produce alarm check) from the worker's on_tick, worker_control_report_fatal raises the
+ * produce alarm as critical (the worker stopped on a fatal error). */
+worker_control_t *corr_control_wc(corr_control_t *c);
 /* The settings of the matching record as held now (no record: name "" and no *_set). */
 void corr_control_settings(corr_control_t *c, corr_settings_t *out);
 /* The worker whose counters heartbeats carry and whose live settings changes go to, with the
  * settings it was started with (restart-only ones are compared against them). NULL detaches
  * (before corr_worker_free). */
 void corr_control_attach(corr_control_t *c, corr_worker_t *w, const corr_settings_t *started);
-/* One step: config changes, heartbeat when due, produce alarm check. For on_tick. */
-void corr_control_tick(void *c);
-/* Raises the produce alarm as critical (the worker stopped on a fatal error) and waits up
- * to timeout_ms for it to leave. */
-void corr_control_report_fatal(corr_control_t *c, const char *text, int timeout_ms);
 void corr_control_free(corr_control_t *c, int timeout_ms);
 
 #endif

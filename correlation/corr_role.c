@@ -94,11 +94,6 @@ static const daemon_def_t corr_def = {.name = "ndd-correlation",
                                       .settings = &corr_standalone,
                                       .check = corr_setup_check};
 
-static int corr_wait_loaded(void *ctl, int timeout_ms)
-{
-    return corr_control_wait_loaded(ctl, timeout_ms);
-}
-
 static int corr_role_run(daemon_t *d)
 {
     const corr_settings_map_t *S = d->def->settings;
@@ -115,7 +110,7 @@ static int corr_role_run(daemon_t *d)
         fprintf(stderr, "%s: control path: %s\n", d->name, err);
         goto out;
     }
-    if (daemon_wait(d, corr_wait_loaded, run.ctl, S->config_topic) ||
+    if (daemon_wait(d, worker_control_wait_loaded, corr_control_wc(run.ctl), S->config_topic) ||
         (corr_control_settings(run.ctl, &st), corr_setup_wait_enabled(d, run.ctl, &st))) {
         rc = 0;
         goto out;
@@ -135,10 +130,10 @@ static int corr_role_run(daemon_t *d)
     rc = corr_worker_run(run.w, d->stop) == 0 ? 0 : 1;
     daemon_not_ready(d, "stopping");
     if (rc != 0)
-        corr_control_report_fatal(run.ctl,
-                                  "the worker stopped: an xDR or dead-letter record was "
-                                  "refused by the broker (see its log)",
-                                  5000);
+        worker_control_report_fatal(corr_control_wc(run.ctl),
+                                    "the worker stopped: an xDR or dead-letter record was "
+                                    "refused by the broker (see its log)",
+                                    5000);
 out:
     corr_control_attach(run.ctl, NULL, NULL);
     corr_worker_free(run.w);

@@ -157,21 +157,14 @@ int corr_setup_create_topics(const daemon_t *d, const corr_settings_map_t *s,
 {
     int n =
         kafka_admin_topic_partitions_with(d->brokers, d->props, d->n_props, cc->main_topic, 5000);
-    if (n < 1) {
-        if (kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, cc->main_topic,
-                                          (int)s->main_partitions, KAFKA_REPLICATION_AUTO, NULL, 0,
-                                          15000))
-            return -1;
+    size_t first = n < 1 ? 0 : 1; /* MAIN only when missing */
+    if (n < 1)
         n = (int)s->main_partitions;
-    }
-    int xp = s->xdr_partitions > 0 ? (int)s->xdr_partitions : n;
-    if (kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, cc->xdr_topic, xp,
-                                      KAFKA_REPLICATION_AUTO, NULL, 0, 15000) ||
-        kafka_admin_create_topic_with(d->brokers, d->props, d->n_props, s->dlq_topic,
-                                      (int)s->dlq_partitions, KAFKA_REPLICATION_AUTO, NULL, 0,
-                                      15000))
-        return -1;
-    return 0;
+    kafka_topic_new_t t[] = {{cc->main_topic, n},
+                             {cc->xdr_topic, s->xdr_partitions > 0 ? (int)s->xdr_partitions : n},
+                             {s->dlq_topic, (int)s->dlq_partitions}};
+    return kafka_admin_create_topics_with(d->brokers, d->props, d->n_props, t + first, 3 - first,
+                                          15000);
 }
 
 int corr_setup_wait_enabled(daemon_t *d, corr_control_t *ctl, corr_settings_t *st)
@@ -182,8 +175,8 @@ int corr_setup_wait_enabled(daemon_t *d, corr_control_t *ctl, corr_settings_t *s
     log_warn("correlation: disabled by record \"%s\"; waiting for it to be enabled", st->name);
     daemon_not_ready(d, "disabled by configuration");
     while (!*d->stop && !st->enabled) {
-        corr_control_wait_loaded(ctl, 0);
-        corr_control_tick(ctl);
+        worker_control_wait_loaded(corr_control_wc(ctl), 0);
+        worker_control_tick(corr_control_wc(ctl));
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
         corr_control_settings(ctl, st);
@@ -195,7 +188,7 @@ int corr_setup_wait_enabled(daemon_t *d, corr_control_t *ctl, corr_settings_t *s
 void corr_setup_tick(void *arg)
 {
     corr_run_t *run = arg;
-    corr_control_tick(run->ctl);
+    worker_control_tick(corr_control_wc(run->ctl));
     if (run->w)
         daemon_poll_partitions(run->d, corr_worker_assigned, run->w);
 }

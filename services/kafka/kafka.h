@@ -314,6 +314,17 @@ int kafka_admin_create_topic_with(const char *brokers, const kafka_prop_t *clien
                                   size_t n_client_props, const char *topic, int partitions,
                                   int replication, const kafka_prop_t *configs, size_t n_configs,
                                   int timeout_ms);
+/* One topic of kafka_admin_create_topics_with. */
+typedef struct kafka_topic_new {
+    const char *topic;
+    int partitions;
+} kafka_topic_new_t;
+/* What a daemon creates at start: each of topics in turn with NDD's replication rule
+ * (KAFKA_REPLICATION_AUTO) and no topic configs, each within timeout_ms. 0, or -1 at the first
+ * that fails (logged with its name). */
+int kafka_admin_create_topics_with(const char *brokers, const kafka_prop_t *client_props,
+                                   size_t n_client_props, const kafka_topic_new_t *topics,
+                                   size_t n_topics, int timeout_ms);
 int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms);
 /* Number of brokers the cluster's metadata lists, or -1 when it did not answer. */
 int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms);

@@ -253,6 +253,18 @@ int kafka_admin_create_topic_with(const char *brokers, const kafka_prop_t *clien
     return rc;
 }
 
+int kafka_admin_create_topics_with(const char *brokers, const kafka_prop_t *client_props,
+                                   size_t n_client_props, const kafka_topic_new_t *topics,
+                                   size_t n_topics, int timeout_ms)
+{
+    for (size_t i = 0; i < n_topics; i++)
+        if (kafka_admin_create_topic_with(brokers, client_props, n_client_props, topics[i].topic,
+                                          topics[i].partitions, KAFKA_REPLICATION_AUTO, NULL, 0,
+                                          timeout_ms))
+            return -1;
+    return 0;
+}
+
 int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms)
 {
     rd_kafka_t *rk = kafka_admin_client(brokers, NULL, 0);

@@ -81,6 +81,9 @@ int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, ch
     wc->on_loaded = o->on_loaded;
     wc->owner = o->owner;
     snprintf(wc->log_name, sizeof(wc->log_name), "%s", o->log_name ? o->log_name : o->service);
+    wc->produce_alarm = o->produce_alarm;
+    snprintf(wc->produce_resource, sizeof(wc->produce_resource), "%s",
+             o->produce_resource ? o->produce_resource : "");
     kafka_prop_t *props = calloc(o->n_props + 1, sizeof(*props));
     if (!props) {
         snprintf(err, errlen, "control path: out of memory");
@@ -133,7 +136,8 @@ fail:
     return -1;
 }
 
-void worker_control_step(worker_control_t *wc, int poll_ms)
+/* One step: config_topic_poll(poll_ms), resolve when dirty and loaded, events_tick, check. */
+static void worker_control_step(worker_control_t *wc, int poll_ms)
 {
     if (wc->ft) {
         config_topic_poll(wc->ft, poll_ms);
@@ -148,8 +152,9 @@ void worker_control_step(worker_control_t *wc, int poll_ms)
     }
 }
 
-int worker_control_wait_loaded(worker_control_t *wc, int timeout_ms)
+int worker_control_wait_loaded(void *arg, int timeout_ms)
 {
+    worker_control_t *wc = arg;
     int64_t end = worker_control_now_ms() + timeout_ms;
     while (wc->ft && !config_topic_loaded(wc->ft)) {
         int64_t left = end - worker_control_now_ms();
@@ -172,20 +177,19 @@ void worker_control_tick(worker_control_t *wc)
     worker_control_step(wc, 0);
 }
 
-void worker_control_report_fatal(worker_control_t *wc, const char *alarm, const char *resource,
-                                 const char *text, int timeout_ms)
+void worker_control_report_fatal(worker_control_t *wc, const char *text, int timeout_ms)
 {
     if (!wc->ev)
         return;
-    events_alarm_raise(wc->ev, alarm, resource, EVENTS_CRITICAL, text);
+    events_alarm_raise(wc->ev, wc->produce_alarm, wc->produce_resource, EVENTS_CRITICAL, text);
     events_flush(wc->ev, timeout_ms);
 }
 
-void worker_control_alarm(worker_control_t *wc, const char *alarm, const char *resource,
-                          const char *text)
+void worker_control_produce_alarm(worker_control_t *wc, const char *text)
 {
     if (!wc->ev)
         return;
+    const char *alarm = wc->produce_alarm, *resource = wc->produce_resource;
     bool active = events_alarm_active(wc->ev, alarm, resource);
     if (text) {
         if (!active)

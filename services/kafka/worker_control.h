@@ -50,6 +50,10 @@ typedef struct worker_control_opts {
     void (*resolve)(void *owner);
     /* Called from every step while events are on (alarm checks); may be NULL. */
     void (*check)(void *owner, int64_t now_ms);
+    /* The worker's produce alarm ("main-produce-failing") and its resource: what
+     * worker_control_produce_alarm and worker_control_report_fatal raise. */
+    const char *produce_alarm;
+    const char *produce_resource;
 } worker_control_opts_t;
 
 typedef struct worker_control {
@@ -62,6 +66,8 @@ typedef struct worker_control {
     config_topic_loaded_fn on_loaded;
     void *owner;
     char log_name[96];
+    const char *produce_alarm;
+    char produce_resource[384]; /* the owner may change it (an XDR topic from ndd.config) */
 } worker_control_t;
 
 /* The produce-stall watch; zero-initialise. */
@@ -82,21 +88,18 @@ void worker_control_instance_name(char *out, size_t size, const char *given, con
 /* Fills wc and creates the followers that are on. -1 with err (wc is then closed). */
 int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, char *err,
                         size_t errlen);
-/* One step: config_topic_poll(poll_ms), resolve when dirty and loaded, events_tick, check. */
-void worker_control_step(worker_control_t *wc, int poll_ms);
 /* Steps until the configuration is loaded or timeout_ms passed: 0 when loaded (or there is no
- * configuration topic), -1 otherwise. */
-int worker_control_wait_loaded(worker_control_t *wc, int timeout_ms);
+ * configuration topic), -1 otherwise. wc is a worker_control_t: the function is a
+ * daemon_wait_fn as it is. */
+int worker_control_wait_loaded(void *wc, int timeout_ms);
 /* The worker's on_tick: one non-blocking step at most every few ms. */
 void worker_control_tick(worker_control_t *wc);
-/* Raises alarm/resource as critical and flushes the events for up to timeout_ms (the worker
- * is stopping on a fatal error). No-op without events. */
-void worker_control_report_fatal(worker_control_t *wc, const char *alarm, const char *resource,
-                                 const char *text, int timeout_ms);
-/* Raises alarm/resource (major) with text, or clears it when text is NULL; the first raise
+/* Raises the produce alarm as critical with text and flushes the events for up to timeout_ms
+ * (the worker is stopping on a fatal error). No-op without events. */
+void worker_control_report_fatal(worker_control_t *wc, const char *text, int timeout_ms);
+/* Raises the produce alarm (major) with text, or clears it when text is NULL; the first raise
  * and the clearing of an active one are logged. No-op without events. */
-void worker_control_alarm(worker_control_t *wc, const char *alarm, const char *resource,
-                          const char *text);
+void worker_control_produce_alarm(worker_control_t *wc, const char *text);
 /* Frees the followers (the last heartbeat is sent within timeout_ms). */
 void worker_control_close(worker_control_t *wc, int timeout_ms);
 
