@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "codec.h"
 #include "filter.h"
+#include "kafka_txn.h"
 #include "kafka_wake.h"
 #include "partitions.h"
 
@@ -105,6 +106,7 @@ struct agg_worker {
     int64_t txn_due_ms;   /* next commit */
     int64_t txn_retry_ms; /* next attempt of a rebuild or init that failed */
     uint64_t txn_commits, txn_aborts;
+    kafka_txn_pair_t *txn; /* the bounded commit, its metrics (kafka_txn.h) */
     char txn_id[800];
     agg_metrics_t m;  /* the only count of each event: agg_worker_stats reads these */
     agg_stats_t base; /* what the counters held when this worker was made (same registry) */

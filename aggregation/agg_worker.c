@@ -515,6 +515,13 @@ static int agg_txn_rewind(agg_worker_t *w)
     return rc;
 }
 
+/* Whether the consumer has a fatal error (fenced): its next poll rebuilds it (kafka.h), the new
+ * member reads from the committed offsets, and its LOST drops what this one holds. */
+static bool agg_consumer_fenced(agg_worker_t *w)
+{
+    return kafka_consumer_fatal_error(w->consumer, NULL, 0) != 0;
+}
+
 /* A transactional call failed (kafka_txn.h, "Recovery"): abort and rewind, or (fatal, or the
  * abort or the rewind failed) the pair is made again from the committed offsets. */
 static void agg_txn_recover(agg_worker_t *w, kafka_txn_rc_t rc, const char *why)
@@ -522,13 +529,22 @@ static void agg_txn_recover(agg_worker_t *w, kafka_txn_rc_t rc, const char *why)
     char e2[512] = "";
     w->txn_aborts++;
     if (rc == KAFKA_TXN_ABORT && w->txn_open &&
-        kafka_txn_abort(kafka_producer_handle(w->producer), e2, sizeof e2) != KAFKA_TXN_OK)
+        kafka_txn_pair_abort(w->txn, kafka_producer_handle(w->producer), e2, sizeof e2) !=
+            KAFKA_TXN_OK)
         rc = KAFKA_TXN_REBUILD;
     w->txn_open = w->txn_failed = false;
     if (rc == KAFKA_TXN_ABORT) {
         /* the purged records' reports give their slots back */
         for (int i = 0; i < 100 && kafka_producer_outq_len(w->producer) > 0; i++)
             kafka_producer_poll(w->producer, 10);
+        if (agg_consumer_fenced(w)) {
+            /* no rewind: a fenced consumer cannot seek, and its rebuild reads from the
+             * committed offsets anyway */
+            log_warn("aggregation %s: %s; transaction aborted, the consumer is fenced: made "
+                     "again by its next poll, reading from the committed offsets",
+                     w->cfg.nf_type, why);
+            return;
+        }
         if (agg_txn_rewind(w) == 0) {
             log_warn("aggregation %s: %s; transaction aborted, produced again from the last "
                      "committed offsets",
@@ -546,8 +562,12 @@ static void agg_txn_recover(agg_worker_t *w, kafka_txn_rc_t rc, const char *why)
  * offsets moved: filtered records). */
 static void agg_txn_commit(agg_worker_t *w)
 {
-    if (w->txn_failed) {
-        agg_txn_recover(w, KAFKA_TXN_ABORT, "a record of the transaction failed");
+    if (w->txn_failed || agg_consumer_fenced(w)) {
+        /* a fenced member's offsets would be refused (after a wait librdkafka may not bound) */
+        if (w->txn_failed || w->txn_open)
+            agg_txn_recover(w, KAFKA_TXN_ABORT,
+                            w->txn_failed ? "a record of the transaction failed"
+                                          : "the consumer is fenced (fatal error)");
         return;
     }
     rd_kafka_topic_partition_list_t *offs = agg_txn_offsets(w);
@@ -561,7 +581,8 @@ static void agg_txn_commit(agg_worker_t *w)
     kafka_txn_rc_t rc = w->txn_open ? KAFKA_TXN_OK : kafka_txn_begin(ph, why, sizeof why);
     if (rc == KAFKA_TXN_OK) {
         w->txn_open = true;
-        rc = kafka_txn_commit(ph, kafka_consumer_handle(w->consumer), offs, why, sizeof why);
+        rc = kafka_txn_pair_commit(w->txn, ph, kafka_consumer_handle(w->consumer), offs, why,
+                                   sizeof why);
     }
     if (rc == KAFKA_TXN_OK && w->txn_failed) /* librdkafka committed despite a failed record */
         log_error("aggregation %s: transaction committed after a record failed", w->cfg.nf_type);
@@ -594,7 +615,7 @@ static bool agg_txn_ready(agg_worker_t *w)
     char why[512];
     if (w->txn_rebuild) {
         w->txn_open = false;
-        if (kafka_pair_rebuild(w->producer, w->consumer))
+        if (kafka_txn_pair_rebuild(w->txn, w->producer, w->consumer))
             return false;
         agg_slot_t *s;
         while ((s = agg_fifo_pop(w)))
@@ -761,6 +782,19 @@ static size_t agg_txn_setup(agg_worker_t *w, kafka_prop_t *pdefs)
         snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
     }
     kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->in_topic, inst);
+    char who[128];
+    snprintf(who, sizeof who, "aggregation %s", cfg->nf_type);
+    kafka_txn_pair_opts_t to = {.txn_id = w->txn_id,
+                                .group = w->group,
+                                .topic = w->in_topic,
+                                .who = who,
+                                .call_ms = cfg->transaction_call_ms,
+                                .metrics = cfg->metrics,
+                                .metric_prefix = "ndd_aggregation",
+                                .label = "nf_type",
+                                .label_value = cfg->nf_type};
+    if (!(w->txn = kafka_txn_pair_new(&to)))
+        return (size_t)-1;
     w->txn_init = true;
     return kafka_txn_props(pdefs, w->txn_id);
 }
@@ -777,8 +811,13 @@ static int agg_pair_open(agg_worker_t *w, char *err, size_t errlen)
     char qmax[32];
     snprintf(qmax, sizeof(qmax), "%u", w->n_slots + 1000);
     kafka_prop_t pdefs[1 + KAFKA_TXN_N_PROPS] = {{"queue.buffering.max.messages", qmax}};
-    size_t npdefs = 1;
-    npdefs += agg_txn_setup(w, pdefs + 1);
+    size_t npdefs = agg_txn_setup(w, pdefs + 1);
+    if (npdefs == (size_t)-1) {
+        snprintf(err, errlen, "aggregation %s: out of memory or metrics registration failed",
+                 w->cfg.nf_type);
+        return -1;
+    }
+    npdefs++;
     /* Memory: what librdkafka prefetches beyond the in-flight records is bounded small (a
      * few fetch responses); a held record keeps its fetch response alive, so big responses
      * would multiply the in-flight bytes. Both can be overridden with kafka.consumer.*. */
@@ -1080,6 +1119,8 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
     if (!w->eos)
         agg_store_offsets(w);
     kafka_wake_close(&w->wake);
+    kafka_txn_pair_free(w->txn, w->producer);
+    w->txn = NULL;
     kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
     agg_stats_t st = agg_worker_stats(w);
     log_info("aggregation %s: stopped: consumed %" PRIu64 ", produced %" PRIu64
@@ -1110,6 +1151,7 @@ void agg_worker_free(agg_worker_t *w)
     if (!w)
         return;
     kafka_wake_close(&w->wake);
+    kafka_txn_pair_free(w->txn, w->producer);
     kafka_pair_close(&w->producer, &w->consumer, w->cfg.shutdown_timeout_ms);
     for (uint32_t i = 0; w->slots && i < w->n_slots; i++) {
         if (w->slots[i].src)

@@ -41,6 +41,7 @@ typedef struct agg_config {
      * after the acknowledgements). */
     bool exactly_once;
     int transaction_ms;
+    int transaction_call_ms; /* longest wait of a commit; 0: KAFKA_TXN_CALL_MS */
     int shutdown_timeout_ms; /* flush budget at stop */
     int revoke_flush_ms;     /* wait for acks before giving partitions up; 0: not at all */
     const char *filter_file; /* NULL: allow everything (or what filter_slot is given) */

@@ -116,8 +116,9 @@ struct corr_worker {
     int64_t add_replay_to;  /* ... silent below this one (read again: committed already) */
     uint64_t replay_silent; /* xDRs not emitted again */
     char txn_id[800];
-    corr_metrics_t m;  /* the only count of each event: corr_worker_stats reads these */
-    corr_stats_t base; /* what the counters held when this worker was made (same registry) */
+    kafka_txn_pair_t *txn; /* the bounded commit, its metrics (kafka_txn.h) */
+    corr_metrics_t m;      /* the only count of each event: corr_worker_stats reads these */
+    corr_stats_t base;     /* what the counters held when this worker was made (same registry) */
 };
 
 static int corr_txn_begin(corr_worker_t *w);
@@ -579,17 +580,33 @@ static int corr_txn_rewind(corr_worker_t *w)
     return rc;
 }
 
+/* Whether the consumer has a fatal error (fenced): its next poll rebuilds it (kafka.h), the new
+ * member reads from the committed offsets, and its LOST drops what this one holds. */
+static bool corr_consumer_fenced(corr_worker_t *w)
+{
+    return kafka_consumer_fatal_error(w->consumer, NULL, 0) != 0;
+}
+
 static void corr_txn_recover(corr_worker_t *w, kafka_txn_rc_t rc, const char *why)
 {
     char e2[512] = "";
     if (rc == KAFKA_TXN_ABORT && w->txn_open &&
-        kafka_txn_abort(kafka_producer_handle(w->producer), e2, sizeof e2) != KAFKA_TXN_OK)
+        kafka_txn_pair_abort(w->txn, kafka_producer_handle(w->producer), e2, sizeof e2) !=
+            KAFKA_TXN_OK)
         rc = KAFKA_TXN_REBUILD;
     w->txn_open = w->txn_failed = false;
     w->txn_records = 0;
     if (rc == KAFKA_TXN_ABORT) {
         for (int i = 0; i < 100 && kafka_producer_outq_len(w->producer) > 0; i++)
             kafka_producer_poll(w->producer, 10); /* the purged records' reports */
+        if (corr_consumer_fenced(w)) {
+            /* no rewind: a fenced consumer cannot seek, and its rebuild reads from the
+             * committed offsets anyway */
+            log_warn("correlation: %s; transaction aborted, the consumer is fenced: made again "
+                     "by its next poll, reading from the committed offsets",
+                     why);
+            return;
+        }
         if (corr_txn_rewind(w) == 0) {
             log_warn("correlation: %s; transaction aborted, read again from the last committed "
                      "offsets",
@@ -618,8 +635,12 @@ static int corr_txn_begin(corr_worker_t *w)
 /* Commits the open transaction with the offsets (and processed offsets) of what it holds. */
 static void corr_txn_commit(corr_worker_t *w)
 {
-    if (w->txn_failed) {
-        corr_txn_recover(w, KAFKA_TXN_ABORT, "a record of the transaction failed");
+    if (w->txn_failed || corr_consumer_fenced(w)) {
+        /* a fenced member's offsets would be refused (after a wait librdkafka may not bound) */
+        if (w->txn_failed || w->txn_open)
+            corr_txn_recover(w, KAFKA_TXN_ABORT,
+                             w->txn_failed ? "a record of the transaction failed"
+                                           : "the consumer is fenced (fatal error)");
         return;
     }
     rd_kafka_topic_partition_list_t *offs = corr_txn_offsets(w);
@@ -629,8 +650,9 @@ static void corr_txn_commit(corr_worker_t *w)
         return;
     }
     char why[512];
-    kafka_txn_rc_t rc = kafka_txn_commit(kafka_producer_handle(w->producer),
-                                         kafka_consumer_handle(w->consumer), offs, why, sizeof why);
+    kafka_txn_rc_t rc =
+        kafka_txn_pair_commit(w->txn, kafka_producer_handle(w->producer),
+                              kafka_consumer_handle(w->consumer), offs, why, sizeof why);
     if (rc == KAFKA_TXN_OK) {
         w->txn_open = false;
         w->txn_records = 0;
@@ -687,7 +709,7 @@ static bool corr_txn_ready(corr_worker_t *w)
     if (w->txn_rebuild) {
         w->txn_open = false;
         w->txn_records = 0;
-        if (kafka_pair_rebuild(w->producer, w->consumer))
+        if (kafka_txn_pair_rebuild(w->txn, w->producer, w->consumer))
             return false;
         w->txn_rebuild = false;
         w->txn_init = true;
@@ -772,7 +794,7 @@ static void corr_on_rebalance(void *owner, kafka_rebalance_kind_t kind,
         /* what is produced goes over with its offsets, or (lost, or the commit failed) is
          * aborted and read again by the next owner */
         if (kind == KAFKA_REBALANCE_REVOKED && !w->txn_rebuild && !w->txn_init)
-            corr_txn_commit(w);
+            corr_txn_commit(w); /* aborts instead when the consumer is fenced */
         else if (w->txn_open)
             corr_txn_recover(w, KAFKA_TXN_ABORT, "partitions lost");
     } else if (!w->eos && kind == KAFKA_REBALANCE_REVOKED && !w->fatal && !w->closing) {
@@ -845,6 +867,15 @@ static size_t corr_txn_setup(corr_worker_t *w, kafka_prop_t *pdefs)
                                  w->cfg.http_port))
         snprintf(inst, sizeof inst, "pid%ld", (long)getpid());
     kafka_txn_id(w->txn_id, sizeof w->txn_id, w->group, w->main_topic, inst);
+    kafka_txn_pair_opts_t to = {.txn_id = w->txn_id,
+                                .group = w->group,
+                                .topic = w->main_topic,
+                                .who = "correlation",
+                                .call_ms = w->cfg.transaction_call_ms,
+                                .metrics = w->cfg.metrics,
+                                .metric_prefix = "ndd_correlation"};
+    if (!(w->txn = kafka_txn_pair_new(&to)))
+        return (size_t)-1;
     w->txn_init = true;
     return kafka_txn_props(pdefs, w->txn_id);
 }
@@ -955,6 +986,10 @@ corr_worker_t *corr_worker_new(const corr_config_t *cfg, char *err, size_t errle
                                   {"enable.auto.commit", "false"}};
     kafka_prop_t pdefs[KAFKA_TXN_N_PROPS];
     size_t npdefs = corr_txn_setup(w, pdefs);
+    if (npdefs == (size_t)-1) {
+        snprintf(err, errlen, "correlation: out of memory or metrics registration failed");
+        goto fail;
+    }
     if (w->eos && cfg->transaction_ms <= 0) {
         snprintf(err, errlen, "correlation: exactly-once needs transaction-ms > 0");
         goto fail;
@@ -1080,6 +1115,9 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
     }
     w->closing = true;
     corr_metrics_refresh(w);
+    kafka_txn_pair_free(w->txn, w->producer);
+    w->txn = NULL;
+    kafka_txn_pair_free(w->txn, w->producer);
     kafka_pair_close(&w->producer, &w->consumer, 0); /* commits the stored offsets */
     es = correlate_stats(w->engine);
     corr_stats_t st = corr_worker_stats(w);

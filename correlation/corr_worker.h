@@ -62,6 +62,7 @@ typedef struct corr_config {
      * committed every transaction_ms. */
     bool exactly_once;
     int transaction_ms;
+    int transaction_call_ms;     /* longest wait of a commit; 0: KAFKA_TXN_CALL_MS */
     metrics_registry_t *metrics; /* NULL: metrics_default_registry() */
     /* Called from the worker's thread on every loop turn and while it waits for room in the
      * producer queue (the control path: ndd.config changes, heartbeats, alarms). May call

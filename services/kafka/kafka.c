@@ -355,7 +355,10 @@ rd_kafka_t *kafka_producer_handle(kafka_producer_t *p)
     return p->rk;
 }
 
-int kafka_producer_rebuild(kafka_producer_t *p)
+/* Gives the producer a new handle from its configuration and returns the old one, purged of
+ * what was queued but not yet destroyed (NULL, logged, when no new handle could be made: the
+ * old one is kept). */
+static rd_kafka_t *kafka_producer_swap(kafka_producer_t *p)
 {
     char why[512] = "";
     rd_kafka_resp_err_t fatal = rd_kafka_fatal_error(p->rk, why, sizeof why);
@@ -366,21 +369,30 @@ int kafka_producer_rebuild(kafka_producer_t *p)
         if (conf)
             rd_kafka_conf_destroy(conf);
         log_error("kafka producer %s: cannot rebuild: %s", rd_kafka_name(p->rk), e);
-        return -1;
+        return NULL;
     }
     log_error("kafka producer %s: rebuilt after %s: %s; %d queued records purged (their owners "
               "produce them again)",
               rd_kafka_name(p->rk), fatal ? rd_kafka_err2name(fatal) : "a request",
               fatal ? why : "no fatal error", rd_kafka_outq_len(p->rk));
-    /* Every record handed over gets its callback (_PURGE_): none is left unaccounted. */
     rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    kafka_producer_forget_topics(p);
+    rd_kafka_t *old = p->rk;
+    p->rk = rk;
+    return old;
+}
+
+int kafka_producer_rebuild(kafka_producer_t *p)
+{
+    rd_kafka_t *old = kafka_producer_swap(p);
+    if (!old)
+        return -1;
+    /* Every record handed over gets its callback (_PURGE_): none is left unaccounted. */
     int64_t deadline = kafka_now_ms() + 2000;
     do
-        rd_kafka_poll(p->rk, 50);
-    while (rd_kafka_outq_len(p->rk) > 0 && kafka_now_ms() < deadline);
-    kafka_producer_forget_topics(p);
-    rd_kafka_destroy(p->rk);
-    p->rk = rk;
+        rd_kafka_poll(old, 50);
+    while (rd_kafka_outq_len(old) > 0 && kafka_now_ms() < deadline);
+    rd_kafka_destroy(old);
     return 0;
 }
 
@@ -1062,19 +1074,31 @@ void kafka_pair_close(kafka_producer_t **producer, kafka_consumer_t **consumer,
     *producer = NULL;
 }
 
+/* Forced: the consumer may be healthy (the producer was fenced), but the owner's pending work
+ * died with the producer's queue and must be read again from the committed offsets. */
+static int kafka_pair_rebuild_consumer(kafka_consumer_t *consumer)
+{
+    if (!consumer)
+        return 0;
+    consumer->rebuilt_ms = 0;
+    return kafka_consumer_rebuild(consumer) ? -1 : 0;
+}
+
 int kafka_pair_rebuild(kafka_producer_t *producer, kafka_consumer_t *consumer)
 {
     int rc = 0;
     if (producer && kafka_producer_rebuild(producer))
         rc = -1;
-    /* Forced: the consumer may be healthy (the producer was fenced), but the owner's pending
-     * work died with the producer's queue and must be read again from the committed offsets. */
-    if (consumer) {
-        consumer->rebuilt_ms = 0;
-        if (kafka_consumer_rebuild(consumer))
-            rc = -1;
-    }
-    return rc;
+    return kafka_pair_rebuild_consumer(consumer) ? -1 : rc;
+}
+
+int kafka_pair_rebuild_set_aside(kafka_producer_t *producer, kafka_consumer_t *consumer,
+                                 rd_kafka_t **old)
+{
+    *old = kafka_producer_swap(producer);
+    if (!*old)
+        return -1;
+    return kafka_pair_rebuild_consumer(consumer);
 }
 
 int64_t kafka_stats_consumer_lag(const char *json, size_t len, const char *topic)

@@ -27,6 +27,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "kafka.h"
+#include "metrics.h"
 
 typedef enum kafka_txn_rc {
     KAFKA_TXN_OK = 0,
@@ -36,6 +37,12 @@ typedef enum kafka_txn_rc {
 
 /* Longest wait of init_transactions (a blocking call on the worker's thread). */
 #define KAFKA_TXN_INIT_MS 10000
+/* Longest wait of a pair's commit (kafka_txn_pair_commit: the acknowledgements, send offsets and
+ * commit together) and of an abort. Above a 20 s broker pause plus the records'
+ * acknowledgements, below the transaction timeout (the broker would abort it and fence the
+ * producer). A commit that does not finish in it asks for a rebuild: its outcome is unknown,
+ * and the next producer's init_transactions completes or aborts it. */
+#define KAFKA_TXN_CALL_MS 30000
 /* transaction.timeout.ms of the daemons' pairs: how long a transaction left open by a crash
  * blocks read_committed readers when no instance with the same transactional.id comes back
  * to abort it. Their message.timeout.ms is 10 s below it, so a record that cannot be written
@@ -59,7 +66,12 @@ size_t kafka_txn_props(kafka_prop_t *out, const char *txn_id);
 bool kafka_txn_unsupported(rd_kafka_resp_err_t e);
 
 /* Each call: err (may be NULL) gets "<what>: <librdkafka's reason> (<error name>)" on
- * anything but KAFKA_TXN_OK. */
+ * anything but KAFKA_TXN_OK. Begin, commit and abort on a producer with a fatal error call
+ * nothing and return KAFKA_TXN_REBUILD (librdkafka may wait forever there); a commit with
+ * offsets of a consumer with one (fenced) calls nothing and returns KAFKA_TXN_ABORT (its next
+ * poll rebuilds the consumer, kafka.h). Commit and abort wait KAFKA_TXN_CALL_MS at most where
+ * librdkafka honours it; send_offsets may not (librdkafka GitHub issues #5456, #5511: its
+ * coordinator request ignores the timeout), so a worker commits with kafka_txn_pair_commit. */
 
 /* Registers the transactional.id (fences an earlier producer with it, aborts what it left).
  * *unsupported (may be NULL) is set when kafka_txn_unsupported says so. */
@@ -85,5 +97,67 @@ kafka_txn_rc_t kafka_txn_classify(const rd_kafka_error_t *e);
  * dropped by librdkafka. 0 or -1 (err filled). */
 int kafka_txn_seek(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *offsets, char *err,
                    size_t errlen);
+
+/* ---- a pair's bounded commit ---- */
+
+/* One transactional pair's commit runner, metrics and set-aside handle. Send offsets + commit
+ * run on a thread started for each commit while the worker waits on a condition variable with
+ * a deadline: a thread per call (tens of microseconds beside a commit's milliseconds) needs no
+ * cancellation, and a call that never returns does not hold up the next one. Before it the
+ * worker waits for its records' acknowledgements itself (kafka_producer_flush semantics: its
+ * delivery callbacks run on its own thread), so nothing of the worker runs on the helper.
+ *
+ * A call past its deadline: the worker gets KAFKA_TXN_REBUILD ("timed out", logged with the
+ * transactional.id, group, topic and the call that hung, counted) and rebuilds the pair with
+ * kafka_txn_pair_rebuild: the stuck producer handle is set aside (the helper destroys it once
+ * the call returns, off the worker thread), the consumer rebuilt (LOST to the owner, pending
+ * work dropped uncommitted, read again from the committed offsets).
+ *
+ * Bounded memory: at most one handle of a pair is set aside. Should the next commit hang too
+ * while the first is still inside librdkafka, the pair is not rebuilt again: the worker waits
+ * (kafka_txn_pair_rebuild returns -1, retried every second, logged once) until the first call
+ * returns and frees its place, so a pair holds at most two producer handles. */
+typedef struct kafka_txn_pair kafka_txn_pair_t;
+
+typedef struct kafka_txn_pair_opts {
+    const char *txn_id; /* for the log: the pair's transactional.id, group and topic read */
+    const char *group;
+    const char *topic;
+    const char *who; /* log prefix, e.g. "aggregation SCP" */
+    int call_ms;     /* the bound; 0: KAFKA_TXN_CALL_MS */
+    /* Metrics (NULL registry: none): <prefix>_kafka_transactions_{committed,aborted,
+     * timed_out}_total, <prefix>_kafka_pair_rebuilds_total and the histogram
+     * <prefix>_kafka_transactions_commit_seconds, labelled label=label_value (NULL: none). */
+    metrics_registry_t *metrics;
+    const char *metric_prefix;
+    const char *label;
+    const char *label_value;
+} kafka_txn_pair_opts_t;
+
+typedef struct kafka_txn_pair_stats {
+    uint64_t committed, aborted, timed_out, rebuilds;
+    uint64_t set_aside; /* 1 while a set-aside handle's call is still inside librdkafka */
+} kafka_txn_pair_stats_t;
+
+/* NULL when out of memory or the metrics could not be registered. */
+kafka_txn_pair_t *kafka_txn_pair_new(const kafka_txn_pair_opts_t *o);
+/* Frees the runner, before the pair's producer is closed: a call still stuck inside the
+ * producer's handle keeps that handle (the producer gets a new one, so its close does not
+ * destroy a handle in use) and frees the runner when it returns. NULL is a no-op. */
+void kafka_txn_pair_free(kafka_txn_pair_t *t, kafka_producer_t *producer);
+/* kafka_txn_commit, bounded: the worker waits call_ms at most (plus a second for librdkafka to
+ * report its own timeout), counted as committed or timed out. */
+kafka_txn_rc_t kafka_txn_pair_commit(kafka_txn_pair_t *t, rd_kafka_t *producer,
+                                     rd_kafka_t *consumer,
+                                     const rd_kafka_topic_partition_list_t *offsets, char *err,
+                                     size_t errlen);
+/* kafka_txn_abort, counted. */
+kafka_txn_rc_t kafka_txn_pair_abort(kafka_txn_pair_t *t, rd_kafka_t *producer, char *err,
+                                    size_t errlen);
+/* kafka_pair_rebuild, or (a commit of it timed out) the same with the stuck handle set aside.
+ * Counted. 0, or -1 (retry later: see "Bounded memory"). */
+int kafka_txn_pair_rebuild(kafka_txn_pair_t *t, kafka_producer_t *producer,
+                           kafka_consumer_t *consumer);
+kafka_txn_pair_stats_t kafka_txn_pair_stats(kafka_txn_pair_t *t);
 
 #endif
