@@ -173,13 +173,64 @@ struct transport {
  * none (a row described but not implemented: the feed is refused with the reason). */
 const transport_ops_t *transport_ops_for(const transport_desc_t *d);
 
-/* Opens the connection a stream transport's configuration names (plain or TLS, conn.h):
- * the one place that turns a transport_config_t into conn_open options. The callbacks are
- * set and reading and writing enabled; NULL with the reason in err when it cannot start. */
-struct bufferevent *transport_conn_open(struct event_base *evb, const transport_config_t *cfg,
-                                        bufferevent_data_cb readcb, bufferevent_data_cb writecb,
-                                        bufferevent_event_cb eventcb, void *arg, char *err,
-                                        size_t errlen);
+/* ---- what the stream transports (HTTP/2, TCP/TLS frames) share ---- */
+
+typedef enum transport_stream_state {
+    STREAM_DOWN = 0,
+    STREAM_CONNECTING,
+    STREAM_UP,
+    STREAM_CLOSING /* a teardown is scheduled on the loop */
+} transport_stream_state_t;
+
+typedef struct transport_stream transport_stream_t;
+
+/* One connection's life, the same for every stream transport: its configuration with the
+ * defaults filled in, the socket, the state, and the teardown deferred to the loop when it is
+ * asked for from where it must not run. A stream transport's struct starts with it. */
+struct transport_stream {
+    transport_t base;
+    struct event_base *evb;
+    transport_config_t cfg;
+    transport_events_t ev;
+    void *owner;
+    struct bufferevent *bev;
+    transport_stream_state_t state;
+    /* Inside a callback that must not be re-entered (the transport reporting to its owner,
+     * or inside nghttp2): a disconnect asked for now is deferred to the loop. */
+    bool busy;
+    struct event *close_ev;
+    char close_reason[320];
+    /* The transport's part of a teardown, once the socket is freed: fail (retryable) every
+     * request not yet reported and forget its connection state. on_down follows. */
+    void (*drop)(transport_stream_t *s, const char *reason);
+    bufferevent_data_cb readcb, writecb;
+    bufferevent_event_cb eventcb;
+};
+
+/* Allocates a stream transport's struct of `size` bytes (zeroed) and fills its stream part:
+ * the configuration with its defaults (max_in_flight 100, timeout 5000 ms, out_buf_max
+ * 1 MiB), the callbacks and the deferred-teardown event. NULL with the reason in err (TLS
+ * without a context, out of memory). */
+transport_stream_t *transport_stream_new(size_t size, const transport_ops_t *ops,
+                                         struct event_base *evb, const transport_config_t *cfg,
+                                         const transport_events_t *ev, void *owner, char *err,
+                                         size_t errlen);
+/* Starts connecting (when down); a failure to start is reported through the loop as any
+ * other connect failure. Always 0 (transport_ops_t.connect). */
+int transport_stream_connect(transport_stream_t *s);
+/* Tears the connection down on the loop's next turn (once; not when already down). */
+void transport_stream_schedule_close(transport_stream_t *s, const char *reason);
+/* Tears it down now: frees the socket, then drop() fails what is in flight, then on_down. */
+void transport_stream_close(transport_stream_t *s, const char *reason);
+/* transport_ops_t.disconnect: deferred while busy, else at once. */
+void transport_stream_disconnect(transport_t *base, const char *reason);
+/* A bufferevent event other than CONNECTED: the connection is gone, with the reason. */
+void transport_stream_lost(transport_stream_t *s, short what);
+/* transport_ops_t.is_up. */
+bool transport_stream_is_up(const transport_t *base);
+/* Frees the socket, the event and the struct, without any callback (the transport frees its
+ * own members first). */
+void transport_stream_free(transport_stream_t *s);
 
 /* Whether an HTTP status is worth retrying (5xx, 408, 429). */
 bool transport_status_retryable(int status);

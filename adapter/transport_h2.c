@@ -11,7 +11,7 @@
  *
  * nghttp2 forbids calling mem_send/mem_recv (or freeing the session) from inside its own
  * callbacks, and our callbacks call the owner, who may call send()/disconnect() again: while
- * inside nghttp2 (t->in_ng) a send only submits, and a teardown is deferred to the loop. */
+ * inside nghttp2 (t->s.busy) a send only submits, and a teardown is deferred to the loop. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +46,6 @@ static const transport_ops_t transport_h2_ops;
  * body took a malloc and a free of its own, and a writev piece. */
 #define H2_OUT_CHAIN (64u * 1024 - 128)
 
-typedef enum h2_state { H2_DOWN = 0, H2_CONNECTING, H2_UP, H2_CLOSING } h2_state_t;
-
 typedef struct h2 h2_t;
 
 typedef struct h2_req {
@@ -72,20 +70,14 @@ typedef struct h2_req {
 } h2_req_t;
 
 struct h2 {
-    transport_t base;
-    struct event_base *evb;
-    transport_config_t cfg;
-    transport_events_t ev;
-    void *owner;
-    struct bufferevent *bev;
+    transport_stream_t s; /* first: the connection, its state and its teardown; s.busy: inside
+                           * nghttp2 mem_recv/mem_send */
     nghttp2_session *sess;
     /* nghttp2 allocates a stream, its frames and a copy of its fields per request and frees
      * them at the answer: free lists in front of malloc, as for ndd-admin's server
      * (services/base/mempool.h), instead of glibc's arena once its 7-block cache is full. */
     mempool_t *mem;
     nghttp2_mem ngmem;
-    h2_state_t state;
-    bool in_ng; /* inside nghttp2 mem_recv/mem_send */
     /* Free bytes known to be at the end of the output buffer's last chain (a lower bound kept
      * by h2_out_add; 0 when unknown). Only a hint: libevent decides where bytes go. */
     size_t out_room;
@@ -107,31 +99,17 @@ struct h2 {
     h2_req_t *q_head, *q_tail;
     struct event *timeout_ev;
     bool timeout_armed;
-    struct event *close_ev; /* deferred teardown */
-    char close_reason[320];
     char authority[300];
     char scheme[8];
     nghttp2_nv nv[H2_MAX_NV];
     size_t n_nv; /* without content-length */
 };
 
-static void h2_teardown(h2_t *t, const char *reason);
-static void h2_disconnect(transport_t *base, const char *reason);
-
 static nghttp2_nv h2_nv(const char *name, const char *value)
 {
     nghttp2_nv nv = {(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
                      NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
     return nv;
-}
-
-static void h2_schedule_teardown(h2_t *t, const char *reason)
-{
-    if (t->state == H2_CLOSING || t->state == H2_DOWN)
-        return;
-    snprintf(t->close_reason, sizeof t->close_reason, "%s", reason);
-    t->state = H2_CLOSING;
-    event_active(t->close_ev, 0, 0);
 }
 
 /* How many bytes the kernel holds back before it wakes us to read (SO_RCVLOWAT): what the
@@ -152,9 +130,9 @@ static void h2_set_rcvlowat(h2_t *t, int want)
 {
     if (want < 1)
         want = 1;
-    if (t->cfg.use_tls || !t->bev || want == t->rcvlowat)
+    if (t->s.cfg.use_tls || !t->s.bev || want == t->rcvlowat)
         return;
-    evutil_socket_t fd = bufferevent_getfd(t->bev);
+    evutil_socket_t fd = bufferevent_getfd(t->s.bev);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) != 0)
         return; /* only costs wake-ups, as before */
     t->rcvlowat = want;
@@ -169,7 +147,7 @@ static void h2_set_rcvlowat(h2_t *t, int want)
 static void h2_lowat_tick(evutil_socket_t fd, short what, void *arg)
 {
     h2_t *t = arg;
-    if (t->rcvlowat <= 1 || !t->bev)
+    if (t->rcvlowat <= 1 || !t->s.bev)
         return;
     if (!t->read_since_tick) {
         h2_set_rcvlowat(t, 1); /* epoll reports at once what waited under the mark */
@@ -212,7 +190,7 @@ static void h2_arm_timeout(h2_t *t, uint64_t in_ms)
 
 static void h2_q_push(h2_t *t, h2_req_t *r)
 {
-    r->deadline_ms = h2_now_ms() + t->cfg.timeout_ms;
+    r->deadline_ms = h2_now_ms() + t->s.cfg.timeout_ms;
     r->queued = true;
     r->q_next = NULL;
     r->q_prev = t->q_tail;
@@ -222,7 +200,7 @@ static void h2_q_push(h2_t *t, h2_req_t *r)
         t->q_head = r;
     t->q_tail = r;
     if (!t->timeout_armed)
-        h2_arm_timeout(t, t->cfg.timeout_ms);
+        h2_arm_timeout(t, t->s.cfg.timeout_ms);
 }
 
 static void h2_q_unlink(h2_t *t, h2_req_t *r)
@@ -270,7 +248,7 @@ static void h2_report(h2_t *t, h2_req_t *r, int status, bool ok, bool retryable,
     t->pending--;
     void *cookie = r->cookie;
     if (ok) {
-        t->ev.on_ack(t->owner, cookie, status);
+        t->s.ev.on_ack(t->s.owner, cookie, status);
         return;
     }
     transport_failure_t f = {.status = status,
@@ -279,7 +257,7 @@ static void h2_report(h2_t *t, h2_req_t *r, int status, bool ok, bool retryable,
                              .reason = reason,
                              .body = r->excerpt_len ? r->excerpt : NULL,
                              .body_len = r->excerpt_len};
-    t->ev.on_fail(t->owner, cookie, &f);
+    t->s.ev.on_fail(t->s.owner, cookie, &f);
 }
 
 /* Appends to the output buffer, making room for many frames at once when these do not fit.
@@ -301,37 +279,37 @@ static int h2_out_add(h2_t *t, struct evbuffer *out, const void *p, size_t n)
 /* Pulls frames from nghttp2 into the socket buffer while it is under its limit. */
 static void h2_flush(h2_t *t)
 {
-    if (t->in_ng || t->state != H2_UP || !t->sess)
+    if (t->s.busy || t->s.state != STREAM_UP || !t->sess)
         return;
-    struct evbuffer *out = bufferevent_get_output(t->bev);
+    struct evbuffer *out = bufferevent_get_output(t->s.bev);
     if (evbuffer_get_length(out) == 0)
         t->out_room = 0;
-    t->in_ng = true;
-    while (evbuffer_get_length(out) < t->cfg.out_buf_max) {
+    t->s.busy = true;
+    while (evbuffer_get_length(out) < t->s.cfg.out_buf_max) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(t->sess, &p);
         if (n < 0) {
             char why[200];
             snprintf(why, sizeof why, "HTTP/2 send error: %s (endpoint %s)",
-                     nghttp2_strerror((int)n), t->cfg.endpoint);
-            t->in_ng = false;
-            h2_schedule_teardown(t, why);
+                     nghttp2_strerror((int)n), t->s.cfg.endpoint);
+            t->s.busy = false;
+            transport_stream_schedule_close(&t->s, why);
             return;
         }
         if (n == 0)
             break;
         if (h2_out_add(t, out, p, (size_t)n) < 0) {
-            t->in_ng = false;
-            h2_schedule_teardown(t, "out of memory queueing HTTP/2 frames");
+            t->s.busy = false;
+            transport_stream_schedule_close(&t->s, "out of memory queueing HTTP/2 frames");
             return;
         }
     }
-    t->in_ng = false;
+    t->s.busy = false;
     if (!nghttp2_session_want_read(t->sess) && !nghttp2_session_want_write(t->sess) &&
         evbuffer_get_length(out) == 0) {
         char why[200];
-        snprintf(why, sizeof why, "HTTP/2 session finished (endpoint %s)", t->cfg.endpoint);
-        h2_schedule_teardown(t, why);
+        snprintf(why, sizeof why, "HTTP/2 session finished (endpoint %s)", t->s.cfg.endpoint);
+        transport_stream_schedule_close(&t->s, why);
     }
 }
 
@@ -364,7 +342,7 @@ static int h2_send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t 
     h2_req_t *r = src->ptr;
     if (!r->active || r->reported || r->sent + length > r->len)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    struct evbuffer *out = bufferevent_get_output(t->bev);
+    struct evbuffer *out = bufferevent_get_output(t->s.bev);
     if (h2_out_add(t, out, framehd, 9) < 0 || h2_out_add(t, out, r->data + r->sent, length) < 0)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     r->sent += length;
@@ -421,24 +399,24 @@ static int h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t error_co
         h2_report(t, r, status, true, false, NULL);
     } else if (status >= 200) {
         char why[160];
-        snprintf(why, sizeof why, "HTTP %d from %s", status, t->cfg.endpoint);
+        snprintf(why, sizeof why, "HTTP %d from %s", status, t->s.cfg.endpoint);
         h2_report(t, r, status, false, transport_status_retryable(status), why);
     } else {
         char why[200];
         snprintf(why, sizeof why, "stream reset before a response: %s (endpoint %s)",
-                 nghttp2_http2_strerror(error_code), t->cfg.endpoint);
+                 nghttp2_http2_strerror(error_code), t->s.cfg.endpoint);
         h2_report(t, r, 0, false, true, why);
     }
     h2_req_release(t, r);
     if (t->goaway && t->active == 0) {
         char why[200];
-        snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->cfg.endpoint);
-        h2_schedule_teardown(t, why);
-    } else if (t->ev.on_writable && t->state == H2_UP) {
+        snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->s.cfg.endpoint);
+        transport_stream_schedule_close(&t->s, why);
+    } else if (t->s.ev.on_writable && t->s.state == STREAM_UP) {
         if (t->refill_at && t->active <= t->refill_at)
             t->refill_at = 0;
         if (!t->refill_at)
-            t->ev.on_writable(t->owner);
+            t->s.ev.on_writable(t->s.owner);
     }
     return 0;
 }
@@ -449,12 +427,12 @@ static int h2_on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void
     if (frame->hd.type == NGHTTP2_GOAWAY) {
         t->goaway = true;
         log_warn("feed %s: endpoint %s sent GOAWAY (%s); draining %u streams and reconnecting",
-                 t->cfg.feed, t->cfg.endpoint, nghttp2_http2_strerror(frame->goaway.error_code),
+                 t->s.cfg.feed, t->s.cfg.endpoint, nghttp2_http2_strerror(frame->goaway.error_code),
                  t->active);
         if (t->active == 0) {
             char why[200];
-            snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->cfg.endpoint);
-            h2_schedule_teardown(t, why);
+            snprintf(why, sizeof why, "peer sent GOAWAY (endpoint %s)", t->s.cfg.endpoint);
+            transport_stream_schedule_close(&t->s, why);
         }
     }
     return 0;
@@ -466,13 +444,13 @@ static void h2_readcb(struct bufferevent *bev, void *arg)
 {
     h2_t *t = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    if (t->state == H2_CONNECTING)
+    if (t->s.state == STREAM_CONNECTING)
         return; /* a server may talk first: read it once the session exists */
-    if (t->state != H2_UP) {
+    if (t->s.state != STREAM_UP) {
         evbuffer_drain(in, evbuffer_get_length(in));
         return;
     }
-    t->in_ng = true;
+    t->s.busy = true;
     t->read_since_tick = true;
     while (evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v[8];
@@ -482,20 +460,20 @@ static void h2_readcb(struct bufferevent *bev, void *arg)
             ssize_t rv = nghttp2_session_mem_recv(t->sess, v[i].iov_base, v[i].iov_len);
             if (rv < 0) {
                 char why[200];
-                snprintf(why, sizeof why, "HTTP/2 protocol error from %s: %s", t->cfg.endpoint,
+                snprintf(why, sizeof why, "HTTP/2 protocol error from %s: %s", t->s.cfg.endpoint,
                          nghttp2_strerror((int)rv));
-                t->in_ng = false;
+                t->s.busy = false;
                 evbuffer_drain(in, evbuffer_get_length(in));
-                h2_schedule_teardown(t, why);
+                transport_stream_schedule_close(&t->s, why);
                 return;
             }
             used += (size_t)rv;
         }
         evbuffer_drain(in, used);
-        if (t->state != H2_UP)
+        if (t->s.state != STREAM_UP)
             break;
     }
-    t->in_ng = false;
+    t->s.busy = false;
     h2_lowat_update(t);
     h2_flush(t);
 }
@@ -504,8 +482,8 @@ static void h2_writecb(struct bufferevent *bev, void *arg)
 {
     h2_t *t = arg;
     h2_flush(t);
-    if (t->state == H2_UP && t->ev.on_writable)
-        t->ev.on_writable(t->owner);
+    if (t->s.state == STREAM_UP && t->s.ev.on_writable)
+        t->s.ev.on_writable(t->s.owner);
     h2_lowat_update(t);
 }
 
@@ -513,7 +491,7 @@ static int h2_on_error(nghttp2_session *s, int lib_error_code, const char *msg, 
                        void *ud)
 {
     h2_t *t = ud;
-    log_warn("feed %s: endpoint %s: HTTP/2 protocol error: %.*s", t->cfg.feed, t->cfg.endpoint,
+    log_warn("feed %s: endpoint %s: HTTP/2 protocol error: %.*s", t->s.cfg.feed, t->s.cfg.endpoint,
              (int)len, msg);
     return 0;
 }
@@ -551,48 +529,40 @@ static void h2_eventcb(struct bufferevent *bev, short what, void *arg)
     if (what & BEV_EVENT_CONNECTED) {
         char why[320];
         conn_established(bev);
-        if (t->cfg.use_tls && !tls_alpn_is(conn_ssl(bev), "h2")) {
+        if (t->s.cfg.use_tls && !tls_alpn_is(conn_ssl(bev), "h2")) {
             snprintf(why, sizeof why,
                      "TLS endpoint %s did not negotiate ALPN h2 (HTTP/2 over TLS needs it)",
-                     t->cfg.endpoint);
-            t->state = H2_CLOSING;
-            h2_teardown(t, why);
+                     t->s.cfg.endpoint);
+            transport_stream_close(&t->s, why);
             return;
         }
         if (h2_session_start(t, why, sizeof why) < 0) {
-            t->state = H2_CLOSING;
-            h2_teardown(t, why);
+            transport_stream_close(&t->s, why);
             return;
         }
-        t->state = H2_UP;
+        t->s.state = STREAM_UP;
         t->goaway = false;
-        bufferevent_setwatermark(bev, EV_WRITE, t->cfg.out_buf_max / 2, 0);
+        bufferevent_setwatermark(bev, EV_WRITE, t->s.cfg.out_buf_max / 2, 0);
         bufferevent_enable(bev, EV_READ | EV_WRITE);
-        log_info("feed %s: connected to %s (HTTP/2%s)", t->cfg.feed, t->cfg.endpoint,
-                 t->cfg.use_tls ? " over TLS" : ", h2c");
+        log_info("feed %s: connected to %s (HTTP/2%s)", t->s.cfg.feed, t->s.cfg.endpoint,
+                 t->s.cfg.use_tls ? " over TLS" : ", h2c");
         h2_flush(t);
-        if (t->state == H2_UP)
-            t->ev.on_up(t->owner);
-        if (t->state == H2_UP && t->bev && evbuffer_get_length(bufferevent_get_input(t->bev)))
-            h2_readcb(t->bev, t);
+        if (t->s.state == STREAM_UP)
+            t->s.ev.on_up(t->s.owner);
+        if (t->s.state == STREAM_UP && t->s.bev &&
+            evbuffer_get_length(bufferevent_get_input(t->s.bev)))
+            h2_readcb(t->s.bev, t);
         return;
     }
-    char why[320];
-    conn_describe_event(bev, what, t->state == H2_CONNECTING, t->cfg.endpoint, why, sizeof why);
-    h2_disconnect(&t->base, why);
+    transport_stream_lost(&t->s, what);
 }
 
-/* Closes the connection, fails every unreported request (retryable) and reports down. */
-static void h2_teardown(h2_t *t, const char *reason)
+/* The teardown's part here (transport_stream_close, the socket is gone): the session goes and
+ * every unreported request fails (retryable). */
+static void h2_drop(transport_stream_t *st, const char *reason)
 {
-    if (t->state == H2_DOWN)
-        return;
-    t->state = H2_DOWN;
+    h2_t *t = (h2_t *)st;
     t->goaway = false;
-    if (t->bev) {
-        bufferevent_free(t->bev);
-        t->bev = NULL;
-    }
     if (t->sess) {
         nghttp2_session_del(t->sess);
         t->sess = NULL;
@@ -612,15 +582,6 @@ static void h2_teardown(h2_t *t, const char *reason)
     t->refill_at = 0;
     t->rcvlowat = 1; /* the next connection's socket starts at the default */
     evtimer_del(t->lowat_ev);
-    t->ev.on_down(t->owner, reason);
-}
-
-static void h2_close_evcb(evutil_socket_t fd, short what, void *arg)
-{
-    h2_t *t = arg;
-    if (t->state != H2_CLOSING)
-        return;
-    h2_teardown(t, t->close_reason);
 }
 
 /* Fails every request whose deadline has passed (oldest first) and re-arms for the next. A
@@ -638,8 +599,8 @@ static void h2_timeoutcb(evutil_socket_t fd, short what, void *arg)
         if (!r->active || r->reported)
             continue;
         char why[160];
-        snprintf(why, sizeof why, "timeout after %u ms (endpoint %s)", t->cfg.timeout_ms,
-                 t->cfg.endpoint);
+        snprintf(why, sizeof why, "timeout after %u ms (endpoint %s)", t->s.cfg.timeout_ms,
+                 t->s.cfg.endpoint);
         if (t->sess && r->stream_id > 0)
             nghttp2_submit_rst_stream(t->sess, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_CANCEL);
         r->excerpt_len = 0;
@@ -659,47 +620,34 @@ static void h2_timeoutcb(evutil_socket_t fd, short what, void *arg)
 static transport_t *h2_create(struct event_base *base, const transport_config_t *cfg,
                               const transport_events_t *ev, void *owner, char *err, size_t errlen)
 {
-    if (cfg->use_tls && !cfg->ssl_ctx) {
-        snprintf(err, errlen, "endpoint %s: https needs a TLS context", cfg->endpoint);
+    h2_t *t = (h2_t *)transport_stream_new(sizeof *t, &transport_h2_ops, base, cfg, ev, owner, err,
+                                           errlen);
+    if (!t)
         return NULL;
-    }
-    h2_t *t = calloc(1, sizeof *t);
-    if (!t) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    t->base.ops = &transport_h2_ops;
-    t->evb = base;
-    t->cfg = *cfg;
-    t->ev = *ev;
-    t->owner = owner;
-    if (!t->cfg.max_in_flight)
-        t->cfg.max_in_flight = 100;
-    if (!t->cfg.timeout_ms)
-        t->cfg.timeout_ms = 5000;
-    if (!t->cfg.out_buf_max)
-        t->cfg.out_buf_max = 1u << 20;
-    if (!t->cfg.method)
-        t->cfg.method = "POST";
-    if (!t->cfg.path)
-        t->cfg.path = "/";
-    if (!t->cfg.content_type)
-        t->cfg.content_type = "application/json";
-    t->n_reqs = t->cfg.max_in_flight;
+    t->s.drop = h2_drop;
+    t->s.readcb = h2_readcb;
+    t->s.writecb = h2_writecb;
+    t->s.eventcb = h2_eventcb;
+    if (!t->s.cfg.method)
+        t->s.cfg.method = "POST";
+    if (!t->s.cfg.path)
+        t->s.cfg.path = "/";
+    if (!t->s.cfg.content_type)
+        t->s.cfg.content_type = "application/json";
+    t->n_reqs = t->s.cfg.max_in_flight;
     t->reqs = calloc(t->n_reqs, sizeof *t->reqs);
     t->mem = mempool_new(H2_MEM_CACHED);
     if (t->mem)
         mempool_nghttp2_mem(t->mem, &t->ngmem);
-    t->close_ev = event_new(base, -1, 0, h2_close_evcb, t);
     t->lowat_ev = evtimer_new(base, h2_lowat_tick, t);
     t->timeout_ev = evtimer_new(base, h2_timeoutcb, t);
     t->rcvlowat = 1;
     uint32_t wait_ms =
-        t->cfg.timeout_ms / 4 < H2_LOWAT_WAIT_MS ? t->cfg.timeout_ms / 4 : H2_LOWAT_WAIT_MS;
+        t->s.cfg.timeout_ms / 4 < H2_LOWAT_WAIT_MS ? t->s.cfg.timeout_ms / 4 : H2_LOWAT_WAIT_MS;
     t->tv_lowat = (struct timeval){0, (suseconds_t)wait_ms * 1000};
-    if (!t->reqs || !t->close_ev || !t->lowat_ev || !t->timeout_ev || !t->mem) {
+    if (!t->reqs || !t->lowat_ev || !t->timeout_ev || !t->mem) {
         snprintf(err, errlen, "out of memory");
-        transport_h2_ops.destroy(&t->base);
+        transport_h2_ops.destroy(&t->s.base);
         return NULL;
     }
     for (unsigned i = t->n_reqs; i-- > 0;) {
@@ -716,37 +664,28 @@ static transport_t *h2_create(struct event_base *base, const transport_config_t 
         snprintf(t->authority, sizeof t->authority, "%s:%s", cfg->host, cfg->port);
     strcpy(t->scheme, cfg->use_tls ? "https" : "http");
     size_t n = 0;
-    t->nv[n++] = h2_nv(":method", t->cfg.method);
+    t->nv[n++] = h2_nv(":method", t->s.cfg.method);
     t->nv[n++] = h2_nv(":scheme", t->scheme);
     t->nv[n++] = h2_nv(":authority", t->authority);
-    t->nv[n++] = h2_nv(":path", t->cfg.path);
-    t->nv[n++] = h2_nv("content-type", t->cfg.content_type);
+    t->nv[n++] = h2_nv(":path", t->s.cfg.path);
+    t->nv[n++] = h2_nv("content-type", t->s.cfg.content_type);
     for (size_t i = 0; i < cfg->n_headers && n < H2_MAX_NV - 1; i++)
         t->nv[n++] = h2_nv(cfg->headers[i].name, cfg->headers[i].value);
     t->n_nv = n;
-    return &t->base;
+    return &t->s.base;
 }
 
 static int h2_connect(transport_t *base)
 {
-    h2_t *t = (h2_t *)base;
-    if (t->state != H2_DOWN)
-        return 0;
-    char err[320];
-    t->bev =
-        transport_conn_open(t->evb, &t->cfg, h2_readcb, h2_writecb, h2_eventcb, t, err, sizeof err);
-    t->state = H2_CONNECTING;
-    if (!t->bev) /* reported through the loop like any other connect failure */
-        h2_schedule_teardown(t, err);
-    return 0;
+    return transport_stream_connect((transport_stream_t *)base);
 }
 
 static unsigned h2_capacity(const transport_t *base)
 {
     const h2_t *t = (const h2_t *)base;
-    if (t->state != H2_UP || t->goaway || !t->sess)
+    if (t->s.state != STREAM_UP || t->goaway || !t->sess)
         return 0;
-    if (evbuffer_get_length(bufferevent_get_output(t->bev)) >= t->cfg.out_buf_max)
+    if (evbuffer_get_length(bufferevent_get_output(t->s.bev)) >= t->s.cfg.out_buf_max)
         return 0;
     if (t->refill_at && t->active > t->refill_at)
         return 0;
@@ -780,8 +719,8 @@ static int h2_send(transport_t *base, const uint8_t *payload, size_t len, void *
     nghttp2_data_provider dp = {.source.ptr = r, .read_callback = h2_read_body};
     int32_t sid = nghttp2_submit_request(t->sess, NULL, nva, t->n_nv + 1, &dp, r);
     if (sid < 0) {
-        log_warn("feed %s: endpoint %s: cannot submit a request: %s", t->cfg.feed, t->cfg.endpoint,
-                 nghttp2_strerror(sid));
+        log_warn("feed %s: endpoint %s: cannot submit a request: %s", t->s.cfg.feed,
+                 t->s.cfg.endpoint, nghttp2_strerror(sid));
         r->reported = true;
         t->pending--;
         h2_req_release(t, r);
@@ -808,41 +747,19 @@ static unsigned h2_in_flight(const transport_t *base)
     return ((const h2_t *)base)->pending;
 }
 
-static bool h2_is_up(const transport_t *base)
-{
-    return ((const h2_t *)base)->state == H2_UP;
-}
-
-static void h2_disconnect(transport_t *base, const char *reason)
-{
-    h2_t *t = (h2_t *)base;
-    if (t->state == H2_DOWN)
-        return;
-    if (t->in_ng) {
-        h2_schedule_teardown(t, reason);
-        return;
-    }
-    t->state = H2_CLOSING;
-    h2_teardown(t, reason);
-}
-
 static void h2_destroy(transport_t *base)
 {
     h2_t *t = (h2_t *)base;
-    if (t->bev)
-        bufferevent_free(t->bev);
     if (t->sess)
         nghttp2_session_del(t->sess);
     free(t->reqs);
-    if (t->close_ev)
-        event_free(t->close_ev);
     if (t->lowat_ev)
         event_free(t->lowat_ev);
     if (t->timeout_ev)
         event_free(t->timeout_ev);
     if (t->mem)
         mempool_free_all(t->mem); /* after the session: it gave its blocks back */
-    free(t);
+    transport_stream_free(&t->s);
 }
 
 static const transport_ops_t transport_h2_ops = {
@@ -852,8 +769,8 @@ static const transport_ops_t transport_h2_ops = {
     .send = h2_send,
     .capacity = h2_capacity,
     .in_flight = h2_in_flight,
-    .is_up = h2_is_up,
-    .disconnect = h2_disconnect,
+    .is_up = transport_stream_is_up,
+    .disconnect = transport_stream_disconnect,
     .destroy = h2_destroy,
 };
 

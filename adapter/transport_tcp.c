@@ -36,8 +36,6 @@
 /* The operations, defined with the descriptor at the end of this file. */
 static const transport_ops_t transport_tcp_ops;
 
-typedef enum ftx_state { FTX_DOWN = 0, FTX_CONNECTING, FTX_UP, FTX_CLOSING } ftx_state_t;
-
 typedef struct ftx_slot {
     uint64_t id;
     void *cookie;
@@ -47,27 +45,15 @@ typedef struct ftx_slot {
 } ftx_slot_t;
 
 typedef struct ftx {
-    transport_t base;
-    struct event_base *evb;
-    transport_config_t cfg;
-    transport_events_t ev;
-    void *owner;
-    struct bufferevent *bev;
-    ftx_state_t state;
+    transport_stream_t s; /* first: the connection, its state and its teardown */
     frame_parser_t parser;
     ftx_slot_t *ring;
     unsigned cap, head, count, live; /* live = count minus dead */
     uint64_t next_id;
     uint64_t bytes_queued;
     struct event *tick; /* ack-timeout check */
-    struct event *close_ev;
-    char close_reason[320];
-    bool in_cb; /* reporting: a teardown requested now is deferred */
-    bool pcap;  /* a pcap stream: header, then the records' bodies only */
+    bool pcap;          /* a pcap stream: header, then the records' bodies only */
 } ftx_t;
-
-static void ftx_teardown(ftx_t *t, const char *reason);
-static void ftx_disconnect(transport_t *base, const char *reason);
 
 static uint64_t ftx_now_ms(void)
 {
@@ -79,15 +65,6 @@ static uint64_t ftx_now_ms(void)
 static ftx_slot_t *ftx_at(ftx_t *t, unsigned i)
 {
     return &t->ring[(t->head + i) % t->cap];
-}
-
-static void ftx_schedule_teardown(ftx_t *t, const char *reason)
-{
-    if (t->state == FTX_CLOSING || t->state == FTX_DOWN)
-        return;
-    snprintf(t->close_reason, sizeof t->close_reason, "%s", reason);
-    t->state = FTX_CLOSING;
-    event_active(t->close_ev, 0, 0);
 }
 
 static void ftx_pop_dead(ftx_t *t)
@@ -111,17 +88,17 @@ static void ftx_ack_upto_id(ftx_t *t, uint64_t id)
         t->count--;
         if (!dead) {
             t->live--;
-            t->ev.on_ack(t->owner, cookie, 0);
+            t->s.ev.on_ack(t->s.owner, cookie, 0);
         }
-        if (t->state != FTX_UP)
+        if (t->s.state != STREAM_UP)
             return;
     }
 }
 
 static void ftx_ack_written(ftx_t *t)
 {
-    uint64_t written = t->bytes_queued - evbuffer_get_length(bufferevent_get_output(t->bev));
-    while (t->count > 0 && t->state == FTX_UP) {
+    uint64_t written = t->bytes_queued - evbuffer_get_length(bufferevent_get_output(t->s.bev));
+    while (t->count > 0 && t->s.state == STREAM_UP) {
         ftx_slot_t *s = ftx_at(t, 0);
         if (s->end_bytes > written)
             break;
@@ -129,7 +106,7 @@ static void ftx_ack_written(ftx_t *t)
         t->head = (t->head + 1) % t->cap;
         t->count--;
         t->live--;
-        t->ev.on_ack(t->owner, cookie, 0);
+        t->s.ev.on_ack(t->s.owner, cookie, 0);
     }
 }
 
@@ -144,7 +121,7 @@ static void ftx_nack(ftx_t *t, uint64_t id, int status, const codec_slice_t *rea
         s->dead = true;
         t->live--;
         char why[320];
-        snprintf(why, sizeof why, "NACK %d from %s: %.*s", status, t->cfg.endpoint,
+        snprintf(why, sizeof why, "NACK %d from %s: %.*s", status, t->s.cfg.endpoint,
                  reason->ptr ? (int)(reason->len > 200 ? 200 : reason->len) : 0,
                  reason->ptr ? reason->ptr : "");
         transport_failure_t f = {.status = status,
@@ -152,20 +129,20 @@ static void ftx_nack(ftx_t *t, uint64_t id, int status, const codec_slice_t *rea
                                  .reason = why,
                                  .body = (const uint8_t *)reason->ptr,
                                  .body_len = reason->ptr ? reason->len : 0};
-        t->ev.on_fail(t->owner, s->cookie, &f);
+        t->s.ev.on_fail(t->s.owner, s->cookie, &f);
         ftx_pop_dead(t);
         return;
     }
-    log_warn("feed %s: endpoint %s sent NACK for unknown frame id %" PRIu64, t->cfg.feed,
-             t->cfg.endpoint, id);
+    log_warn("feed %s: endpoint %s sent NACK for unknown frame id %" PRIu64, t->s.cfg.feed,
+             t->s.cfg.endpoint, id);
 }
 
 static void ftx_readcb(struct bufferevent *bev, void *arg)
 {
     ftx_t *t = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    t->in_cb = true;
-    while (t->state == FTX_UP) {
+    t->s.busy = true;
+    while (t->s.state == STREAM_UP) {
         size_t have = evbuffer_get_length(in);
         if (have < FRAME_HEADER_LEN)
             break;
@@ -187,38 +164,38 @@ static void ftx_readcb(struct bufferevent *bev, void *arg)
             break;
         if (st == FRAME_ERROR) {
             char why[320];
-            snprintf(why, sizeof why, "protocol error from %s: %s", t->cfg.endpoint,
+            snprintf(why, sizeof why, "protocol error from %s: %s", t->s.cfg.endpoint,
                      t->parser.error);
-            ftx_schedule_teardown(t, why);
+            transport_stream_schedule_close(&t->s, why);
             break;
         }
         if (f.hdr.type == FRAME_TYPE_ACK) {
-            if (!t->cfg.fire_and_forget)
+            if (!t->s.cfg.fire_and_forget)
                 ftx_ack_upto_id(t, f.hdr.id);
         } else if (f.hdr.type == FRAME_TYPE_NACK) {
             ftx_nack(t, f.hdr.id, f.nack_status, &f.nack_reason);
         } else {
-            log_debug("feed %s: endpoint %s sent a %s frame; ignored", t->cfg.feed, t->cfg.endpoint,
-                      frame_type_name(f.hdr.type));
+            log_debug("feed %s: endpoint %s sent a %s frame; ignored", t->s.cfg.feed,
+                      t->s.cfg.endpoint, frame_type_name(f.hdr.type));
         }
         evbuffer_drain(in, used);
     }
-    t->in_cb = false;
-    if (t->state == FTX_UP && t->ev.on_writable && t->count < t->cap)
-        t->ev.on_writable(t->owner);
+    t->s.busy = false;
+    if (t->s.state == STREAM_UP && t->s.ev.on_writable && t->count < t->cap)
+        t->s.ev.on_writable(t->s.owner);
 }
 
 static void ftx_writecb(struct bufferevent *bev, void *arg)
 {
     ftx_t *t = arg;
-    if (t->state != FTX_UP)
+    if (t->s.state != STREAM_UP)
         return;
-    t->in_cb = true;
-    if (t->cfg.fire_and_forget)
+    t->s.busy = true;
+    if (t->s.cfg.fire_and_forget)
         ftx_ack_written(t);
-    t->in_cb = false;
-    if (t->state == FTX_UP && t->ev.on_writable)
-        t->ev.on_writable(t->owner);
+    t->s.busy = false;
+    if (t->s.state == STREAM_UP && t->s.ev.on_writable)
+        t->s.ev.on_writable(t->s.owner);
 }
 
 static void ftx_eventcb(struct bufferevent *bev, short what, void *arg)
@@ -226,11 +203,11 @@ static void ftx_eventcb(struct bufferevent *bev, short what, void *arg)
     ftx_t *t = arg;
     if (what & BEV_EVENT_CONNECTED) {
         conn_established(bev);
-        t->state = FTX_UP;
+        t->s.state = STREAM_UP;
         t->next_id = 0;
         t->bytes_queued = 0;
         frame_parser_init(&t->parser, 0, false);
-        bufferevent_setwatermark(bev, EV_WRITE, t->cfg.out_buf_max / 2, 0);
+        bufferevent_setwatermark(bev, EV_WRITE, t->s.cfg.out_buf_max / 2, 0);
         bufferevent_enable(bev, EV_READ | EV_WRITE);
         if (t->pcap) {
             uint8_t fh[24];
@@ -238,27 +215,19 @@ static void ftx_eventcb(struct bufferevent *bev, short what, void *arg)
             bufferevent_write(bev, fh, sizeof fh);
             t->bytes_queued = sizeof fh;
         }
-        log_info("feed %s: connected to %s (%s%s%s)", t->cfg.feed, t->cfg.endpoint,
-                 t->pcap ? "pcap stream" : "frames", t->cfg.use_tls ? " over TLS" : "",
-                 t->cfg.fire_and_forget ? ", fire-and-forget" : "");
-        t->ev.on_up(t->owner);
+        log_info("feed %s: connected to %s (%s%s%s)", t->s.cfg.feed, t->s.cfg.endpoint,
+                 t->pcap ? "pcap stream" : "frames", t->s.cfg.use_tls ? " over TLS" : "",
+                 t->s.cfg.fire_and_forget ? ", fire-and-forget" : "");
+        t->s.ev.on_up(t->s.owner);
         return;
     }
-    char why[320];
-    conn_describe_event(bev, what, t->state == FTX_CONNECTING, t->cfg.endpoint, why, sizeof why);
-    ftx_disconnect(&t->base, why);
+    transport_stream_lost(&t->s, what);
 }
 
-static void ftx_teardown(ftx_t *t, const char *reason)
+/* The teardown's part here (transport_stream_close): every frame not yet reported fails. */
+static void ftx_drop(transport_stream_t *st, const char *reason)
 {
-    if (t->state == FTX_DOWN)
-        return;
-    t->state = FTX_DOWN;
-    /* The socket buffer references the owner's payloads: free it before failing them. */
-    if (t->bev) {
-        bufferevent_free(t->bev);
-        t->bev = NULL;
-    }
+    ftx_t *t = (ftx_t *)st;
     unsigned n = t->count;
     unsigned head = t->head;
     t->count = 0;
@@ -269,68 +238,47 @@ static void ftx_teardown(ftx_t *t, const char *reason)
         if (s->dead)
             continue;
         transport_failure_t f = {.status = 0, .retryable = true, .reason = reason};
-        t->ev.on_fail(t->owner, s->cookie, &f);
+        t->s.ev.on_fail(t->s.owner, s->cookie, &f);
     }
-    t->ev.on_down(t->owner, reason);
-}
-
-static void ftx_close_evcb(evutil_socket_t fd, short what, void *arg)
-{
-    ftx_t *t = arg;
-    if (t->state == FTX_CLOSING)
-        ftx_teardown(t, t->close_reason);
 }
 
 static void ftx_tickcb(evutil_socket_t fd, short what, void *arg)
 {
     ftx_t *t = arg;
-    if (t->state != FTX_UP || t->count == 0)
+    if (t->s.state != STREAM_UP || t->count == 0)
         return;
     ftx_slot_t *s = ftx_at(t, 0);
     uint64_t now = ftx_now_ms();
-    if (now - s->sent_ms > t->cfg.timeout_ms) {
+    if (now - s->sent_ms > t->s.cfg.timeout_ms) {
         char why[320];
         snprintf(why, sizeof why, "no ACK for frame %" PRIu64 " within %u ms (endpoint %s)", s->id,
-                 t->cfg.timeout_ms, t->cfg.endpoint);
-        ftx_teardown(t, why);
+                 t->s.cfg.timeout_ms, t->s.cfg.endpoint);
+        transport_stream_close(&t->s, why);
     }
 }
 
 static transport_t *ftx_create(struct event_base *base, const transport_config_t *cfg,
                                const transport_events_t *ev, void *owner, char *err, size_t errlen)
 {
-    if (cfg->use_tls && !cfg->ssl_ctx) {
-        snprintf(err, errlen, "endpoint %s: tls needs a TLS context", cfg->endpoint);
+    ftx_t *t = (ftx_t *)transport_stream_new(sizeof *t, &transport_tcp_ops, base, cfg, ev, owner,
+                                             err, errlen);
+    if (!t)
         return NULL;
-    }
-    ftx_t *t = calloc(1, sizeof *t);
-    if (!t) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    t->base.ops = &transport_tcp_ops;
-    t->evb = base;
-    t->cfg = *cfg;
+    t->s.drop = ftx_drop;
+    t->s.readcb = ftx_readcb;
+    t->s.writecb = ftx_writecb;
+    t->s.eventcb = ftx_eventcb;
     t->pcap =
         cfg->fire_and_forget && cfg->encoding && (cfg->encoding->form & ENCODING_FORM_PCAP_RECORDS);
-    t->ev = *ev;
-    t->owner = owner;
-    if (!t->cfg.max_in_flight)
-        t->cfg.max_in_flight = 100;
-    if (!t->cfg.timeout_ms)
-        t->cfg.timeout_ms = 5000;
-    if (!t->cfg.out_buf_max)
-        t->cfg.out_buf_max = 1u << 20;
-    t->cap = t->cfg.max_in_flight;
+    t->cap = t->s.cfg.max_in_flight;
     t->ring = calloc(t->cap, sizeof *t->ring);
-    t->close_ev = event_new(base, -1, 0, ftx_close_evcb, t);
     t->tick = event_new(base, -1, EV_PERSIST, ftx_tickcb, t);
-    if (!t->ring || !t->close_ev || !t->tick) {
+    if (!t->ring || !t->tick) {
         snprintf(err, errlen, "out of memory");
-        transport_tcp_ops.destroy(&t->base);
+        transport_tcp_ops.destroy(&t->s.base);
         return NULL;
     }
-    uint32_t every = t->cfg.timeout_ms / 4;
+    uint32_t every = t->s.cfg.timeout_ms / 4;
     if (every < 20)
         every = 20;
     if (every > 1000)
@@ -338,29 +286,20 @@ static transport_t *ftx_create(struct event_base *base, const transport_config_t
     struct timeval tv = {every / 1000, (every % 1000) * 1000};
     event_add(t->tick, &tv);
     frame_parser_init(&t->parser, 0, false);
-    return &t->base;
+    return &t->s.base;
 }
 
 static int ftx_connect(transport_t *base)
 {
-    ftx_t *t = (ftx_t *)base;
-    if (t->state != FTX_DOWN)
-        return 0;
-    char err[320];
-    t->bev = transport_conn_open(t->evb, &t->cfg, ftx_readcb, ftx_writecb, ftx_eventcb, t, err,
-                                 sizeof err);
-    t->state = FTX_CONNECTING;
-    if (!t->bev) /* reported through the loop like any other connect failure */
-        ftx_schedule_teardown(t, err);
-    return 0;
+    return transport_stream_connect((transport_stream_t *)base);
 }
 
 static unsigned ftx_capacity(const transport_t *base)
 {
     const ftx_t *t = (const ftx_t *)base;
-    if (t->state != FTX_UP)
+    if (t->s.state != STREAM_UP)
         return 0;
-    if (evbuffer_get_length(bufferevent_get_output(t->bev)) >= t->cfg.out_buf_max)
+    if (evbuffer_get_length(bufferevent_get_output(t->s.bev)) >= t->s.cfg.out_buf_max)
         return 0;
     return t->cap - t->count;
 }
@@ -388,17 +327,17 @@ static int ftx_send_pcap(ftx_t *t, const uint8_t *payload, size_t len, void *coo
     if (frame_parse(&p, payload, len, &fr, &used) != FRAME_OK || used != len ||
         fr.hdr.type != FRAME_TYPE_DATA) {
         log_error("feed %s: endpoint %s: payload is not a synthetic DATA frame; refused",
-                  t->cfg.feed, t->cfg.endpoint);
+                  t->s.cfg.feed, t->s.cfg.endpoint);
         return -1;
     }
-    struct evbuffer *out = bufferevent_get_output(t->bev);
+    struct evbuffer *out = bufferevent_get_output(t->s.bev);
     frame_record_iter_t it;
     frame_record_t rec;
     size_t n = 0;
     frame_records(&fr, &it);
     while (frame_record_next(&it, &rec)) {
         if (evbuffer_add_reference(out, rec.body.ptr, rec.body.len, NULL, NULL) < 0) {
-            ftx_schedule_teardown(t, "out of memory queueing pcap records");
+            transport_stream_schedule_close(&t->s, "out of memory queueing pcap records");
             return -1; /* the stream is torn down: no partial batch survives */
         }
         n += rec.body.len;
@@ -415,7 +354,7 @@ static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void 
         return -1;
     if (len < FRAME_HEADER_LEN || buf_rd_be32(payload) != FRAME_MAGIC) {
         log_error("feed %s: endpoint %s: payload is not a DATA frame (%zu bytes); refused",
-                  t->cfg.feed, t->cfg.endpoint, len);
+                  t->s.cfg.feed, t->s.cfg.endpoint, len);
         return -1;
     }
     if (t->pcap)
@@ -430,14 +369,14 @@ static int ftx_send(transport_t *base, const uint8_t *payload, size_t len, void 
     uint64_t id = ++t->next_id;
     frame_set_id(hdr, id);
     uint16_t flags = (uint16_t)((hdr[FRAME_OFF_FLAGS] << 8) | hdr[FRAME_OFF_FLAGS + 1]);
-    if (t->cfg.fire_and_forget)
+    if (t->s.cfg.fire_and_forget)
         flags &= (uint16_t)~FRAME_FLAG_ACK_REQUESTED;
     else
         flags |= FRAME_FLAG_ACK_REQUESTED;
     frame_set_flags(hdr, flags);
-    struct evbuffer *out = bufferevent_get_output(t->bev);
+    struct evbuffer *out = bufferevent_get_output(t->s.bev);
     if (evbuffer_add_reference(out, payload, len, NULL, NULL) < 0) {
-        ftx_schedule_teardown(t, "out of memory queueing a frame");
+        transport_stream_schedule_close(&t->s, "out of memory queueing a frame");
         t->next_id--;
         return -1;
     }
@@ -451,34 +390,13 @@ static unsigned ftx_in_flight(const transport_t *base)
     return ((const ftx_t *)base)->live;
 }
 
-static bool ftx_is_up(const transport_t *base)
-{
-    return ((const ftx_t *)base)->state == FTX_UP;
-}
-
-static void ftx_disconnect(transport_t *base, const char *reason)
-{
-    ftx_t *t = (ftx_t *)base;
-    if (t->state == FTX_DOWN)
-        return;
-    if (t->in_cb) {
-        ftx_schedule_teardown(t, reason);
-        return;
-    }
-    ftx_teardown(t, reason);
-}
-
 static void ftx_destroy(transport_t *base)
 {
     ftx_t *t = (ftx_t *)base;
-    if (t->bev)
-        bufferevent_free(t->bev);
     if (t->tick)
         event_free(t->tick);
-    if (t->close_ev)
-        event_free(t->close_ev);
     free(t->ring);
-    free(t);
+    transport_stream_free(&t->s);
 }
 
 static const transport_ops_t transport_tcp_ops = {
@@ -488,8 +406,8 @@ static const transport_ops_t transport_tcp_ops = {
     .send = ftx_send,
     .capacity = ftx_capacity,
     .in_flight = ftx_in_flight,
-    .is_up = ftx_is_up,
-    .disconnect = ftx_disconnect,
+    .is_up = transport_stream_is_up,
+    .disconnect = transport_stream_disconnect,
     .destroy = ftx_destroy,
 };
 
