@@ -747,6 +747,17 @@ static json_int_t admin_counter(const admin_worker_t *w, const char *key)
     return json_integer_value(json_object_get(w->counters, key));
 }
 
+/* An aggregation's or correlation's delivery mode, from its heartbeat info (kafka_txn_mode_info):
+ * "kafka_mode" and, with exactly-once, "transaction_ms". */
+static void admin_status_kafka_mode(json_t *e, const admin_worker_t *w)
+{
+    const json_t *tms = json_object_get(w->info, "transaction_ms");
+    if (e && admin_info(w, "kafka_mode"))
+        json_object_set_new(e, "kafka_mode", json_string(admin_info(w, "kafka_mode")));
+    if (e && json_is_integer(tms))
+        json_object_set_new(e, "transaction_ms", json_integer(json_integer_value(tms)));
+}
+
 /* /status "aggregation" and "correlation": what those workers run, from their heartbeats. */
 static void admin_status_pipeline(const admin_events_t *ev, json_t *agg, json_t *corr)
 {
@@ -762,6 +773,7 @@ static void admin_status_pipeline(const admin_events_t *ev, json_t *agg, json_t 
                           "dead_lettered_total", admin_counter(w, "dead_lettered_total"));
             if (e && admin_info(w, "filter"))
                 json_object_set_new(e, "filter", json_string(admin_info(w, "filter")));
+            admin_status_kafka_mode(e, w);
             json_array_append_new(agg, e);
         } else if (strcmp(w->service, "ndd-correlation") == 0) {
             e = json_pack(
@@ -770,6 +782,7 @@ static void admin_status_pipeline(const admin_events_t *ev, json_t *agg, json_t 
                 admin_info(w, "xdr_topic"), "timeout_ms", admin_counter(w, "timeout_ms"), "open",
                 admin_counter(w, "open_transactions"), "xdrs_total", admin_counter(w, "xdrs_total"),
                 "rate_per_s", admin_round(admin_counter_rate(w, "xdrs_total"), 10));
+            admin_status_kafka_mode(e, w);
             json_array_append_new(corr, e);
         }
     }

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "log.h"
+#include "kafka_txn.h"
 #include "worker_control.h"
 
 struct agg_control {
@@ -217,6 +218,9 @@ static void agg_info(void *owner, json_t *info)
     /* --filter-file wins over the configuration topic's filter record */
     json_object_set_new(info, "filter",
                         json_string(c->filter_file_set ? "(file)" : c->filter_name));
+    int tms;
+    if (c->w) /* the delivery mode in effect (docs/kafka-cluster.md, "Exactly once") */
+        kafka_txn_mode_info(info, agg_worker_exactly_once(c->w, &tms), tms);
 }
 
 /* "MAIN produce failing": records handed to Kafka but no acknowledgement for

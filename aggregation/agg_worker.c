@@ -1129,6 +1129,13 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
     return rc;
 }
 
+bool agg_worker_exactly_once(const agg_worker_t *w, int *transaction_ms)
+{
+    if (transaction_ms)
+        *transaction_ms = w->eos ? w->cfg.transaction_ms : 0;
+    return w->eos;
+}
+
 agg_stats_t agg_worker_stats(const agg_worker_t *w)
 {
     agg_stats_t s = agg_counters(w);

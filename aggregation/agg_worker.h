@@ -67,6 +67,10 @@ typedef struct agg_stats {
 
 typedef struct agg_worker agg_worker_t;
 
+/* Whether the worker runs exactly once (transactions), with its commit interval in
+ * *transaction_ms (may be NULL). For the heartbeat's "kafka_mode". */
+bool agg_worker_exactly_once(const agg_worker_t *w, int *transaction_ms);
+
 /* Creates the consumer (subscribed) and the producer, loads the filter file. NULL with a
  * reason in err (bad property, unreadable or invalid filter file). */
 agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen);

@@ -12,6 +12,7 @@
 #include "config_topic.h"
 #include "events.h"
 #include "log.h"
+#include "kafka_txn.h"
 #include "worker_control.h"
 
 struct corr_control {
@@ -256,6 +257,9 @@ static void corr_info(void *owner, json_t *info)
     json_object_set_new(info, "xdr_topic", json_string(c->xdr_topic));
     if (c->started.name[0])
         json_object_set_new(info, "name", json_string(c->started.name));
+    int tms;
+    if (c->w) /* the delivery mode in effect (docs/kafka-cluster.md, "Exactly once") */
+        kafka_txn_mode_info(info, corr_worker_exactly_once(c->w, &tms), tms);
 }
 
 /* "xDR produce failing": records handed to Kafka but no acknowledgement for

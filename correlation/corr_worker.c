@@ -1163,6 +1163,13 @@ int64_t corr_worker_set_timeout_us(corr_worker_t *w, int64_t timeout_us)
     return timeout_us;
 }
 
+bool corr_worker_exactly_once(const corr_worker_t *w, int *transaction_ms)
+{
+    if (transaction_ms)
+        *transaction_ms = w->eos ? w->cfg.transaction_ms : 0;
+    return w->eos;
+}
+
 int64_t corr_worker_timeout_us(const corr_worker_t *w)
 {
     return w->timeout_us;

@@ -117,6 +117,9 @@ correlate_stats_t corr_worker_engine_stats(const corr_worker_t *w);
  * 1 ms..max(CORR_TIMEOUT_CEILING_US, the start timeout). Returns the timeout now in force. */
 int64_t corr_worker_set_timeout_us(corr_worker_t *w, int64_t timeout_us);
 int64_t corr_worker_timeout_us(const corr_worker_t *w);
+/* Whether the worker runs exactly once (transactions), with its commit interval in
+ * *transaction_ms (may be NULL). For the heartbeat's "kafka_mode". */
+bool corr_worker_exactly_once(const corr_worker_t *w, int *transaction_ms);
 /* false: the xDRs leave without SUPI/GPSI (the engine still extracts them when it was
  * started with extraction on; turning it on live needs extraction on at start). */
 void corr_worker_set_subscriber(corr_worker_t *w, bool extract);

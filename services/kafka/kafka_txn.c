@@ -210,6 +210,14 @@ int kafka_txn_seek(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *
     return rc;
 }
 
+void kafka_txn_mode_info(json_t *info, bool exactly_once, int transaction_ms)
+{
+    json_object_set_new(info, "kafka_mode",
+                        json_string(exactly_once ? "exactly-once" : "at-least-once"));
+    if (exactly_once)
+        json_object_set_new(info, "transaction_ms", json_integer(transaction_ms));
+}
+
 /* ---- a pair's bounded commit (kafka_txn.h) ---- */
 
 /* Waited beyond the call's own timeout for librdkafka to report it (a result it classifies is

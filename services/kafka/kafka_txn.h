@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
 #include "kafka.h"
@@ -97,6 +98,10 @@ kafka_txn_rc_t kafka_txn_classify(const rd_kafka_error_t *e);
  * dropped by librdkafka. 0 or -1 (err filled). */
 int kafka_txn_seek(rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *offsets, char *err,
                    size_t errlen);
+
+/* A worker's delivery mode into its heartbeat "info" (the admin's /status shows it):
+ * "kafka_mode": "exactly-once" with "transaction_ms", or "at-least-once". */
+void kafka_txn_mode_info(json_t *info, bool exactly_once, int transaction_ms);
 
 /* ---- a pair's bounded commit ---- */
 

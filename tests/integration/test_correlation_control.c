@@ -314,6 +314,8 @@ static void test_heartbeats_carry_counters_in_the_admin_format(void **state)
     assert_int_equal(json_integer_value(json_object_get(cs, "timeout_ms")), 5000);
     assert_int_equal(json_integer_value(json_object_get(cs, "open")), 0);
     assert_int_equal(json_integer_value(json_object_get(cs, "xdrs_total")), N);
+    /* the delivery mode in effect, from the worker's heartbeat (exactly-once is off by default) */
+    assert_string_equal(json_string_value(json_object_get(cs, "kafka_mode")), "at-least-once");
     json_decref(status);
     admin_events_free(admin);
 #endif

@@ -254,11 +254,13 @@ static void test_status_lists_aggregation_and_correlation_workers(void **state)
     const char *a =
         "{\"type\":\"heartbeat\",\"service\":\"ndd-aggregation\",\"instance\":\"h-scp\","
         "\"interval_ms\":1000,\"info\":{\"nf_type\":\"SCP\",\"topic\":\"SCP\","
-        "\"filter\":\"ingress-SCP\"},\"counters\":{\"consumed_total\":%d,"
+        "\"filter\":\"ingress-SCP\",\"kafka_mode\":\"exactly-once\",\"transaction_ms\":200},"
+        "\"counters\":{\"consumed_total\":%d,"
         "\"dead_lettered_total\":1}}";
     const char *c = "{\"type\":\"heartbeat\",\"service\":\"ndd-correlation\",\"instance\":\"h\","
                     "\"interval_ms\":1000,\"info\":{\"source_topic\":\"MAIN\",\"xdr_topic\":"
-                    "\"XDR\"},\"counters\":{\"xdrs_total\":%d,\"open_transactions\":7,"
+                    "\"XDR\",\"kafka_mode\":\"at-least-once\"},\"counters\":{\"xdrs_total\":%d,"
+                    "\"open_transactions\":7,"
                     "\"timeout_ms\":5000}}";
     char j[600];
     for (int s = 0; s < 2; s++) {
@@ -274,12 +276,16 @@ static void test_status_lists_aggregation_and_correlation_workers(void **state)
     assert_string_equal(json_string_value(json_object_get(ag, "filter")), "ingress-SCP");
     assert_int_equal(json_integer_value(json_object_get(ag, "consumed_total")), 150);
     assert_true(json_real_value(json_object_get(ag, "rate_per_s")) == 50.0);
+    assert_string_equal(json_string_value(json_object_get(ag, "kafka_mode")), "exactly-once");
+    assert_int_equal(json_integer_value(json_object_get(ag, "transaction_ms")), 200);
     json_t *co = json_array_get(json_object_get(st, "correlation"), 0);
     assert_string_equal(json_string_value(json_object_get(co, "source_topic")), "MAIN");
     assert_string_equal(json_string_value(json_object_get(co, "xdr_topic")), "XDR");
     assert_int_equal(json_integer_value(json_object_get(co, "timeout_ms")), 5000);
     assert_int_equal(json_integer_value(json_object_get(co, "open")), 7);
     assert_int_equal(json_integer_value(json_object_get(co, "xdrs_total")), 30);
+    assert_string_equal(json_string_value(json_object_get(co, "kafka_mode")), "at-least-once");
+    assert_null(json_object_get(co, "transaction_ms"));
     assert_true(json_real_value(json_object_get(co, "rate_per_s")) == 20.0);
     json_decref(st);
     admin_events_free(ev);
