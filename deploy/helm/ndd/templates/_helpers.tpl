@@ -244,3 +244,13 @@ NetworkPolicy admits exactly these.
 {{- $unit := get (dict "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0) (trimPrefix $num $s) -}}
 {{- mulf (float64 $num) (default 1.0 $unit) -}}
 {{- end -}}
+
+{{/* The aggregation's and the correlation's exactly-once settings from .Values.exactlyOnce, as
+JSON (merged before the component's own settings, which override them). */}}
+{{- define "ndd.exactlyOnce" -}}
+{{- $e := dict "exactly-once" (default false .Values.exactlyOnce.enabled) -}}
+{{- if gt (int (default 0 .Values.exactlyOnce.transactionMs)) 0 -}}
+{{- $_ := set $e "transaction-ms" (printf "%dms" (int .Values.exactlyOnce.transactionMs)) -}}
+{{- end -}}
+{{- toJson $e -}}
+{{- end -}}
