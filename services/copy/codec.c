@@ -100,7 +100,8 @@ size_t codec_meta_name_len(codec_meta_t m)
     return (unsigned)m >= CODEC_META__COUNT ? 8 : codec_meta_name_len_of[m];
 }
 
-const char *codec_msg_type_name(codec_msg_type_t t)
+/* "request"/"response"; "unknown" for the zero value (a decode error's detail). */
+static const char *codec_msg_type_name(codec_msg_type_t t)
 {
     switch (t) {
     case CODEC_MSG_REQUEST:

@@ -43,8 +43,7 @@ const char *codec_meta_name(codec_meta_t m);
 size_t codec_meta_name_len(codec_meta_t m);
 /* Metadata field of a header name ("@nf-type" -> CODEC_META_NF_TYPE); -1 if not one. */
 int codec_meta_lookup(const char *name, size_t len);
-/* "request"/"response", "rx-request"..., "SCP"...; "unknown" for the zero value. */
-const char *codec_msg_type_name(codec_msg_type_t t);
+/* "rx-request"..., "SCP"...; "unknown" for the zero value. */
 const char *codec_trigger_name(codec_trigger_t t);
 const char *codec_nf_name(codec_nf_t nf);
 codec_nf_t codec_nf_parse(const char *s, size_t len);

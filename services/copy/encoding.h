@@ -135,6 +135,22 @@ int encoding_json_envelope(buf_t *out, const codec_msg_t *m);
  * valid UTF-8, nesting at most 64 deep. No allocation. */
 int encoding_json_valid(const uint8_t *p, size_t n);
 
+/* Where the JSON string opening at p[i] (a '"') ends: the index just past its closing quote,
+ * an escaped quote not ending it; n when it is not closed within p[0..n). The scanners that
+ * reshape JSON without parsing it (xdr-jsonl's compaction, the file transport's JSON lines)
+ * step over strings with it, so that nothing inside a string counts as structure. Inline:
+ * it runs for every string of every record those encode. */
+static inline size_t encoding_json_string_end(const uint8_t *p, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (p[i] == '\\')
+            i++; /* the escaped byte; a \u escape's hex digits are plain bytes */
+        else if (p[i] == '"')
+            return i + 1;
+    }
+    return n;
+}
+
 #include "encoding_table.h" /* the built-in rows */
 
 #endif

@@ -51,22 +51,18 @@ static encoding_result_t xdrl_add(encoding_batch_t *b, const codec_msg_t *m)
     /* compacted: whitespace outside strings dropped (valid JSON, so strings are closed) */
     uint8_t *d = out->data + at;
     size_t k = 0;
-    bool in_str = false, esc = false;
-    for (; i < n; i++) {
+    while (i < n) {
         uint8_t c = p[i];
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (xdrl_space(c)) {
+        if (c == '"') {
+            size_t end = encoding_json_string_end(p, n, i);
+            memcpy(d + k, p + i, end - i);
+            k += end - i;
+            i = end;
             continue;
         }
-        d[k++] = c;
+        if (!xdrl_space(c))
+            d[k++] = c;
+        i++;
     }
     d[k++] = '\n';
     out->len = at + k;

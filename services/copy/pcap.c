@@ -4,6 +4,7 @@
  * data padded to 32 bits. JSON lines: the JSON encoding's array is split at its top-level
  * commas by a scan that follows strings and nesting (the encoder wrote it: no reparse). */
 #include "pcap.h"
+#include "encoding.h"
 #include "frame.h"
 
 #include <stdbool.h>
@@ -105,21 +106,11 @@ long jsonl_from_json(buf_t *out, const uint8_t *p, size_t len)
         return -1;
     long n = 0;
     int depth = 0;
-    bool in_str = false, esc = false;
     size_t elem = 0;
     for (i++; i < len; i++) {
         uint8_t c = p[i];
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
         if (c == '"') {
-            in_str = true;
+            i = encoding_json_string_end(p, len, i) - 1; /* the loop steps past the quote */
         } else if (c == '{' || c == '[') {
             if (depth++ == 0)
                 elem = i;

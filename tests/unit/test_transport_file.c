@@ -22,6 +22,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "pcap.h"
 #include "transport.h"
 
 typedef struct rec {
@@ -243,12 +244,33 @@ static void test_too_little_room_keeps_it_down_naming_the_directory(void **state
     event_base_free(b);
 }
 
+/* A batch of the JSON envelope becomes one line per object: brackets, braces and escaped
+ * quotes inside strings are not structure (the file transport's JSON lines, pcap.h). */
+static void test_json_lines_step_over_strings(void **state)
+{
+    static const char arr[] = "[ {\"a\":\"x}]\\\"{\",\"b\":[1,{\"c\":\"\\\\\"}]} ,\n"
+                              "  {\"d\":\"[\"} ]";
+    buf_t out;
+    assert_int_equal(buf_init(&out, 64, 4096), 0);
+    assert_int_equal(jsonl_from_json(&out, (const uint8_t *)arr, sizeof arr - 1), 2);
+    static const char want[] = "{\"a\":\"x}]\\\"{\",\"b\":[1,{\"c\":\"\\\\\"}]}\n"
+                               "{\"d\":\"[\"}\n";
+    assert_int_equal(out.len, sizeof want - 1);
+    assert_memory_equal(out.data, want, out.len);
+    /* An unclosed string or array is refused, the output left as it was. */
+    static const char open_str[] = "[{\"a\":\"x}]";
+    assert_int_equal(jsonl_from_json(&out, (const uint8_t *)open_str, sizeof open_str - 1), -1);
+    assert_int_equal(out.len, sizeof want - 1);
+    buf_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches_are_acked_by_their_commit_and_a_stop_seals_the_file),
         cmocka_unit_test(test_a_crash_leftover_is_cut_to_its_newest_whole_commit),
         cmocka_unit_test(test_too_little_room_keeps_it_down_naming_the_directory),
+        cmocka_unit_test(test_json_lines_step_over_strings),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
