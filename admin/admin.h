@@ -4,6 +4,7 @@
 #define NDD_ADMIN_H
 
 #include "admin-t.h"
+#include "clock.h"
 
 /* ---- kinds (admin_kind.c) ---- */
 /* "feed", "filter", "source", "correlation": the ndd.config key prefix and audit "kind". */
@@ -250,7 +251,6 @@ int admin_events_apply(admin_events_t *ev, const char *json, size_t len, int64_t
 void admin_events_check(admin_events_t *ev, int64_t now_ms);
 /* {"workers":[…],"feeds":[…]} */
 json_t *admin_events_status(admin_events_t *ev, int64_t now_ms);
-int64_t admin_now_ms(void);
 /* The consumer's propagation tracker (never NULL once made). */
 admin_prop_t *admin_events_prop(admin_events_t *ev);
 

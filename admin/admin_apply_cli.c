@@ -559,12 +559,9 @@ static int apply_options(int argc, char **argv, apply_opts_t *o)
  * or answers 503 (PostgreSQL not there yet); the last attempt reports its failure. */
 static int apply_send_waiting(apply_opts_t *o, const char *token, json_t *doc, json_t **resp)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = mono_now_ms();
     for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t ms =
-            (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        int64_t ms = mono_now_ms() - t0;
         bool last = ms >= (int64_t)o->wait_s * 1000;
         o->quiet_connect = !last;
         int status = apply_post(o, token, doc, resp);

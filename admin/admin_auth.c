@@ -235,7 +235,7 @@ void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization
     while (*token == ' ')
         token++;
     size_t tl = strlen(token);
-    if (memo && memo->len && memo->len == tl && memo->expires_ms > admin_now_ms() &&
+    if (memo && memo->len && memo->len == tl && memo->expires_ms > wall_now_ms() &&
         ct_equal(memo->token, token, tl)) {
         out->role = memo->role;
         memcpy(out->name, memo->name, sizeof(out->name));
@@ -250,7 +250,7 @@ void admin_tokens_authenticate_memo(admin_tokens_t *t, const char *authorization
         return;
     size_t slot = (((size_t)digest[0] << 8) | digest[1]) % t->max;
     admin_token_entry_t *e = &t->slots[slot];
-    int64_t now = admin_now_ms();
+    int64_t now = wall_now_ms();
     bool known = e->used && ct_equal(e->digest, digest, 32);
     if (known && e->expires_ms > now) {
         /* Same sizes, both NUL-terminated when stored: plain copies, no formatting. */

@@ -104,7 +104,7 @@ static int admin_db_ensure(admin_db_t *db, admin_err_t *err)
 {
     if (!admin_db_conn_lost(db))
         return 0;
-    int64_t now = admin_now_ms();
+    int64_t now = wall_now_ms();
     if (now < db->next_reset_ms) {
         db->ok = false;
         admin_err_set(err, 503, "database unavailable", "",
@@ -121,7 +121,7 @@ static int admin_db_ensure(admin_db_t *db, admin_err_t *err)
         db->reset_backoff_ms = db->reset_backoff_ms ? db->reset_backoff_ms * 2 : 1000;
         if (db->reset_backoff_ms > 8000)
             db->reset_backoff_ms = 8000;
-        db->next_reset_ms = admin_now_ms() + db->reset_backoff_ms;
+        db->next_reset_ms = wall_now_ms() + db->reset_backoff_ms;
         admin_err_set(err, 503, "database unavailable", "", "PostgreSQL: %s", msg);
         return -1;
     }

@@ -91,7 +91,7 @@ bool admin_dlq_topic_ok(admin_ctx_t *ctx, const char *topic)
 
 static int admin_dlq_left_ms(int64_t deadline)
 {
-    int64_t left = deadline - admin_now_ms();
+    int64_t left = deadline - mono_now_ms();
     return left > 0 ? (int)left : 0;
 }
 
@@ -166,7 +166,7 @@ static json_t *admin_dlq_topic_entry(admin_dlq_t *d, const rd_kafka_metadata_top
 
 json_t *admin_dlq_topics(admin_dlq_t *d, admin_ctx_t *ctx, admin_err_t *err)
 {
-    int64_t deadline = admin_now_ms() + ADMIN_DLQ_TIMEOUT_MS;
+    int64_t deadline = mono_now_ms() + ADMIN_DLQ_TIMEOUT_MS;
     const rd_kafka_metadata_t *md = NULL;
     rd_kafka_resp_err_t e = rd_kafka_metadata(d->rk, 1, NULL, &md, ADMIN_DLQ_TIMEOUT_MS);
     if (e) {
@@ -260,13 +260,8 @@ static json_t *admin_dlq_item(const char *topic, rd_kafka_message_t *m, bool wit
         h = NULL;
     int64_t ts = rd_kafka_message_timestamp(m, NULL);
     char when[40] = "";
-    if (ts >= 0) {
-        time_t sec = (time_t)(ts / 1000);
-        struct tm tm;
-        gmtime_r(&sec, &tm);
-        size_t l = strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-        snprintf(when + l, sizeof(when) - l, ".%03dZ", (int)(ts % 1000));
-    }
+    if (ts >= 0)
+        wall_iso_utc(ts, when, sizeof(when));
     json_t *it = json_pack("{s:i,s:I,s:s,s:o}", "partition", (int)m->partition, "offset",
                            (json_int_t)m->offset, "timestamp", when, "key",
                            m->key ? admin_dlq_text(m->key, m->key_len) : json_null());
@@ -402,7 +397,7 @@ static bool admin_dlq_consume(dlq_read_t *r, const char *topic, bool with_body, 
 json_t *admin_dlq_read(admin_dlq_t *d, const char *topic, int limit, bool with_body,
                        admin_err_t *err)
 {
-    int64_t deadline = admin_now_ms() + ADMIN_DLQ_TIMEOUT_MS;
+    int64_t deadline = mono_now_ms() + ADMIN_DLQ_TIMEOUT_MS;
     dlq_read_t r = {0};
     json_t *res = NULL;
     const rd_kafka_metadata_t *md = NULL;

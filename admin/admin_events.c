@@ -567,25 +567,16 @@ void admin_events_poll(admin_events_t *ev, int max)
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 log_warn("admin events: %s: %s", ev->topic, rd_kafka_message_errstr(m));
-        } else if (m->payload && admin_events_apply(ev, m->payload, m->len, admin_now_ms()) != 0) {
+        } else if (m->payload && admin_events_apply(ev, m->payload, m->len, wall_now_ms()) != 0) {
             log_warn("admin events: %s [%d] offset %lld: not a valid heartbeat or alarm event",
                      ev->topic, m->partition, (long long)m->offset);
         }
         rd_kafka_message_destroy(m);
     }
-    admin_events_check(ev, admin_now_ms());
-    admin_feed_expire(ev, admin_now_ms());
+    admin_events_check(ev, wall_now_ms());
+    admin_feed_expire(ev, wall_now_ms());
     if (ev->db && json_array_size(ev->pending_alarms) > 0 && admin_db_ok(ev->db))
         admin_alarm_flush(ev);
-}
-
-static void admin_iso(int64_t ms, char *out, size_t len)
-{
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, len - n, ".%03dZ", (int)(ms % 1000));
 }
 
 /* Adds what worker w reports of feed fname to its /status entry agg: numbers summed (the lag
@@ -688,7 +679,7 @@ static void admin_status_feed_finish(const admin_events_t *ev, json_t *agg, json
 static json_t *admin_status_worker(const admin_worker_t *w, int64_t now_ms)
 {
     char seen[40];
-    admin_iso(w->last_seen_ms, seen, sizeof(seen));
+    wall_iso_utc(w->last_seen_ms, seen, sizeof(seen));
     json_t *rates = json_object();
     const char *k;
     json_t *v;

@@ -574,7 +574,7 @@ int admin_kacl_reconcile(admin_kacl_t *k, admin_ctx_t *ctx)
     admin_cache_foreach(&ctx->cache[ADMIN_KIND_FEED], kacl_reconcile_one, &r);
     k->pending = r.failed > 0;
     /* Every try may wait for the cluster's timeout on the admin's one thread: not often. */
-    k->next_try_ms = admin_now_ms() + 30000;
+    k->next_try_ms = wall_now_ms() + 30000;
     return r.failed ? -1 : 0;
 }
 
@@ -582,12 +582,12 @@ void admin_kacl_poll(admin_kacl_t *k, admin_ctx_t *ctx, int64_t sample_ms)
 {
     if (!k)
         return;
-    int64_t now = admin_now_ms();
+    int64_t now = wall_now_ms();
     if (k->pending && now >= k->next_try_ms && admin_kacl_reconcile(k, ctx) == 0)
         log_info("admin: Kafka feed topics and ACLs reconciled with the database");
     if (sample_ms > 0 && now >= k->next_sample_ms) {
         admin_kacl_sample(k, ctx, now);
-        k->next_sample_ms = admin_now_ms() + sample_ms;
+        k->next_sample_ms = wall_now_ms() + sample_ms;
     }
 }
 

@@ -275,15 +275,6 @@ void admin_prop_worker_down(admin_prop_t *p, const char *service, const char *in
     admin_prop_evaluate_all(p);
 }
 
-static void admin_prop_iso(int64_t ms, char *out, size_t len)
-{
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, len - n, ".%03dZ", (int)(ms % 1000));
-}
-
 json_t *admin_prop_status(admin_prop_t *p, int changes)
 {
     json_t *followers = json_object(), *list = json_array();
@@ -299,7 +290,7 @@ json_t *admin_prop_status(admin_prop_t *p, int changes)
         const admin_prop_change_t *c =
             &p->ring[(p->head + ADMIN_PROP_CHANGES - 1 - i) % ADMIN_PROP_CHANGES];
         char at[40];
-        admin_prop_iso(c->publish_ms, at, sizeof(at));
+        wall_iso_utc(c->publish_ms, at, sizeof(at));
         json_t *j = json_pack("{s:s,s:I,s:b,s:i,s:I,s:s,s:i,s:i}", "key", c->key, "version",
                               (json_int_t)c->version, "deleted", c->version == 0, "partition",
                               (int)c->partition, "offset", (json_int_t)c->offset, "published_at",

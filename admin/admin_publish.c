@@ -62,13 +62,6 @@ struct admin_publisher {
     admin_prop_t *prop;         /* delivered records are tracked there (NULL: not tracked) */
 };
 
-int64_t admin_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void admin_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     admin_publisher_t *p = opaque;
@@ -219,7 +212,7 @@ static int admin_produce(admin_publisher_t *p, const char *key, const char *valu
     rd_kafka_resp_err_t e = rd_kafka_producev(
         p->rk, RD_KAFKA_V_TOPIC(p->topic), RD_KAFKA_V_KEY(key, strlen(key)),
         RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(admin_now_ms()),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(wall_now_ms()),
         RD_KAFKA_V_OPAQUE((void *)(intptr_t)version), RD_KAFKA_V_END);
     if (e) {
         p->failed++;
@@ -320,7 +313,7 @@ static json_t *admin_read_topic(const admin_publisher_t *p, int timeout_ms, char
                                 size_t errlen)
 {
     char errstr[256], group[64];
-    snprintf(group, sizeof(group), "ndd-admin-reconcile-%lld", (long long)admin_now_ms());
+    snprintf(group, sizeof(group), "ndd-admin-reconcile-%lld", (long long)wall_now_ms());
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     const char *props[][2] = {{"bootstrap.servers", p->bootstrap},
                               {"group.id", group},
@@ -366,9 +359,9 @@ static json_t *admin_read_topic(const admin_publisher_t *p, int timeout_ms, char
     if (remaining)
         rd_kafka_assign(rk, parts);
     rd_kafka_topic_partition_list_destroy(parts);
-    int64_t deadline = admin_now_ms() + timeout_ms;
+    int64_t deadline = mono_now_ms() + timeout_ms;
     while (remaining > 0) {
-        if (admin_now_ms() > deadline) {
+        if (mono_now_ms() > deadline) {
             snprintf(err, errlen, "reading %s to its end took longer than %d ms", p->topic,
                      timeout_ms);
             json_decref(seen);
@@ -504,7 +497,7 @@ void admin_publisher_poll(admin_publisher_t *p, admin_ctx_t *ctx)
     if (!p)
         return;
     rd_kafka_poll(p->rk, 0);
-    int64_t now = admin_now_ms();
+    int64_t now = wall_now_ms();
     if (p->job) {
         if (!atomic_load(&p->job->done))
             return;

@@ -49,14 +49,14 @@ void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, ad
         }
         changes = (int)n;
     }
-    json_t *st = ctx->events ? admin_events_status(ctx->events, admin_now_ms())
+    json_t *st = ctx->events ? admin_events_status(ctx->events, wall_now_ms())
                              : json_pack("{s:[],s:[]}", "workers", "feeds");
     if (ctx->events)
         json_object_set_new(st, "config",
                             admin_prop_status(admin_events_prop(ctx->events), changes));
     json_object_set_new(st, "database", json_string(admin_db_ok(ctx->db) ? "up" : "down"));
     if (ctx->kacl)
-        json_object_set_new(st, "kafka_feeds", admin_kacl_status(ctx->kacl, admin_now_ms()));
+        json_object_set_new(st, "kafka_feeds", admin_kacl_status(ctx->kacl, wall_now_ms()));
     admin_resp_json(resp, 200, st);
 }
 

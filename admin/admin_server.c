@@ -164,7 +164,7 @@ static void admin_tick(evutil_socket_t fd, short what, void *arg)
     admin_kacl_poll(srv->ctx.kacl, &srv->ctx, srv->s->kafka_status_ms);
     if (srv->ctx.events)
         admin_events_poll(srv->ctx.events, 1000);
-    int64_t now = admin_now_ms();
+    int64_t now = wall_now_ms();
     if (now - srv->last_db_check_ms >= 2000) {
         srv->last_db_check_ms = now;
         bool was = admin_db_ok(srv->ctx.db);
@@ -178,7 +178,7 @@ static void admin_tick(evutil_socket_t fd, short what, void *arg)
 static admin_db_t *admin_open_db_wait(daemon_t *d, const admin_settings_t *s)
 {
     char err[512];
-    int64_t deadline = admin_now_ms() + s->db_wait_ms;
+    int64_t deadline = mono_now_ms() + s->db_wait_ms;
     for (;;) {
         admin_db_t *db = admin_db_open(s->db, s->db_schema, err, sizeof(err));
         if (db)
@@ -188,7 +188,7 @@ static admin_db_t *admin_open_db_wait(daemon_t *d, const admin_settings_t *s)
             log_info("admin: stopped while waiting for PostgreSQL");
             return NULL;
         }
-        if (admin_now_ms() >= deadline) {
+        if (mono_now_ms() >= deadline) {
             log_error("admin: PostgreSQL (schema %s): %s", s->db_schema, err);
             return NULL;
         }

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "daemon.h"
 #include "daemon_role.h"
 #include "httpd.h"
@@ -167,7 +168,6 @@ typedef struct gui_ctx {
     bool tls;
     metrics_family_t *m_requests;
 } gui_ctx_t;
-int64_t gui_now_ms(void);
 /* The security headers every response carries (CSP and friends). */
 void gui_security_headers(httpd_req_t *req);
 void gui_static_handle(httpd_req_t *req, void *arg);

@@ -26,7 +26,7 @@ static void gui_reply_session(httpd_req_t *req, int status, const gui_session_in
     httpd_reply_jansson(req, status,
                         json_pack("{s:s,s:s,s:s,s:I}", "name", i->name, "role", i->role, "csrf",
                                   i->csrf, "expires_in_s",
-                                  (json_int_t)((i->expires_ms - gui_now_ms()) / 1000)));
+                                  (json_int_t)((i->expires_ms - mono_now_ms()) / 1000)));
 }
 
 void gui_session_login(httpd_req_t *req, void *arg)
@@ -71,7 +71,7 @@ void gui_session_login(httpd_req_t *req, void *arg)
         httpd_reply_json(req, r.status == 503 ? 503 : 401,
                          "{\"error\":\"invalid token\",\"field\":\"token\",\"reason\":\"ndd-admin "
                          "does not know this token (or it was revoked)\"}");
-    } else if (gui_sessions_create(c->sessions, token, name, role, gui_now_ms(), id, &info) != 0) {
+    } else if (gui_sessions_create(c->sessions, token, name, role, mono_now_ms(), id, &info) != 0) {
         httpd_reply_error(req, 503, "no random bytes for a session");
     } else {
         log_info("gui: %s (role %s) logged in from %s", name, role, httpd_req_peer(req));
@@ -87,7 +87,7 @@ void gui_session_login(httpd_req_t *req, void *arg)
 
 bool gui_session_require(httpd_req_t *req, gui_ctx_t *c, gui_session_info_t *info)
 {
-    if (gui_sessions_lookup(c->sessions, httpd_req_header(req, "Cookie"), gui_now_ms(), info))
+    if (gui_sessions_lookup(c->sessions, httpd_req_header(req, "Cookie"), mono_now_ms(), info))
         return true;
     httpd_reply_json(req, 401,
                      "{\"error\":\"not logged in\",\"field\":\"\",\"reason\":\"the session is "
@@ -108,7 +108,7 @@ void gui_session_get(httpd_req_t *req, void *arg)
     gui_session_info_t info;
     gui_security_headers(req);
     /* Not logged in is an answer here, not an error: 204, so a fresh page logs nothing. */
-    if (gui_sessions_lookup(c->sessions, httpd_req_header(req, "Cookie"), gui_now_ms(), &info))
+    if (gui_sessions_lookup(c->sessions, httpd_req_header(req, "Cookie"), mono_now_ms(), &info))
         gui_reply_session(req, 200, &info);
     else
         httpd_reply(req, 204, NULL, "", 0);

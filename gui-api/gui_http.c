@@ -209,7 +209,7 @@ static int gui_http_io(int fd, SSL *ssl, bool wr, void *p, size_t n, int64_t dea
 {
     struct pollfd pf = {.fd = fd, .events = wr ? POLLOUT : POLLIN};
     if (!ssl) {
-        int64_t left = deadline - gui_now_ms();
+        int64_t left = deadline - mono_now_ms();
         if (left <= 0 || poll(&pf, 1, (int)left) != 1)
             return -2;
         ssize_t r = wr ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
@@ -232,7 +232,7 @@ static int gui_http_io(int fd, SSL *ssl, bool wr, void *p, size_t n, int64_t dea
             return -1;
         }
         pf.events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-        int64_t left = deadline - gui_now_ms();
+        int64_t left = deadline - mono_now_ms();
         if (left <= 0 || poll(&pf, 1, (int)left) != 1)
             return -2;
     }
@@ -263,7 +263,7 @@ static SSL *gui_http_handshake(int fd, const gui_url_t *u, int64_t deadline, cha
         if (r == 1)
             return ssl;
         int e = SSL_get_error(ssl, r);
-        int64_t left = deadline - gui_now_ms();
+        int64_t left = deadline - mono_now_ms();
         struct pollfd pf = {.fd = fd, .events = e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN};
         if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
             char ep[300];
@@ -334,7 +334,7 @@ int gui_http_request_at(const gui_url_t *u, const gui_addr_t *at, const char *me
                         const char *path, const char *headers, const char *body, size_t body_len,
                         int timeout_ms, gui_http_resp_t *resp, char *err, size_t errlen)
 {
-    int64_t deadline = gui_now_ms() + timeout_ms;
+    int64_t deadline = mono_now_ms() + timeout_ms;
     resp->status = 0;
     resp->etag[0] = resp->location[0] = resp->content_type[0] = '\0';
     buf_reset(&resp->body);

@@ -280,7 +280,7 @@ typedef struct gui_scrape {
 /* Whether a warning about t is due (one per GUI_LIVE_WARN_MS), and if so, now it is given. */
 static bool gui_warn_due(gui_target_t *t)
 {
-    int64_t now = gui_now_ms();
+    int64_t now = mono_now_ms();
     if (t->warned_ms != 0 && now - t->warned_ms < GUI_LIVE_WARN_MS)
         return false;
     t->warned_ms = now;
@@ -427,7 +427,7 @@ static void gui_live_tick(gui_live_t *l)
     char token[160], hdr[256], err[512];
     if (l->token[0])
         snprintf(token, sizeof(token), "%s", l->token);
-    else if (!gui_sessions_any_token(l->sessions, gui_now_ms(), token, sizeof(token)))
+    else if (!gui_sessions_any_token(l->sessions, mono_now_ms(), token, sizeof(token)))
         return; /* nobody logged in and no token file: nothing to show, nothing read */
     snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\n", token);
     gui_http_resp_t r;
@@ -442,7 +442,7 @@ static void gui_live_tick(gui_live_t *l)
     else
         st = json_loadb((char *)r.body.data, r.body.len, 0, NULL);
     gui_live_scrape(l, to);
-    int64_t now = gui_now_ms();
+    int64_t now = mono_now_ms();
     double dt = l->prev_ms ? (double)(now - l->prev_ms) / 1000.0 : 0;
     l->prev_ms = now;
     json_t *values = gui_live_frame_values(l, st, dt);
@@ -457,9 +457,7 @@ static void gui_live_tick(gui_live_t *l)
         l->count++;
     }
     f->seq = ++l->seq;
-    struct timespec wall; /* the charts' time axis is the wall clock; rates use the monotonic one */
-    clock_gettime(CLOCK_REALTIME, &wall);
-    f->t_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    f->t_ms = wall_now_ms(); /* the charts' time axis is the wall clock; rates use mono */
     f->values = values;
     if (summary) {
         json_decref(l->status);
@@ -474,9 +472,9 @@ static void *gui_live_main(void *arg)
 {
     gui_live_t *l = arg;
     while (!l->stop) {
-        int64_t start = gui_now_ms();
+        int64_t start = mono_now_ms();
         gui_live_tick(l);
-        for (int64_t left; !l->stop && (left = start + l->s->poll_ms - gui_now_ms()) > 0;)
+        for (int64_t left; !l->stop && (left = start + l->s->poll_ms - mono_now_ms()) > 0;)
             usleep((useconds_t)(left > 100 ? 100000 : left * 1000));
     }
     return NULL;

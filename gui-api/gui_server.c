@@ -17,13 +17,6 @@
 #include "log.h"
 #include "tls.h"
 
-int64_t gui_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void gui_live_route(httpd_req_t *req, void *arg)
 {
     gui_ctx_t *c = arg;
@@ -45,7 +38,7 @@ static void gui_figures_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     gui_figures_t *f = arg;
-    metrics_gauge_set(f->sessions, (double)gui_sessions_count(f->from, gui_now_ms()));
+    metrics_gauge_set(f->sessions, (double)gui_sessions_count(f->from, mono_now_ms()));
 }
 
 static int gui_routes(httpd_t *h, gui_ctx_t *c)

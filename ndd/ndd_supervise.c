@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "events.h"
 #include "httpd.h"
 #include "log.h"
@@ -52,13 +53,6 @@ struct ndd_supervisor {
     ndd_inst_t inst[NDD_CONFIG_MAX_INSTANCES];
     size_t n;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* /readyz: ready when ndd's broker answered and every instance is running and ready; the
  * first line names the first that is not, then one line per instance. Under s->mu. */
@@ -115,7 +109,7 @@ static void inst_prepare(ndd_inst_t *in)
 /* Sleeps ms in steps, false when ndd stops first. */
 static bool backoff_sleep(struct ndd_supervisor *s, int64_t ms)
 {
-    for (int64_t end = now_ms() + ms; now_ms() < end;) {
+    for (int64_t end = mono_now_ms() + ms; mono_now_ms() < end;) {
         if (*s->host->stop)
             return false;
         struct timespec ts = {0, 100 * 1000 * 1000};
@@ -136,7 +130,7 @@ static void *inst_main(void *arg)
         inst_prepare(in);
         int rc = daemon_init_embedded(&in->d, &in->def, &in->embed, NULL, err, sizeof(err));
         bool go = rc == DAEMON_CONTINUE && !s->stopping;
-        int64_t started = now_ms();
+        int64_t started = mono_now_ms();
         if (go) {
             in->state = INST_RUNNING;
             in->started_ms = started;
@@ -156,7 +150,7 @@ static void *inst_main(void *arg)
         bool stopping = s->stopping;
         if (!stopping) {
             in->state = INST_RESTARTING;
-            if (now_ms() - started >= NDD_ROLE_STEADY_MS)
+            if (mono_now_ms() - started >= NDD_ROLE_STEADY_MS)
                 backoff = 1000;
             snprintf(in->why, sizeof in->why, "stopped (exit %d), restarting in %lld s", rc,
                      (long long)(backoff / 1000));
@@ -298,7 +292,7 @@ void ndd_supervise_run(ndd_supervisor_t *s)
         for (size_t i = 0; i < s->n; i++) {
             ndd_inst_t *in = &s->inst[i];
             if (s->ev && in->state == INST_RUNNING &&
-                now_ms() - in->started_ms >= NDD_ROLE_STEADY_MS &&
+                mono_now_ms() - in->started_ms >= NDD_ROLE_STEADY_MS &&
                 events_alarm_active(s->ev, "role-restarted", in->conf->name))
                 events_alarm_clear(s->ev, "role-restarted", in->conf->name);
         }

@@ -16,6 +16,7 @@
  * nghttp2 forbids calling mem_send/mem_recv or freeing the session from inside its own
  * callbacks: the connection is only freed from libevent callbacks, never from nghttp2's.
  * libnghttp2 1.52 (Debian 12) has nghttp2_session_mem_send, not yet mem_send2. */
+#include "clock.h"
 #include "h2server-int.h"
 
 #include <arpa/inet.h>
@@ -42,13 +43,6 @@ static void conn_free(h2conn_t *c);
 static int conn_flush(h2conn_t *c);
 
 /* ---- connections ---- */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void conn_free(h2conn_t *c)
 {
@@ -103,7 +97,7 @@ static int out_send(h2conn_t *c)
         if (w < 0)
             return -1;
         evbuffer_drain(c->out, (size_t)w);
-        c->last_io_ms = mono_ms();
+        c->last_io_ms = mono_now_ms();
     }
     return 0;
 }
@@ -120,7 +114,7 @@ static int out_put(h2conn_t *c, const uint8_t *p, size_t n)
             return -1;
         p += w;
         n -= (size_t)w;
-        c->last_io_ms = mono_ms();
+        c->last_io_ms = mono_now_ms();
     }
     return n && evbuffer_add(c->out, p, n) ? -1 : 0;
 }
@@ -207,7 +201,7 @@ static int conn_input(h2conn_t *c)
             conn_free(c);
             return -1;
         }
-        c->last_io_ms = mono_ms();
+        c->last_io_ms = mono_now_ms();
         c->in_ng = true;
         ssize_t r = nghttp2_session_mem_recv(c->sess, buf, (size_t)n);
         c->in_ng = false;
@@ -301,7 +295,7 @@ static int conn_handshake(h2conn_t *c)
         return -1;
     }
     c->handshaking = false;
-    c->last_io_ms = mono_ms();
+    c->last_io_ms = mono_now_ms();
     if (conn_start(c))
         return -1;
     /* The first request may have come with the handshake's last flight. */
@@ -363,7 +357,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 {
     h2conn_t *c = arg;
     int64_t limit = (int64_t)c->srv->o.idle_timeout_s * 1000;
-    int64_t idle = mono_ms() - c->last_io_ms;
+    int64_t idle = mono_now_ms() - c->last_io_ms;
     if (idle >= limit) {
         log_debug("h2server: %s: idle for %d s, closed", c->peer, c->srv->o.idle_timeout_s);
         conn_free(c);
@@ -413,7 +407,7 @@ static h2conn_t *conn_new(h2server_t *s, evutil_socket_t fd, SSL *ssl, const cha
         s->conns->prev = c;
     s->conns = c;
     s->n_conns++;
-    c->last_io_ms = mono_ms();
+    c->last_io_ms = mono_now_ms();
     timer_add(c, (int64_t)s->o.idle_timeout_s * 1000);
     return c;
 }

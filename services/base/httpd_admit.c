@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "clock.h"
 #include "httpd_conn-int.h"
 
 typedef enum { WAITING_NOTHING, WAITING_PART, WAITING_WHOLE } waiting_t;
@@ -49,7 +50,7 @@ static httpd_conn_t *evictable(httpd_t *h, const httpd_conn_t *except, const cha
 {
     httpd_conn_t *best, *young = NULL;
     unsigned pass = ++h->evict_pass, peeks = 0;
-    int64_t now = httpd_conn_now_ms();
+    int64_t now = mono_now_ms();
 again:
     best = NULL;
     for (httpd_conn_t *x = h->conns; x; x = x->next) {
@@ -120,7 +121,7 @@ reserve:
     if (h->nreserve < h->probe_reserve) {
         c->reserve = true;
         h->nreserve++;
-        c->deadline_ms = httpd_conn_now_ms() + GUARD_RESERVE_TIMEOUT_S * 1000;
+        c->deadline_ms = mono_now_ms() + GUARD_RESERVE_TIMEOUT_S * 1000;
         httpd_conn_warn_limited(
             h, "connection caps full of requests in service: admitted for probes only", c);
         return true;

@@ -62,8 +62,6 @@ struct httpd_conn {
     _Alignas(max_align_t) unsigned char memo[HTTPD_CONN_MEMO_BYTES]; /* httpd_req_conn_memo */
 };
 
-/* Monotonic milliseconds, coarse (a tick is enough for deadlines and the eviction order). */
-int64_t httpd_conn_now_ms(void);
 /* A guard event: logged as a warning at most every GUARD_WARN_EVERY_MS, else at debug. */
 void httpd_conn_warn_limited(httpd_t *h, const char *what, const httpd_conn_t *c);
 /* Closes c and frees it (unlinked from the server's list). */

@@ -40,6 +40,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "clock.h"
 #include "httpd_conn-int.h"
 #include "httpd_int.h"
 #include "netconn.h"
@@ -61,16 +62,9 @@ void *httpd_conn_memo(httpd_conn_t *c)
     return c->memo;
 }
 
-int64_t httpd_conn_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void httpd_conn_warn_limited(httpd_t *h, const char *what, const httpd_conn_t *c)
 {
-    int64_t now = httpd_conn_now_ms();
+    int64_t now = mono_now_ms();
     if (now - h->warned_ms < GUARD_WARN_EVERY_MS) {
         log_debug("httpd: port %u: %s (%s)", h->port, what, c->addr);
         return;
@@ -141,7 +135,7 @@ static void timer_arm(httpd_conn_t *c)
         at = c->deadline_ms;
     if (c->timer_at_ms && c->timer_at_ms <= at)
         return; /* fires earlier and looks again */
-    int64_t ms = at - httpd_conn_now_ms();
+    int64_t ms = at - mono_now_ms();
     if (ms < 0)
         ms = 0;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
@@ -154,7 +148,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     httpd_conn_t *c = arg;
     (void)fd;
     (void)what;
-    int64_t now = httpd_conn_now_ms();
+    int64_t now = mono_now_ms();
     c->timer_at_ms = 0;
     if (c->lingering && now >= c->deadline_ms) {
         httpd_conn_free(c);
@@ -214,7 +208,7 @@ static int conn_flush(httpd_conn_t *c)
             return -1;
         }
         c->out_off += (size_t)w;
-        c->last_io_ms = httpd_conn_now_ms();
+        c->last_io_ms = mono_now_ms();
     }
     if (c->out_off < c->out_len) {
         c->serving = true;
@@ -233,7 +227,7 @@ static int conn_flush(httpd_conn_t *c)
     if (c->serving) {
         c->serving = false;
         if (c->state == HC_IDLE)
-            c->since_ms = httpd_conn_now_ms();
+            c->since_ms = mono_now_ms();
     }
     if (c->closing && c->linger && !c->nc.ssl && !c->lingering &&
         shutdown(c->nc.fd, SHUT_WR) == 0) {
@@ -243,7 +237,7 @@ static int conn_flush(httpd_conn_t *c)
          * the end of the reply) and what it still sends is read and dropped, for at most
          * GUARD_LINGER_MS or until it closes too. */
         c->lingering = true;
-        c->deadline_ms = httpd_conn_now_ms() + GUARD_LINGER_MS;
+        c->deadline_ms = mono_now_ms() + GUARD_LINGER_MS;
         want_write(c, false);
         want_read(c, true);
         timer_arm(c);
@@ -719,7 +713,7 @@ static void conn_body_wait(httpd_conn_t *c, const conn_head_t *hd)
     if (c->state == HC_BODY)
         return;
     c->state = HC_BODY;
-    c->since_ms = httpd_conn_now_ms();
+    c->since_ms = mono_now_ms();
     if (!c->reserve) {
         int64_t rate_ms = hd->chunked ? (int64_t)h->max_body * 1000 / GUARD_BODY_RATE
                                       : hd->cl * 1000 / GUARD_BODY_RATE;
@@ -844,7 +838,7 @@ static int conn_process(httpd_conn_t *c)
         c->scan_off = 0;
         if (c->state != HC_IDLE && !c->have_header) {
             c->state = HC_IDLE;
-            c->since_ms = httpd_conn_now_ms();
+            c->since_ms = mono_now_ms();
         }
         if (c->in_cap > 4 * CONN_IN_INITIAL && !c->closing) {
             char *s = realloc(c->in, CONN_IN_INITIAL);
@@ -862,7 +856,7 @@ static int conn_process(httpd_conn_t *c)
         }
         if (c->state == HC_IDLE) {
             c->state = HC_HEADER;
-            c->req_start_ms = c->since_ms = httpd_conn_now_ms();
+            c->req_start_ms = c->since_ms = mono_now_ms();
         }
         if (c->state == HC_HEADER && !c->deadline_ms && !c->reserve)
             c->deadline_ms = c->req_start_ms + (int64_t)c->h->header_timeout_s * 1000;
@@ -928,7 +922,7 @@ static int conn_read(httpd_conn_t *c)
             eof = true;
             break;
         }
-        c->last_io_ms = httpd_conn_now_ms();
+        c->last_io_ms = mono_now_ms();
         if (c->state == HC_IDLE) {
             c->state = HC_HEADER;
             c->req_start_ms = c->since_ms = c->last_io_ms;
@@ -963,7 +957,7 @@ static int conn_handshake(httpd_conn_t *c)
         return -1;
     }
     c->state = HC_IDLE;
-    c->since_ms = c->last_io_ms = httpd_conn_now_ms();
+    c->since_ms = c->last_io_ms = mono_now_ms();
     if (!c->reserve)
         c->deadline_ms = 0;
     if (tls_alpn_is(c->nc.ssl, "h2"))
@@ -1057,7 +1051,7 @@ void httpd_conn_later_reply(httpd_req_t *req, int status, const char *content_ty
     req->h = c->h;
     c->later = NULL;
     httpd_conn_reply(req, status, content_type, body, len);
-    c->last_io_ms = httpd_conn_now_ms();
+    c->last_io_ms = mono_now_ms();
     if (c->state == HC_IDLE)
         c->since_ms = c->last_io_ms;
     if (conn_flush(c) < 0 || c->serving)
@@ -1096,7 +1090,7 @@ void httpd_conn_accept(httpd_t *h, evutil_socket_t fd, const struct sockaddr *sa
     c->in_cap = CONN_IN_INITIAL;
     c->fresh = true;
     c->state = HC_IDLE;
-    c->since_ms = c->last_io_ms = httpd_conn_now_ms();
+    c->since_ms = c->last_io_ms = mono_now_ms();
     char ip[INET6_ADDRSTRLEN];
     netconn_peer_name(sa, ip, sizeof ip, c->peer, sizeof c->peer);
     snprintf(c->addr, sizeof c->addr, "%s", ip);

@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "clock.h"
+
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
 
 static _Atomic int g_level = LOG_LEVEL_INFO;
@@ -113,13 +115,8 @@ void log_write(log_level_t level, const char *file, int line, const char *fmt, .
         if (*p == '\n' || *p == '\r')
             *p = ' ';
 
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
     char when[40];
-    size_t w = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(when + w, sizeof when - w, ".%03ldZ", ts.tv_nsec / 1000000);
+    wall_iso_utc(wall_now_ms(), when, sizeof when);
 
     const char *base = file ? strrchr(file, '/') : NULL;
     base = base ? base + 1 : (file ? file : "?");

@@ -6,6 +6,7 @@
  * OFFSET_BEGINNING the consumer never joins and never commits (group.id is only required by
  * librdkafka's API). The price is partition discovery, done by a small thread with metadata
  * requests so the owner's thread never blocks on Kafka. */
+#include "clock.h"
 #include "config_topic.h"
 
 #include <errno.h>
@@ -179,13 +180,6 @@ static config_topic_result_t config_topic_count(config_topic_t *ft, config_topic
     return r;
 }
 
-static int64_t config_topic_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A live change handed to the owner: it waits for the next mark. */
 static void config_topic_pending_add(config_topic_t *ft, const char *kind, int64_t ts_ms)
 {
@@ -353,7 +347,7 @@ void config_topic_mark_applied(config_topic_t *ft)
         moved = ft->applied_next[p] != ft->next[p];
     if (!moved)
         return;
-    int64_t now = config_topic_wall_ms();
+    int64_t now = wall_now_ms();
     for (size_t i = 0; i < ft->n_pending; i++) {
         int64_t d = now - ft->pending[i].ts_ms;
         /* Clocks of two hosts: a publish "after" the apply reads as instantaneous. */
@@ -634,18 +628,11 @@ int config_topic_poll(config_topic_t *ft, int timeout_ms)
     return n;
 }
 
-static int64_t config_topic_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int config_topic_wait_loaded(config_topic_t *ft, int timeout_ms)
 {
-    int64_t deadline = config_topic_now_ms() + timeout_ms;
+    int64_t deadline = mono_now_ms() + timeout_ms;
     while (!ft->loaded) {
-        int64_t left = deadline - config_topic_now_ms();
+        int64_t left = deadline - mono_now_ms();
         if (left <= 0 || !ft->rk)
             return ft->loaded ? 0 : -1;
         config_topic_poll(ft, left < 100 ? (int)left : 100);

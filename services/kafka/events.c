@@ -1,4 +1,5 @@
 /* ndd.events publisher: see events.h and docs/control-path.md. */
+#include "clock.h"
 #include "events.h"
 
 #include <pthread.h>
@@ -99,20 +100,6 @@ const char *events_severity_name(events_severity_t s)
     return (unsigned)s < 4 ? events_severity_names[s] : "major";
 }
 
-static int64_t events_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t events_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- builders ------------------------------------------------------------------------- */
 
 /* A JSON string of at most max bytes, cut at a UTF-8 boundary; invalid UTF-8 is replaced
@@ -141,9 +128,9 @@ json_t *events_heartbeat_build(events_t *ev, int64_t now_ms)
     json_t *hb = json_pack("{s:s,s:s,s:s,s:I,s:s,s:I,s:I,s:s,s:I,s:I,s:o,s:o}", "type", "heartbeat",
                            "service", ev->service, "instance", ev->instance, "interval_ms",
                            (json_int_t)ev->interval_ms, "version", ev->version, "uptime_ms",
-                           (json_int_t)(events_mono_ms() - ev->start_ms), "pid",
-                           (json_int_t)getpid(), "host", ev->host, "ts_ms", (json_int_t)now_ms,
-                           "seq", (json_int_t)seq, "counters", counters, "feeds", feeds);
+                           (json_int_t)(mono_now_ms() - ev->start_ms), "pid", (json_int_t)getpid(),
+                           "host", ev->host, "ts_ms", (json_int_t)now_ms, "seq", (json_int_t)seq,
+                           "counters", counters, "feeds", feeds);
     if (hb && config)
         json_object_set_new(hb, "config", config);
     else
@@ -221,7 +208,7 @@ static uint64_t events_produce(events_t *ev, const char *text, size_t len)
 static void events_alarm_send(events_t *ev, events_alarm_t *a, int64_t now)
 {
     json_t *j = events_alarm_build(ev, a->raised, a->alarm, a->resource, a->severity, a->text,
-                                   events_wall_ms());
+                                   wall_now_ms());
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     uint64_t seq = text ? events_produce(ev, text, strlen(text)) : 0;
@@ -277,7 +264,7 @@ static void events_on_delivery(void *owner, void *msg_opaque, const rd_kafka_mes
         a->inflight = false;
         a->delivered = ok;
         if (!ok) {
-            a->retry_ms = events_mono_ms() + EVENTS_RETRY_MS;
+            a->retry_ms = mono_now_ms() + EVENTS_RETRY_MS;
             log_warn("events: %s %s on %s not delivered to %s: %s (will re-send)",
                      a->raised ? "raise" : "clear", a->alarm, a->resource, ev->topic,
                      rd_kafka_err2str(rkm->err));
@@ -300,7 +287,7 @@ static int events_heartbeat_send(events_t *ev)
         return -1;
     }
     /* collect runs outside the lock: it may raise or clear alarms. */
-    json_t *hb = events_heartbeat_build(ev, events_wall_ms());
+    json_t *hb = events_heartbeat_build(ev, wall_now_ms());
     char *text = hb ? json_dumps(hb, JSON_COMPACT) : NULL;
     bool omitted = false;
     if (text && strlen(text) > ev->max_heartbeat) {
@@ -355,7 +342,7 @@ static void events_config_send(events_t *ev, int64_t now)
         return;
     json_t *j =
         json_pack("{s:s,s:s,s:s,s:I,s:O}", "type", "config", "service", ev->service, "instance",
-                  ev->instance, "ts_ms", (json_int_t)events_wall_ms(), "config", ev->config);
+                  ev->instance, "ts_ms", (json_int_t)wall_now_ms(), "config", ev->config);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     /* Not tracked by delivery: a lost one is repaired by the next heartbeat's copy. */
@@ -374,7 +361,7 @@ int events_config_applied(events_t *ev, json_t *state)
     json_t *copy = json_deep_copy(state);
     if (!copy)
         return -1;
-    int64_t now = events_mono_ms();
+    int64_t now = mono_now_ms();
     pthread_mutex_lock(&ev->lock);
     if (ev->config_due)
         ev->stats.config_coalesced++;
@@ -389,7 +376,7 @@ int events_config_applied(events_t *ev, json_t *state)
 
 int events_tick(events_t *ev)
 {
-    int64_t now = events_mono_ms();
+    int64_t now = mono_now_ms();
     int sent = 0;
     if (now >= ev->next_hb_ms) {
         ev->next_hb_ms = now + ev->interval_ms;
@@ -463,7 +450,7 @@ static int events_alarm_set(events_t *ev, bool raise, const char *alarm, const c
     }
     if ((unsigned)severity > EVENTS_WARNING)
         severity = EVENTS_MAJOR;
-    int64_t now = events_mono_ms();
+    int64_t now = mono_now_ms();
     pthread_mutex_lock(&ev->lock);
     events_alarm_t *a = events_alarm_find(ev, alarm, resource);
     if (a && a->raised == raise && (!raise || a->severity == severity)) {
@@ -481,8 +468,7 @@ static int events_alarm_set(events_t *ev, bool raise, const char *alarm, const c
         /* Table full of live alarms: send once, untracked (no dedupe, no re-send). */
         ev->stats.alarms_untracked++;
         metrics_counter_inc(ev->m_al[EV_UNTRACKED]);
-        json_t *j =
-            events_alarm_build(ev, raise, alarm, resource, severity, text, events_wall_ms());
+        json_t *j = events_alarm_build(ev, raise, alarm, resource, severity, text, wall_now_ms());
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (s && events_produce(ev, s, strlen(s))) {
@@ -549,16 +535,16 @@ int events_flush(events_t *ev, int timeout_ms)
 {
     if (!ev->p)
         return 0;
-    int64_t deadline = events_mono_ms() + timeout_ms;
+    int64_t deadline = mono_now_ms() + timeout_ms;
     for (;;) {
-        events_resend(ev, events_mono_ms());
+        events_resend(ev, mono_now_ms());
         if (ev->hub)
             usleep(10 * 1000);
         else
             kafka_producer_poll(ev->p, 10);
         if (events_idle(ev))
             return 0;
-        if (events_mono_ms() >= deadline)
+        if (mono_now_ms() >= deadline)
             return -1;
     }
 }
@@ -783,7 +769,7 @@ events_t *events_new(const events_opts_t *o, char *err, size_t errlen)
     ev->collect = o->collect;
     ev->info = o->info;
     ev->owner = o->owner;
-    ev->start_ms = events_mono_ms();
+    ev->start_ms = mono_now_ms();
     ev->next_hb_ms = ev->start_ms;
     if (!ev->topic || !ev->version || !ev->alarms) {
         snprintf(err, errlen, "out of memory");

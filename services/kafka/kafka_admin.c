@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "kafka-int.h"
 #include "log.h"
 
@@ -237,10 +238,9 @@ int kafka_admin_create_topic_with(const char *brokers, const kafka_prop_t *clien
                      n_brokers);
         /* Creation is acknowledged by the controller before every broker has the metadata;
          * wait until the leaders are known so the first produce/subscribe does not race. */
-        int64_t deadline = kafka_now_ms() + timeout_ms;
+        int64_t deadline = mono_now_ms() + timeout_ms;
         int n;
-        while ((n = kafka_admin_partition_count(rk, topic, 1000)) < 1 &&
-               kafka_now_ms() < deadline) {
+        while ((n = kafka_admin_partition_count(rk, topic, 1000)) < 1 && mono_now_ms() < deadline) {
             struct timespec ts = {0, 50 * 1000000L};
             nanosleep(&ts, NULL);
         }

@@ -7,19 +7,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* config_topic_poll and events_tick are cheap, but the worker loop turns thousands of times a
  * second under load: a few milliseconds between control steps cost nothing in reaction time. */
 #define WORKER_CONTROL_PERIOD_MS 5
 #define WORKER_CONTROL_STALL_CHECK_MS 1000
-
-int64_t worker_control_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The config_topic callbacks get wc itself: a record change only marks the configuration for
  * the owner's next resolve, so the owner never sees single records. */
@@ -148,16 +142,16 @@ static void worker_control_step(worker_control_t *wc, int poll_ms)
     if (wc->ev) {
         events_tick(wc->ev);
         if (wc->check)
-            wc->check(wc->owner, worker_control_now_ms());
+            wc->check(wc->owner, mono_now_ms());
     }
 }
 
 int worker_control_wait_loaded(void *arg, int timeout_ms)
 {
     worker_control_t *wc = arg;
-    int64_t end = worker_control_now_ms() + timeout_ms;
+    int64_t end = mono_now_ms() + timeout_ms;
     while (wc->ft && !config_topic_loaded(wc->ft)) {
-        int64_t left = end - worker_control_now_ms();
+        int64_t left = end - mono_now_ms();
         if (left <= 0)
             break;
         worker_control_step(wc, left < 100 ? (int)left : 100);
@@ -170,7 +164,7 @@ int worker_control_wait_loaded(void *arg, int timeout_ms)
 
 void worker_control_tick(worker_control_t *wc)
 {
-    int64_t now = worker_control_now_ms();
+    int64_t now = mono_now_ms();
     if (now < wc->next_step_ms)
         return;
     wc->next_step_ms = now + WORKER_CONTROL_PERIOD_MS;

@@ -78,8 +78,6 @@ typedef struct worker_control_stall {
     bool was_inflight;
 } worker_control_stall_t;
 
-/* The monotonic (coarse) clock the control path runs on, in ms. */
-int64_t worker_control_now_ms(void);
 /* The instance name a worker's heartbeats and alarms carry: `given` when set, else the host
  * name followed by "-suffix" when a suffix is given (unique per service and stable across
  * restarts). */

@@ -185,7 +185,7 @@ static double max_egress;
 /* The values of the newest frame after *seq that has key, or NULL before the deadline. */
 static json_t *wait_frame(gui_live_t *l, const char *key, int64_t *seq, int64_t deadline)
 {
-    while (gui_now_ms() < deadline) {
+    while (mono_now_ms() < deadline) {
         json_t *m = gui_live_snapshot(l, *seq), *f, *found = NULL;
         size_t i;
         *seq = json_integer_value(json_object_get(m, "seq"));
@@ -227,7 +227,7 @@ static void token_file_make(char *out, size_t outlen)
 static void show(const char *what, json_t *v, int64_t t0)
 {
     char *d = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    printf("%s, after %lld ms: %s\n", what, (long long)(gui_now_ms() - t0), d);
+    printf("%s, after %lld ms: %s\n", what, (long long)(mono_now_ms() - t0), d);
     free(d);
 }
 
@@ -275,11 +275,11 @@ static void scenario(const tls_testutil_pki_t *pki)
                                ep);
     assert_non_null(errors);
     uint64_t errors0 = metrics_counter_get(errors);
-    int64_t t0 = gui_now_ms(), seq = 0;
+    int64_t t0 = mono_now_ms(), seq = 0;
     assert_int_equal(gui_live_start(l), 0);
 
     /* Both pods: the first frame with a rate (two polls read) holds both servers' samples. */
-    json_t *v = wait_frame(l, "egress/f1", &seq, gui_now_ms() + 15000);
+    json_t *v = wait_frame(l, "egress/f1", &seq, mono_now_ms() + 15000);
     assert_non_null(v);
     show("both up", v, t0);
     assert_true(num(v, "dlq/f1") == 3);  /* 1 + 2: a counter of each pod */
@@ -306,7 +306,7 @@ static void scenario(const tls_testutil_pki_t *pki)
     server_stop(&b);
     /* The first frame without B still has B's counters in its previous sample (its rate
      * reads as a reset): wait for one whose both samples are A's alone. */
-    int64_t deadline = gui_now_ms() + 15000;
+    int64_t deadline = mono_now_ms() + 15000;
     while ((v = wait_frame(l, "dlq/f1", &seq, deadline)) &&
            !(num(v, "dlq/f1") == 1 && num(v, "egress/f1") > 0 && num(v, "p99/f1") <= 10))
         json_decref(v);
@@ -324,7 +324,7 @@ static void scenario(const tls_testutil_pki_t *pki)
     b.scrapes = 100000;
     assert_int_equal(server_listen(&b, a.port), 0);
     max_egress = 0;
-    deadline = gui_now_ms() + 15000;
+    deadline = mono_now_ms() + 15000;
     while ((v = wait_frame(l, "dlq/f1", &seq, deadline)) &&
            !(num(v, "dlq/f1") == 3 && num(v, "p99/f1") > 100))
         json_decref(v);
@@ -340,7 +340,7 @@ static void scenario(const tls_testutil_pki_t *pki)
     unlink(tokfile);
     gui_http_tls_free();
     tls_ctx_free(tls);
-    printf("took %lld ms\n", (long long)(gui_now_ms() - t0));
+    printf("took %lld ms\n", (long long)(mono_now_ms() - t0));
 }
 
 static void test_every_address_of_the_name_is_scraped_and_summed(void **st)
@@ -398,10 +398,10 @@ static void test_silent_addresses_cost_one_timeout_not_one_each(void **st)
         metrics_counter_labels(metrics_counter_new(metrics_default_registry(),
                                                    "ndd_gui_scrape_errors_total", "", "endpoint"),
                                ep);
-    int64_t t0 = gui_now_ms(), seq = 0;
+    int64_t t0 = mono_now_ms(), seq = 0;
     assert_int_equal(gui_live_start(l), 0);
-    json_t *v = wait_frame(l, "egress/f1", &seq, gui_now_ms() + 30000);
-    int64_t took = gui_now_ms() - t0;
+    json_t *v = wait_frame(l, "egress/f1", &seq, mono_now_ms() + 30000);
+    int64_t took = mono_now_ms() - t0;
     assert_non_null(v);
     show("with 8 silent addresses", v, t0);
     assert_true(num(v, "dlq/f1") == 3 && num(v, "lag/f1") == 75);
