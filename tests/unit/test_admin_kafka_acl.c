@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "admin.h"
 
 #define NOBODY "127.0.0.1:1"
@@ -28,13 +29,6 @@ static json_t *kafka_feed(const char *cluster, const char *kafka)
     return j;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void test_feeds_the_admin_does_not_manage_make_no_kafka_call(void **state)
 {
     (void)state;
@@ -45,7 +39,7 @@ static void test_feeds_the_admin_does_not_manage_make_no_kafka_call(void **state
     assert_int_equal(admin_ctx_init(&ctx, 16, 65536), 0);
     admin_err_t e;
     memset(&e, 0, sizeof e);
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_now_ms();
     /* another cluster than the admin's bootstrap, and a transport that is not kafka */
     json_t *other = kafka_feed("10.0.0.1:9092", "{\"consumer\":{\"principal\":\"User:a\"}}");
     json_t *h2 = json_loads("{\"id\":\"f-2\",\"name\":\"p\",\"transport\":\"http2\",\"endpoints\":"
@@ -57,9 +51,9 @@ static void test_feeds_the_admin_does_not_manage_make_no_kafka_call(void **state
     /* on the admin's cluster but without a consumer: a delete has no ACL to remove */
     json_t *bare = kafka_feed(NOBODY, NULL);
     assert_int_equal(admin_kacl_revoke(k, &ctx, bare, NULL, &e), 0);
-    assert_true(now_ms() - t0 < 250); /* none waited for the cluster */
+    assert_true(mono_now_ms() - t0 < 250); /* none waited for the cluster */
     assert_int_equal(admin_kacl_errors(k), 0);
-    json_t *st = admin_kacl_status(k, now_ms());
+    json_t *st = admin_kacl_status(k, wall_now_ms());
     assert_int_equal(json_array_size(st), 0);
     json_decref(st);
     json_decref(other);
@@ -81,7 +75,7 @@ static void test_unreachable_cluster_is_503_for_grant_and_revoke(void **state)
                                    "\"User:CN=vendor-a,O=V\",\"group_prefix\":\"va.\"}}");
     admin_err_t e;
     memset(&e, 0, sizeof e);
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_now_ms();
     assert_int_equal(admin_kacl_grant(k, f, &e), -1);
     assert_int_equal(e.status, 503);
     assert_string_equal(e.field, "");
@@ -91,15 +85,15 @@ static void test_unreachable_cluster_is_503_for_grant_and_revoke(void **state)
     assert_int_equal(e.status, 503);
     assert_true(admin_kacl_errors(k) >= 2);
     /* bounded by the timeout given (300 ms per call, and librdkafka's own margin) */
-    assert_true(now_ms() - t0 < 6000);
+    assert_true(mono_now_ms() - t0 < 6000);
     /* the reconcile of a cache holding the feed fails and stays pending for the retry */
     json_incref(f);
     assert_int_equal(admin_cache_put(&ctx.cache[ADMIN_KIND_FEED], f), 0);
     assert_int_equal(admin_kacl_reconcile(k, &ctx), -1);
     assert_true(admin_kacl_pending(k));
     /* a status sample records why it has no figures */
-    admin_kacl_sample(k, &ctx, now_ms());
-    json_t *st = admin_kacl_status(k, now_ms());
+    admin_kacl_sample(k, &ctx, wall_now_ms());
+    json_t *st = admin_kacl_status(k, wall_now_ms());
     assert_int_equal(json_array_size(st), 1);
     json_t *o = json_array_get(st, 0);
     assert_string_equal(json_string_value(json_object_get(o, "principal")), "User:CN=vendor-a,O=V");
