@@ -16,9 +16,9 @@
 
 /* Transaction batching (docs/kafka-feed.md, "Guarantees"): a commit every KTX_TXN_MS or after
  * KTX_TXN_RECORDS records, whichever comes first. init_transactions and the flushes wait at
- * most KTX_TXN_WAIT_MS on the feed thread; send offsets, commit and abort at most the rest of
- * the transaction's timeout (-1, as librdkafka recommends: a shorter wait can desynchronise
- * its state when a request fails). */
+ * most KTX_TXN_WAIT_MS on the feed thread; send offsets + commit at most KAFKA_TXN_CALL_MS
+ * (kafka_txn_pair_commit: on a helper thread, since send_offsets may ignore its timeout; past
+ * it the producer is made again, the hung handle set aside), abort at most KAFKA_TXN_CALL_MS. */
 #ifndef KTX_TXN_MS /* -DKTX_TXN_MS=… for the measurement of docs/benchmarks.md */
 #define KTX_TXN_MS 100
 #endif
@@ -88,6 +88,7 @@ typedef struct ktx {
     metrics_gauge_t *m_eos;
     metrics_counter_t *m_produced, *m_committed, *m_aborted;
     metrics_histogram_t *m_commit; /* send offsets + commit, the feed thread's wait */
+    kafka_txn_pair_t *txn;         /* the bounded commit (kafka_txn.h); NULL: at-least-once */
 } ktx_t;
 
 /* transport_kafka.c */

@@ -123,6 +123,7 @@ static void transport_kafka_metrics_remove(metrics_registry_t *r, const char *fe
     metrics_family_t *h = ktx_commit_family(r);
     if (h)
         metrics_family_remove_matching(h, "feed", feed);
+    kafka_txn_pair_metrics_remove(r, "ndd_adapter", "feed", feed);
 }
 
 /* The mode in effect, to the feed (who stores the offsets) and to the gauge. */
@@ -363,7 +364,9 @@ static void ktx_producer_free(ktx_t *t)
         rd_kafka_queue_io_event_enable(t->mainq, -1, NULL, 0);
         rd_kafka_queue_destroy(t->mainq);
     }
-    rd_kafka_destroy(t->rk);
+    /* a commit that timed out may still be inside it: then the pair destroys it once it returns */
+    if (!t->txn || !kafka_txn_pair_take_handle(t->txn, t->rk))
+        rd_kafka_destroy(t->rk);
     t->rk = NULL;
     t->rkt = NULL;
     t->mainq = NULL;
@@ -485,6 +488,24 @@ static int ktx_producer_new(ktx_t *t, char *err, size_t errlen)
 
 static void ktx_destroy(transport_t *base);
 
+/* The feed's bounded commit: its timed-out and rebuild counters by feed (the transport counts
+ * its commits, aborts and commit time itself). 0 or -1. */
+static int ktx_txn_pair_new(ktx_t *t)
+{
+    char who[160];
+    snprintf(who, sizeof who, "feed %s", t->cfg.feed ? t->cfg.feed : "");
+    kafka_txn_pair_opts_t o = {.txn_id = t->src->txn_id,
+                               .topic = t->topic,
+                               .who = who,
+                               .metrics =
+                                   t->cfg.metrics ? t->cfg.metrics : metrics_default_registry(),
+                               .metric_prefix = "ndd_adapter",
+                               .label = "feed",
+                               .label_value = t->cfg.feed ? t->cfg.feed : "",
+                               .own_commit_metrics = true};
+    return (t->txn = kafka_txn_pair_new(&o)) ? 0 : -1;
+}
+
 static transport_t *ktx_create(struct event_base *base, const transport_config_t *cfg,
                                const transport_events_t *ev, void *owner, char *err, size_t errlen)
 {
@@ -542,6 +563,11 @@ static transport_t *ktx_create(struct event_base *base, const transport_config_t
     ktx_metrics_bind(t);
     if (t->m_eos)
         metrics_gauge_set(t->m_eos, 0); /* until a transactional producer is up */
+    if (t->src && ktx_txn_pair_new(t)) {
+        snprintf(err, errlen, "kafka transport: out of memory or metrics registration failed");
+        ktx_destroy(&t->base);
+        return NULL;
+    }
     if (t->src) {
         t->src->transport = &t->base;
         t->src->revoked = ktx_revoked;
@@ -732,6 +758,7 @@ static void ktx_destroy(transport_t *base)
             log_warn("feed %s: kafka %s: at stop: %s", t->cfg.feed, t->bootstrap, why);
     }
     ktx_producer_free(t);
+    kafka_txn_pair_free(t->txn, NULL); /* after the producer: it holds a hung handle */
     if (t->io_ev)
         event_free(t->io_ev);
     if (t->check_ev)

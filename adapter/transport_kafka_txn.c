@@ -109,8 +109,9 @@ kafka_txn_rc_t ktx_commit_offsets(ktx_t *t, char *reason, size_t rlen)
     evtimer_del(t->commit_ev);
     rd_kafka_topic_partition_list_t *offs = t->src->offsets(t->src->ctx);
     char why[400];
+    /* bounded: a commit that hangs asks for a new producer (ktx_txn_abort: teardown) */
     kafka_txn_rc_t rc =
-        kafka_txn_commit(t->rk, t->src->consumer(t->src->ctx), offs, why, sizeof why);
+        kafka_txn_pair_commit(t->txn, t->rk, t->src->consumer(t->src->ctx), offs, why, sizeof why);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc == KAFKA_TXN_OK && t->m_commit)
         metrics_histogram_observe(t->m_commit, (double)(t1.tv_sec - t0.tv_sec) +

@@ -241,10 +241,11 @@ typedef struct kafka_txn_call {
 
 struct kafka_txn_pair {
     pthread_mutex_t mu;
-    kafka_txn_call_t *stuck; /* abandoned by the worker, its handle still the producer's */
-    kafka_txn_call_t *aside; /* abandoned, its handle set aside */
-    bool freed;              /* the owner is gone: the last stuck call frees the pair */
-    bool told_waiting;       /* "a second commit hangs" logged */
+    kafka_txn_call_t *stuck;  /* abandoned by the worker, its handle still the producer's */
+    kafka_txn_call_t *aside;  /* abandoned, its handle set aside */
+    kafka_txn_call_t *aside2; /* a second one (kafka_txn_pair_take_handle only) */
+    bool freed;               /* the owner is gone: the last stuck call frees the pair */
+    bool told_waiting;        /* "a second commit hangs" logged */
     int call_ms;
     char who[128], txn_id[256], group[256], topic[256];
     _Atomic uint64_t committed, aborted, timed_out, rebuilds;
@@ -272,8 +273,10 @@ static void kafka_txn_call_orphan(kafka_txn_call_t *c)
         t->stuck = NULL;
     if (t->aside == c)
         t->aside = NULL;
+    if (t->aside2 == c)
+        t->aside2 = NULL;
     t->told_waiting = false;
-    bool free_pair = t->freed && !t->stuck && !t->aside;
+    bool free_pair = t->freed && !t->stuck && !t->aside && !t->aside2;
     pthread_mutex_unlock(&t->mu);
     log_warn("%s: the transaction call that timed out returned (transactional.id %s): %s", t->who,
              t->txn_id,
@@ -418,6 +421,16 @@ kafka_txn_rc_t kafka_txn_pair_commit(kafka_txn_pair_t *t, rd_kafka_t *producer,
                                      size_t errlen)
 {
     int64_t t0 = kafka_now_ms(), deadline = t0 + t->call_ms;
+    pthread_mutex_lock(&t->mu);
+    bool stuck = t->stuck && t->stuck->producer == producer, full = t->aside && t->aside2;
+    pthread_mutex_unlock(&t->mu);
+    if (stuck || full) {
+        if (err)
+            snprintf(err, errlen, "transaction commit: %s",
+                     stuck ? "an earlier commit of this producer still hangs: rebuild the pair"
+                           : "two earlier commits still hang inside librdkafka");
+        return stuck ? KAFKA_TXN_REBUILD : KAFKA_TXN_ABORT;
+    }
     rd_kafka_consumer_group_metadata_t *g;
     kafka_txn_rc_t rc = kafka_txn_commit_check(producer, consumer, offsets, &g, err, errlen);
     if (rc == KAFKA_TXN_OK)
@@ -509,10 +522,24 @@ int kafka_txn_pair_rebuild(kafka_txn_pair_t *t, kafka_producer_t *producer,
     return 0;
 }
 
+bool kafka_txn_pair_take_handle(kafka_txn_pair_t *t, rd_kafka_t *rk)
+{
+    pthread_mutex_lock(&t->mu);
+    kafka_txn_call_t *c = t->stuck;
+    bool take = c && c->producer == rk;
+    if (take) {
+        c->retire = rk;
+        *(t->aside ? &t->aside2 : &t->aside) = c;
+        t->stuck = NULL;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return take;
+}
+
 kafka_txn_pair_stats_t kafka_txn_pair_stats(kafka_txn_pair_t *t)
 {
     pthread_mutex_lock(&t->mu);
-    uint64_t aside = t->aside != NULL;
+    uint64_t aside = (t->aside != NULL) + (t->aside2 != NULL);
     pthread_mutex_unlock(&t->mu);
     return (kafka_txn_pair_stats_t){.committed = atomic_load(&t->committed),
                                     .aborted = atomic_load(&t->aborted),
@@ -521,13 +548,26 @@ kafka_txn_pair_stats_t kafka_txn_pair_stats(kafka_txn_pair_t *t)
                                     .set_aside = aside};
 }
 
-/* One counter of the pair's family <prefix>_kafka_<name>. */
-static metrics_counter_t *kafka_txn_counter(const kafka_txn_pair_opts_t *o, const char *name,
-                                            const char *help)
+/* The pair's counters, <prefix>_kafka_<name>: the first two always, the others unless the
+ * owner counts commits itself (own_commit_metrics). */
+static const struct {
+    const char *name, *help;
+} kafka_txn_counters[] = {
+    {"transactions_timed_out_total",
+     "Transaction commits that did not return in time (the pair is rebuilt)"},
+    {"pair_rebuilds_total",
+     "Transactional consumer+producer pairs made again after a fatal error or a hung call"},
+    {"transactions_committed_total", "Transactions committed (records and offsets together)"},
+    {"transactions_aborted_total",
+     "Transactions aborted (their records read again from the committed offsets)"},
+};
+
+static metrics_counter_t *kafka_txn_counter(const kafka_txn_pair_opts_t *o, size_t i)
 {
     char full[160];
-    snprintf(full, sizeof full, "%s_kafka_%s", o->metric_prefix, name);
-    metrics_family_t *f = metrics_counter_new(o->metrics, full, help, o->label);
+    snprintf(full, sizeof full, "%s_kafka_%s", o->metric_prefix, kafka_txn_counters[i].name);
+    metrics_family_t *f =
+        metrics_counter_new(o->metrics, full, kafka_txn_counters[i].help, o->label);
     if (!f)
         return NULL;
     return o->label ? metrics_counter_labels(f, o->label_value) : metrics_counter_labels(f);
@@ -537,17 +577,12 @@ static int kafka_txn_pair_metrics(kafka_txn_pair_t *t, const kafka_txn_pair_opts
 {
     if (!o->metrics || !o->metric_prefix)
         return 0;
-    t->m_committed = kafka_txn_counter(o, "transactions_committed_total",
-                                       "Transactions committed (records and offsets together)");
-    t->m_aborted = kafka_txn_counter(
-        o, "transactions_aborted_total",
-        "Transactions aborted (their records read again from the committed offsets)");
-    t->m_timed_out =
-        kafka_txn_counter(o, "transactions_timed_out_total",
-                          "Transaction commits that did not return in time (the pair is rebuilt)");
-    t->m_rebuilds = kafka_txn_counter(
-        o, "pair_rebuilds_total",
-        "Transactional consumer+producer pairs made again after a fatal error or a hung call");
+    t->m_timed_out = kafka_txn_counter(o, 0);
+    t->m_rebuilds = kafka_txn_counter(o, 1);
+    if (o->own_commit_metrics)
+        return t->m_timed_out && t->m_rebuilds ? 0 : -1;
+    t->m_committed = kafka_txn_counter(o, 2);
+    t->m_aborted = kafka_txn_counter(o, 3);
     static const double b[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5, 30};
     char full[160];
     snprintf(full, sizeof full, "%s_kafka_transactions_commit_seconds", o->metric_prefix);
@@ -560,6 +595,18 @@ static int kafka_txn_pair_metrics(kafka_txn_pair_t *t, const kafka_txn_pair_opts
                              : metrics_histogram_labels(f);
     return t->m_committed && t->m_aborted && t->m_timed_out && t->m_rebuilds && t->m_commit ? 0
                                                                                             : -1;
+}
+
+void kafka_txn_pair_metrics_remove(metrics_registry_t *r, const char *prefix, const char *label,
+                                   const char *value)
+{
+    for (size_t i = 0; i < 2; i++) { /* the owner removes its own commit metrics */
+        char full[160];
+        snprintf(full, sizeof full, "%s_kafka_%s", prefix, kafka_txn_counters[i].name);
+        metrics_family_t *f = metrics_counter_new(r, full, kafka_txn_counters[i].help, label);
+        if (f)
+            metrics_family_remove_matching(f, label, value);
+    }
 }
 
 kafka_txn_pair_t *kafka_txn_pair_new(const kafka_txn_pair_opts_t *o)
@@ -604,7 +651,7 @@ void kafka_txn_pair_free(kafka_txn_pair_t *t, kafka_producer_t *producer)
     }
     pthread_mutex_lock(&t->mu);
     t->freed = true;
-    bool later = t->stuck || t->aside;
+    bool later = t->stuck || t->aside || t->aside2;
     pthread_mutex_unlock(&t->mu);
     if (later)
         return; /* the last stuck call frees it (kafka_txn_call_orphan) */

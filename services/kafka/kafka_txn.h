@@ -137,11 +137,14 @@ typedef struct kafka_txn_pair_opts {
     const char *metric_prefix;
     const char *label;
     const char *label_value;
+    /* true: the owner counts commits, aborts and the commit time itself (the Kafka feed's
+     * transport): only the timed_out and pair_rebuilds counters are registered */
+    bool own_commit_metrics;
 } kafka_txn_pair_opts_t;
 
 typedef struct kafka_txn_pair_stats {
     uint64_t committed, aborted, timed_out, rebuilds;
-    uint64_t set_aside; /* 1 while a set-aside handle's call is still inside librdkafka */
+    uint64_t set_aside; /* set-aside handles whose call is still inside librdkafka */
 } kafka_txn_pair_stats_t;
 
 /* NULL when out of memory or the metrics could not be registered. */
@@ -163,6 +166,16 @@ kafka_txn_rc_t kafka_txn_pair_abort(kafka_txn_pair_t *t, rd_kafka_t *producer, c
  * Counted. 0, or -1 (retry later: see "Bounded memory"). */
 int kafka_txn_pair_rebuild(kafka_txn_pair_t *t, kafka_producer_t *producer,
                            kafka_consumer_t *consumer);
+/* For an owner that makes its producer handles itself (the Kafka feed's transport): true when a
+ * timed-out commit is still inside rk, which the pair then owns (destroyed once the call
+ * returns; the owner drops it without destroying it); false: destroy it yourself. Up to two
+ * handles are held so; while two are, kafka_txn_pair_commit starts nothing and returns
+ * KAFKA_TXN_ABORT. */
+bool kafka_txn_pair_take_handle(kafka_txn_pair_t *t, rd_kafka_t *rk);
+/* Removes the children labelled label=value of the timed_out and pair_rebuilds counters of
+ * prefix (a deleted feed whose owner counts its commits itself). */
+void kafka_txn_pair_metrics_remove(metrics_registry_t *r, const char *prefix, const char *label,
+                                   const char *value);
 kafka_txn_pair_stats_t kafka_txn_pair_stats(kafka_txn_pair_t *t);
 
 #endif
