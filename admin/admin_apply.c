@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "buf.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -55,14 +56,10 @@ static void apply_plan_free(apply_plan_t *p)
 
 static int apply_plan_add(apply_plan_t *p, apply_item_t it)
 {
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 16;
-        apply_item_t *n = realloc(p->items, cap * sizeof(*n));
-        if (!n)
-            return -1;
-        p->items = n;
-        p->cap = cap;
-    }
+    apply_item_t *items = buf_array_room(p->items, p->n, &p->cap, sizeof(*items), 16, 0);
+    if (!items)
+        return -1;
+    p->items = items;
     p->items[p->n++] = it;
     return 0;
 }

@@ -104,7 +104,7 @@ static int admin_db_ensure(admin_db_t *db, admin_err_t *err)
 {
     if (!admin_db_conn_lost(db))
         return 0;
-    int64_t now = wall_now_ms();
+    int64_t now = mono_now_ms();
     if (now < db->next_reset_ms) {
         db->ok = false;
         admin_err_set(err, 503, "database unavailable", "",
@@ -121,7 +121,7 @@ static int admin_db_ensure(admin_db_t *db, admin_err_t *err)
         db->reset_backoff_ms = db->reset_backoff_ms ? db->reset_backoff_ms * 2 : 1000;
         if (db->reset_backoff_ms > 8000)
             db->reset_backoff_ms = 8000;
-        db->next_reset_ms = wall_now_ms() + db->reset_backoff_ms;
+        db->next_reset_ms = mono_now_ms() + db->reset_backoff_ms;
         admin_err_set(err, 503, "database unavailable", "", "PostgreSQL: %s", msg);
         return -1;
     }
@@ -795,42 +795,44 @@ static json_t *admin_db_alarm_row(PGresult *r, int i)
     return o;
 }
 
+/* One alarm statement (p[0] the type, p[1] the resource): its result, or NULL with the
+ * failure logged ("cannot raise" / "cannot clear") when PostgreSQL is away or refuses. */
+static PGresult *admin_db_alarm_exec(admin_db_t *db, const char *what, const char *sql, int n,
+                                     const char *const *p)
+{
+    admin_err_t e;
+    PGresult *r = admin_db_ensure(db, &e) == 0 ? admin_db_exec(db, sql, n, p, &e) : NULL;
+    if (!r)
+        log_error("admin alarms: cannot %s %s on %s: %s", what, p[0], p[1], e.reason);
+    return r;
+}
+
 int admin_db_alarm_raise(admin_db_t *db, const char *type, const char *resource,
                          const char *severity, const char *text)
 {
-    admin_err_t e;
-    if (admin_db_ensure(db, &e) != 0)
-        return -1;
     const char *p[4] = {type, resource, severity, text ? text : ""};
-    PGresult *r = admin_db_exec(
-        db,
+    PGresult *r = admin_db_alarm_exec(
+        db, "raise",
         "INSERT INTO alarms (type, resource, severity, state, text) VALUES ($1, $2, $3, "
         "'active', $4) ON CONFLICT (type, resource) WHERE state = 'active' DO UPDATE SET count = "
         "alarms.count + 1, updated_at = now(), severity = EXCLUDED.severity, text = EXCLUDED.text",
-        4, p, &e);
-    if (!r) {
-        log_error("admin alarms: cannot raise %s on %s: %s", type, resource, e.reason);
+        4, p);
+    if (!r)
         return -1;
-    }
     PQclear(r);
     return 0;
 }
 
 int admin_db_alarm_clear(admin_db_t *db, const char *type, const char *resource)
 {
-    admin_err_t e;
-    if (admin_db_ensure(db, &e) != 0)
-        return -1;
     const char *p[2] = {type, resource};
-    PGresult *r = admin_db_exec(db,
-                                "UPDATE alarms SET state = 'cleared', cleared_at = now(), "
-                                "updated_at = now() WHERE type = $1 AND resource = $2 AND state = "
-                                "'active'",
-                                2, p, &e);
-    if (!r) {
-        log_error("admin alarms: cannot clear %s on %s: %s", type, resource, e.reason);
+    PGresult *r = admin_db_alarm_exec(db, "clear",
+                                      "UPDATE alarms SET state = 'cleared', cleared_at = now(), "
+                                      "updated_at = now() WHERE type = $1 AND resource = $2 AND "
+                                      "state = 'active'",
+                                      2, p);
+    if (!r)
         return -1;
-    }
     int n = atoi(PQcmdTuples(r));
     PQclear(r);
     return n;

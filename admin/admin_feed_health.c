@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "log.h"
 
 static int64_t admin_lag_window(const admin_lag_policy_t *p)
@@ -156,14 +157,10 @@ static admin_feed_state_t *admin_feed_state_add(admin_feed_health_t *fh, const c
         fh->full_logged = true;
         return NULL;
     }
-    if (fh->n == fh->cap) {
-        size_t cap = fh->cap ? fh->cap * 2 : 16;
-        admin_feed_state_t **v = realloc(fh->v, cap * sizeof(*v));
-        if (!v)
-            return NULL;
-        fh->v = v;
-        fh->cap = cap;
-    }
+    admin_feed_state_t **v = buf_array_room(fh->v, fh->n, &fh->cap, sizeof(*v), 16, 0);
+    if (!v)
+        return NULL;
+    fh->v = v;
     admin_feed_state_t *s = calloc(1, sizeof(*s));
     if (!s || !(s->name = strdup(name))) {
         free(s);

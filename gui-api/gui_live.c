@@ -100,14 +100,10 @@ static void gui_acc_add(gui_acc_t *a, const char *key, double v)
         }
     if (a->n == GUI_LIVE_KEYS || strlen(key) >= sizeof(a->kv[0].key))
         return; /* bounded: further series are not shown */
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        gui_kv_t *kv = realloc(a->kv, (cap > GUI_LIVE_KEYS ? GUI_LIVE_KEYS : cap) * sizeof(*kv));
-        if (!kv)
-            return; /* out of memory: this series is not shown */
-        a->kv = kv;
-        a->cap = cap > GUI_LIVE_KEYS ? GUI_LIVE_KEYS : cap;
-    }
+    gui_kv_t *kv = buf_array_room(a->kv, a->n, &a->cap, sizeof(*kv), 64, GUI_LIVE_KEYS);
+    if (!kv)
+        return; /* out of memory: this series is not shown */
+    a->kv = kv;
     strcpy(a->kv[a->n].key, key);
     a->kv[a->n++].v = v;
 }

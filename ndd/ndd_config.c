@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include "buf.h"
+
 extern char **environ;
 
 typedef struct leaf_list {
@@ -18,14 +20,10 @@ typedef struct leaf_list {
 
 static int leaf_push(leaf_list_t *l, const char *key, const char *value)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        config_leaf_t *v = realloc(l->v, cap * sizeof(*v));
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
+    config_leaf_t *v = buf_array_room(l->v, l->n, &l->cap, sizeof(*v), 16, 0);
+    if (!v)
+        return -1;
+    l->v = v;
     char *k = strdup(key), *val = strdup(value);
     if (!k || !val) {
         free(k);

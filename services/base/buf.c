@@ -337,3 +337,18 @@ int buf_append_json_escaped(buf_t *b, const void *p, size_t n)
     }
     return 0;
 }
+
+void *buf_array_room(void *a, size_t n, size_t *cap, size_t size, size_t first, size_t max)
+{
+    if (n < *cap)
+        return a;
+    size_t c = *cap ? *cap * 2 : first;
+    if (max && c > max)
+        c = max;
+    if (c <= n || c > SIZE_MAX / size)
+        return NULL;
+    void *grown = realloc(a, c * size);
+    if (grown)
+        *cap = c;
+    return grown;
+}

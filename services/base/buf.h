@@ -49,6 +49,12 @@ long buf_base64_decode(const char *s, size_t n, uint8_t *out, size_t cap);
  * characters; invalid UTF-8 bytes become U+FFFD so the output is always valid JSON. */
 int buf_append_json_escaped(buf_t *b, const void *p, size_t n);
 
+/* Room for one more item in the array a of n items (n <= *cap, each size bytes): a when
+ * n < *cap, else a grown to twice *cap (first when empty, never beyond max; max 0: no
+ * ceiling) with *cap updated. NULL when it cannot grow (max reached, out of memory, a size
+ * past SIZE_MAX): a and *cap are then unchanged and a is still the caller's. */
+void *buf_array_room(void *a, size_t n, size_t *cap, size_t size, size_t first, size_t max);
+
 /* FNV-1a, 32 bits: a small stable hash of names (label sets, a feed's source topic in its
  * group member id), the same value in every process and release; not for keys an adversary
  * picks. Start from BUF_FNV1A_INIT; buf_fnv1a_byte adds one byte (a separator). */

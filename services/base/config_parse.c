@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "config-int.h"
 #include "config.h"
 
@@ -179,13 +180,10 @@ int config_split_list(const char *s, char ***items, size_t *n)
         while (len && isspace((unsigned char)a[len - 1]))
             len--;
         if (len) {
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 4;
-                char **ni = realloc(*items, cap * sizeof *ni);
-                if (!ni)
-                    return -1;
-                *items = ni;
-            }
+            char **ni = buf_array_room(*items, *n, &cap, sizeof *ni, 4, 0);
+            if (!ni)
+                return -1;
+            *items = ni;
             if (!((*items)[*n] = strndup(a, len)))
                 return -1;
             (*n)++;

@@ -235,6 +235,28 @@ static void test_base64_matches_openssl_on_every_length(void **state)
         }
 }
 
+/* An array grows by doubling from its first size, stops at its ceiling, and a refusal leaves
+ * it as it was. */
+static void test_array_room_doubles_up_to_its_ceiling(void **state)
+{
+    (void)state;
+    size_t cap = 0, n = 0;
+    int *a = NULL;
+    for (; n < 10; n++) {
+        int *g = buf_array_room(a, n, &cap, sizeof(*a), 4, 10);
+        assert_non_null(g);
+        a = g;
+        a[n] = (int)n;
+    }
+    assert_int_equal(cap, 10); /* 4, 8, then the ceiling rather than 16 */
+    assert_null(buf_array_room(a, n, &cap, sizeof(*a), 4, 10));
+    assert_int_equal(cap, 10);
+    assert_int_equal(a[9], 9);
+    size_t big = SIZE_MAX / 2 + 1; /* twice that does not fit a size_t of bytes */
+    assert_null(buf_array_room(a, big, &big, sizeof(*a), 4, 0));
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_json_plain_run_stops_at_every_stop_byte_at_every_position),
         cmocka_unit_test(test_format_decimal_matches_printf),
         cmocka_unit_test(test_base64_matches_openssl_on_every_length),
+        cmocka_unit_test(test_array_room_doubles_up_to_its_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
