@@ -2,13 +2,18 @@
 #include "ingress_guard.h"
 
 #include <malloc.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <time.h>
 
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 #include "log.h"
+#include "tls.h"
 
-int64_t ingress_mono_ms(void)
+static int64_t ingress_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -26,6 +31,30 @@ static bool log_close(ingress_guard_t *gd)
     }
     gd->logged_ms = now;
     return true;
+}
+
+/* Closes c for a bound: counted (counter, and as dropped for `dropped` unless NULL), logged at
+ * `level` at most once a second (log_close) with what the connection did and how many closes
+ * went unlogged, then closed by the listener. */
+static void __attribute__((format(printf, 7, 8)))
+close_by_bound(ingress_guard_t *gd, ingress_guard_conn_t *c, metrics_counter_t *counter,
+               const char *dropped, const char *bound, log_level_t level, const char *fmt, ...)
+{
+    metrics_counter_inc(counter);
+    if (dropped)
+        ingress_dropped(gd->g, gd->t, dropped);
+    if (log_close(gd)) {
+        char did[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(did, sizeof did, fmt, ap);
+        va_end(ap);
+        log_write(level, __FILE__, __LINE__,
+                  "%s connection closed: %s (%s; %zu more closes by a bound not logged)",
+                  ingress_label(gd->t), did, bound, gd->unlogged);
+        gd->unlogged = 0;
+    }
+    gd->close(c, bound);
 }
 
 static void account(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len)
@@ -114,18 +143,11 @@ int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc)
             }
             return 0;
         }
-        metrics_counter_inc(gd->closed_evicted);
-        ingress_dropped(gd->g, gd->t, "evicted");
-        if (log_close(gd)) {
-            log_warn("%s connection closed: the listener holds %zu bytes (max-buffered %zu), "
-                     "this one part-way through a frame for %lld ms (%zu more closes by a "
-                     "bound not logged)",
-                     ingress_label(gd->t), gd->held, gd->max,
-                     (long long)(ingress_mono_ms() - v->partial_since_ms), gd->unlogged);
-            gd->unlogged = 0;
-        }
         bool self = v == gc;
-        gd->close(v, "max-buffered");
+        close_by_bound(gd, v, gd->closed_evicted, "evicted", "max-buffered", LOG_LEVEL_WARN,
+                       "the listener holds %zu bytes (max-buffered %zu), this one part-way "
+                       "through a frame for %lld ms",
+                       gd->held, gd->max, (long long)(ingress_mono_ms() - v->partial_since_ms));
         if (self)
             return 1;
     }
@@ -145,26 +167,13 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         if (c->waiting || c->paused)
             continue;
         if (c->partial_since_ms && now - c->partial_since_ms >= gd->frame_timeout_ms) {
-            metrics_counter_inc(gd->closed_frame);
-            ingress_dropped(gd->g, gd->t, "frame-timeout");
-            if (log_close(gd)) {
-                log_warn("%s connection closed: a frame not complete %lld ms after its first "
-                         "byte (%zu bytes in; frame-timeout; %zu more closes by a bound not "
-                         "logged)",
-                         ingress_label(gd->t), (long long)(now - c->partial_since_ms), c->held,
-                         gd->unlogged);
-                gd->unlogged = 0;
-            }
-            gd->close(c, "frame-timeout");
+            close_by_bound(gd, c, gd->closed_frame, "frame-timeout", "frame-timeout",
+                           LOG_LEVEL_WARN,
+                           "a frame not complete %lld ms after its first byte, %zu bytes in",
+                           (long long)(now - c->partial_since_ms), c->held);
         } else if (now - c->last_read_ms >= idle_ms) {
-            metrics_counter_inc(gd->closed_idle);
-            if (log_close(gd)) {
-                log_info("%s connection closed: nothing read for %lld ms (idle-timeout; %zu "
-                         "more closes by a bound not logged)",
-                         ingress_label(gd->t), (long long)(now - c->last_read_ms), gd->unlogged);
-                gd->unlogged = 0;
-            }
-            gd->close(c, "idle-timeout");
+            close_by_bound(gd, c, gd->closed_idle, NULL, "idle-timeout", LOG_LEVEL_INFO,
+                           "nothing read for %lld ms", (long long)(now - c->last_read_ms));
         }
     }
     if (gd->unlogged && now - gd->logged_ms >= 1000) {
@@ -181,10 +190,10 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-int ingress_guard_init(ingress_guard_t *gd, ingress_t *g, ingress_transport_t t, size_t max,
-                       int64_t frame_timeout_ms,
-                       void (*close)(ingress_guard_conn_t *, const char *),
-                       void (*pause)(ingress_guard_conn_t *, bool), char *err, size_t errlen)
+static int ingress_guard_init(ingress_guard_t *gd, ingress_t *g, ingress_transport_t t, size_t max,
+                              int64_t frame_timeout_ms,
+                              void (*close)(ingress_guard_conn_t *, const char *),
+                              void (*pause)(ingress_guard_conn_t *, bool), char *err, size_t errlen)
 {
     *gd = (ingress_guard_t){.g = g,
                             .t = t,
@@ -207,9 +216,61 @@ int ingress_guard_init(ingress_guard_t *gd, ingress_t *g, ingress_transport_t t,
     return 0;
 }
 
-void ingress_guard_free(ingress_guard_t *gd)
+static void ingress_guard_free(ingress_guard_t *gd)
 {
     if (gd->sweep)
         event_free(gd->sweep);
     gd->sweep = NULL;
+}
+
+/* ---- the byte-stream listener ---- */
+
+int ingress_stream_start(ingress_stream_t *s, ingress_t *g, ingress_transport_t t, long long port,
+                         evconnlistener_cb on_accept, void (*on_room)(void *), void *arg,
+                         void (*close)(ingress_guard_conn_t *, const char *),
+                         void (*pause)(ingress_guard_conn_t *, bool), char *err, size_t errlen)
+{
+    *s = (ingress_stream_t){.on_room = on_room, .arg = arg};
+    if (!(s->lst = ingress_listen(g, port, on_accept, arg, err, errlen)))
+        return -1;
+    if (ingress_guard_init(&s->guard, g, t, (size_t)g->S->max_buffered, g->S->frame_timeout_ms,
+                           close, pause, err, errlen)) {
+        ingress_stream_stop(s, NULL);
+        return -1;
+    }
+    if (ingress_on_room_add(g, on_room, arg)) {
+        snprintf(err, errlen, "%s: too many listeners waiting for Kafka's room", ingress_label(t));
+        ingress_stream_stop(s, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+void ingress_stream_stop(ingress_stream_t *s, void (*close)(ingress_guard_conn_t *, const char *))
+{
+    if (s->lst)
+        evconnlistener_free(s->lst);
+    s->lst = NULL;
+    while (close && s->guard.conns)
+        close(s->guard.conns, "stopping");
+    if (s->guard.g)
+        ingress_on_room_remove(s->guard.g, s->on_room, s->arg);
+    ingress_guard_free(&s->guard);
+}
+
+struct bufferevent *ingress_stream_bev(ingress_t *g, evutil_socket_t fd, bool tls)
+{
+    struct bufferevent *bev = NULL;
+    if (tls) {
+        char err[256];
+        SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
+        bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                   BEV_OPT_CLOSE_ON_FREE)
+                  : NULL;
+    } else {
+        bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (!bev)
+        evutil_closesocket(fd);
+    return bev;
 }

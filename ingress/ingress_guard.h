@@ -41,11 +41,6 @@ typedef struct ingress_guard {
     metrics_counter_t *closed_frame, *closed_idle, *closed_evicted;
 } ingress_guard_t;
 
-int ingress_guard_init(ingress_guard_t *gd, ingress_t *g, ingress_transport_t t, size_t max,
-                       int64_t frame_timeout_ms,
-                       void (*close)(ingress_guard_conn_t *, const char *),
-                       void (*pause)(ingress_guard_conn_t *, bool), char *err, size_t errlen);
-void ingress_guard_free(ingress_guard_t *gd);
 void ingress_guard_add(ingress_guard_t *gd, ingress_guard_conn_t *gc);
 void ingress_guard_remove(ingress_guard_t *gd, ingress_guard_conn_t *gc);
 /* After a read: the connection's input is len bytes. */
@@ -54,6 +49,29 @@ void ingress_guard_read(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t le
 void ingress_guard_drained(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len);
 /* max-buffered after gc read: 1 when gc itself was closed. */
 int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc);
-int64_t ingress_mono_ms(void);
+
+/* What a byte-stream listener is besides its protocol: the listening socket, its guard (with
+ * the list of open connections, ingress_guard_conn_t first in each) and its resume callback
+ * for room in Kafka's queue (ingress_on_room_add). */
+typedef struct ingress_stream {
+    struct evconnlistener *lst;
+    ingress_guard_t guard;
+    void (*on_room)(void *arg);
+    void *arg;
+} ingress_stream_t;
+
+/* Listens on port (on_accept(…, arg) per connection), sets up the guard for listener t and
+ * registers on_room(arg). 0, or -1 with err (what was set up is undone). */
+int ingress_stream_start(ingress_stream_t *s, ingress_t *g, ingress_transport_t t, long long port,
+                         evconnlistener_cb on_accept, void (*on_room)(void *), void *arg,
+                         void (*close)(ingress_guard_conn_t *, const char *),
+                         void (*pause)(ingress_guard_conn_t *, bool), char *err, size_t errlen);
+/* Stops listening and closes every open connection with close(gc, "stopping") (which removes
+ * it from the guard), then frees the guard. The producer is closed first (ingress_run): no
+ * record is outstanding any more. */
+void ingress_stream_stop(ingress_stream_t *s, void (*close)(ingress_guard_conn_t *, const char *));
+/* The bufferevent of an accepted socket: TLS (server side, g->tls_h1) or plain. NULL, the
+ * socket closed, when it cannot be made. */
+struct bufferevent *ingress_stream_bev(ingress_t *g, evutil_socket_t fd, bool tls);
 
 #endif

@@ -22,11 +22,9 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
 
 #include "log.h"
-#include "tls.h"
 
 /* The listener's own settings (its .specs, at the end of this file: keys of ndd-ingress's
  * config map like every other). */
@@ -43,9 +41,9 @@ typedef struct hvconn hvconn_t;
 
 typedef struct hvl {
     ingress_t *g;
-    struct evconnlistener *lst;
+    ingress_stream_t st; /* the socket, the guard (frame-timeout, idle-timeout, max-buffered)
+                          * and the connections */
     hvves_arena_t arena;
-    ingress_guard_t guard; /* frame-timeout, idle-timeout, max-buffered; and the connections */
     size_t n_blocked;
 } hvl_t;
 
@@ -73,7 +71,7 @@ static void conn_close(hvconn_t *c)
     if (c->blocked)
         l->n_blocked--;
     bufferevent_free(c->bev);
-    ingress_guard_remove(&l->guard, &c->gc);
+    ingress_guard_remove(&l->st.guard, &c->gc);
     free(c);
 }
 
@@ -172,7 +170,7 @@ static int conn_process(hvconn_t *c)
         if (r == WTP_FRAME) {
             if (on_event(c, &f)) {
                 set_blocked(c, true);
-                ingress_guard_drained(&l->guard, &c->gc, in_len(c));
+                ingress_guard_drained(&l->st.guard, &c->gc, in_len(c));
                 return 0;
             }
         } else {
@@ -183,7 +181,7 @@ static int conn_process(hvconn_t *c)
         evbuffer_drain(in, f.size);
     }
     set_blocked(c, false);
-    ingress_guard_drained(&l->guard, &c->gc, in_len(c));
+    ingress_guard_drained(&l->st.guard, &c->gc, in_len(c));
     if (c->eof) {
         conn_close(c); /* its last frames are produced; a partial one is dropped with it */
         return 1;
@@ -196,7 +194,7 @@ static void on_room(void *arg)
     hvl_t *l = arg;
     if (!l->n_blocked || !ingress_has_room(l->g, 0))
         return;
-    for (ingress_guard_conn_t *gc = l->guard.conns, *next; gc; gc = next) {
+    for (ingress_guard_conn_t *gc = l->st.guard.conns, *next; gc; gc = next) {
         next = gc->next;
         if (conn_of(gc)->blocked)
             conn_process(conn_of(gc));
@@ -206,10 +204,10 @@ static void on_room(void *arg)
 static void conn_read(struct bufferevent *bev, void *arg)
 {
     hvconn_t *c = arg;
-    ingress_guard_read(&c->l->guard, &c->gc, in_len(c));
+    ingress_guard_read(&c->l->st.guard, &c->gc, in_len(c));
     if (!c->blocked && conn_process(c))
         return;
-    ingress_guard_enforce(&c->l->guard, &c->gc);
+    ingress_guard_enforce(&c->l->st.guard, &c->gc);
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
@@ -236,21 +234,11 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
         return;
     }
     c->l = l;
-    if (hvves_own(g->S)->tls) {
-        char err[256];
-        SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
-        c->bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                      BEV_OPT_CLOSE_ON_FREE)
-                     : NULL;
-    } else {
-        c->bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    }
-    if (!c->bev) {
-        evutil_closesocket(fd);
+    if (!(c->bev = ingress_stream_bev(g, fd, hvves_own(g->S)->tls))) {
         free(c);
         return;
     }
-    ingress_guard_add(&l->guard, &c->gc);
+    ingress_guard_add(&l->st.guard, &c->gc);
     bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0,
                              (size_t)hvves_own(g->S)->max_payload + WTP_HEADER_SIZE + 65536);
@@ -265,12 +253,7 @@ static bool hv_enabled(const ingress_settings_t *S)
 static void hv_stop(void *p)
 {
     hvl_t *l = p;
-    if (l->lst)
-        evconnlistener_free(l->lst);
-    while (l->guard.conns)
-        conn_close(conn_of(l->guard.conns));
-    ingress_guard_free(&l->guard);
-    ingress_on_room_remove(l->g, on_room, l);
+    ingress_stream_stop(&l->st, guard_close);
     hvves_arena_free(&l->arena);
     free(l);
 }
@@ -284,18 +267,12 @@ static void *hv_start(ingress_t *g, char *err, size_t errlen)
         return NULL;
     }
     l->g = g;
-    if (!(l->lst =
-              ingress_listen(g, (long long)hvves_own(g->S)->port, on_accept, l, err, errlen))) {
+    if (ingress_stream_start(&l->st, g, INGRESS_T_HVVES, (long long)hvves_own(g->S)->port,
+                             on_accept, on_room, l, guard_close, guard_pause, err, errlen)) {
         hvves_arena_free(&l->arena);
         free(l);
         return NULL;
     }
-    if (ingress_guard_init(&l->guard, g, INGRESS_T_HVVES, (size_t)g->S->max_buffered,
-                           g->S->frame_timeout_ms, guard_close, guard_pause, err, errlen)) {
-        hv_stop(l);
-        return NULL;
-    }
-    ingress_on_room_add(g, on_room, l);
     log_info("HV-VES (%s) on %s port %lld",
              hvves_own(g->S)->tls ? "TLS, client certificates" : "TCP", g->S->listen,
              (long long)hvves_own(g->S)->port);

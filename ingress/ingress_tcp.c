@@ -27,11 +27,9 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
 
 #include "log.h"
-#include "tls.h"
 
 /* The listener's own settings (its .specs, at the end of this file: keys of ndd-ingress's
  * config map like every other). */
@@ -60,8 +58,8 @@ typedef struct pend {
 
 struct tlisten {
     ingress_t *g;
-    struct evconnlistener *lst;
-    ingress_guard_t guard; /* frame-timeout, idle-timeout, max-buffered; the open connections */
+    ingress_stream_t st; /* the socket, the guard (frame-timeout, idle-timeout, max-buffered)
+                          * and the open connections */
     uint64_t next_conn;
 };
 
@@ -95,7 +93,7 @@ static void conn_close_as(tconn_t *c, const char *why, bool quiet)
             log_debug("copy connection %s closed: %s", c->peer, why);
         else
             log_info("copy connection %s closed: %s", c->peer, why);
-        ingress_guard_remove(&c->l->guard, &c->gc);
+        ingress_guard_remove(&c->l->st.guard, &c->gc);
         bufferevent_free(c->bev);
         c->bev = NULL;
     }
@@ -249,6 +247,14 @@ static void guard_close(ingress_guard_conn_t *gc, const char *why)
     conn_close_as((tconn_t *)gc, why, true);
 }
 
+/* At stop (ingress_stream_stop): no record is outstanding any more. */
+static void conn_stop(ingress_guard_conn_t *gc, const char *why)
+{
+    tconn_t *c = (tconn_t *)gc;
+    c->outstanding = 0;
+    conn_close(c, why);
+}
+
 static void guard_pause(ingress_guard_conn_t *gc, bool on)
 {
     tconn_t *c = (tconn_t *)gc;
@@ -319,7 +325,7 @@ static bool conn_process(tconn_t *c)
         }
         evbuffer_drain(in, c->cur_size);
         c->cur_size = 0;
-        ingress_guard_drained(&c->l->guard, &c->gc, evbuffer_get_length(in));
+        ingress_guard_drained(&c->l->st.guard, &c->gc, evbuffer_get_length(in));
         conn_answer(c);
     }
     set_blocked(c, false);
@@ -329,7 +335,7 @@ static bool conn_process(tconn_t *c)
 static void on_room(void *arg)
 {
     tlisten_t *l = arg;
-    for (ingress_guard_conn_t *gc = l->guard.conns, *next; gc; gc = next) {
+    for (ingress_guard_conn_t *gc = l->st.guard.conns, *next; gc; gc = next) {
         next = gc->next;
         tconn_t *c = (tconn_t *)gc;
         if (c->blocked && ingress_has_room(l->g, 0))
@@ -340,10 +346,10 @@ static void on_room(void *arg)
 static void conn_read(struct bufferevent *bev, void *arg)
 {
     tconn_t *c = arg;
-    ingress_guard_read(&c->l->guard, &c->gc, evbuffer_get_length(bufferevent_get_input(bev)));
+    ingress_guard_read(&c->l->st.guard, &c->gc, evbuffer_get_length(bufferevent_get_input(bev)));
     if (!c->blocked && !conn_process(c))
         return; /* closed */
-    ingress_guard_enforce(&c->l->guard, &c->gc);
+    ingress_guard_enforce(&c->l->st.guard, &c->gc);
 }
 
 static void conn_write(struct bufferevent *bev, void *arg)
@@ -397,23 +403,13 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     }
     snprintf(c->peer, sizeof c->peer, "#%llu %s:%d", (unsigned long long)++l->next_conn, host,
              port);
-    if (tcp_own(g->S)->tls) {
-        char err[256];
-        SSL *ssl = tls_server_ssl_new(g->tls_h1, err, sizeof err);
-        c->bev = ssl ? bufferevent_openssl_socket_new(g->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                      BEV_OPT_CLOSE_ON_FREE)
-                     : NULL;
-    } else {
-        c->bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    }
-    if (!c->bev) {
-        evutil_closesocket(fd);
+    if (!(c->bev = ingress_stream_bev(g, fd, tcp_own(g->S)->tls))) {
         buf_free(&c->ob);
         free(ring);
         free(c);
         return;
     }
-    ingress_guard_add(&l->guard, &c->gc);
+    ingress_guard_add(&l->st.guard, &c->gc);
     bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
     /* A client that stops reading its answers: closed when they have not moved for
      * idle-timeout. */
@@ -434,16 +430,7 @@ static bool tcp_enabled(const ingress_settings_t *S)
 static void tcp_stop(void *p)
 {
     tlisten_t *l = p;
-    if (l->lst)
-        evconnlistener_free(l->lst);
-    /* The producer is closed first (ingress_run): no record is outstanding any more. */
-    while (l->guard.conns) {
-        tconn_t *c = (tconn_t *)l->guard.conns;
-        c->outstanding = 0;
-        conn_close(c, "stopping");
-    }
-    ingress_guard_free(&l->guard);
-    ingress_on_room_remove(l->g, on_room, l);
+    ingress_stream_stop(&l->st, conn_stop);
     free(l);
 }
 
@@ -455,16 +442,11 @@ static void *tcp_start(ingress_t *g, char *err, size_t errlen)
         return NULL;
     }
     l->g = g;
-    if (!(l->lst = ingress_listen(g, (long long)tcp_own(g->S)->port, on_accept, l, err, errlen))) {
+    if (ingress_stream_start(&l->st, g, INGRESS_T_TCP_COPY, (long long)tcp_own(g->S)->port,
+                             on_accept, on_room, l, guard_close, guard_pause, err, errlen)) {
         free(l);
         return NULL;
     }
-    if (ingress_guard_init(&l->guard, g, INGRESS_T_TCP_COPY, (size_t)g->S->max_buffered,
-                           g->S->frame_timeout_ms, guard_close, guard_pause, err, errlen)) {
-        tcp_stop(l);
-        return NULL;
-    }
-    ingress_on_room_add(g, on_room, l);
     log_info("copies over %s on %s port %lld", tcp_own(g->S)->tls ? "TLS" : "TCP", g->S->listen,
              (long long)tcp_own(g->S)->port);
     return l;
