@@ -965,15 +965,23 @@ static int conn_handshake(httpd_conn_t *c)
     return conn_read(c); /* the request may have come with the handshake's last flight */
 }
 
+/* Either event during the TLS handshake steps it, whichever direction it waited for: true
+ * when it did (the event is spent). */
+static bool conn_handshaking(httpd_conn_t *c)
+{
+    if (c->state != HC_HANDSHAKE)
+        return false;
+    conn_handshake(c);
+    return true;
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     httpd_conn_t *c = arg;
     (void)fd;
     (void)what;
-    if (c->state == HC_HANDSHAKE) {
-        conn_handshake(c);
+    if (conn_handshaking(c))
         return;
-    }
     if (c->lingering) {
         char drop[16384];
         ssize_t r;
@@ -996,10 +1004,8 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     httpd_conn_t *c = arg;
     (void)fd;
     (void)what;
-    if (c->state == HC_HANDSHAKE) {
-        conn_handshake(c);
+    if (conn_handshaking(c))
         return;
-    }
     if (c->nc.read_wants_write) {
         c->nc.read_wants_write = false;
         want_write(c, c->out_len > c->out_off);

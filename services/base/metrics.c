@@ -300,32 +300,21 @@ static struct metrics_child *child_labels_va(metrics_family_t *f, metrics_type_t
     return metrics_child_labelv(f, values);
 }
 
-metrics_counter_t *metrics_counter_labels(metrics_family_t *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    struct metrics_child *c = child_labels_va(f, METRICS_COUNTER, ap);
-    va_end(ap);
-    return c;
-}
-
-metrics_gauge_t *metrics_gauge_labels(metrics_family_t *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    struct metrics_child *c = child_labels_va(f, METRICS_GAUGE, ap);
-    va_end(ap);
-    return c;
-}
-
-metrics_histogram_t *metrics_histogram_labels(metrics_family_t *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    struct metrics_child *c = child_labels_va(f, METRICS_HISTOGRAM, ap);
-    va_end(ap);
-    return c;
-}
+/* The typed variadic entries (C cannot pass "..." on, so each is its own function around
+ * child_labels_va). */
+#define METRICS_LABELS_FN(ret, name, type)                                                         \
+    ret *name(metrics_family_t *f, ...)                                                            \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, f);                                                                           \
+        struct metrics_child *c = child_labels_va(f, type, ap);                                    \
+        va_end(ap);                                                                                \
+        return c;                                                                                  \
+    }
+METRICS_LABELS_FN(metrics_counter_t, metrics_counter_labels, METRICS_COUNTER)
+METRICS_LABELS_FN(metrics_gauge_t, metrics_gauge_labels, METRICS_GAUGE)
+METRICS_LABELS_FN(metrics_histogram_t, metrics_histogram_labels, METRICS_HISTOGRAM)
+#undef METRICS_LABELS_FN
 
 /* Unlinks c from f's table; f->mu held. */
 static void child_unlink(struct metrics_family *f, struct metrics_child *c)

@@ -130,9 +130,9 @@ static int kafka_admin_auto_replication(rd_kafka_t *rk, const char *topic, int t
     return *brokers < 3 ? *brokers : 3;
 }
 
-static rd_kafka_resp_err_t kafka_admin_wait_result(rd_kafka_t *rk, rd_kafka_queue_t *q,
-                                                   const char *topic, bool create, int timeout_ms,
-                                                   char *why, size_t why_size)
+static rd_kafka_resp_err_t kafka_admin_wait_result(rd_kafka_queue_t *q, const char *topic,
+                                                   bool create, int timeout_ms, char *why,
+                                                   size_t why_size)
 {
     rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
     if (!ev) {
@@ -157,7 +157,29 @@ static rd_kafka_resp_err_t kafka_admin_wait_result(rd_kafka_t *rk, rd_kafka_queu
             }
     }
     rd_kafka_event_destroy(ev);
-    (void)rk;
+    return e;
+}
+
+/* One CreateTopics (nt) or DeleteTopics (dt) request for topic, answered within timeout_ms:
+ * the topic's error with why saying it, or 0. */
+static rd_kafka_resp_err_t kafka_admin_topic_op(rd_kafka_t *rk, rd_kafka_NewTopic_t *nt,
+                                                rd_kafka_DeleteTopic_t *dt, const char *topic,
+                                                int timeout_ms, char *why, size_t why_size)
+{
+    bool create = nt != NULL;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(
+        rk, create ? RD_KAFKA_ADMIN_OP_CREATETOPICS : RD_KAFKA_ADMIN_OP_DELETETOPICS);
+    char errstr[256];
+    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, errstr, sizeof(errstr));
+    if (create)
+        rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
+    else
+        rd_kafka_DeleteTopics(rk, &dt, 1, ao, q);
+    rd_kafka_resp_err_t e = kafka_admin_wait_result(q, topic, create, timeout_ms, why, why_size);
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_queue_destroy(q);
     return e;
 }
 
@@ -215,17 +237,9 @@ int kafka_admin_create_topic_with(const char *brokers, const kafka_prop_t *clien
             return -1;
         }
     }
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
     char why[512] = "";
-    rd_kafka_resp_err_t e =
-        kafka_admin_wait_result(rk, q, topic, true, timeout_ms, why, sizeof(why));
-    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_resp_err_t e = kafka_admin_topic_op(rk, nt, NULL, topic, timeout_ms, why, sizeof(why));
     rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
 
     if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
         log_error("kafka admin: create topic %s (%d partitions, replication factor %d): %s", topic,
@@ -271,17 +285,9 @@ int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout
     if (!rk)
         return -1;
     rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
-    char errstr[256];
-    rd_kafka_AdminOptions_set_operation_timeout(ao, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_DeleteTopics(rk, &dt, 1, ao, q);
     char why[512] = "";
-    rd_kafka_resp_err_t e =
-        kafka_admin_wait_result(rk, q, topic, false, timeout_ms, why, sizeof(why));
-    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_resp_err_t e = kafka_admin_topic_op(rk, NULL, dt, topic, timeout_ms, why, sizeof(why));
     rd_kafka_DeleteTopic_destroy(dt);
-    rd_kafka_queue_destroy(q);
     rd_kafka_destroy(rk);
     if (e && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
         log_error("kafka admin: delete topic %s: %s", topic, why);
