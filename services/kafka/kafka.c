@@ -44,6 +44,11 @@ struct kafka_consumer {
     int64_t rebuilt_ms; /* when the last rebuild was tried (KAFKA_REBUILD_INTERVAL_MS apart) */
     bool paused;
     bool cooperative; /* the group's rebalance protocol, from the effective assignment strategy */
+    /* The committed offsets of an assignment could not be fetched at all (a request-level
+     * error such as NOT_COORDINATOR after a coordinator moved): librdkafka 2.0.2 then never
+     * retries and never fetches those partitions (librdkafka GitHub issue #5586). Set by the
+     * error event; the next poll rebuilds the consumer, whose new member fetches them again. */
+    bool refetch;
     /* The partitions the owner was told it has (ASSIGNED minus REVOKED/LOST), so a rebuild can
      * tell it they are lost. */
     rd_kafka_topic_partition_list_t *owned;
@@ -663,6 +668,10 @@ static void kafka_consumer_topics(const kafka_consumer_t *c, char *out, size_t s
 static void kafka_consumer_log_fatal(kafka_consumer_t *c)
 {
     char why[512] = "no fatal error: rebuild requested", topics[256], instance[256] = "";
+    if (c->refetch)
+        snprintf(why, sizeof why,
+                 "no fatal error: the committed offsets of its assignment could "
+                 "not be fetched");
     rd_kafka_resp_err_t err = rd_kafka_fatal_error(c->rk, why, sizeof why);
     size_t ilen = sizeof instance;
     if (rd_kafka_conf_get(rd_kafka_conf(c->rk), "group.instance.id", instance, &ilen) !=
@@ -742,6 +751,7 @@ int kafka_consumer_rebuild(kafka_consumer_t *c)
         log_error("kafka consumer %s: group %s: subscribe after rebuild: %s", rd_kafka_name(rk),
                   c->group, rd_kafka_err2str(se));
     c->rebuilds++;
+    c->refetch = false;
     if (c->on_rebuild)
         c->on_rebuild(c->owner, c, KAFKA_REBUILD_AFTER);
     log_info("kafka consumer %s: group %s: rebuilt (%llu since start), joining again",
@@ -763,9 +773,18 @@ rd_kafka_resp_err_t kafka_consumer_fatal_error(kafka_consumer_t *c, char *errstr
  * KAFKA_REBUILD_INTERVAL_MS; until then the poll returns nothing). true when it is usable. */
 static bool kafka_consumer_usable(kafka_consumer_t *c)
 {
-    if (!rd_kafka_fatal_error(c->rk, NULL, 0))
+    if (!c->refetch && !rd_kafka_fatal_error(c->rk, NULL, 0))
         return true;
     return kafka_consumer_rebuild(c) == 0;
+}
+
+/* Whether m is the error event of a failed OffsetFetch ("Failed to fetch committed offsets for
+ * N partition(s)"). After a request-level one librdkafka 2.0.2 leaves the assignment unfetched
+ * for good (#5586); a new member fetches the offsets again whatever the error was. */
+static bool kafka_consumer_offsets_unfetched(const rd_kafka_message_t *m)
+{
+    return !m->rkt && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+           strstr(rd_kafka_message_errstr(m), "Failed to fetch committed offsets") != NULL;
 }
 
 /* The next record of the consumer, waiting *wait ms for the first one only (a poll drains
@@ -785,9 +804,17 @@ static rd_kafka_message_t *kafka_consumer_next(kafka_consumer_t *c, int *wait)
             return NULL;
         }
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-            log_error("kafka consume %s [%d] at offset %lld: %s",
+            log_error("kafka consume %s [%d] at offset %lld: %s%s",
                       m->rkt ? rd_kafka_topic_name(m->rkt) : "-", (int)m->partition,
-                      (long long)m->offset, rd_kafka_message_errstr(m));
+                      (long long)m->offset, rd_kafka_message_errstr(m),
+                      kafka_consumer_offsets_unfetched(m)
+                          ? "; the consumer is made again (its partitions would not be fetched)"
+                          : "");
+        if (kafka_consumer_offsets_unfetched(m)) {
+            c->refetch = true; /* rebuilt by the next poll: the caller may hold records */
+            rd_kafka_message_destroy(m);
+            return NULL;
+        }
         rd_kafka_message_destroy(m);
     }
 }
