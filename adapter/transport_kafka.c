@@ -378,6 +378,8 @@ void ktx_teardown(ktx_t *t, const char *reason)
         return;
     t->state = KTX_DOWN;
     bool was_txn = t->eos && (t->txn_open || t->live);
+    if (t->txn && t->eos && t->rk)
+        kafka_txn_pair_count_rebuild(t->txn); /* the next connect makes the producer again */
     ktx_producer_free(t);
     t->eos = t->src != NULL; /* the next producer tries transactions again */
     if (was_txn) {

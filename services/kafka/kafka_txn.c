@@ -516,9 +516,7 @@ int kafka_txn_pair_rebuild(kafka_txn_pair_t *t, kafka_producer_t *producer,
         if (rc)
             return -1; /* the consumer's rebuild is retried by its next poll */
     }
-    atomic_fetch_add(&t->rebuilds, 1);
-    if (t->m_rebuilds)
-        metrics_counter_inc(t->m_rebuilds);
+    kafka_txn_pair_count_rebuild(t);
     return 0;
 }
 
@@ -534,6 +532,13 @@ bool kafka_txn_pair_take_handle(kafka_txn_pair_t *t, rd_kafka_t *rk)
     }
     pthread_mutex_unlock(&t->mu);
     return take;
+}
+
+void kafka_txn_pair_count_rebuild(kafka_txn_pair_t *t)
+{
+    atomic_fetch_add(&t->rebuilds, 1);
+    if (t->m_rebuilds)
+        metrics_counter_inc(t->m_rebuilds);
 }
 
 kafka_txn_pair_stats_t kafka_txn_pair_stats(kafka_txn_pair_t *t)

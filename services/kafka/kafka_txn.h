@@ -172,6 +172,9 @@ int kafka_txn_pair_rebuild(kafka_txn_pair_t *t, kafka_producer_t *producer,
  * handles are held so; while two are, kafka_txn_pair_commit starts nothing and returns
  * KAFKA_TXN_ABORT. */
 bool kafka_txn_pair_take_handle(kafka_txn_pair_t *t, rd_kafka_t *rk);
+/* Counts a rebuild the owner did itself (the Kafka feed's transport makes a new transactional
+ * producer after a teardown). */
+void kafka_txn_pair_count_rebuild(kafka_txn_pair_t *t);
 /* Removes the children labelled label=value of the timed_out and pair_rebuilds counters of
  * prefix (a deleted feed whose owner counts its commits itself). */
 void kafka_txn_pair_metrics_remove(metrics_registry_t *r, const char *prefix, const char *label,
