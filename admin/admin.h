@@ -240,10 +240,6 @@ json_t *admin_dlq_read(admin_dlq_t *d, const char *topic, int limit, bool with_b
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
                                  admin_db_t *db, int64_t down_after_ms, char *err, size_t errlen);
 void admin_events_free(admin_events_t *ev);
-/* Reads the active alarms from PostgreSQL into the in-memory state (admin_events_new does it):
- * service-down, dead-letter-surge and endpoint-down alarms of an earlier run are then cleared
- * by the worker's next heartbeat, like those of this run. The count taken over, or -1. */
-int admin_events_restore(admin_events_t *ev);
 /* Handles up to max queued events and runs the missing-heartbeat check; call from a timer. */
 void admin_events_poll(admin_events_t *ev, int max);
 /* Applies one event (JSON text) at time now_ms; used by poll and by tests. */

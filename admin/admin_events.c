@@ -62,6 +62,8 @@ struct admin_events {
     int64_t next_expire_ms; /* the feeds' expiry runs once a second */
 };
 
+static int admin_events_restore(admin_events_t *ev);
+
 admin_events_t *admin_events_new(const char *bootstrap, const char *topic, const char *group,
                                  admin_db_t *db, int64_t down_after_ms, char *err, size_t errlen)
 {
@@ -172,7 +174,10 @@ admin_prop_t *admin_events_prop(admin_events_t *ev)
     return ev ? ev->prop : NULL;
 }
 
-int admin_events_restore(admin_events_t *ev)
+/* Reads the active alarms from PostgreSQL into the in-memory state (admin_events_new does it):
+ * service-down, dead-letter-surge and endpoint-down alarms of an earlier run are then cleared
+ * by the worker's next heartbeat, like those of this run. The count taken over, or -1. */
+static int admin_events_restore(admin_events_t *ev)
 {
     admin_err_t err;
     json_t *list = admin_db_alarm_list(ev->db, "active", NULL, NULL, 100000, &err);

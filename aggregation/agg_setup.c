@@ -62,6 +62,12 @@ static int agg_setup_fetch_default(daemon_t *d, const agg_settings_t *s, char *e
     return 0;
 }
 
+/* The NF topic consumed: --topic, else the NF type. */
+static const char *agg_setup_in_topic(const agg_settings_t *s)
+{
+    return s->topic ? s->topic : s->nf_type;
+}
+
 int agg_setup_check(daemon_t *d, FILE *out, char *err, size_t errlen)
 {
     const agg_settings_t *s = d->def->settings;
@@ -89,11 +95,6 @@ int agg_setup_check(daemon_t *d, FILE *out, char *err, size_t errlen)
                 agg_setup_in_topic(s), s->main_topic, s->dlq_topic, s->group ? "" : "ndd-agg-",
                 s->group ? s->group : s->nf_type);
     return 0;
-}
-
-const char *agg_setup_in_topic(const agg_settings_t *s)
-{
-    return s->topic ? s->topic : s->nf_type;
 }
 
 int agg_setup_create_topics(const daemon_t *d, const agg_settings_t *s)
@@ -137,7 +138,8 @@ agg_control_opts_t agg_setup_control(const daemon_t *d, const agg_settings_t *s,
     };
 }
 
-void agg_setup_tick(void *arg)
+/* The worker's tick: the control path's step and the readiness of the partitions. */
+static void agg_setup_tick(void *arg)
 {
     agg_run_t *run = arg;
     worker_control_tick(agg_control_wc(run->ctl));

@@ -26,8 +26,6 @@ typedef struct agg_settings {
 
 /* daemon_def_t.check: 0, or -1 with err naming the setting. */
 int agg_setup_check(daemon_t *d, FILE *out, char *err, size_t errlen);
-/* The NF topic consumed: --topic, else the NF type. */
-const char *agg_setup_in_topic(const agg_settings_t *s);
 /* Creates the NF topic when missing, MAIN and the dead-letter topic. 0 or -1. */
 int agg_setup_create_topics(const daemon_t *d, const agg_settings_t *s);
 agg_control_opts_t agg_setup_control(const daemon_t *d, const agg_settings_t *s,
@@ -38,7 +36,6 @@ typedef struct agg_run {
     agg_control_t *ctl;
     agg_worker_t *w;
 } agg_run_t;
-void agg_setup_tick(void *run);
 agg_config_t agg_setup_worker(const daemon_t *d, const agg_settings_t *s, filter_slot_t *slot,
                               agg_run_t *run);
 

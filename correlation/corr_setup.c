@@ -104,6 +104,15 @@ corr_control_opts_t corr_setup_control(const daemon_t *d, const corr_settings_ma
                                  .metrics = d->metrics};
 }
 
+/* The worker's tick: the control path's step and the readiness of the partitions. */
+static void corr_setup_tick(void *arg)
+{
+    corr_run_t *run = arg;
+    worker_control_tick(corr_control_wc(run->ctl));
+    if (run->w)
+        daemon_poll_partitions(run->d, corr_worker_assigned, run->w);
+}
+
 void corr_setup_worker(const daemon_t *d, const corr_settings_map_t *s, const corr_settings_t *st,
                        corr_config_t *cc, corr_settings_t *started)
 {
@@ -183,12 +192,4 @@ int corr_setup_wait_enabled(daemon_t *d, corr_control_t *ctl, corr_settings_t *s
     }
     daemon_not_ready(d, NULL);
     return *d->stop ? -1 : 0;
-}
-
-void corr_setup_tick(void *arg)
-{
-    corr_run_t *run = arg;
-    worker_control_tick(corr_control_wc(run->ctl));
-    if (run->w)
-        daemon_poll_partitions(run->d, corr_worker_assigned, run->w);
 }

@@ -43,8 +43,6 @@ typedef struct corr_run {
     corr_control_t *ctl;
     corr_worker_t *w;
 } corr_run_t;
-/* The worker's tick: the control path's step and the readiness of the partitions. */
-void corr_setup_tick(void *run);
 
 /* The correlation role (corr_role.c): ndd-correlation's main and ndd run it. */
 struct daemon_role;

@@ -92,7 +92,8 @@ void httpd_reply_jansson(httpd_req_t *req, int status, json_t *json)
     free(s);
 }
 
-const char *httpd_status_kind(int status)
+/* The short name httpd gives a status in its error bodies ("not found", ...). */
+static const char *httpd_status_kind(int status)
 {
     switch (status) {
     case 400:
@@ -206,7 +207,8 @@ const char *httpd_date(httpd_t *h)
     return h->date;
 }
 
-void httpd_error_body(httpd_t *h, int status, const char *message, buf_t *out)
+/* The error body in the server's format (httpd_set_error_format). */
+static void httpd_error_body(httpd_t *h, int status, const char *message, buf_t *out)
 {
     if (h->errfn) {
         h->errfn(status, httpd_status_kind(status), message, out, h->errarg);

@@ -96,8 +96,6 @@ size_t httpd_connections(const httpd_t *h);
 void httpd_set_metrics(httpd_t *h, metrics_registry_t *reg);
 /* Before the first request (from the setup callback on a server thread). */
 void httpd_set_error_format(httpd_t *h, httpd_error_fn fn, void *arg);
-/* The short name httpd gives a status in its error bodies ("not found", ...). */
-const char *httpd_status_kind(int status);
 /* Thread-safe. Not ready by default; the reason is served in the 503 body. */
 void httpd_set_ready(httpd_t *h, bool ready);
 /* Lines that /readyz's body carries after its first ("ready" or the reason), ready or not:

@@ -124,8 +124,6 @@ void httpd_req_end(httpd_req_t *req);
 /* After the handler: a request it answers later becomes the connection's (c) or the
  * stream's (st) waiting answer, returned; NULL when there is none. */
 httpd_later_t *httpd_req_later_detach(httpd_req_t *req, httpd_conn_t *c, h2server_stream_t *st);
-/* The error body in the server's format (httpd_set_error_format). */
-void httpd_error_body(httpd_t *h, int status, const char *message, buf_t *out);
 const char *httpd_reason_phrase(int status);
 /* A connection gave back a large buffer of n bytes: once enough of them went, the heap is
  * trimmed (shortly after, so a flood of closing connections costs one trim). */

@@ -15,7 +15,8 @@ static size_t optdesc_rows(const optdesc_t *tab)
     return n;
 }
 
-const optdesc_t *optdesc_find(const optdesc_t *tab, const char *name)
+/* The row named name, or NULL. */
+static const optdesc_t *optdesc_find(const optdesc_t *tab, const char *name)
 {
     for (size_t i = 0; name && i < optdesc_rows(tab); i++)
         if (!strcmp(tab[i].name, name))

@@ -67,8 +67,6 @@ int optdesc_check(const optdesc_t *tab, const json_t *obj, const char *prefix, v
  * implementation reads its settings through the description, so a default is written once.
  * 0 when the row has neither. */
 int64_t optdesc_int(const optdesc_t *tab, const json_t *obj, const char *name);
-/* The row named name, or NULL. */
-const optdesc_t *optdesc_find(const optdesc_t *tab, const char *name);
 /* The table as a JSON array of option objects (docs/api.md, "Feed schema"): name, path (under
  * prefix), type, default, minimum/maximum (or maxLength, minItems/maxItems), unit, enum,
  * required, secret, help, and "options" for objects and arrays. A new reference. */

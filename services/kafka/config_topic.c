@@ -322,7 +322,8 @@ void config_topic_finish_load(config_topic_t *ft)
     ft->report_due = true;
 }
 
-json_t *config_topic_applied_state(const config_topic_t *ft)
+/* The applied state (new reference) in on_applied's shape. */
+static json_t *config_topic_applied_state(const config_topic_t *ft)
 {
     json_t *kinds = json_array(), *offsets = json_array();
     for (size_t i = 0; i < ft->n_kinds; i++)

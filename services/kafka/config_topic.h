@@ -181,8 +181,6 @@ config_topic_result_t config_topic_apply_timed(config_topic_t *ft, const void *k
  * their propagation times and calls on_applied when the offsets moved. Cheap when nothing
  * moved. Before the initial load completes it does nothing. */
 void config_topic_mark_applied(config_topic_t *ft);
-/* The applied state (new reference) in on_applied's shape. */
-json_t *config_topic_applied_state(const config_topic_t *ft);
 /* Marks the initial load complete: on_upsert for every held key, then on_loaded. Called by
  * config_topic_poll when every partition reached its end; offline followers call it
  * themselves. A second call does nothing. */

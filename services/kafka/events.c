@@ -95,7 +95,7 @@ enum { EV_SENT = 0, EV_ACKED, EV_FAILED, EV_DROPPED, EV_UNTRACKED = 3 };
 
 static const char *const events_severity_names[] = {"critical", "major", "minor", "warning"};
 
-const char *events_severity_name(events_severity_t s)
+static const char *events_severity_name(events_severity_t s)
 {
     return (unsigned)s < 4 ? events_severity_names[s] : "major";
 }

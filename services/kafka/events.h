@@ -173,6 +173,5 @@ int events_feed_endpoint(json_t *feed, const char *url, bool up);
 json_t *events_heartbeat_build(events_t *ev, int64_t now_ms);
 json_t *events_alarm_build(const events_t *ev, bool raise, const char *alarm, const char *resource,
                            events_severity_t severity, const char *text, int64_t now_ms);
-const char *events_severity_name(events_severity_t s);
 
 #endif

@@ -326,8 +326,6 @@ int kafka_admin_create_topics_with(const char *brokers, const kafka_prop_t *clie
                                    size_t n_client_props, const kafka_topic_new_t *topics,
                                    size_t n_topics, int timeout_ms);
 int kafka_admin_delete_topic(const char *brokers, const char *topic, int timeout_ms);
-/* Number of brokers the cluster's metadata lists, or -1 when it did not answer. */
-int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms);
 /* Number of partitions of topic, or -1 when it does not exist / the broker did not answer. */
 int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms);
 /* The same through a short-lived client of brokers (for start-up, before any client exists). */

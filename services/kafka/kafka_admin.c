@@ -97,7 +97,8 @@ int kafka_admin_partition_count(rd_kafka_t *rk, const char *topic, int timeout_m
     return n;
 }
 
-int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms)
+/* Number of brokers the cluster's metadata lists, or -1 when it did not answer. */
+static int kafka_admin_broker_count(rd_kafka_t *rk, int timeout_ms)
 {
     const struct rd_kafka_metadata *md = NULL;
     if (rd_kafka_metadata(rk, 0, NULL, &md, timeout_ms))
