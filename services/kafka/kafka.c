@@ -463,9 +463,14 @@ static void kafka_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             error = rd_kafka_incremental_assign(rk, parts);
         else
             ret = rd_kafka_assign(rk, parts);
-        /* A paused consumer stays paused: new partitions start paused too. */
+        /* A paused consumer stays paused: new partitions start paused too. And a resumed one
+         * resumes them: librdkafka keeps a partition's pause flag across a revoke and a new
+         * assignment, so one paused, revoked and assigned again after a resume that found
+         * nothing assigned would stay paused for good (librdkafka #1849). */
         if (c->paused)
             rd_kafka_pause_partitions(rk, parts);
+        else
+            rd_kafka_resume_partitions(rk, parts);
         break;
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS: {
         bool lost = rd_kafka_assignment_lost(rk);

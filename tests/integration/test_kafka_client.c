@@ -258,6 +258,67 @@ static void test_two_group_members_share_partitions_and_get_every_record_once(vo
     ktu_delete_topic(topic);
 }
 
+/* librdkafka keeps a partition's pause flag across a revoke and a new assignment. A consumer
+ * paused (a feed whose endpoints are full), then resumed while it had no partitions (between
+ * the revoke and the new assignment of a rebalance), must still get records once its
+ * partition comes back. Seen as an adapter feed that consumed nothing more after its session
+ * timed out under load. */
+static void test_resumed_while_unassigned_consumer_gets_records_after_reassignment(void **state)
+{
+    char topic[96], other[96], group[96];
+    ktu_unique_name("ndd-test-pause", topic, sizeof(topic));
+    ktu_unique_name("ndd-test-pause-other", other, sizeof(other));
+    ktu_unique_name("ndd-test-pause", group, sizeof(group));
+    assert_int_equal(ktu_create_topic(topic, 1), 0);
+    assert_int_equal(ktu_create_topic(other, 1), 0);
+    memset(seen_values, 0, sizeof(seen_values));
+    duplicates = 0;
+    member_t a = {.topic = topic}, b = {.topic = other};
+    a.c = group_member_new(topic, group, &a);
+    assert_non_null(a.c);
+    int64_t deadline = ktu_now_ms() + 30000;
+    while (ktu_now_ms() < deadline && a.assigned < 1)
+        member_poll(&a, 50);
+    assert_int_equal(a.assigned, 1);
+    assert_int_equal(ktu_produce_n(topic, 100, "key-", 7, "v"), 0);
+    while (ktu_now_ms() < deadline && a.got < 100)
+        member_poll(&a, 50);
+    assert_int_equal(a.got, 100);
+
+    /* Paused; a second member (of another topic) joining the group makes an eager rebalance:
+     * everything is revoked, then assigned again. Resumed in between, with nothing assigned. */
+    assert_int_equal(kafka_consumer_pause_all(a.c), 0);
+    b.c = group_member_new(other, group, &b);
+    assert_non_null(b.c);
+    bool resumed_unassigned = false;
+    deadline = ktu_now_ms() + 30000;
+    while (ktu_now_ms() < deadline && !(resumed_unassigned && a.assigned == 1)) {
+        /* no wait inside the poll: the new assignment (a round trip away) comes in a later one */
+        member_poll(&a, 0);
+        if (a.revokes > 0 && a.assigned == 0 && !resumed_unassigned) {
+            assert_int_equal(kafka_consumer_resume_all(a.c), 0);
+            resumed_unassigned = true;
+        }
+        member_poll(&b, 5);
+    }
+    if (!resumed_unassigned || a.assigned != 1)
+        fail_msg("rebalance not staged: %d revoke(s), %d assigned, resumed %d", a.revokes,
+                 a.assigned, resumed_unassigned);
+
+    assert_int_equal(ktu_produce_n(topic, 100, "key-", 7, "w"), 0);
+    deadline = ktu_now_ms() + 15000;
+    while (ktu_now_ms() < deadline && a.got < 200) {
+        member_poll(&a, 50);
+        member_poll(&b, 0);
+    }
+    if (a.got < 200)
+        fail_msg("after the reassignment the consumer got %d of 100 new records", a.got - 100);
+    kafka_consumer_close(a.c);
+    kafka_consumer_close(b.c);
+    ktu_delete_topic(topic);
+    ktu_delete_topic(other);
+}
+
 /* A record whose offset was never stored is delivered again to the next member. */
 static void test_unstored_offsets_are_redelivered_to_a_new_member_after_close(void **state)
 {
@@ -408,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_idempotent_producer_gets_producer_id_and_acks_in_order),
         cmocka_unit_test(test_record_headers_round_trip_in_order_with_binary_and_null_values),
         cmocka_unit_test(test_two_group_members_share_partitions_and_get_every_record_once),
+        cmocka_unit_test(test_resumed_while_unassigned_consumer_gets_records_after_reassignment),
         cmocka_unit_test(test_unstored_offsets_are_redelivered_to_a_new_member_after_close),
         cmocka_unit_test(test_full_producer_queue_is_reported_and_close_flushes_the_rest),
         cmocka_unit_test(test_producer_refuses_unknown_property_naming_it),
