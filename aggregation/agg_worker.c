@@ -515,59 +515,29 @@ static int agg_txn_rewind(agg_worker_t *w)
     return rc;
 }
 
-/* Whether the consumer has a fatal error (fenced): its next poll rebuilds it (kafka.h), the new
- * member reads from the committed offsets, and its LOST drops what this one holds. */
-static bool agg_consumer_fenced(agg_worker_t *w)
+static int agg_txn_rewind_cb(void *w)
 {
-    return kafka_consumer_fatal_error(w->consumer, NULL, 0) != 0;
+    return agg_txn_rewind(w);
 }
 
 /* A transactional call failed (kafka_txn.h, "Recovery"): abort and rewind, or (fatal, or the
  * abort or the rewind failed) the pair is made again from the committed offsets. */
 static void agg_txn_recover(agg_worker_t *w, kafka_txn_rc_t rc, const char *why)
 {
-    char e2[512] = "";
     w->txn_aborts++;
-    if (rc == KAFKA_TXN_ABORT && w->txn_open &&
-        kafka_txn_pair_abort(w->txn, kafka_producer_handle(w->producer), e2, sizeof e2) !=
-            KAFKA_TXN_OK)
-        rc = KAFKA_TXN_REBUILD;
+    bool open = w->txn_open;
     w->txn_open = w->txn_failed = false;
-    if (rc == KAFKA_TXN_ABORT) {
-        /* the purged records' reports give their slots back */
-        for (int i = 0; i < 100 && kafka_producer_outq_len(w->producer) > 0; i++)
-            kafka_producer_poll(w->producer, 10);
-        if (agg_consumer_fenced(w)) {
-            /* no rewind: a fenced consumer cannot seek, and its rebuild reads from the
-             * committed offsets anyway */
-            log_warn("aggregation %s: %s; transaction aborted, the consumer is fenced: made "
-                     "again by its next poll, reading from the committed offsets",
-                     w->cfg.nf_type, why);
-            return;
-        }
-        if (agg_txn_rewind(w) == 0) {
-            log_warn("aggregation %s: %s; transaction aborted, produced again from the last "
-                     "committed offsets",
-                     w->cfg.nf_type, why);
-            return;
-        }
-    }
-    log_warn("aggregation %s: %s%s%s; consumer and producer made again, reading from the "
-             "committed offsets",
-             w->cfg.nf_type, why, e2[0] ? "; " : "", e2);
-    w->txn_rebuild = true;
+    if (kafka_txn_pair_recover(w->txn, w->producer, w->consumer, rc, open, agg_txn_rewind_cb, w,
+                               why) != KAFKA_TXN_OK)
+        w->txn_rebuild = true;
 }
 
 /* Commits the open transaction with the offsets of what it holds (begins one when only the
  * offsets moved: filtered records). */
 static void agg_txn_commit(agg_worker_t *w)
 {
-    if (w->txn_failed || agg_consumer_fenced(w)) {
-        /* a fenced member's offsets would be refused (after a wait librdkafka may not bound) */
-        if (w->txn_failed || w->txn_open)
-            agg_txn_recover(w, KAFKA_TXN_ABORT,
-                            w->txn_failed ? "a record of the transaction failed"
-                                          : "the consumer is fenced (fatal error)");
+    if (w->txn_failed) {
+        agg_txn_recover(w, KAFKA_TXN_ABORT, "a record of the transaction failed");
         return;
     }
     rd_kafka_topic_partition_list_t *offs = agg_txn_offsets(w);

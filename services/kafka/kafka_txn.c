@@ -110,8 +110,8 @@ kafka_txn_rc_t kafka_txn_begin(rd_kafka_t *producer, char *err, size_t errlen)
                : KAFKA_TXN_OK;
 }
 
-/* The checks before a commit: a fatal producer is rebuilt, a fenced consumer's offsets are
- * not sent (the healthy producer aborts; the consumer's next poll rebuilds it). *g gets the
+/* The checks before a commit: a fatal producer is rebuilt, a fenced consumer's transaction is
+ * aborted (the healthy producer aborts; the consumer's next poll rebuilds it). *g gets the
  * consumer's group metadata when offsets are to be sent. OK: go on. */
 static kafka_txn_rc_t kafka_txn_commit_check(rd_kafka_t *producer, rd_kafka_t *consumer,
                                              const rd_kafka_topic_partition_list_t *offsets,
@@ -121,10 +121,12 @@ static kafka_txn_rc_t kafka_txn_commit_check(rd_kafka_t *producer, rd_kafka_t *c
     *g = NULL;
     if (kafka_txn_fatal(producer, "commit", err, errlen))
         return KAFKA_TXN_REBUILD;
+    /* even without offsets: the records read again by its rebuilt consumer would be committed
+     * twice */
+    if (kafka_txn_fatal(consumer, "commit", err, errlen))
+        return KAFKA_TXN_ABORT;
     if (!offsets || offsets->cnt == 0)
         return KAFKA_TXN_OK;
-    if (kafka_txn_fatal(consumer, "send offsets", err, errlen))
-        return KAFKA_TXN_ABORT;
     if (!(*g = rd_kafka_consumer_group_metadata(consumer))) {
         if (err)
             snprintf(err, errlen, "transaction send offsets: no consumer group metadata");
@@ -518,6 +520,36 @@ int kafka_txn_pair_rebuild(kafka_txn_pair_t *t, kafka_producer_t *producer,
     }
     kafka_txn_pair_count_rebuild(t);
     return 0;
+}
+
+kafka_txn_rc_t kafka_txn_pair_recover(kafka_txn_pair_t *t, kafka_producer_t *producer,
+                                      kafka_consumer_t *consumer, kafka_txn_rc_t rc, bool txn_open,
+                                      int (*rewind)(void *owner), void *owner, const char *why)
+{
+    char e2[512] = "";
+    if (rc == KAFKA_TXN_ABORT && txn_open &&
+        kafka_txn_pair_abort(t, kafka_producer_handle(producer), e2, sizeof e2) != KAFKA_TXN_OK)
+        rc = KAFKA_TXN_REBUILD;
+    if (rc == KAFKA_TXN_ABORT) {
+        for (int i = 0; i < 100 && kafka_producer_outq_len(producer) > 0; i++)
+            kafka_producer_poll(producer, 10); /* the purged records' reports */
+        if (kafka_consumer_fatal_error(consumer, NULL, 0)) {
+            /* no rewind: a fenced consumer cannot seek, and its rebuild reads from the
+             * committed offsets anyway */
+            log_warn("%s: %s; transaction aborted, the consumer is fenced: made again by its "
+                     "next poll, reading from the committed offsets",
+                     t->who, why);
+            return KAFKA_TXN_OK;
+        }
+        if (rewind(owner) == 0) {
+            log_warn("%s: %s; transaction aborted, read again from the last committed offsets",
+                     t->who, why);
+            return KAFKA_TXN_OK;
+        }
+    }
+    log_warn("%s: %s%s%s; consumer and producer made again, reading from the committed offsets",
+             t->who, why, e2[0] ? "; " : "", e2);
+    return KAFKA_TXN_REBUILD;
 }
 
 bool kafka_txn_pair_take_handle(kafka_txn_pair_t *t, rd_kafka_t *rk)

@@ -68,11 +68,12 @@ bool kafka_txn_unsupported(rd_kafka_resp_err_t e);
 
 /* Each call: err (may be NULL) gets "<what>: <librdkafka's reason> (<error name>)" on
  * anything but KAFKA_TXN_OK. Begin, commit and abort on a producer with a fatal error call
- * nothing and return KAFKA_TXN_REBUILD (librdkafka may wait forever there); a commit with
- * offsets of a consumer with one (fenced) calls nothing and returns KAFKA_TXN_ABORT (its next
- * poll rebuilds the consumer, kafka.h). Commit and abort wait KAFKA_TXN_CALL_MS at most where
- * librdkafka honours it; send_offsets may not (librdkafka GitHub issues #5456, #5511: its
- * coordinator request ignores the timeout), so a worker commits with kafka_txn_pair_commit. */
+ * nothing and return KAFKA_TXN_REBUILD (librdkafka may wait forever there); a commit for a
+ * consumer with one (fenced) calls nothing and returns KAFKA_TXN_ABORT (its next poll
+ * rebuilds the consumer, kafka.h, which reads the transaction's records again). Commit and abort
+ * wait KAFKA_TXN_CALL_MS at most where librdkafka honours it; send_offsets may not (librdkafka
+ * GitHub issues #5456, #5511: its coordinator request ignores the timeout), so a worker commits
+ * with kafka_txn_pair_commit. */
 
 /* Registers the transactional.id (fences an earlier producer with it, aborts what it left).
  * *unsupported (may be NULL) is set when kafka_txn_unsupported says so. */
@@ -166,6 +167,15 @@ kafka_txn_rc_t kafka_txn_pair_abort(kafka_txn_pair_t *t, rd_kafka_t *producer, c
  * Counted. 0, or -1 (retry later: see "Bounded memory"). */
 int kafka_txn_pair_rebuild(kafka_txn_pair_t *t, kafka_producer_t *producer,
                            kafka_consumer_t *consumer);
+/* The recovery rules ("Recovery", above) for a worker's pair after a call returned rc: with
+ * KAFKA_TXN_ABORT the open transaction (txn_open) is aborted and the purged records' reports
+ * served (the owner's delivery callback runs), then, unless the consumer is fenced (its next
+ * poll rebuilds it and reads from the committed offsets), rewind(owner) takes the consumer
+ * back to the committed offsets (0, or -1 when it failed). Logged with the pair's who and why.
+ * KAFKA_TXN_OK: the pair works on; KAFKA_TXN_REBUILD: make it again (kafka_txn_pair_rebuild). */
+kafka_txn_rc_t kafka_txn_pair_recover(kafka_txn_pair_t *t, kafka_producer_t *producer,
+                                      kafka_consumer_t *consumer, kafka_txn_rc_t rc, bool txn_open,
+                                      int (*rewind)(void *owner), void *owner, const char *why);
 /* For an owner that makes its producer handles itself (the Kafka feed's transport): true when a
  * timed-out commit is still inside rk, which the pair then owns (destroyed once the call
  * returns; the owner drops it without destroying it); false: destroy it yourself. Up to two
