@@ -31,6 +31,7 @@
 #include "kafka_wake.h"
 #include "log.h"
 #include "partitions.h"
+#include "worker_stats.h"
 #include "worker_control.h"
 
 /* ---- small helpers ---- */
@@ -1109,16 +1110,10 @@ bool agg_worker_exactly_once(const agg_worker_t *w, int *transaction_ms)
 agg_stats_t agg_worker_stats(const agg_worker_t *w)
 {
     agg_stats_t s = agg_counters(w);
-    const agg_stats_t *b = &w->base;
-    s.consumed -= b->consumed;
-    s.produced -= b->produced;
-    s.filtered -= b->filtered;
-    s.unmatched -= b->unmatched;
-    s.dead_lettered -= b->dead_lettered;
-    s.produce_failures -= b->produce_failures;
-    s.filter_reloads -= b->filter_reloads;
-    s.filter_reload_errors -= b->filter_reload_errors;
-    s.pauses -= b->pauses;
+    /* every member up to inflight is a total */
+    _Static_assert(sizeof(agg_stats_t) == 10 * sizeof(uint64_t), "agg_stats_t: uint64_t only");
+    worker_stats_since((uint64_t *)(void *)&s, (const uint64_t *)(const void *)&w->base,
+                       WORKER_STATS_COUNTERS(agg_stats_t, inflight));
     s.inflight = agg_inflight(w);
     return s;
 }

@@ -29,6 +29,7 @@
 #include "kafka_txn.h"
 #include "log.h"
 #include "partitions.h"
+#include "worker_stats.h"
 #include "worker_control.h"
 #include "xdr.h"
 
@@ -1106,16 +1107,10 @@ int corr_worker_run(corr_worker_t *w, volatile sig_atomic_t *stop)
 corr_stats_t corr_worker_stats(const corr_worker_t *w)
 {
     corr_stats_t s = corr_counters(w);
-    const corr_stats_t *b = &w->base;
-    s.consumed -= b->consumed;
-    s.correlated -= b->correlated;
-    s.dead_lettered -= b->dead_lettered;
-    s.xdrs -= b->xdrs;
-    s.xdrs_acked -= b->xdrs_acked;
-    s.produce_failures -= b->produce_failures;
-    s.pauses -= b->pauses;
-    s.checkpoints -= b->checkpoints;
-    s.stores -= b->stores;
+    /* every member up to unacked is a total */
+    _Static_assert(sizeof(corr_stats_t) == 11 * sizeof(uint64_t), "corr_stats_t: uint64_t only");
+    worker_stats_since((uint64_t *)(void *)&s, (const uint64_t *)(const void *)&w->base,
+                       WORKER_STATS_COUNTERS(corr_stats_t, unacked));
     s.unacked = w->unacked;
     s.uncommitted = (uint64_t)metrics_gauge_value(w->m.uncommitted);
     return s;
