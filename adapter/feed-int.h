@@ -12,6 +12,7 @@
 #define NDD_ADAPTER_FEED_INT_H
 
 #include "feed.h"
+#include "clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -174,13 +175,6 @@ struct feed {
     atomic_uint s_up;
     atomic_bool s_paused;
 };
-
-static inline uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static inline int64_t now_wall_us(void)
 {

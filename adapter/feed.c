@@ -29,7 +29,7 @@ static void feed_drain_check(evutil_socket_t fd, short what, void *arg)
     /* With no endpoint up and nothing being dead-lettered, nothing more can complete:
      * waiting for the deadline would only delay the stop (what is held is consumed again). */
     bool stuck = endpoint_set_up_count(f->eps) == 0 && f->dlq_active == 0;
-    if (f->pending == 0 || stuck || now_ms() >= f->drain_deadline_ms) {
+    if (f->pending == 0 || stuck || (uint64_t)mono_now_ms() >= f->drain_deadline_ms) {
         if (f->pending)
             log_warn("feed %s: stopping with %" PRIu64
                      " unacknowledged message(s); they are not committed and will be "
@@ -50,7 +50,7 @@ static void feed_wake_cb(evutil_socket_t fd, short what, void *arg)
         if (f->filling)
             feed_close_filling(f);
         feed_update_pause(f);
-        f->drain_deadline_ms = now_ms() + atomic_load(&f->drain_ms);
+        f->drain_deadline_ms = (uint64_t)mono_now_ms() + atomic_load(&f->drain_ms);
         struct timeval tv = {0, 20000};
         event_add(f->drain_ev, &tv);
         feed_drain_check(-1, 0, f);

@@ -47,7 +47,8 @@ void feed_update_pause(feed_t *f)
         return;
     bool full = f->pending >= f->cfg->delivery.max_pending ||
                 f->held_bytes + f->buf_inuse >= f->held_bytes_max || f->free_list == NULL;
-    uint64_t now = full || f->full_since ? now_ms() : 0; /* called per ack: no clock if idle */
+    uint64_t now =
+        full || f->full_since ? (uint64_t)mono_now_ms() : 0; /* called per ack: no clock if idle */
     if (full && !f->full_since) {
         f->full_since = now;
     } else if (!full && f->full_since && f->pending <= f->cfg->delivery.max_pending / 2 &&
@@ -579,7 +580,7 @@ static int64_t feed_lag_high(feed_t *f, rd_kafka_t *rk, int32_t part, int64_t *l
                              uint64_t deadline)
 {
     int64_t hi = -1;
-    uint64_t now = f->paused ? now_ms() : deadline;
+    uint64_t now = f->paused ? (uint64_t)mono_now_ms() : deadline;
     if (now < deadline &&
         rd_kafka_query_watermark_offsets(rk, f->cfg->source_topic, part, lo, &hi,
                                          (int)(deadline - now)) == RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -602,7 +603,7 @@ static double feed_lag(feed_t *f)
          p = partitions_next_assigned(f->ledger, p))
         rd_kafka_topic_partition_list_add(l, f->cfg->source_topic, p);
     double lag = 0;
-    uint64_t deadline = f->paused ? now_ms() + FEED_LAG_QUERY_BUDGET_MS : 0;
+    uint64_t deadline = f->paused ? (uint64_t)mono_now_ms() + FEED_LAG_QUERY_BUDGET_MS : 0;
     if (l->cnt > 0 && rd_kafka_position(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         for (int i = 0; i < l->cnt; i++) {
             int32_t part = l->elems[i].partition;

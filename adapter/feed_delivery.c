@@ -102,7 +102,7 @@ static bool feed_try_send(feed_t *f, feed_delivery_t *d)
     d->state = D_IN_FLIGHT;
     d->ep = ep;
     if (d->attempts++ == 0)
-        d->first_ms = now_ms();
+        d->first_ms = (uint64_t)mono_now_ms();
     feed_ep_metrics_t *em = endpoint_user(ep);
     metrics_counter_add(em->sent, d->n);
     metrics_counter_add(em->bytes, len);
@@ -172,7 +172,7 @@ static void feed_on_fail(void *owner, endpoint_t *ep, void *cookie, const transp
         feed_dead_letter(f, d, fl->status, fl->reason, endpoint_name(ep), fl->body, fl->body_len);
         return;
     }
-    uint64_t elapsed = now_ms() - d->first_ms;
+    uint64_t elapsed = (uint64_t)mono_now_ms() - d->first_ms;
     if (elapsed >= f->cfg->delivery.retry_max_ms) {
         char why[400];
         snprintf(why, sizeof why, "retries exhausted after %u attempts in %" PRIu64 " ms: %s",

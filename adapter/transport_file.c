@@ -51,6 +51,7 @@
 #include <openssl/evp.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "encoding.h"
 #include "frame.h"
 #include "log.h"
@@ -92,7 +93,8 @@ typedef struct ftf {
     /* the open file and its commit records */
     int fd, sfd;
     char part[480], sync[490], name[200];
-    uint64_t bytes, records, seq, opened_ms, commits;
+    uint64_t bytes, records, seq, commits;
+    int64_t opened_ms;
     EVP_MD_CTX *sha;
     void **cookies, **reporting; /* sends written, not yet committed; the ones being reported */
     unsigned n_cookies, cap;
@@ -142,13 +144,6 @@ static void transport_file_metrics_remove(metrics_registry_t *r, const char *fee
         if (f)
             metrics_family_remove_matching(f, "feed", feed);
     }
-}
-
-static uint64_t ftf_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void ftf_kick(ftf_t *t)
@@ -257,7 +252,7 @@ static int ftf_open(ftf_t *t)
     }
     t->bytes = t->records = t->commits = 0;
     t->n_parts = 0;
-    t->opened_ms = ftf_now_ms();
+    t->opened_ms = mono_now_ms();
     EVP_DigestInit_ex(t->sha, EVP_sha256(), NULL);
     if (t->pcapng) {
         uint8_t h[PCAPNG_HEADER_LEN];
@@ -678,7 +673,7 @@ static void ftf_tick_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     if (!t->up || t->fd < 0)
         return;
-    if (t->max_seconds && ftf_now_ms() - t->opened_ms >= (uint64_t)t->max_seconds * 1000) {
+    if (t->max_seconds && mono_now_ms() - t->opened_ms >= (int64_t)t->max_seconds * 1000) {
         t->rotate_due = true;
         ftf_kick(t);
     }

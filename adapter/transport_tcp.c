@@ -20,13 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "conn.h"
+#include "clock.h"
 #include "encoding.h"
 #include "frame.h"
 #include "synthetic.h"
@@ -40,7 +40,7 @@ typedef struct ftx_slot {
     uint64_t id;
     void *cookie;
     uint64_t end_bytes; /* stream position just after this frame */
-    uint64_t sent_ms;
+    int64_t sent_ms;
     bool dead; /* NACKed: already reported, waiting to leave the ring head */
 } ftx_slot_t;
 
@@ -54,13 +54,6 @@ typedef struct ftx {
     struct event *tick; /* ack-timeout check */
     bool pcap;          /* a pcap stream: header, then the records' bodies only */
 } ftx_t;
-
-static uint64_t ftx_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static ftx_slot_t *ftx_at(ftx_t *t, unsigned i)
 {
@@ -248,7 +241,7 @@ static void ftx_tickcb(evutil_socket_t fd, short what, void *arg)
     if (t->s.state != STREAM_UP || t->count == 0)
         return;
     ftx_slot_t *s = ftx_at(t, 0);
-    uint64_t now = ftx_now_ms();
+    int64_t now = mono_now_ms();
     if (now - s->sent_ms > t->s.cfg.timeout_ms) {
         char why[320];
         snprintf(why, sizeof why, "no ACK for frame %" PRIu64 " within %u ms (endpoint %s)", s->id,
@@ -310,7 +303,7 @@ static void ftx_push(ftx_t *t, void *cookie, uint64_t id)
     s->id = id;
     s->cookie = cookie;
     s->end_bytes = t->bytes_queued;
-    s->sent_ms = ftx_now_ms();
+    s->sent_ms = mono_now_ms();
     s->dead = false;
     t->count++;
     t->live++;

@@ -1,10 +1,10 @@
 /* The guard of a byte-stream listener (ingress_guard.h). */
 #include "ingress_guard.h"
+#include "clock.h"
 
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -13,18 +13,11 @@
 #include "log.h"
 #include "tls.h"
 
-static int64_t ingress_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Whether to log this close: at most one line a second per listener, the next one saying how
  * many went unlogged (they are all counted in ndd_ingress_connections_closed_total). */
 static bool log_close(ingress_guard_t *gd)
 {
-    int64_t now = ingress_mono_ms();
+    int64_t now = mono_now_ms();
     if (now - gd->logged_ms < 1000) {
         gd->unlogged++;
         return false;
@@ -66,7 +59,7 @@ static void account(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len)
     if (!len)
         gc->partial_since_ms = 0;
     else if (!gc->partial_since_ms && !gc->waiting)
-        gc->partial_since_ms = ingress_mono_ms();
+        gc->partial_since_ms = mono_now_ms();
 }
 
 static void unpause_all(ingress_guard_t *gd)
@@ -76,14 +69,14 @@ static void unpause_all(ingress_guard_t *gd)
             c->paused = false;
             gd->n_paused--;
             if (c->partial_since_ms) /* the pause was the listener's, not the sender's */
-                c->partial_since_ms = ingress_mono_ms();
+                c->partial_since_ms = mono_now_ms();
             gd->pause(c, false);
         }
 }
 
 void ingress_guard_add(ingress_guard_t *gd, ingress_guard_conn_t *gc)
 {
-    *gc = (ingress_guard_conn_t){.last_read_ms = ingress_mono_ms(), .next = gd->conns};
+    *gc = (ingress_guard_conn_t){.last_read_ms = mono_now_ms(), .next = gd->conns};
     if (gd->conns)
         gd->conns->prev = gc;
     gd->conns = gc;
@@ -108,7 +101,7 @@ void ingress_guard_remove(ingress_guard_t *gd, ingress_guard_conn_t *gc)
 
 void ingress_guard_read(ingress_guard_t *gd, ingress_guard_conn_t *gc, size_t len)
 {
-    gc->last_read_ms = ingress_mono_ms();
+    gc->last_read_ms = mono_now_ms();
     account(gd, gc, len);
 }
 
@@ -147,7 +140,7 @@ int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc)
         close_by_bound(gd, v, gd->closed_evicted, "evicted", "max-buffered", LOG_LEVEL_WARN,
                        "the listener holds %zu bytes (max-buffered %zu), this one part-way "
                        "through a frame for %lld ms",
-                       gd->held, gd->max, (long long)(ingress_mono_ms() - v->partial_since_ms));
+                       gd->held, gd->max, (long long)(mono_now_ms() - v->partial_since_ms));
         if (self)
             return 1;
     }
@@ -157,7 +150,7 @@ int ingress_guard_enforce(ingress_guard_t *gd, ingress_guard_conn_t *gc)
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     ingress_guard_t *gd = arg;
-    int64_t now = ingress_mono_ms(), idle_ms = gd->g->S->idle_timeout_ms;
+    int64_t now = mono_now_ms(), idle_ms = gd->g->S->idle_timeout_ms;
     if (gd->trim_due) { /* a turn after the closes: libevent frees a buffer after the turn */
         malloc_trim(0);
         gd->trim_due = false;
