@@ -549,6 +549,13 @@ void ves_parsed_free(ves_parsed_t *p)
     memset(p, 0, sizeof *p);
 }
 
+/* The sourceName of one event of a tree (ves_validate_tree's events). */
+static const char *ves_event_source_name(json_t *event)
+{
+    return json_string_value(
+        json_object_get(json_object_get(event, "commonEventHeader"), "sourceName"));
+}
+
 const char *ves_parsed_source(const ves_parsed_t *p, size_t i, size_t *len)
 {
     if (!p->events) { /* the fast path's single event */
@@ -558,12 +565,6 @@ const char *ves_parsed_source(const ves_parsed_t *p, size_t i, size_t *len)
     const char *s = ves_event_source_name(p->events[i]);
     *len = s ? strlen(s) : 0;
     return s;
-}
-
-const char *ves_event_source_name(json_t *event)
-{
-    return json_string_value(
-        json_object_get(json_object_get(event, "commonEventHeader"), "sourceName"));
 }
 
 size_t ves_error_body(const ves_error_t *err, char *out, size_t outlen)

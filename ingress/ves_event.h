@@ -49,8 +49,6 @@ int ves_validate_tree(const uint8_t *body, size_t len, bool batch, ves_parsed_t 
 /* The sourceName of event i of a valid request (the Kafka key), not NUL-terminated. */
 const char *ves_parsed_source(const ves_parsed_t *p, size_t i, size_t *len);
 void ves_parsed_free(ves_parsed_t *p);
-/* The sourceName of one event of a tree (ves_validate_tree's events). */
-const char *ves_event_source_name(json_t *event);
 
 /* Fills err with an ONAP error by kind of failure. */
 void ves_error_set(ves_error_t *err, int status, const char *kind, const char *id, const char *text,

@@ -70,7 +70,6 @@ void synth_ctx_free(synth_ctx_t *c);
 const synth_settings_t *synth_ctx_settings(const synth_ctx_t *c);
 const synth_stats_t *synth_ctx_stats(const synth_ctx_t *c);
 size_t synth_ctx_open_connections(const synth_ctx_t *c);
-size_t synth_ctx_rules(const synth_ctx_t *c);
 
 /* "10.0.0.1:80", "[2001:db8::1]:443" -> a; false when not an IP literal with a port. */
 bool synth_addr_parse(const char *s, size_t len, synth_addr_t *a);

@@ -322,11 +322,6 @@ size_t synth_ctx_open_connections(const synth_ctx_t *c)
     return (size_t)(c->stats.connections_opened - c->stats.connections_evicted);
 }
 
-size_t synth_ctx_rules(const synth_ctx_t *c)
-{
-    return c->n_rules;
-}
-
 /* ---- connections ---- */
 
 static uint64_t conn_hash(const synth_addr_t *cl, const synth_addr_t *sv)

@@ -393,8 +393,12 @@ static void test_mapping_table_gives_missing_addresses_and_unmapped_copies_are_r
     synth_ctx_t *c = synth_ctx_new(o, err, sizeof err);
     json_decref(o);
     assert_non_null(c);
-    assert_int_equal(synth_ctx_rules(c), 10001);
-    synth_addr_t a;
+    synth_addr_t a; /* every rule is in: the first, the last fqdn one and the instance one */
+    assert_true(synth_map_lookup(c, SYNTH_MATCH_FQDN, "nf-0.example", 12, &a));
+    assert_int_equal(a.ip[3], 1);
+    assert_true(synth_map_lookup(c, SYNTH_MATCH_INSTANCE, "uuid-1", 6, &a));
+    assert_int_equal(a.family, 6);
+    assert_int_equal(a.port, 9000);
     assert_true(synth_map_lookup(c, SYNTH_MATCH_FQDN, "nf-9999.example", 15, &a));
     assert_int_equal(a.family, 4);
     assert_int_equal(a.port, 8080);

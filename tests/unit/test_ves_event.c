@@ -38,7 +38,10 @@ static void test_ves_single_event_and_batch_of_one_domain_accepted(void **s)
     const char *b = "{\"eventList\":[" HDR("measurement", "") "," HDR("measurement", "") "]}";
     assert_int_equal(ves_validate((const uint8_t *)b, strlen(b), true, &p, &e), 0);
     assert_int_equal(p.n_events, 2);
-    assert_string_equal(ves_event_source_name(p.events[1]), "s");
+    size_t slen;
+    const char *src = ves_parsed_source(&p, 1, &slen);
+    assert_int_equal(slen, 1);
+    assert_memory_equal(src, "s", 1);
     ves_parsed_free(&p);
 }
 
