@@ -191,7 +191,9 @@ int feed_manager_check_file(const char *path, FILE *out, char *err, size_t errle
     return 0;
 }
 
-int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err, size_t errlen)
+/* A whole document: every feed validated first, then applied; absent ones removed. */
+static int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err,
+                                       size_t errlen)
 {
     feed_config_t **cfgs = NULL;
     size_t n = 0;

@@ -28,10 +28,9 @@ void feed_manager_free(feed_manager_t *m);
  * the JSON). Returns 0, or -1 with err (the running feed, if any, is left as it was). */
 int feed_manager_apply(feed_manager_t *m, const char *name, const json_t *feed_json, char *err,
                        size_t errlen);
-/* A whole document, {"feeds":[…]} or […]: every feed is validated first (nothing changes on
- * an error), then each is applied and running feeds absent from it are removed. */
-int feed_manager_apply_document(feed_manager_t *m, const json_t *doc, char *err, size_t errlen);
-/* Reads and applies a feeds file. */
+/* Reads and applies a feeds file, {"feeds":[…]} or […]: every feed is validated first
+ * (nothing changes on an error), then each is applied and running feeds absent from it are
+ * removed. */
 int feed_manager_apply_file(feed_manager_t *m, const char *path, char *err, size_t errlen);
 
 /* Validates a feeds file as feed_manager_apply_file would (every feed through

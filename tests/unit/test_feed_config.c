@@ -357,23 +357,34 @@ static void test_admin_options_filter_by_name_no_secrets_short_names(void **stat
     assert_string_equal(fe.path, "filter");
 }
 
+/* A feeds file (--feeds-file) as the adapter reads it: written to a temporary file. */
+static int apply_text(feed_manager_t *m, const char *text, char *err, size_t errlen)
+{
+    char path[] = "/tmp/ndd-test-feeds-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    int rc = feed_manager_apply_file(m, path, err, errlen);
+    unlink(path);
+    return rc;
+}
+
 static void test_feeds_document_is_validated_before_anything_changes(void **state)
 {
     log_setup("test_feed_config", LOG_LEVEL_ERROR, 0);
     feed_runtime_t rt = {.brokers = "127.0.0.1:1"};
     feed_manager_t *m = feed_manager_new(&rt, 100);
     char err[512];
-    json_t *dup = json_loads("{\"feeds\":[{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]},"
-                             "{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]}]}",
-                             0, NULL);
-    assert_int_equal(feed_manager_apply_document(m, dup, err, sizeof err), -1);
+    const char *dup = "{\"feeds\":[{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]},"
+                      "{\"name\":\"a\",\"endpoints\":[{\"url\":\"http://h/\"}]}]}";
+    assert_int_equal(apply_text(m, dup, err, sizeof err), -1);
     assert_non_null(strstr(err, "feeds[1].name: duplicate feed name"));
-    json_t *bad = json_loads("{\"feedz\":[]}", 0, NULL);
-    assert_int_equal(feed_manager_apply_document(m, bad, err, sizeof err), -1);
+    assert_int_equal(apply_text(m, "{\"feedz\":[]}", err, sizeof err), -1);
     assert_int_equal(feed_manager_apply(m, "nope", NULL, err, sizeof err), -1);
     assert_int_equal(feed_manager_count(m), 0);
-    json_decref(dup);
-    json_decref(bad);
     feed_manager_free(m);
 }
 
