@@ -271,8 +271,6 @@ void admin_handle(admin_ctx_t *ctx, const admin_req_t *req, const char *authoriz
                   admin_resp_t *resp);
 admin_method_t admin_method_parse(const char *s);
 const char *admin_method_name(admin_method_t m);
-/* Query parameter `key` of q (not decoded beyond %XX and '+'); 1 found, 0 absent. */
-int admin_query_get(const char *q, const char *key, char *out, size_t outlen);
 
 /* Handlers (admin_routes_objects.c, admin_routes_ops.c). */
 void admin_h_list(admin_ctx_t *, const admin_req_t *, const char *, admin_resp_t *);

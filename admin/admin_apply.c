@@ -17,6 +17,7 @@
 
 #include "admin.h"
 #include "buf.h"
+#include "httpd.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -350,7 +351,7 @@ static int apply_flag(const admin_req_t *req, const char *name, bool *out, admin
 {
     char v[16];
     *out = false;
-    if (!admin_query_get(req->query, name, v, sizeof(v)))
+    if (!httpd_query_get(req->query, name, v, sizeof(v)))
         return 0;
     if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
         *out = v[0] == 't';

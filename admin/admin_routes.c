@@ -87,37 +87,6 @@ static bool admin_route_match(const char *pattern, const char *path, char *id, s
     return *s == '\0' || (s[0] == '/' && s[1] == '\0');
 }
 
-int admin_query_get(const char *q, const char *key, char *out, size_t outlen)
-{
-    size_t klen = strlen(key);
-    while (q && *q) {
-        const char *amp = strchr(q, '&');
-        size_t len = amp ? (size_t)(amp - q) : strlen(q);
-        if (len > klen && strncmp(q, key, klen) == 0 && q[klen] == '=') {
-            size_t o = 0;
-            for (size_t i = klen + 1; i < len && o + 1 < outlen; i++) {
-                char c = q[i];
-                if (c == '+')
-                    c = ' ';
-                else if (c == '%' && i + 2 < len) {
-                    char hex[3] = {q[i + 1], q[i + 2], 0};
-                    char *end;
-                    long v = strtol(hex, &end, 16);
-                    if (*end == '\0' && v > 0) {
-                        c = (char)v;
-                        i += 2;
-                    }
-                }
-                out[o++] = c;
-            }
-            out[o] = '\0';
-            return 1;
-        }
-        q = amp ? amp + 1 : NULL;
-    }
-    return 0;
-}
-
 void admin_handle(admin_ctx_t *ctx, const admin_req_t *req_in, const char *authorization,
                   admin_resp_t *resp)
 {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "httpd.h"
 
 void admin_h_deadletters(admin_ctx_t *ctx, const admin_req_t *req, const char *id,
                          admin_resp_t *resp)
@@ -18,7 +19,7 @@ void admin_h_deadletters(admin_ctx_t *ctx, const admin_req_t *req, const char *i
     }
     char topic[256], v[16];
     int limit = 20;
-    if (admin_query_get(req->query, "limit", v, sizeof(v))) {
+    if (httpd_query_get(req->query, "limit", v, sizeof(v))) {
         char *end;
         long n = strtol(v, &end, 10);
         if (end == v || *end || n < 1 || n > 100) {
@@ -30,7 +31,7 @@ void admin_h_deadletters(admin_ctx_t *ctx, const admin_req_t *req, const char *i
     }
     admin_err_t err;
     json_t *j;
-    if (!admin_query_get(req->query, "topic", topic, sizeof(topic))) {
+    if (!httpd_query_get(req->query, "topic", topic, sizeof(topic))) {
         j = admin_dlq_topics(ctx->dlq, ctx, &err);
     } else if (!admin_dlq_topic_ok(ctx, topic)) {
         admin_resp_errorf(resp, 404, "not found", "topic",

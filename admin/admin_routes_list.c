@@ -12,6 +12,7 @@
 
 #include "admin.h"
 #include "admin_validate.h"
+#include "httpd.h"
 
 #define ADMIN_LIST_DEFAULT 100
 #define ADMIN_LIST_MAX 1000
@@ -49,7 +50,7 @@ static int admin_query_int(const admin_req_t *req, const char *key, long def, lo
 {
     char v[32];
     *out = def;
-    if (!admin_query_get(req->query, key, v, sizeof(v)))
+    if (!httpd_query_get(req->query, key, v, sizeof(v)))
         return 0;
     char *end;
     errno = 0;
@@ -130,9 +131,9 @@ static int admin_list_params(const admin_req_t *req, admin_list_acc_t *acc, char
                              size_t namelen, char *prefix, size_t prefixlen, admin_resp_t *resp)
 {
     char v[ADMIN_CURSOR_MAX + 2];
-    if (admin_query_get(req->query, "name", name, namelen))
+    if (httpd_query_get(req->query, "name", name, namelen))
         acc->name = name;
-    if (admin_query_get(req->query, "name_prefix", v, sizeof(v))) {
+    if (httpd_query_get(req->query, "name_prefix", v, sizeof(v))) {
         if (strlen(v) > ADMIN_NAME_MAX) {
             admin_resp_errorf(resp, 400, "invalid parameter", "name_prefix",
                               "at most %d characters", ADMIN_NAME_MAX);
@@ -142,7 +143,7 @@ static int admin_list_params(const admin_req_t *req, admin_list_acc_t *acc, char
         acc->prefix = prefix;
         acc->prefix_len = strlen(prefix);
     }
-    if (admin_query_get(req->query, "state", v, sizeof(v))) {
+    if (httpd_query_get(req->query, "state", v, sizeof(v))) {
         if (strcmp(v, "enabled") == 0)
             acc->state = ADMIN_STATE_ENABLED;
         else if (strcmp(v, "disabled") == 0)
@@ -153,7 +154,7 @@ static int admin_list_params(const admin_req_t *req, admin_list_acc_t *acc, char
             return -1;
         }
     }
-    if (admin_query_get(req->query, "cursor", v, sizeof(v))) {
+    if (httpd_query_get(req->query, "cursor", v, sizeof(v))) {
         if (strlen(v) > ADMIN_CURSOR_MAX ||
             admin_cursor_decode(v, acc->after_name, sizeof(acc->after_name), acc->after_id,
                                 sizeof(acc->after_id)) != 0) {

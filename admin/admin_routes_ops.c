@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "httpd.h"
 
 static int admin_parse_id64(const char *s, int64_t *out)
 {
@@ -22,7 +23,7 @@ static int admin_limit(const admin_req_t *req, int def, int *out, admin_resp_t *
 {
     char v[16];
     *out = def;
-    if (!admin_query_get(req->query, "limit", v, sizeof(v)))
+    if (!httpd_query_get(req->query, "limit", v, sizeof(v)))
         return 0;
     char *end;
     long n = strtol(v, &end, 10);
@@ -39,7 +40,7 @@ void admin_h_status(admin_ctx_t *ctx, const admin_req_t *req, const char *id, ad
     /* ?changes=N: the last N configuration changes with their propagation (default 10). */
     char v[16];
     int changes = 10;
-    if (admin_query_get(req->query, "changes", v, sizeof(v))) {
+    if (httpd_query_get(req->query, "changes", v, sizeof(v))) {
         char *end;
         long n = strtol(v, &end, 10);
         if (end == v || *end || n < 0 || n > 1024) {
@@ -100,14 +101,14 @@ void admin_h_alarms_list(admin_ctx_t *ctx, const admin_req_t *req, const char *i
     int limit;
     if (admin_need_db(ctx, resp) || admin_limit(req, 100, &limit, resp))
         return;
-    bool has_state = admin_query_get(req->query, "state", state, sizeof(state));
+    bool has_state = httpd_query_get(req->query, "state", state, sizeof(state));
     if (has_state && strcmp(state, "active") && strcmp(state, "cleared")) {
         admin_resp_errorf(resp, 400, "invalid parameter", "state",
                           "expected \"active\" or \"cleared\"");
         return;
     }
-    bool has_type = admin_query_get(req->query, "type", type, sizeof(type));
-    bool has_sev = admin_query_get(req->query, "severity", severity, sizeof(severity));
+    bool has_type = httpd_query_get(req->query, "type", type, sizeof(type));
+    bool has_sev = httpd_query_get(req->query, "severity", severity, sizeof(severity));
     admin_err_t err;
     json_t *j = admin_db_alarm_list(ctx->db, has_state ? state : NULL, has_type ? type : NULL,
                                     has_sev ? severity : NULL, limit, &err);
@@ -162,7 +163,7 @@ void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id
     int64_t before_id = 0;
     if (admin_need_db(ctx, resp) || admin_limit(req, 100, &limit, resp))
         return;
-    bool has_kind = admin_query_get(req->query, "kind", kind, sizeof(kind));
+    bool has_kind = httpd_query_get(req->query, "kind", kind, sizeof(kind));
     admin_kind_t k;
     if (has_kind && admin_kind_from_name(kind, &k) != 0 && strcmp(kind, "token") &&
         strcmp(kind, "alarm")) {
@@ -171,17 +172,17 @@ void admin_h_audit_list(admin_ctx_t *ctx, const admin_req_t *req, const char *id
         return;
     }
     char who[80], since[48], until[48];
-    bool has_obj = admin_query_get(req->query, "object_id", object_id, sizeof(object_id));
-    bool has_who = admin_query_get(req->query, "who", who, sizeof(who));
-    bool has_since = admin_query_get(req->query, "since", since, sizeof(since));
-    bool has_until = admin_query_get(req->query, "until", until, sizeof(until));
+    bool has_obj = httpd_query_get(req->query, "object_id", object_id, sizeof(object_id));
+    bool has_who = httpd_query_get(req->query, "who", who, sizeof(who));
+    bool has_since = httpd_query_get(req->query, "since", since, sizeof(since));
+    bool has_until = httpd_query_get(req->query, "until", until, sizeof(until));
     if ((has_since && !admin_timestamp_ok(since)) || (has_until && !admin_timestamp_ok(until))) {
         admin_resp_errorf(resp, 400, "invalid parameter",
                           has_since && !admin_timestamp_ok(since) ? "since" : "until",
                           "expected an RFC 3339 timestamp, e.g. 2026-12-01T10:00:00Z");
         return;
     }
-    if (admin_query_get(req->query, "before", before, sizeof(before)) &&
+    if (httpd_query_get(req->query, "before", before, sizeof(before)) &&
         admin_parse_id64(before, &before_id) != 0) {
         admin_resp_errorf(resp, 400, "invalid parameter", "before",
                           "expected an audit id (positive integer)");

@@ -279,11 +279,14 @@ static int hexval(int c)
     return -1;
 }
 
-/* Percent-decodes s[0..n) into out (at least n + 1 bytes); '+' is a space when plus. */
-static size_t uri_decode(const char *s, size_t n, char *out, bool plus)
+/* Percent-decodes s[0..n) into out (cap bytes, NUL-terminated; what does not fit is cut);
+ * '+' is a space when plus. Returns the length written. */
+static size_t uri_decode(const char *s, size_t n, char *out, size_t cap, bool plus)
 {
     size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
+    if (!cap)
+        return 0;
+    for (size_t i = 0; i < n && o + 1 < cap; i++) {
         int hi, lo;
         if (s[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
             (lo = hexval((unsigned char)s[i + 2])) >= 0) {
@@ -299,48 +302,28 @@ static size_t uri_decode(const char *s, size_t n, char *out, bool plus)
     return o;
 }
 
-const char *httpd_req_query(httpd_req_t *req, const char *name)
+int httpd_query_get(const char *q, const char *name, char *out, size_t outlen)
 {
-    const char *q = req->query;
-    if (!q)
-        return NULL;
     size_t nl = strlen(name);
-    while (*q) {
+    while (q && *q) {
         size_t pl = strcspn(q, "&");
         const char *eq = memchr(q, '=', pl);
         size_t kl = eq ? (size_t)(eq - q) : pl;
         /* names are compared decoded (a%5Fb is a_b) */
         char kbuf[128];
-        if (kl < sizeof kbuf) {
-            size_t dk = uri_decode(q, kl, kbuf, true);
-            if (dk == nl && memcmp(kbuf, name, nl) == 0) {
-                const char *v = eq ? eq + 1 : q + pl;
-                size_t vl = eq ? pl - kl - 1 : 0;
-                if (req->qdec_len + vl + 1 > req->qdec_cap) {
-                    /* Values handed out earlier stay valid: a new block, the old one kept in
-                     * its first bytes' chain. */
-                    size_t cap = 256;
-                    while (cap < vl + 1 + sizeof(char *))
-                        cap *= 2;
-                    char *nb = malloc(cap);
-                    if (!nb)
-                        return NULL;
-                    memcpy(nb, &req->qdec, sizeof(char *));
-                    req->qdec = nb;
-                    req->qdec_len = sizeof(char *);
-                    req->qdec_cap = cap;
-                }
-                char *out = req->qdec + req->qdec_len;
-                size_t dl = uri_decode(v, vl, out, true);
-                req->qdec_len += dl + 1;
-                return out;
-            }
+        if (kl < sizeof kbuf && uri_decode(q, kl, kbuf, sizeof kbuf, true) == nl &&
+            memcmp(kbuf, name, nl) == 0) {
+            if (eq)
+                uri_decode(eq + 1, pl - kl - 1, out, outlen, true);
+            else if (outlen)
+                out[0] = '\0';
+            return 1;
         }
         q += pl;
         if (*q == '&')
             q++;
     }
-    return NULL;
+    return 0;
 }
 
 const char *httpd_req_header(const httpd_req_t *req, const char *name)
@@ -486,7 +469,7 @@ int httpd_req_begin(httpd_req_t *req, const char *uri)
         out = req->pathalloc;
     }
     if (memchr(uri, '%', pl)) {
-        uri_decode(uri, pl, out, false);
+        uri_decode(uri, pl, out, pl + 1, false);
     } else {
         memcpy(out, uri, pl);
         out[pl] = '\0';
@@ -497,12 +480,6 @@ int httpd_req_begin(httpd_req_t *req, const char *uri)
 
 void httpd_req_end(httpd_req_t *req)
 {
-    while (req->qdec) {
-        char *prev;
-        memcpy(&prev, req->qdec, sizeof prev);
-        free(req->qdec);
-        req->qdec = prev;
-    }
     free(req->pathalloc);
     req->pathalloc = NULL;
 }

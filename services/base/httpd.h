@@ -115,8 +115,10 @@ const char *httpd_req_method(const httpd_req_t *req); /* "GET", ... */
 const char *httpd_req_path(const httpd_req_t *req);
 /* The path after the matched prefix pattern ("f1" for pattern "/api/v1/feeds*"), "" for exact. */
 const char *httpd_req_subpath(const httpd_req_t *req);
-/* The decoded value of a query parameter, NULL when absent. */
-const char *httpd_req_query(httpd_req_t *req, const char *name);
+/* The value of parameter name in the query string q ("a=1&b=x%20y", httpd_req_query_string;
+ * NULL: none) percent-decoded ('+' a space) into out, cut to outlen - 1 bytes: 1 when name is
+ * there ("" for a bare "name" or "name="), 0 when not. Names are compared decoded. */
+int httpd_query_get(const char *q, const char *name, char *out, size_t outlen);
 /* A request header (case-insensitive), NULL when absent. */
 const char *httpd_req_header(const httpd_req_t *req, const char *name);
 /* The request body (already bounded by max_body_bytes), NUL-terminated for convenience;

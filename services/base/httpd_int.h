@@ -91,8 +91,6 @@ struct httpd_req {
     bool replied;
     bool close; /* HTTP/1.1: close the connection after this reply */
     int minor;  /* HTTP/1.x */
-    char *qdec; /* decoded query values handed out (malloc'd, only when asked) */
-    size_t qdec_len, qdec_cap;
     char *pathalloc;
     size_t resp_hdrs_len;
     httpd_later_t *later; /* httpd_req_later: the handler answers later */

@@ -313,7 +313,8 @@ SSL *tls_server_ssl_new(SSL_CTX *ctx, char *err, size_t errlen)
     return ssl;
 }
 
-bool tls_alpn_selected(const SSL *ssl, const unsigned char **proto, unsigned int *len)
+/* The selected ALPN protocol after the handshake (not NUL-terminated); false when none. */
+static bool tls_alpn_selected(const SSL *ssl, const unsigned char **proto, unsigned int *len)
 {
     const unsigned char *p = NULL;
     unsigned int n = 0;

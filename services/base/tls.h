@@ -27,7 +27,7 @@ typedef struct tls_config {
     /* ALPN protocols, comma separated in preference order, e.g. "h2" or "h2,http/1.1".
      * Client: offered. Server: the first of the server's list the client also offers is
      * selected; a client offering none of them gets no ALPN (the handshake still succeeds,
-     * the caller checks tls_alpn_selected). NULL: no ALPN. */
+     * the caller checks tls_alpn_is). NULL: no ALPN. */
     const char *alpn;
 } tls_config_t;
 
@@ -44,8 +44,6 @@ void tls_ctx_free(SSL_CTX *ctx);
 SSL *tls_client_ssl_new(SSL_CTX *ctx, const char *host, char *err, size_t errlen);
 SSL *tls_server_ssl_new(SSL_CTX *ctx, char *err, size_t errlen);
 
-/* The selected ALPN protocol after the handshake (not NUL-terminated); false when none. */
-bool tls_alpn_selected(const SSL *ssl, const unsigned char **proto, unsigned int *len);
 /* true when the negotiated ALPN protocol equals `proto`, e.g. tls_alpn_is(ssl, "h2"). */
 bool tls_alpn_is(const SSL *ssl, const char *proto);
 

@@ -32,7 +32,9 @@ static void echo(httpd_req_t *req, void *arg)
     const char *body = httpd_req_body(req, &len);
     if (body[len] != '\0')
         abort(); /* httpd.h: the body is NUL-terminated */
-    const char *q = httpd_req_query(req, "name");
+    char qv[64]; /* a longer value is cut: the echo only shows it */
+    const char *q =
+        httpd_query_get(httpd_req_query_string(req), "name", qv, sizeof(qv)) ? qv : NULL;
     const char *h = httpd_req_header(req, "X-Test");
     char out[256];
     snprintf(out, sizeof out, "%s %s %s %s %zu", httpd_req_method(req), httpd_req_path(req),

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "admin.h"
+#include "httpd.h"
 
 static void test_token_generate_gives_distinct_tokens_that_verify(void **state)
 {
@@ -106,13 +107,13 @@ static void test_dispatch_401_404_405_without_database(void **state)
 static void test_query_parameters_are_decoded(void **state)
 {
     char v[32];
-    assert_int_equal(admin_query_get("a=1&name=my%2Dfeed&b=x+y", "name", v, sizeof(v)), 1);
+    assert_int_equal(httpd_query_get("a=1&name=my%2Dfeed&b=x+y", "name", v, sizeof(v)), 1);
     assert_string_equal(v, "my-feed");
-    assert_int_equal(admin_query_get("a=1&name=my%2Dfeed&b=x+y", "b", v, sizeof(v)), 1);
+    assert_int_equal(httpd_query_get("a=1&name=my%2Dfeed&b=x+y", "b", v, sizeof(v)), 1);
     assert_string_equal(v, "x y");
-    assert_int_equal(admin_query_get("names=1", "name", v, sizeof(v)), 0);
-    assert_int_equal(admin_query_get(NULL, "name", v, sizeof(v)), 0);
-    assert_int_equal(admin_query_get("name=%4", "name", v, sizeof(v)), 1);
+    assert_int_equal(httpd_query_get("names=1", "name", v, sizeof(v)), 0);
+    assert_int_equal(httpd_query_get(NULL, "name", v, sizeof(v)), 0);
+    assert_int_equal(httpd_query_get("name=%4", "name", v, sizeof(v)), 1);
 }
 
 static void test_cache_put_get_replace_remove_and_limit(void **state)

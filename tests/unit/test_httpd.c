@@ -122,7 +122,9 @@ static void echo_handler(httpd_req_t *req, void *arg)
 {
     size_t len;
     const char *body = httpd_req_body(req, &len);
-    const char *q = httpd_req_query(req, "name");
+    char qv[256];
+    const char *q =
+        httpd_query_get(httpd_req_query_string(req), "name", qv, sizeof(qv)) ? qv : NULL;
     const char *hdr = httpd_req_header(req, "X-Test");
     char out[2048];
     snprintf(out, sizeof out, "method=%s path=%s sub=%s q=%s hdr=%s len=%zu body=%s tag=%s",

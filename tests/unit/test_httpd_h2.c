@@ -51,7 +51,9 @@ static void echo_handler(httpd_req_t *req, void *arg)
     echo_calls++;
     size_t len;
     const char *body = httpd_req_body(req, &len);
-    const char *q = httpd_req_query(req, "name");
+    char qv[256];
+    const char *q =
+        httpd_query_get(httpd_req_query_string(req), "name", qv, sizeof(qv)) ? qv : NULL;
     const char *hdr = httpd_req_header(req, "X-Test");
     char out[1024];
     snprintf(out, sizeof out, "method=%s path=%s sub=%s q=%s hdr=%s len=%zu body=%s",
@@ -86,7 +88,9 @@ static unsigned char big_byte(unsigned seed, size_t i)
 static void big_handler(httpd_req_t *req, void *arg)
 {
     (void)arg;
-    const char *q = httpd_req_query(req, "seed");
+    char qv[256];
+    const char *q =
+        httpd_query_get(httpd_req_query_string(req), "seed", qv, sizeof(qv)) ? qv : NULL;
     unsigned seed = q ? (unsigned)atoi(q) : 0;
     unsigned char *body = malloc(BIG_LEN);
     assert_non_null(body);

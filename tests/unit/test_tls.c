@@ -292,7 +292,8 @@ static void test_alpn_h2_negotiated(void **state)
     c = client_ctx(&c1);
     handshake(c, s, "localhost", &r, &cssl, NULL);
     assert_true(r.client_ok);
-    assert_false(tls_alpn_selected(cssl, NULL, NULL));
+    assert_false(tls_alpn_is(cssl, "h2"));
+    assert_false(tls_alpn_is(cssl, "spdy/3"));
     SSL_free(cssl);
     tls_ctx_free(c);
     tls_ctx_free(s);
