@@ -279,12 +279,13 @@ static void kafka_txn_call_orphan(kafka_txn_call_t *c)
         t->aside2 = NULL;
     t->told_waiting = false;
     bool free_pair = t->freed && !t->stuck && !t->aside && !t->aside2;
-    pthread_mutex_unlock(&t->mu);
+    /* logged under the lock: once it is released the owner may free the pair */
     log_warn("%s: the transaction call that timed out returned (transactional.id %s): %s", t->who,
              t->txn_id,
              c->err[0] ? c->err
                        : "no error: the coordinator completed it before the rebuilt pair's "
                          "init_transactions fenced it");
+    pthread_mutex_unlock(&t->mu);
     if (retire)
         rd_kafka_destroy(retire);
     kafka_txn_call_free(c);
@@ -329,8 +330,9 @@ static int kafka_txn_call_start(kafka_txn_call_t *c)
 }
 
 /* Waits for the call until its deadline plus the grace: true when it finished (c still the
- * worker's to free), false when abandoned (the pair's stuck call; its thread frees it). */
-static bool kafka_txn_call_wait(kafka_txn_pair_t *t, kafka_txn_call_t *c)
+ * worker's to free), false when abandoned (the pair's stuck call; its thread frees it, so c is
+ * not touched after: *stage says which call hung). */
+static bool kafka_txn_call_wait(kafka_txn_pair_t *t, kafka_txn_call_t *c, int *stage)
 {
     int64_t until = c->deadline_ms + KAFKA_TXN_GRACE_MS;
     struct timespec ts;
@@ -347,6 +349,7 @@ static bool kafka_txn_call_wait(kafka_txn_pair_t *t, kafka_txn_call_t *c)
         ;
     bool done = c->done;
     if (!done) {
+        *stage = atomic_load(&c->stage);
         c->abandoned = true;
         t->stuck = c;
     }
@@ -400,11 +403,9 @@ static kafka_txn_rc_t kafka_txn_pair_flush(kafka_txn_pair_t *t, rd_kafka_t *prod
 }
 
 /* A call abandoned at its deadline: logged with the pair and the call that hangs. */
-static void kafka_txn_pair_timed_out(kafka_txn_pair_t *t, kafka_txn_call_t *c, char *err,
-                                     size_t errlen)
+static void kafka_txn_pair_timed_out(kafka_txn_pair_t *t, int stage, char *err, size_t errlen)
 {
-    const char *what =
-        atomic_load(&c->stage) ? "commit_transaction" : "send_offsets_to_transaction";
+    const char *what = stage ? "commit_transaction" : "send_offsets_to_transaction";
     atomic_fetch_add(&t->timed_out, 1);
     if (t->m_timed_out)
         metrics_counter_inc(t->m_timed_out);
@@ -453,8 +454,9 @@ kafka_txn_rc_t kafka_txn_pair_commit(kafka_txn_pair_t *t, rd_kafka_t *producer,
         kafka_txn_call_free(c);
         return KAFKA_TXN_ABORT;
     }
-    if (!kafka_txn_call_wait(t, c)) {
-        kafka_txn_pair_timed_out(t, c, err, errlen);
+    int stage = 0;
+    if (!kafka_txn_call_wait(t, c, &stage)) {
+        kafka_txn_pair_timed_out(t, stage, err, errlen);
         return KAFKA_TXN_REBUILD;
     }
     rc = c->rc;
