@@ -37,6 +37,14 @@
 #   --report-only    print table and JSON again from a kept --work-dir (no new run)
 #   --profile compare  not a traffic profile: bench/compare.sh (adapter per delivery mode,
 #                    librdkafka consume baseline, h2load, aggregation; same topic, ratios)
+# Kafka client settings (profile settings): KAFKA_SECURITY=sasl_ssl makes ndd-nf-sim and every
+# NDD daemon reach Kafka on the stack's SASL_SSL listener (SCRAM-SHA-512 over TLS) as a user
+# made for the run (ACLs on every topic and group; removed at the end from a stack the run did
+# not start); the probes stay on the plaintext listener. COMPRESSION (none|gzip|snappy|lz4|zstd),
+# LINGER_MS and BATCH_BYTES set compression.type, linger.ms and batch.size of the producers of
+# the NF topics (ndd-nf-sim) and of MAIN (ndd-aggregation); empty = the client's default.
+# KAFKA_PROPS="K=V ..." adds librdkafka properties to every pipeline client (ndd-nf-sim and every
+# daemon), e.g. socket.nagle.disable=true.
 # Ports come from $NDD_BENCH_PORTS (default 26000-26999) through stack.sh free-ports.
 # Exit 0 when the run completed and lost = 0; 1 when something was lost or failed; 2 on usage.
 set -euo pipefail
@@ -57,7 +65,7 @@ SETS=()
 PORT_RANGE=${NDD_BENCH_PORTS:-26000-26999}
 
 usage() {
-    sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,49p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 say() { echo "bench: $*" >&2; }
@@ -128,6 +136,11 @@ SETTLE_IDLE=20
 TRAVEL=1
 CORRELATION=0      # 1: also ndd-correlation on MAIN (xDRs to XDR), component `correlation`
 OCNADD=""          # the published figure this profile stands beside (table footer)
+KAFKA_SECURITY=plaintext # plaintext | sasl_ssl: how ndd-nf-sim and the daemons reach Kafka
+COMPRESSION=none   # compression.type of the NF-topic and MAIN producers
+LINGER_MS=""       # linger.ms of those producers (empty: the client's default)
+BATCH_BYTES=""     # batch.size of those producers (empty: the client's default)
+KAFKA_PROPS=""     # "K=V ...": librdkafka properties of every pipeline client
 # shellcheck source=/dev/null
 . "$PROFILE_FILE"
 for kv in "${SETS[@]}"; do
@@ -137,6 +150,12 @@ done
 [[ -n $OVR_DURATION ]] && DURATION=$OVR_DURATION
 [[ -n $OVR_RATE ]] && RATE=$OVR_RATE
 ((NO_BASELINES)) && BASELINES=""
+[[ $KAFKA_SECURITY == plaintext || $KAFKA_SECURITY == sasl_ssl ]] ||
+    die "KAFKA_SECURITY must be plaintext or sasl_ssl, not '$KAFKA_SECURITY'"
+[[ $COMPRESSION =~ ^(none|gzip|snappy|lz4|zstd)$ ]] ||
+    die "COMPRESSION must be none, gzip, snappy, lz4 or zstd, not '$COMPRESSION'"
+[[ -z $LINGER_MS || $LINGER_MS =~ ^[0-9]+$ ]] || die "LINGER_MS must be a number of ms, not '$LINGER_MS'"
+[[ -z $BATCH_BYTES || $BATCH_BYTES =~ ^[0-9]+$ ]] || die "BATCH_BYTES must be a number of bytes, not '$BATCH_BYTES'"
 
 for tool in jq curl; do
     command -v $tool >/dev/null || die "$tool is missing (Debian package $tool; deploy/local/install-deps.sh)"
@@ -195,6 +214,7 @@ cleanup() {
     trap '' PIPE INT TERM HUP # finish stopping even when the reader of our output went away
     local pid
     for pid in "${PIDS[@]}"; do stop_pid "$pid" 10; done
+    ((STACK_STARTED)) || teardown_sasl
     if ((STACK_STARTED && !KEEP)); then
         "$ROOT/deploy/local/stack.sh" stop --dir "$STACK_DIR" --no-pg >/dev/null 2>&1 ||
             say "stack stop failed: see $STACK_DIR/kafka.log"
@@ -218,7 +238,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
 
 # Free ports from our range; one call so they are distinct.
+FREE=()
 ((REPORT_ONLY)) || mapfile -t FREE < <("$ROOT/deploy/local/stack.sh" free-ports 60 "$PORT_RANGE")
+((REPORT_ONLY || ${#FREE[@]} >= 60)) ||
+    die "fewer than 60 free ports in $PORT_RANGE: name another range in NDD_BENCH_PORTS"
 NEXT_PORT=0
 take_port() {
     PORT=${FREE[$NEXT_PORT]}
@@ -284,6 +307,16 @@ rss_series_json() { # csv
             printf "},\"flat\":%s}", flat ? "true" : "false"
         }' "$1"
 }
+# A copy's size in bytes for SIZE (N, MIN-MAX, mix or natural): the largest ("max", for the
+# disk check) or a typical one ("typical", for the baselines' records).
+size_bytes() {
+    case $SIZE in
+    natural) [[ $1 == max ]] && echo 3700 || echo 1500 ;;
+    mix) [[ $1 == max ]] && echo 3960 || echo 3040 ;;
+    *-*) [[ $1 == max ]] && echo "${SIZE#*-}" || echo $(((${SIZE%-*} + ${SIZE#*-}) / 2)) ;;
+    *) echo "$SIZE" ;;
+    esac
+}
 http_get() { curl -fsS --max-time 2 "$1" 2>/dev/null; }
 wait_ready() { # name url seconds
     local i
@@ -307,7 +340,7 @@ if ((!REPORT_ONLY)); then
 # log.retention.bytes (2 GiB) per partition of each; a longer run needs no more than that.
 # A one-hour soak once filled the disk and stopped the broker mid-run: refuse instead.
 if ! ((REPORT_ONLY)); then
-    copy_bytes=$([[ $SIZE == natural ]] && echo 3700 || echo "$SIZE")
+    copy_bytes=$(size_bytes max)
     need_mb=$(( RATE * DURATION / 1024 * (copy_bytes + 600) * 2 / 1024 ))
     cap_mb=$(( 2 * PARTITIONS * (2048 + 64) ))
     ((need_mb > cap_mb)) && need_mb=$cap_mb
@@ -325,15 +358,95 @@ else
     KPORT=$PORT
     take_port
     CPORT=$PORT
+    take_port
+    SPORT=$PORT
+    take_port
+    QPORT=$PORT
     say "starting Kafka on 127.0.0.1:$KPORT (stack dir $STACK_DIR)"
     STACK_STARTED=1
     "$ROOT/deploy/local/stack.sh" start --dir "$STACK_DIR" --kafka-port "$KPORT" \
-        --controller-port "$CPORT" --no-pg >"$WORK/stack.out" 2>"$WORK/stack.err" ||
+        --controller-port "$CPORT" --ssl-port "$SPORT" --sasl-port "$QPORT" --no-pg \
+        >"$WORK/stack.out" 2>"$WORK/stack.err" ||
         { cat "$WORK/stack.err" >&2; die "stack start failed"; }
 fi
 BOOTSTRAP=$(. "$STACK_DIR/env" && printf %s "$NDD_KAFKA")
 [[ -n $BOOTSTRAP ]] || die "no NDD_KAFKA in $STACK_DIR/env"
 KAFKA_PID=$(head -n1 "$STACK_DIR/kafka/kafka.pid" 2>/dev/null | tr -dc 0-9)
+fi
+
+# ---- Kafka client settings of the pipeline (KAFKA_SECURITY, COMPRESSION, LINGER_MS, ...) ----
+# CLIENT_BOOTSTRAP is where ndd-nf-sim and the daemons connect; DAEMON_KAFKA their kafka.*
+# options, SIM_KAFKA ndd-nf-sim's. The probes (travel, offsets, baselines) keep BOOTSTRAP.
+CLIENT_BOOTSTRAP=${BOOTSTRAP:-}
+DAEMON_KAFKA=()
+AGG_KAFKA=()
+SIM_KAFKA=()
+SASL_USER=""
+kafka_tool() { "$ROOT/deploy/local/kafka-tool.sh" "$@" --bootstrap-server "$BOOTSTRAP"; }
+# A SCRAM user of this run with every right on topics and groups (the plaintext listener's
+# ANONYMOUS is a super user; the stack's own test user is not touched: its ACL test expects it
+# to have none). Its password is random, in W/kafka-client (0600) only.
+setup_sasl() {
+    local ca d=$WORK/kafka-client i
+    CLIENT_BOOTSTRAP=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_SASL:-}")
+    ca=$(. "$STACK_DIR/env" && printf %s "${NDD_KAFKA_CA:-}")
+    [[ -n $CLIENT_BOOTSTRAP && -f $ca ]] ||
+        die "KAFKA_SECURITY=sasl_ssl: $STACK_DIR/env names no SASL_SSL listener (NDD_KAFKA_SASL, NDD_KAFKA_CA); a stack made by an older stack.sh: destroy it and start again"
+    command -v kcat >/dev/null || die "kcat missing (Debian package kcat)"
+    SASL_USER=ndd-bench-$(od -An -N4 -tx4 /dev/urandom | tr -dc 0-9a-f)
+    # 0700: the credential's files, and the tools' logs, which may quote the credential
+    mkdir -p -m 700 "$d"
+    (
+        umask 077
+        head -c 24 /dev/urandom | base64 | tr -dc A-Za-z0-9 >"$d/password"
+        # a file's value is the credential without the [ ] of --add-config's syntax
+        printf 'SCRAM-SHA-512=password=%s\n' "$(cat "$d/password")" >"$d/scram.config"
+        printf '%s\n' security.protocol=SASL_SSL sasl.mechanisms=SCRAM-SHA-512 "sasl.username=$SASL_USER" \
+            "sasl.password=$(cat "$d/password")" "ssl.ca.location=$ca" >"$d/sasl.properties"
+    )
+    say "Kafka clients: SASL_SSL on $CLIENT_BOOTSTRAP as $SASL_USER (SCRAM-SHA-512)"
+    # the credential and the ACLs at once: two JVMs of about 1 CPU-second each
+    kafka_tool configs --alter --entity-type users --entity-name "$SASL_USER" \
+        --add-config-file "$d/scram.config" >"$d/configs.log" 2>&1 &
+    local cpid=$!
+    kafka_tool acls --add --allow-principal "User:$SASL_USER" --operation All --topic '*' \
+        --group '*' --cluster >"$d/acls.log" 2>&1 || die "ACLs for $SASL_USER: $(tail -3 "$d/acls.log")"
+    wait "$cpid" || die "SCRAM credential for $SASL_USER: $(tail -3 "$d/configs.log")"
+    # the credential reaches the broker through the KRaft metadata: wait until it logs in
+    for ((i = 0; i < 60; i++)); do
+        kcat -L -b "$CLIENT_BOOTSTRAP" -F "$d/sasl.properties" -m 5 >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    ((i < 60)) || die "$SASL_USER cannot log in on $CLIENT_BOOTSTRAP after 30 s"
+    DAEMON_KAFKA=(--kafka.security.protocol=SASL_SSL --kafka.sasl.mechanisms=SCRAM-SHA-512
+        "--kafka.sasl.username=$SASL_USER" "--kafka.sasl.password-file=$d/password"
+        "--kafka.ssl.ca.location=$ca")
+    SIM_KAFKA=(--prop-file "$d/sasl.properties")
+}
+# Undone only on a stack the run did not start (one it started goes away with it).
+teardown_sasl() {
+    [[ -n $SASL_USER ]] || return 0
+    kafka_tool acls --remove --force --allow-principal "User:$SASL_USER" --operation All \
+        --topic '*' --group '*' --cluster >/dev/null 2>&1 &
+    local apid=$!
+    kafka_tool configs --alter --entity-type users --entity-name "$SASL_USER" \
+        --delete-config SCRAM-SHA-512 >/dev/null 2>&1 || say "could not remove the SCRAM user $SASL_USER"
+    wait "$apid" || say "could not remove the ACLs of $SASL_USER"
+}
+if ((!REPORT_ONLY)); then
+    [[ $KAFKA_SECURITY == sasl_ssl ]] && setup_sasl
+    # producer settings of the NF topics (ndd-nf-sim) and of MAIN (ndd-aggregation)
+    [[ $COMPRESSION != none ]] && { SIM_KAFKA+=(--prop "compression.type=$COMPRESSION")
+        AGG_KAFKA+=("--kafka.producer.compression.type=$COMPRESSION"); }
+    [[ -n $LINGER_MS ]] && { SIM_KAFKA+=(--prop "linger.ms=$LINGER_MS")
+        AGG_KAFKA+=("--kafka.producer.linger.ms=$LINGER_MS"); }
+    [[ -n $BATCH_BYTES ]] && { SIM_KAFKA+=(--prop "batch.size=$BATCH_BYTES")
+        AGG_KAFKA+=("--kafka.producer.batch.size=$BATCH_BYTES"); }
+    for kv in $KAFKA_PROPS; do
+        [[ $kv =~ ^[a-z0-9._]+=[^[:space:]]*$ ]] || die "KAFKA_PROPS: '$kv' is not NAME=VALUE"
+        SIM_KAFKA+=(--prop "$kv")
+        DAEMON_KAFKA+=("--kafka.$kv")
+    done
 fi
 
 # ---- TLS material for https/tls feeds: a private CA and a server certificate ----
@@ -441,7 +554,7 @@ run_once() { # tag rate duration
     for name in "${nf_types[@]}"; do
         take_port
         agg_ports+=("$PORT")
-        "$BIN_AGG" --nf-type "$name" --bootstrap "$BOOTSTRAP" --topic "$pfx$name" \
+        "$BIN_AGG" --nf-type "$name" --bootstrap "$CLIENT_BOOTSTRAP" "${DAEMON_KAFKA[@]}" "${AGG_KAFKA[@]}" --topic "$pfx$name" \
             --main-topic "${pfx}MAIN" --dlq-topic "${pfx}dlq-aggregation" \
             --group "ndd-agg-$pfx$name" --main-partitions "$PARTITIONS" \
             --http.port "$PORT" --log.level warn ${AGG_ARGS:-} >"$d/agg-$name.log" 2>&1 &
@@ -451,7 +564,7 @@ run_once() { # tag rate duration
     done
     take_port
     local ada_port=$PORT
-    "$BIN_ADA" --bootstrap "$BOOTSTRAP" --feeds-file "$d/feeds.json" --http.port "$ada_port" \
+    "$BIN_ADA" --bootstrap "$CLIENT_BOOTSTRAP" "${DAEMON_KAFKA[@]}" --feeds-file "$d/feeds.json" --http.port "$ada_port" \
         --log.level info ${ADA_ARGS:-} >"$d/adapter.log" 2>&1 &
     PIDS+=("$!")
     run_pids+=("$!")
@@ -463,7 +576,7 @@ run_once() { # tag rate duration
         take_port
         corr_port=$PORT
         # its own consumer group on this run's MAIN, xDRs to this run's XDR
-        "$BIN_CORR" --bootstrap "$BOOTSTRAP" --main-topic "${pfx}MAIN" --xdr-topic "${pfx}XDR" \
+        "$BIN_CORR" --bootstrap "$CLIENT_BOOTSTRAP" "${DAEMON_KAFKA[@]}" --main-topic "${pfx}MAIN" --xdr-topic "${pfx}XDR" \
             --dlq-topic "${pfx}dlq-correlation" --group "ndd-corr-$pfx" --main-partitions "$PARTITIONS" \
             --http.port "$corr_port" --log.level warn >"$d/correlation.log" 2>&1 &
         PIDS+=("$!")
@@ -529,7 +642,7 @@ run_once() { # tag rate duration
     local start_ns
     start_ns=$(date +%s%N)
     say "run $tag: $rate copies/s for ${dur}s, NF mix $NF_MIX, size $SIZE, feeds: $FEEDS"
-    "$BIN_SIM" --bootstrap "$BOOTSTRAP" --rate "$rate" --duration "$dur" --nf-mix "$NF_MIX" \
+    "$BIN_SIM" --bootstrap "$CLIENT_BOOTSTRAP" "${SIM_KAFKA[@]}" --rate "$rate" --duration "$dur" --nf-mix "$NF_MIX" \
         --size "$SIZE" --copies "$COPIES" --topic-prefix "$pfx" --partitions "$PARTITIONS" \
         --seq-start 0 ${SIM_ARGS:-} >"$d/nfsim.json" 2>"$d/nfsim.log" &
     local sim_pid=$!
@@ -720,8 +833,8 @@ run_baselines() {
             local lp=$PORT
             take_port
             local mp=$PORT
-            local bsize=$SIZE
-            [[ $bsize =~ ^[0-9]+$ ]] || bsize=1500
+            local bsize
+            bsize=$(size_bytes typical)
             head -c "$bsize" /dev/zero | tr '\0' 'x' >"$WORK/h2load.body"
             # over TLS when the profile's first feed is https, so the limit matches the feed
             local scheme=http host=127.0.0.1 first=${FEEDS%% *}
@@ -753,8 +866,10 @@ run_baselines() {
         fi
     fi
     if [[ " $BASELINES " == *" kafka "* ]]; then
-        local bsize=$SIZE topic="baseline-$RANDOM"
-        [[ $bsize =~ ^[0-9]+$ ]] || bsize=1500
+        local bsize topic="baseline-$RANDOM"
+        bsize=$(size_bytes typical)
+        # plaintext and uncompressed whatever the profile's clients do: its records are a run
+        # of 'x' (lz4 would shrink them ~250:1, a limit no real traffic has)
         say "baseline: librdkafka produce-only then consume-only, $BASELINE_COUNT records of $bsize bytes"
         local p c
         p=$("$BIN_KB" --mode produce --bootstrap "$BOOTSTRAP" --topic "$topic" --count "$BASELINE_COUNT" --size "$bsize" 2>"$WORK/kb.log") || say "produce baseline failed: $(tail -3 "$WORK/kb.log")"
@@ -770,7 +885,8 @@ run_baselines() {
 # delivered = the fewest distinct @seq any feed's sink received (every feed must carry every
 # copy); lost = produced − delivered − dead_lettered for that feed, the worst feed.
 summarise() { # result.json baselines.json profile
-    jq -c --arg profile "$3" --slurpfile b "$2" '
+    jq -c --arg profile "$3" --slurpfile b "$2" --arg sec "$KAFKA_SECURITY" --arg comp "$COMPRESSION" \
+        --arg linger "$LINGER_MS" --arg batch "$BATCH_BYTES" --arg props "$KAFKA_PROPS" '
       def tfig: if . then {avg:.avg_ms, p50:.p50_ms, p99:.p99_ms, max:.max_ms, records} else null end;
       . as $r
       | (($r.travel.topics // {}) | to_entries) as $tt
@@ -807,6 +923,10 @@ summarise() { # result.json baselines.json profile
          travel_xdr_ms:($tt | map(select(.key | endswith("XDR"))) | .[0].value
                  | if . then tfig + {no_timestamp, binary:(.binary // 0),
                          completion:((.completion // {}) | map_values(tfig))} else null end),
+         kafka_clients:{security:$sec, compression:$comp,
+                 linger_ms:(if $linger == "" then null else ($linger | tonumber) end),
+                 batch_bytes:(if $batch == "" then null else ($batch | tonumber) end),
+                 props:($props | split(" ") | map(select(. != "")))},
          baselines:($b[0] // {})}' "$1"
 }
 
@@ -815,7 +935,8 @@ print_table() { # summary-json
     success=$(jq -r 'if .produced > 0 then (100 * (.produced - .lost) / .produced) else 0 end' <<<"$j")
     echo
     echo "NDD benchmark — profile $PROFILE: $DESCRIPTION"
-    echo "machine: $(nproc) CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/^Mem:/{print $2}') GiB, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); Kafka $BOOTSTRAP (single broker, same host)"
+    echo "Kafka clients (ndd-nf-sim, NDD): $(jq -r '.kafka_clients | "\(if .security == "sasl_ssl" then "SASL_SSL (SCRAM-SHA-512)" else "plaintext" end), compression \(.compression) on the NF topics and MAIN, linger.ms \(.linger_ms // "default"), batch.size \(.batch_bytes // "default")\(if (.props // []) | length > 0 then ", " + (.props | join(" ")) else "" end)"' <<<"$j")"
+    echo "machine: $(nproc) CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/^Mem:/{print $2}') GiB, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); Kafka $BOOTSTRAP (single broker, same host$([[ $KAFKA_SECURITY == sasl_ssl ]] && echo "; pipeline on its SASL_SSL listener ${CLIENT_BOOTSTRAP:-}, probes on plaintext"))"
     echo
     printf '| %-44s | %18s |\n' "Metric" "Value"
     printf '|%s|%s|\n' "----------------------------------------------" "--------------------"

@@ -506,6 +506,9 @@ static void nfsim_txn_begin(nfsim_gen_t *g)
     case NFSIM_SIZE_FIXED:
         t->target = g->cfg.size;
         break;
+    case NFSIM_SIZE_RANGE:
+        t->target = g->cfg.size + (size_t)(nfsim_rand(g) % (g->cfg.size_max - g->cfg.size + 1));
+        break;
     case NFSIM_SIZE_MIX: {
         size_t c = nfsim_mix_sizes[nfsim_rand(g) % 3];
         double j = 0.95 + 0.10 * nfsim_unit(g);
@@ -721,6 +724,11 @@ nfsim_gen_t *nfsim_gen_new(const nfsim_config_t *cfg, uint64_t seq_start, char *
         snprintf(err, errlen, "--size must be 1..%d bytes", NFSIM_MAX_SIZE);
         return NULL;
     }
+    if (cfg->size_mode == NFSIM_SIZE_RANGE &&
+        (cfg->size < 1 || cfg->size_max < cfg->size || cfg->size_max > NFSIM_MAX_SIZE)) {
+        snprintf(err, errlen, "--size MIN-MAX wants 1 <= MIN <= MAX <= %d bytes", NFSIM_MAX_SIZE);
+        return NULL;
+    }
     unsigned total = 0;
     for (int i = 0; i < NFSIM_NF__COUNT; i++)
         total += cfg->weights[i];
@@ -744,7 +752,10 @@ nfsim_gen_t *nfsim_gen_new(const nfsim_config_t *cfg, uint64_t seq_start, char *
     else
         snprintf(g->run_id, sizeof g->run_id, "%08llx",
                  (unsigned long long)(nfsim_rand(g) & 0xffffffffULL));
-    g->value_cap = (cfg->size_mode == NFSIM_SIZE_FIXED ? cfg->size : 4096) + NFSIM_BODY_NATURAL_MAX;
+    size_t largest = cfg->size_mode == NFSIM_SIZE_FIXED   ? cfg->size
+                     : cfg->size_mode == NFSIM_SIZE_RANGE ? cfg->size_max
+                                                          : 4096;
+    g->value_cap = largest + NFSIM_BODY_NATURAL_MAX;
     g->value = malloc(g->value_cap);
     if (!cfg->pad_x)
         g->pad_pool = nfsim_pad_pool_new(g);

@@ -25,6 +25,7 @@ typedef enum nfsim_size_mode {
     NFSIM_SIZE_NATURAL = 0, /* whatever the SBI message is (no padding) */
     NFSIM_SIZE_FIXED,       /* padded to exactly `size` (when the natural copy is smaller) */
     NFSIM_SIZE_MIX,         /* per transaction: 1,941 / 3,400 / 3,769 bytes ±5 % */
+    NFSIM_SIZE_RANGE,       /* per transaction: uniform in size..size_max */
 } nfsim_size_mode_t;
 
 #define NFSIM_MAX_SIZE (1024 * 1024) /* the codec's default body limit */
@@ -34,7 +35,8 @@ typedef struct nfsim_config {
     unsigned weights[NFSIM_NF__COUNT]; /* NF mix; at least one > 0 */
     int copies;                        /* 2 or 4 per transaction */
     nfsim_size_mode_t size_mode;
-    size_t size;          /* NFSIM_SIZE_FIXED */
+    size_t size;          /* NFSIM_SIZE_FIXED; the least of NFSIM_SIZE_RANGE */
+    size_t size_max;      /* NFSIM_SIZE_RANGE: the largest */
     double error_rate;    /* share of transactions answered with an error status */
     uint64_t subscribers; /* SUPI population */
     uint64_t seed;

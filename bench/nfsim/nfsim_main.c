@@ -49,6 +49,46 @@ static double nfsim_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* --prop-file: librdkafka properties, one K=V a line ('#' comments and blank lines skipped), as
+ * kcat -F reads them, so that a secret (sasl.password) stays off the command line. The text is
+ * kept in a static buffer the props point into; at most 64 KiB. Returns 0, or -1 with a
+ * message naming the file and line (never the value). */
+static char nfsim_prop_text[65536];
+
+static int nfsim_read_prop_file(const char *path, kafka_prop_t *props, size_t *n_props)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "ndd-nf-sim: --prop-file %s: cannot open it\n", path);
+        return -1;
+    }
+    size_t len = fread(nfsim_prop_text, 1, sizeof nfsim_prop_text - 1, f);
+    bool whole = feof(f) && !ferror(f);
+    fclose(f);
+    if (!whole) {
+        fprintf(stderr, "ndd-nf-sim: --prop-file %s: unreadable or over 64 KiB\n", path);
+        return -1;
+    }
+    nfsim_prop_text[len] = '\0';
+    int line = 0;
+    for (char *save = NULL, *l = strtok_r(nfsim_prop_text, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save)) {
+        line++;
+        l[strcspn(l, "\r")] = '\0';
+        if (!*l || *l == '#')
+            continue;
+        char *eq = strchr(l, '=');
+        if (!eq || eq == l || *n_props == NFSIM_MAX_PROPS) {
+            fprintf(stderr, "ndd-nf-sim: --prop-file %s: entry %d is not key=value (or over %d)\n",
+                    path, line, NFSIM_MAX_PROPS);
+            return -1;
+        }
+        *eq = '\0';
+        props[(*n_props)++] = (kafka_prop_t){l, eq + 1};
+    }
+    return 0;
+}
+
 static void nfsim_usage(FILE *f)
 {
     fprintf(f, "usage: ndd-nf-sim --bootstrap HOST:PORT [options]\n"
@@ -56,7 +96,8 @@ static void nfsim_usage(FILE *f)
                "  --duration S        stop after S seconds (default 10 unless --count)\n"
                "  --count N           stop after N copies\n"
                "  --nf-mix LIST       NF types and weights, e.g. SCP=3,NRF=1 (default SCP=1)\n"
-               "  --size N|mix|natural  copy size in bytes (key+value+headers) (default natural)\n"
+               "  --size N|MIN-MAX|mix|natural  copy size in bytes (key+value+headers); MIN-MAX:\n"
+               "                      uniform per transaction (default natural)\n"
                "  --copies 2|4        copies per transaction (default 2)\n"
                "  --seq-start N       first @seq (default 0)\n"
                "  --topic-prefix P    topics are P<NF> (default none: SCP, NRF, ...)\n"
@@ -68,6 +109,7 @@ static void nfsim_usage(FILE *f)
                "                      (default), or a run of 'x' (compresses ~250:1)\n"
                "  --run-id ID         in every correlation id (default: random)\n"
                "  --prop K=V          librdkafka producer property (repeatable)\n"
+               "  --prop-file FILE    librdkafka properties, K=V a line (secrets off argv)\n"
                "  --flush-timeout S   wait for acknowledgements at the end (default 30)\n"
                "  --quiet             no per-second lines\n"
                "Prints a progress line per second on stderr and a JSON summary on stdout.\n");
@@ -127,6 +169,7 @@ int main(int argc, char **argv)
         O_RUN,
         O_PAD,
         O_PROP,
+        O_PROP_FILE,
         O_FLUSH,
         O_QUIET,
         O_HELP
@@ -148,6 +191,7 @@ int main(int argc, char **argv)
         {"pad", required_argument, 0, O_PAD},
         {"run-id", required_argument, 0, O_RUN},
         {"prop", required_argument, 0, O_PROP},
+        {"prop-file", required_argument, 0, O_PROP_FILE},
         {"flush-timeout", required_argument, 0, O_FLUSH},
         {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP},
@@ -181,6 +225,18 @@ int main(int argc, char **argv)
                 cfg.size_mode = NFSIM_SIZE_MIX;
             } else if (strcmp(optarg, "natural") == 0) {
                 cfg.size_mode = NFSIM_SIZE_NATURAL;
+            } else if (strchr(optarg, '-')) {
+                /* MIN-MAX: each transaction's copies padded to a size drawn uniformly */
+                char lo[32];
+                const char *dash = strchr(optarg, '-');
+                snprintf(lo, sizeof lo, "%.*s", (int)(dash - optarg), optarg);
+                if (nfsim_parse_u64("--size", lo, &u) < 0)
+                    return 2;
+                cfg.size = (size_t)u;
+                if (nfsim_parse_u64("--size", dash + 1, &u) < 0)
+                    return 2;
+                cfg.size_max = (size_t)u;
+                cfg.size_mode = NFSIM_SIZE_RANGE;
             } else {
                 if (nfsim_parse_u64("--size", optarg, &u) < 0)
                     return 2;
@@ -239,6 +295,10 @@ int main(int argc, char **argv)
             props[n_props++] = (kafka_prop_t){optarg, eq + 1};
             break;
         }
+        case O_PROP_FILE:
+            if (nfsim_read_prop_file(optarg, props, &n_props) < 0)
+                return 2;
+            break;
         case O_FLUSH:
             if (nfsim_parse_double("--flush-timeout", optarg, &flush_timeout) < 0)
                 return 2;
@@ -293,8 +353,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < NFSIM_NF__COUNT; i++) {
         snprintf(topics[i], sizeof topics[i], "%s%s", prefix, nfsim_nf_name((nfsim_nf_t)i));
         if (partitions > 0 && cfg.weights[i] > 0 &&
-            kafka_admin_create_topic(bootstrap, topics[i], (int)partitions, KAFKA_REPLICATION_AUTO,
-                                     NULL, 0, 30000) < 0) {
+            kafka_admin_create_topic_with(bootstrap, props, n_props, topics[i], (int)partitions,
+                                          KAFKA_REPLICATION_AUTO, NULL, 0, 30000) < 0) {
             fprintf(stderr, "ndd-nf-sim: cannot create topic %s on %s\n", topics[i], bootstrap);
             nfsim_gen_free(gen);
             return 1;
