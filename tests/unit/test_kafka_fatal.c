@@ -19,6 +19,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "kafka.h"
+#include "kafka_mock_testutil.h"
 
 #define TOPIC "fence.t"
 #define PARTS 2
@@ -33,13 +34,6 @@ typedef struct seen {
     rd_kafka_message_t *held;   /* a pending record still held when the member is fenced */
     kafka_consumer_t *c;
 } seen_t;
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                          const rd_kafka_topic_partition_list_t *parts)
@@ -94,39 +88,11 @@ static int count_reads(const seen_t *s, int min, bool first_half)
     return n;
 }
 
-static rd_kafka_mock_cluster_t *mock_cluster(rd_kafka_t **holder)
-{
-    char err[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(conf, "log_level", "0", err, sizeof err), RD_KAFKA_CONF_OK);
-    *holder = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-    assert_non_null(*holder);
-    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(*holder, 1);
-    assert_non_null(mc);
-    assert_int_equal(rd_kafka_mock_topic_create(mc, TOPIC, PARTS, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
-    return mc;
-}
-
-static void produce_all(const char *brokers)
-{
-    char err[512];
-    kafka_producer_opts_t po = {.brokers = brokers};
-    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof err);
-    assert_non_null(p);
-    for (int part = 0; part < PARTS; part++)
-        for (int i = 0; i < PER_PART; i++)
-            assert_int_equal(
-                kafka_produce(p, TOPIC, part, NULL, 0, "x", 1, NULL, KAFKA_VALUE_COPY, NULL, NULL),
-                KAFKA_PRODUCE_OK);
-    assert_int_equal(kafka_producer_flush(p, 10000), 0);
-    assert_int_equal(kafka_producer_close(p, 1000), 0);
-}
-
 /* Polls until cond(s) or the deadline; true when cond held. */
 static bool poll_until(seen_t *s, bool (*cond)(const seen_t *), double limit_ms)
 {
-    double end = mono_ms() + limit_ms;
-    while (!cond(s) && mono_ms() < end)
+    double end = kmu_now_ms() + limit_ms;
+    while (!cond(s) && kmu_now_ms() < end)
         kafka_consumer_poll_each(s->c, 100, 100, on_message, s);
     return cond(s);
 }
@@ -145,9 +111,8 @@ static void test_fenced_static_member_is_rebuilt_and_reads_on(void **state)
 {
     (void)state;
     rd_kafka_t *holder;
-    rd_kafka_mock_cluster_t *mc = mock_cluster(&holder);
+    rd_kafka_mock_cluster_t *mc = kmu_mock_new(&holder, 1, TOPIC, PARTS, PER_PART);
     const char *brokers = rd_kafka_mock_cluster_bootstraps(mc);
-    produce_all(brokers);
 
     seen_t *s = calloc(1, sizeof *s);
     assert_non_null(s);
@@ -175,9 +140,10 @@ static void test_fenced_static_member_is_rebuilt_and_reads_on(void **state)
      * a fatal error and would never fetch again. The wrapper rebuilds the member, which reads
      * the pending half again from the committed offsets, and only that half. */
     rd_kafka_mock_push_request_errors(mc, HEARTBEAT_API, 1, RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID);
-    double t0 = mono_ms();
+    double t0 = kmu_now_ms();
     assert_true(poll_until(s, pending_read_again, 30000));
-    print_message("fenced -> rebuilt and pending records read again in %.0f ms\n", mono_ms() - t0);
+    print_message("fenced -> rebuilt and pending records read again in %.0f ms\n",
+                  kmu_now_ms() - t0);
     assert_int_equal(s->before, 1);
     assert_int_equal(s->after, 1);
     assert_int_equal(s->rebuilds_at_after, 1);
@@ -194,8 +160,7 @@ static void test_fenced_static_member_is_rebuilt_and_reads_on(void **state)
     s->finish = true;
     kafka_consumer_close(s->c);
     free(s);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(holder);
+    kmu_mock_free(mc, holder);
 }
 
 static int purged;
@@ -213,7 +178,7 @@ static void test_fatal_producer_is_rebuilt_and_its_queue_accounted(void **state)
 {
     (void)state;
     rd_kafka_t *holder;
-    rd_kafka_mock_cluster_t *mc = mock_cluster(&holder);
+    rd_kafka_mock_cluster_t *mc = kmu_mock_new(&holder, 1, TOPIC, PARTS, 0);
     char err[512];
     kafka_producer_opts_t po = {.brokers = rd_kafka_mock_cluster_bootstraps(mc),
                                 .on_delivery = on_delivery};
@@ -238,8 +203,7 @@ static void test_fatal_producer_is_rebuilt_and_its_queue_accounted(void **state)
         KAFKA_PRODUCE_OK);
     assert_int_equal(kafka_producer_flush(p, 10000), 0);
     assert_int_equal(kafka_producer_close(p, 1000), 0);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(holder);
+    kmu_mock_free(mc, holder);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "kafka.h"
+#include "kafka_mock_testutil.h"
 
 #define TOPIC "unfetched.t"
 #define N 30
@@ -26,13 +27,6 @@ typedef struct seen {
     int reads[N];
     int lost;
 } seen_t;
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void on_rebalance(void *owner, kafka_rebalance_kind_t kind,
                          const rd_kafka_topic_partition_list_t *parts)
@@ -62,23 +56,9 @@ static void test_unfetched_offsets_rebuild_the_consumer_which_reads_on(void **st
 {
     (void)state;
     char err[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(conf, "log_level", "0", err, sizeof err), RD_KAFKA_CONF_OK);
-    rd_kafka_t *holder = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-    assert_non_null(holder);
-    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(holder, 1);
-    assert_non_null(mc);
-    assert_int_equal(rd_kafka_mock_topic_create(mc, TOPIC, 1, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_t *holder;
+    rd_kafka_mock_cluster_t *mc = kmu_mock_new(&holder, 1, TOPIC, 1, N);
     const char *brokers = rd_kafka_mock_cluster_bootstraps(mc);
-    kafka_producer_opts_t po = {.brokers = brokers};
-    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof err);
-    assert_non_null(p);
-    for (int i = 0; i < N; i++)
-        assert_int_equal(
-            kafka_produce(p, TOPIC, 0, NULL, 0, "x", 1, NULL, KAFKA_VALUE_COPY, NULL, NULL),
-            KAFKA_PRODUCE_OK);
-    assert_int_equal(kafka_producer_flush(p, 10000), 0);
-    assert_int_equal(kafka_producer_close(p, 1000), 0);
 
     /* the first OffsetFetch fails as a whole */
     rd_kafka_mock_push_request_errors(mc, API_OFFSET_FETCH, 1, RD_KAFKA_RESP_ERR_NOT_COORDINATOR);
@@ -98,16 +78,15 @@ static void test_unfetched_offsets_rebuild_the_consumer_which_reads_on(void **st
                                 .owner = &s};
     kafka_consumer_t *c = kafka_consumer_new(&co, err, sizeof err);
     assert_non_null(c);
-    double t0 = mono_ms(), end = t0 + 30000;
-    while (count_read(&s) < N && mono_ms() < end)
+    double t0 = kmu_now_ms(), end = t0 + 30000;
+    while (count_read(&s) < N && kmu_now_ms() < end)
         kafka_consumer_poll_each(c, 100, 100, on_message, &s);
     print_message("all %d records read in %.0f ms, %llu rebuild(s)\n", count_read(&s),
-                  mono_ms() - t0, (unsigned long long)kafka_consumer_rebuilds(c));
+                  kmu_now_ms() - t0, (unsigned long long)kafka_consumer_rebuilds(c));
     assert_int_equal(count_read(&s), N);
     assert_int_equal(kafka_consumer_rebuilds(c), 1);
     kafka_consumer_close(c);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(holder);
+    kmu_mock_free(mc, holder);
 }
 
 int main(void)

@@ -23,6 +23,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "kafka.h"
+#include "kafka_mock_testutil.h"
 #include "kafka_txn.h"
 #include "metrics.h"
 
@@ -42,13 +43,6 @@ typedef struct owner {
     int in_txn[N];      /* records produced in the open transaction */
     int committed[N];   /* times each record was in a committed transaction */
 } owner_t;
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void on_rebalance(void *arg, kafka_rebalance_kind_t kind,
                          const rd_kafka_topic_partition_list_t *parts)
@@ -81,8 +75,8 @@ static void on_message(void *arg, rd_kafka_message_t *m)
 /* Takes records until offset `upto` (inclusive) was read; true in time. */
 static bool take_until(owner_t *o, int64_t upto, double limit_ms)
 {
-    double end = mono_ms() + limit_ms;
-    while (o->last < upto && mono_ms() < end)
+    double end = kmu_now_ms() + limit_ms;
+    while (o->last < upto && kmu_now_ms() < end)
         kafka_consumer_poll_each(o->c, 1, 100, on_message, o);
     return o->last >= upto;
 }
@@ -91,10 +85,10 @@ static bool take_until(owner_t *o, int64_t upto, double limit_ms)
 static void begin(owner_t *o, bool init)
 {
     char err[512];
-    double end = mono_ms() + 20000;
+    double end = kmu_now_ms() + 20000;
     while (init && kafka_txn_init(kafka_producer_handle(o->p), 5000, NULL, err, sizeof err) !=
                        KAFKA_TXN_OK) {
-        assert_true(mono_ms() < end);
+        assert_true(kmu_now_ms() < end);
         print_message("init_transactions retried: %s\n", err);
     }
     assert_int_equal(kafka_txn_begin(kafka_producer_handle(o->p), err, sizeof err), KAFKA_TXN_OK);
@@ -107,10 +101,10 @@ static kafka_txn_rc_t commit(owner_t *o, kafka_txn_pair_t *tp, double *ms)
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, IN, 0)->offset = o->last + 1;
     char err[512] = "";
-    double t0 = mono_ms();
+    double t0 = kmu_now_ms();
     kafka_txn_rc_t rc = kafka_txn_pair_commit(tp, kafka_producer_handle(o->p),
                                               kafka_consumer_handle(o->c), l, err, sizeof err);
-    *ms = mono_ms() - t0;
+    *ms = kmu_now_ms() - t0;
     print_message("commit up to %lld: rc %d in %.0f ms %s\n", (long long)o->last, (int)rc, *ms,
                   err);
     if (rc == KAFKA_TXN_OK) {
@@ -125,25 +119,8 @@ static kafka_txn_rc_t commit(owner_t *o, kafka_txn_pair_t *tp, double *ms)
 
 static rd_kafka_mock_cluster_t *mock_cluster(rd_kafka_t **holder)
 {
-    char err[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(conf, "log_level", "0", err, sizeof err), RD_KAFKA_CONF_OK);
-    *holder = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-    assert_non_null(*holder);
-    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(*holder, 1);
-    assert_non_null(mc);
-    assert_int_equal(rd_kafka_mock_topic_create(mc, IN, 1, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_mock_cluster_t *mc = kmu_mock_new(holder, 1, IN, 1, N); /* the input */
     assert_int_equal(rd_kafka_mock_topic_create(mc, OUT, 1, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
-    /* the input, written without a transaction */
-    kafka_producer_opts_t po = {.brokers = rd_kafka_mock_cluster_bootstraps(mc)};
-    kafka_producer_t *p = kafka_producer_new(&po, err, sizeof err);
-    assert_non_null(p);
-    for (int i = 0; i < N; i++)
-        assert_int_equal(
-            kafka_produce(p, IN, 0, NULL, 0, "x", 1, NULL, KAFKA_VALUE_COPY, NULL, NULL),
-            KAFKA_PRODUCE_OK);
-    assert_int_equal(kafka_producer_flush(p, 10000), 0);
-    assert_int_equal(kafka_producer_close(p, 1000), 0);
     return mc;
 }
 
@@ -221,8 +198,8 @@ static void test_hung_commit_returns_in_bound_and_its_records_are_read_again(voi
         assert_int_equal(o->committed[i], 1); /* none lost, none committed twice */
 
     /* the set-aside call returns once the coordinator answers; its handle goes then */
-    double end = mono_ms() + HANG_MS + 15000;
-    while (kafka_txn_pair_stats(tp).set_aside && mono_ms() < end)
+    double end = kmu_now_ms() + HANG_MS + 15000;
+    while (kafka_txn_pair_stats(tp).set_aside && kmu_now_ms() < end)
         kafka_consumer_poll_each(o->c, 1, 100, on_message, o);
     assert_int_equal(kafka_txn_pair_stats(tp).set_aside, 0);
 
@@ -230,8 +207,7 @@ static void test_hung_commit_returns_in_bound_and_its_records_are_read_again(voi
     kafka_pair_close(&o->p, &o->c, 1000);
     metrics_registry_free(reg);
     free(o);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(holder);
+    kmu_mock_free(mc, holder);
 }
 
 int main(void)
