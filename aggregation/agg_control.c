@@ -17,7 +17,6 @@
 struct agg_control {
     char nf[64], in_topic[256], main_topic[256], filter_name[128], instance[128];
     bool filter_file_set;
-    int64_t produce_alarm_ms;
     filter_slot_t *slot;
     worker_control_t wc; /* ndd.config follower (wc.dirty: a filter or source record changed
                           * since the last resolve) and ndd.events publisher */
@@ -28,7 +27,6 @@ struct agg_control {
     char reject_res[384]; /* resource of the active config-rejected alarm, "" when none */
     bool file_noted;      /* "--filter-file wins" logged once */
 
-    worker_control_stall_t stall; /* produce alarm watch */
     uint64_t last_failures;
     int64_t last_failure_ms;
 
@@ -230,22 +228,18 @@ static void agg_info(void *owner, json_t *info)
 static void agg_alarm_check(void *owner, int64_t now)
 {
     agg_control_t *c = owner;
-    if (!c->w || !worker_control_stall_due(&c->stall, now))
+    if (!c->w || !worker_control_stall_due(&c->wc.stall, now))
         return;
     agg_stats_t s = agg_worker_stats(c->w);
-    int64_t stall_ms =
-        worker_control_stall_ms(&c->stall, now, s.produced + s.dead_lettered, s.inflight);
     if (s.produce_failures != c->last_failures)
         c->last_failure_ms = now;
     c->last_failures = s.produce_failures;
-    bool stalled = s.inflight > 0 && stall_ms >= c->produce_alarm_ms;
-    bool refusing = c->last_failure_ms && now - c->last_failure_ms < c->produce_alarm_ms;
-    char text[512];
-    if (stalled)
-        snprintf(text, sizeof(text),
-                 "%" PRIu64 " records unacknowledged for %" PRId64 " s (producing to %s)",
-                 s.inflight, stall_ms / 1000, c->main_topic);
-    else if (refusing)
+    char text[512], target[300];
+    snprintf(target, sizeof(target), "to %s", c->main_topic);
+    bool stalled = worker_control_produce_stalled(&c->wc, now, s.produced + s.dead_lettered,
+                                                  s.inflight, target, text, sizeof(text));
+    bool refusing = c->last_failure_ms && now - c->last_failure_ms < c->wc.produce_alarm_ms;
+    if (!stalled && refusing)
         snprintf(text, sizeof(text),
                  "%" PRIu64 " produce refusals so far (records dead-lettered instead of %s)",
                  s.produce_failures, c->main_topic);
@@ -277,7 +271,6 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
     char resource[384];
     snprintf(resource, sizeof(resource), "%.63s/%.249s", c->nf, c->main_topic);
     c->filter_file_set = o->filter_file_set;
-    c->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;
     c->slot = o->slot;
     static const char *const kinds[] = {"filter", "source"};
     char cid[128], log_name[96];
@@ -305,7 +298,8 @@ agg_control_t *agg_control_new(const agg_control_opts_t *o, char *err, size_t er
                                 .resolve = agg_control_resolve,
                                 .check = agg_alarm_check,
                                 .produce_alarm = AGG_ALARM_PRODUCE,
-                                .produce_resource = resource};
+                                .produce_resource = resource,
+                                .produce_alarm_ms = o->produce_alarm_ms};
     metrics_family_t *fu = metrics_counter_new(
         o->metrics ? o->metrics : metrics_default_registry(),
         "ndd_aggregation_filter_updates_total",

@@ -2,7 +2,7 @@
  * ndd.config (kinds "filter" and "source") and swaps the ingress filter it resolves into the
  * worker's filter slot; publishes heartbeats with the worker's counters and the
  * "main-produce-failing" alarm on ndd.events. Everything runs on the worker's thread from
- * agg_control_tick() (the worker's on_tick hook): no locks, no blocking Kafka call.
+ * worker_control_tick() (the worker's on_tick hook): no locks, no blocking Kafka call.
  *
  * Which filter: the "ingress_filter" of the source whose topic is the worker's NF topic (else
  * whose type is its NF type) when the source has one (an inline filter object, or a filter

@@ -17,13 +17,11 @@
 
 struct corr_control {
     char main_topic[256], xdr_topic[256], name[128], instance[128], res_name[200];
-    int64_t produce_alarm_ms;
     worker_control_t wc; /* ndd.config follower (wc.dirty: a correlation record changed since
                           * the last resolve) and ndd.events publisher */
     corr_worker_t *w;
     corr_settings_t started; /* what the attached worker was built with */
     char *applied;           /* compact JSON of the live part last applied (change detection) */
-    worker_control_stall_t stall; /* produce alarm watch */
 
     corr_stats_t last_st; /* the counters of the last heartbeat */
     correlate_stats_t last_est;
@@ -265,20 +263,17 @@ static void corr_info(void *owner, json_t *info)
 /* "xDR produce failing": records handed to Kafka but no acknowledgement for
  * produce_alarm_ms (broker away, XDR topic unwritable; message.timeout.ms is infinite, so
  * they are retried, not lost). Cleared once acknowledgements flow again. A refusal is fatal
- * for the worker: corr_control_report_fatal raises it as critical. */
+ * for the worker: worker_control_report_fatal raises it as critical. */
 static void corr_alarm_check(void *owner, int64_t now)
 {
     corr_control_t *c = owner;
-    if (!c->w || !worker_control_stall_due(&c->stall, now))
+    if (!c->w || !worker_control_stall_due(&c->wc.stall, now))
         return;
     corr_stats_t s = corr_worker_stats(c->w);
-    int64_t ms = worker_control_stall_ms(&c->stall, now, s.xdrs_acked + s.dead_lettered, s.unacked);
-    bool stalled = ms >= c->produce_alarm_ms; /* 0 while nothing is in flight */
-    char text[512];
-    if (stalled)
-        snprintf(text, sizeof(text),
-                 "%" PRIu64 " records unacknowledged for %" PRId64 " s (producing xDRs to %s)",
-                 s.unacked, ms / 1000, c->xdr_topic);
+    char text[512], target[300];
+    snprintf(target, sizeof(target), "xDRs to %s", c->xdr_topic);
+    bool stalled = worker_control_produce_stalled(&c->wc, now, s.xdrs_acked + s.dead_lettered,
+                                                  s.unacked, target, text, sizeof(text));
     worker_control_produce_alarm(&c->wc, stalled ? text : NULL);
 }
 
@@ -300,7 +295,6 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
     char resource[384];
     snprintf(resource, sizeof(resource), "%.127s/%.249s", c->instance, c->xdr_topic);
     snprintf(c->res_name, sizeof(c->res_name), "correlation/%.180s", c->instance);
-    c->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;
 
     static const char *const kinds[] = {"correlation"};
     worker_control_opts_t wo = {.brokers = o->brokers,
@@ -325,7 +319,8 @@ corr_control_t *corr_control_new(const corr_control_opts_t *o, char *err, size_t
                                 .resolve = corr_control_resolve,
                                 .check = corr_alarm_check,
                                 .produce_alarm = CORR_ALARM_PRODUCE,
-                                .produce_resource = resource};
+                                .produce_resource = resource,
+                                .produce_alarm_ms = o->produce_alarm_ms};
     if (worker_control_open(&c->wc, &wo, err, errlen)) {
         free(c);
         return NULL;

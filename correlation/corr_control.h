@@ -2,7 +2,7 @@
  * ndd.config (kind "correlation"), hands the settings of the matching record to main at start
  * and applies the live ones (timeout_ms, extract_subscriber) to the running worker; publishes
  * heartbeats with the worker's counters and the "xdr-produce-failing" alarm on ndd.events.
- * Everything runs on the worker's thread from corr_control_tick() (the worker's on_tick
+ * Everything runs on the worker's thread from worker_control_tick() (the worker's on_tick
  * hook): no locks, no blocking Kafka call.
  *
  * Which record: the one named --correlation-name when set; otherwise the first (topic order)

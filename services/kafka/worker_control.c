@@ -1,6 +1,7 @@
 /* Shared worker control path: see worker_control.h. */
 #include "worker_control.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ int worker_control_open(worker_control_t *wc, const worker_control_opts_t *o, ch
     wc->owner = o->owner;
     snprintf(wc->log_name, sizeof(wc->log_name), "%s", o->log_name ? o->log_name : o->service);
     wc->produce_alarm = o->produce_alarm;
+    wc->produce_alarm_ms = o->produce_alarm_ms > 0 ? o->produce_alarm_ms : 10000;
     snprintf(wc->produce_resource, sizeof(wc->produce_resource), "%s",
              o->produce_resource ? o->produce_resource : "");
     kafka_prop_t *props = calloc(o->n_props + 1, sizeof(*props));
@@ -223,6 +225,17 @@ int64_t worker_control_stall_ms(worker_control_stall_t *s, int64_t now_ms, uint6
     s->last_acked = acked;
     s->was_inflight = inflight > 0;
     return inflight > 0 ? now_ms - s->last_progress_ms : 0;
+}
+
+bool worker_control_produce_stalled(worker_control_t *wc, int64_t now_ms, uint64_t acked,
+                                    uint64_t inflight, const char *target, char *text, size_t size)
+{
+    int64_t ms = worker_control_stall_ms(&wc->stall, now_ms, acked, inflight);
+    if (ms < wc->produce_alarm_ms) /* 0 while nothing is in flight */
+        return false;
+    snprintf(text, size, "%" PRIu64 " records unacknowledged for %" PRId64 " s (producing %s)",
+             inflight, ms / 1000, target);
+    return true;
 }
 
 kafka_gate_event_t worker_control_backpressure(kafka_gate_t *g, kafka_consumer_t *c, bool room,

@@ -54,7 +54,16 @@ typedef struct worker_control_opts {
      * worker_control_produce_alarm and worker_control_report_fatal raise. */
     const char *produce_alarm;
     const char *produce_resource;
+    int64_t produce_alarm_ms; /* records unacknowledged this long: the alarm; 0: 10000 */
 } worker_control_opts_t;
+
+/* The produce-stall watch; zero-initialise. */
+typedef struct worker_control_stall {
+    int64_t next_check_ms;
+    int64_t last_progress_ms;
+    uint64_t last_acked;
+    bool was_inflight;
+} worker_control_stall_t;
 
 typedef struct worker_control {
     config_topic_t *ft; /* NULL: no configuration topic */
@@ -68,15 +77,9 @@ typedef struct worker_control {
     char log_name[96];
     const char *produce_alarm;
     char produce_resource[384]; /* the owner may change it (an XDR topic from ndd.config) */
+    int64_t produce_alarm_ms;
+    worker_control_stall_t stall; /* the produce alarm's watch (worker_control_stall_due) */
 } worker_control_t;
-
-/* The produce-stall watch; zero-initialise. */
-typedef struct worker_control_stall {
-    int64_t next_check_ms;
-    int64_t last_progress_ms;
-    uint64_t last_acked;
-    bool was_inflight;
-} worker_control_stall_t;
 
 /* The instance name a worker's heartbeats and alarms carry: `given` when set, else the host
  * name followed by "-suffix" when a suffix is given (unique per service and stable across
@@ -108,6 +111,14 @@ bool worker_control_stall_due(worker_control_stall_t *s, int64_t now_ms);
  * awaits now. Compare with the alarm threshold. */
 int64_t worker_control_stall_ms(worker_control_stall_t *s, int64_t now_ms, uint64_t acked,
                                 uint64_t inflight);
+
+/* The stall test of the produce alarm, once worker_control_stall_due(&wc->stall, now_ms)
+ * allows it: acked is the worker's running total of acknowledged records, inflight how many
+ * it awaits, target where they go ("to MAIN"). True, with text "N records unacknowledged for
+ * S s (producing <target>)", when records waited produce_alarm_ms or more without any
+ * acknowledgement. */
+bool worker_control_produce_stalled(worker_control_t *wc, int64_t now_ms, uint64_t acked,
+                                    uint64_t inflight, const char *target, char *text, size_t size);
 
 /* One consumer backpressure step (kafka_gate_update) that also keeps the worker's metrics:
  * paused is 1 while the partitions are paused, pauses counts the pauses. Returns the event;
