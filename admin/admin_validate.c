@@ -64,53 +64,58 @@ void admin_err_from_field(admin_err_t *err, const jfield_err_t *fe)
 }
 
 /* rc of a jfield check, with err set from fe when it refused. */
-static int av_result(int rc, const jfield_err_t *fe, admin_err_t *err)
+static int admin_validate_result(int rc, const jfield_err_t *fe, admin_err_t *err)
 {
     if (rc)
         admin_err_from_field(err, fe);
     return rc;
 }
 
-int av_unknown(json_t *obj, const char *const *allowed, const char *prefix, bool allow_server,
-               admin_err_t *err)
+int admin_validate_unknown(json_t *obj, const char *const *allowed, const char *prefix,
+                           bool allow_server, admin_err_t *err)
 {
     jfield_err_t fe;
-    return av_result(
+    return admin_validate_result(
         jfield_unknown(obj, allowed, allow_server ? admin_server_fields : NULL, prefix, &fe), &fe,
         err);
 }
 
-int av_string(json_t *obj, const char *key, const char *prefix, bool required, size_t maxlen,
-              const char **out, admin_err_t *err)
+int admin_validate_string(json_t *obj, const char *key, const char *prefix, bool required,
+                          size_t maxlen, const char **out, admin_err_t *err)
 {
     jfield_err_t fe;
-    return av_result(jfield_string(obj, key, prefix, required, maxlen, out, &fe), &fe, err);
+    return admin_validate_result(jfield_string(obj, key, prefix, required, maxlen, out, &fe), &fe,
+                                 err);
 }
 
-int av_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-           int64_t max, admin_err_t *err)
+int admin_validate_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
+                       int64_t max, admin_err_t *err)
 {
     jfield_err_t fe;
-    return av_result(jfield_int(obj, key, prefix, required, min, max, NULL, &fe), &fe, err);
+    return admin_validate_result(jfield_int(obj, key, prefix, required, min, max, NULL, &fe), &fe,
+                                 err);
 }
 
-int av_bool(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err)
+int admin_validate_bool(json_t *obj, const char *key, const char *prefix, bool required,
+                        admin_err_t *err)
 {
     jfield_err_t fe;
-    return av_result(jfield_bool(obj, key, prefix, required, NULL, &fe), &fe, err);
+    return admin_validate_result(jfield_bool(obj, key, prefix, required, NULL, &fe), &fe, err);
 }
 
-int av_enum(json_t *obj, const char *key, const char *prefix, bool required,
-            const char *const *values, const char **out, admin_err_t *err)
+int admin_validate_enum(json_t *obj, const char *key, const char *prefix, bool required,
+                        const char *const *values, const char **out, admin_err_t *err)
 {
     jfield_err_t fe;
-    return av_result(jfield_enum(obj, key, prefix, required, values, out, &fe), &fe, err);
+    return admin_validate_result(jfield_enum(obj, key, prefix, required, values, out, &fe), &fe,
+                                 err);
 }
 
-int av_name(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err)
+int admin_validate_name(json_t *obj, const char *key, const char *prefix, bool required,
+                        admin_err_t *err)
 {
     const char *s;
-    if (av_string(obj, key, prefix, required, ADMIN_NAME_MAX, &s, err) != 0)
+    if (admin_validate_string(obj, key, prefix, required, ADMIN_NAME_MAX, &s, err) != 0)
         return -1;
     if (s && !jfield_name_ok(s, ADMIN_NAME_MAX)) {
         char path[128];
@@ -122,10 +127,11 @@ int av_name(json_t *obj, const char *key, const char *prefix, bool required, adm
     return 0;
 }
 
-int av_topic(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err)
+int admin_validate_topic(json_t *obj, const char *key, const char *prefix, bool required,
+                         admin_err_t *err)
 {
     const char *s;
-    if (av_string(obj, key, prefix, required, 249, &s, err) != 0)
+    if (admin_validate_string(obj, key, prefix, required, 249, &s, err) != 0)
         return -1;
     if (s && !jfield_topic_ok(s)) {
         char path[128];
@@ -147,13 +153,13 @@ int admin_validate(admin_kind_t kind, json_t *body, admin_err_t *err)
     }
     switch (kind) {
     case ADMIN_KIND_FEED:
-        return av_feed(body, err);
+        return admin_validate_feed(body, err);
     case ADMIN_KIND_FILTER:
-        return av_filter(body, err);
+        return admin_validate_filter(body, err);
     case ADMIN_KIND_SOURCE:
-        return av_source(body, err);
+        return admin_validate_source(body, err);
     case ADMIN_KIND_CORRELATION:
-        return av_correlation(body, err);
+        return admin_validate_correlation(body, err);
     default:
         break;
     }

@@ -16,23 +16,26 @@ extern const char *const admin_server_fields[];
  * and unknown fields are 400, unacceptable values 422. */
 void admin_err_from_field(admin_err_t *err, const jfield_err_t *fe);
 /* allowed is NULL-terminated; allow_server also lets id/version/created_at/updated_at pass. */
-int av_unknown(json_t *obj, const char *const *allowed, const char *prefix, bool allow_server,
-               admin_err_t *err);
-int av_string(json_t *obj, const char *key, const char *prefix, bool required, size_t maxlen,
-              const char **out, admin_err_t *err);
-int av_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
-           int64_t max, admin_err_t *err);
-int av_bool(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err);
-int av_enum(json_t *obj, const char *key, const char *prefix, bool required,
-            const char *const *values, const char **out, admin_err_t *err);
-int av_name(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err);
-int av_topic(json_t *obj, const char *key, const char *prefix, bool required, admin_err_t *err);
+int admin_validate_unknown(json_t *obj, const char *const *allowed, const char *prefix,
+                           bool allow_server, admin_err_t *err);
+int admin_validate_string(json_t *obj, const char *key, const char *prefix, bool required,
+                          size_t maxlen, const char **out, admin_err_t *err);
+int admin_validate_int(json_t *obj, const char *key, const char *prefix, bool required, int64_t min,
+                       int64_t max, admin_err_t *err);
+int admin_validate_bool(json_t *obj, const char *key, const char *prefix, bool required,
+                        admin_err_t *err);
+int admin_validate_enum(json_t *obj, const char *key, const char *prefix, bool required,
+                        const char *const *values, const char **out, admin_err_t *err);
+int admin_validate_name(json_t *obj, const char *key, const char *prefix, bool required,
+                        admin_err_t *err);
+int admin_validate_topic(json_t *obj, const char *key, const char *prefix, bool required,
+                         admin_err_t *err);
 
-int av_feed(json_t *body, admin_err_t *err);
+int admin_validate_feed(json_t *body, admin_err_t *err);
 /* A filter object (its server fields let through). Inline filters of feeds are checked by the
  * feed parser, with the same engine. */
-int av_filter(json_t *body, admin_err_t *err);
-int av_source(json_t *body, admin_err_t *err);
-int av_correlation(json_t *body, admin_err_t *err);
+int admin_validate_filter(json_t *body, admin_err_t *err);
+int admin_validate_source(json_t *body, admin_err_t *err);
+int admin_validate_correlation(json_t *body, admin_err_t *err);
 
 #endif

@@ -7,7 +7,7 @@
 #include "admin_validate.h"
 #include "feed_config.h"
 
-int av_feed(json_t *body, admin_err_t *err)
+int admin_validate_feed(json_t *body, admin_err_t *err)
 {
     const feed_config_opts_t opts = {.filter_by_name = true,
                                      .read_secrets = false,

@@ -1,19 +1,19 @@
 /* Filters are checked by the filter engine itself (filter_compile), so the admin refuses
- * exactly what the workers would refuse. The name goes through av_name first, the rule every
- * admin object's name follows, so a bad filter name gets the same 422 as a bad feed name. Its
+ * exactly what the workers would refuse. The name goes through admin_validate_name first, the rule
+ * every admin object's name follows, so a bad filter name gets the same 422 as a bad feed name. Its
  * message "path: problem" is split into the error's field and reason by jfield_from_filter, as the
  * feed parser does for inline filters. */
 #include "admin.h"
 #include "admin_validate.h"
 #include "filter.h"
 
-int av_filter(json_t *body, admin_err_t *err)
+int admin_validate_filter(json_t *body, admin_err_t *err)
 {
     if (!json_is_object(body)) {
         admin_err_set(err, 400, "wrong type", "", "a filter must be a JSON object");
         return -1;
     }
-    if (av_name(body, "name", "", true, err) != 0)
+    if (admin_validate_name(body, "name", "", true, err) != 0)
         return -1;
     json_t *spec = admin_strip_server_fields(body);
     if (!spec) {
