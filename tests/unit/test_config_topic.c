@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "buf.h"
 #include "config_topic.h"
 #include "log.h"
@@ -356,13 +357,6 @@ static void on_applied(void *owner, json_t *state)
 
 static void nop_upsert(void *owner, const char *kind, const char *id, json_t *rec, json_t *prev) {}
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static config_topic_result_t put_at(config_topic_t *ft, const char *id, const char *name,
                                     int version, int64_t offset, int64_t ts_ms)
 {
@@ -394,7 +388,7 @@ test_live_changes_are_timed_once_marked_applied_and_reported_with_their_offsets(
     assert_non_null(ft);
 
     /* Before the load completes nothing is reported; the load itself is not timed. */
-    assert_int_equal(put_at(ft, "a", "a", 1, 0, wall_ms() - 100000), CONFIG_TOPIC_UPSERT);
+    assert_int_equal(put_at(ft, "a", "a", 1, 0, wall_now_ms() - 100000), CONFIG_TOPIC_UPSERT);
     config_topic_mark_applied(ft);
     assert_int_equal(seen.n, 0);
     config_topic_finish_load(ft);
@@ -408,7 +402,7 @@ test_live_changes_are_timed_once_marked_applied_and_reported_with_their_offsets(
 
     /* Two live changes published 300 ms and 200 ms ago, then a record of another kind: all
      * wait for the owner's mark. */
-    int64_t now = wall_ms();
+    int64_t now = wall_now_ms();
     assert_int_equal(put_at(ft, "a", "a2", 2, 1, now - 300), CONFIG_TOPIC_UPSERT);
     char key[] = "feed/a";
     assert_int_equal(config_topic_apply_timed(ft, key, strlen(key), NULL, 0, 0, 2, now - 200),
