@@ -10,7 +10,7 @@
 # profile sets CORRELATION=1), one ndd-sink per feed,
 # the Kafka-side travel probe, then ndd-nf-sim per the profile (bench/profiles/NAME.profile).
 # Shows progress once per second; at the end prints a table like the OCNADD benchmark tables and
-# then ONE final line of JSON (its fields: docs/benchmarks.md, "bench/run.sh"):
+# then ONE final line of JSON (its fields: bench/README.md, "bench/run.sh"):
 #   {"profile","produced","delivered","dead_lettered","lost","duplicates","mps",
 #    "e2e_ms":{"avg","p50","p99","max"},"cpu_s":{…},"msgs_per_cpu_s":{…},"rss_mb":{…}, …}
 # With CORRELATION=1 it adds "xdr" (ndd-correlation's counts by completion) and
