@@ -936,7 +936,7 @@ print_table() { # summary-json
     echo
     echo "NDD benchmark — profile $PROFILE: $DESCRIPTION"
     echo "Kafka clients (ndd-nf-sim, NDD): $(jq -r '.kafka_clients | "\(if .security == "sasl_ssl" then "SASL_SSL (SCRAM-SHA-512)" else "plaintext" end), compression \(.compression) on the NF topics and MAIN, linger.ms \(.linger_ms // "default"), batch.size \(.batch_bytes // "default")\(if (.props // []) | length > 0 then ", " + (.props | join(" ")) else "" end)"' <<<"$j")"
-    echo "machine: $(nproc) CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/^Mem:/{print $2}') GiB, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); Kafka $BOOTSTRAP (single broker, same host$([[ $KAFKA_SECURITY == sasl_ssl ]] && echo "; pipeline on its SASL_SSL listener ${CLIENT_BOOTSTRAP:-}, probes on plaintext"))"
+    echo "machine: $(nproc) CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/^Mem:/{print $2}') GiB, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); Kafka $BOOTSTRAP (single broker, same host$([[ $KAFKA_SECURITY == sasl_ssl ]] && echo "; pipeline on its SASL_SSL listener${CLIENT_BOOTSTRAP:+ $CLIENT_BOOTSTRAP}, probes on plaintext"))"
     echo
     printf '| %-44s | %18s |\n' "Metric" "Value"
     printf '|%s|%s|\n' "----------------------------------------------" "--------------------"
