@@ -316,41 +316,6 @@ METRICS_LABELS_FN(metrics_gauge_t, metrics_gauge_labels, METRICS_GAUGE)
 METRICS_LABELS_FN(metrics_histogram_t, metrics_histogram_labels, METRICS_HISTOGRAM)
 #undef METRICS_LABELS_FN
 
-/* Unlinks c from f's table; f->mu held. */
-static void child_unlink(struct metrics_family *f, struct metrics_child *c)
-{
-    struct metrics_child **pp = &f->table[c->hash % METRICS_HASH_SIZE];
-    while (*pp && *pp != c)
-        pp = &(*pp)->hnext;
-    if (*pp) {
-        *pp = c->hnext;
-        f->nchildren--;
-    }
-}
-
-int metrics_child_remove(metrics_family_t *f, const char *const *in)
-{
-    if (!f)
-        return -1;
-    const char *values[METRICS_MAX_LABELS + 1] = {NULL};
-    char *owned[METRICS_MAX_LABELS] = {NULL};
-    for (size_t i = 0; i < f->nlabels; i++)
-        values[i] = label_canonical(in[i], &owned[i]);
-    uint32_t h = labels_hash(values, f->nlabels);
-    pthread_mutex_lock(&f->mu);
-    struct metrics_child *c;
-    for (c = f->table[h % METRICS_HASH_SIZE]; c; c = c->hnext)
-        if (c->hash == h && labels_equal(c->values, values, f->nlabels))
-            break;
-    if (c)
-        child_unlink(f, c);
-    pthread_mutex_unlock(&f->mu);
-    for (size_t i = 0; i < f->nlabels; i++)
-        free(owned[i]);
-    free(c);
-    return c ? 0 : -1;
-}
-
 size_t metrics_family_remove_matching(metrics_family_t *f, const char *label, const char *value)
 {
     if (!f || !label)

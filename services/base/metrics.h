@@ -91,9 +91,6 @@ metrics_histogram_t *metrics_histogram_labels(metrics_family_t *f, ...);
 /* Same, with the values in an array of metrics_family's label count. */
 struct metrics_child *metrics_child_labelv(metrics_family_t *f, const char *const *values);
 
-/* Removes the child with these label values (e.g. a deleted feed). The caller guarantees
- * that no thread still uses its handle (stop the worker first). Returns 0, -1 if absent. */
-int metrics_child_remove(metrics_family_t *f, const char *const *values);
 /* Removes every child whose label `label` equals `value` (e.g. feed="f1" across
  * endpoints); same contract. Returns how many were removed. */
 size_t metrics_family_remove_matching(metrics_family_t *f, const char *label, const char *value);
