@@ -221,6 +221,10 @@ kafka_producer_t *kafka_producer_new(const kafka_producer_opts_t *opts, char *er
          * (docs/benchmarks.md, "The producer's busy loop"). Order and no-duplicates still hold. */
         {"max.in.flight", "1"},
         {"linger.ms", "5"},
+        /* librdkafka leaves Nagle's algorithm on; over SSL and SASL_SSL a copy then waits at
+         * every hop for the peer's delayed ACK: p50 180-196 ms against 25-27 ms without it
+         * (bench/run.sh --profile ocnadd, docs/benchmarks.md). Batching is linger.ms's job. */
+        {"socket.nagle.disable", "true"},
         {"batch.num.messages", "10000"},
         {"queue.buffering.max.messages", "100000"},
         {"queue.buffering.max.kbytes", "65536"},
@@ -573,6 +577,7 @@ kafka_consumer_t *kafka_consumer_new(const kafka_consumer_opts_t *opts, char *er
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
         {"queued.max.messages.kbytes", "16384"},
+        {"socket.nagle.disable", "true"}, /* as the producer's: fetch answers wait for no ACK */
         {"partition.assignment.strategy",
          opts->cooperative ? "cooperative-sticky" : "range,roundrobin"},
         {"group.instance.id", opts->instance_id}, /* last: left out when there is none */
