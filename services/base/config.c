@@ -19,7 +19,6 @@
 #include <jansson.h>
 
 #include "config-int.h"
-#include "log.h"
 
 #define CONFIG_FILE_MAX (1024 * 1024) /* a config file larger than this is refused */
 #define CONFIG_SECRET_FILE_MAX (64 * 1024)
@@ -28,7 +27,6 @@ extern char **environ;
 
 typedef struct cfg_val {
     char *text; /* NULL = unset */
-    config_source_t src;
     char *origin;
     union {
         int64_t i;
@@ -118,8 +116,8 @@ static void val_clear(cfg_val_t *v)
 }
 
 /* Validates text for spec s and stores it. */
-static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, config_source_t src,
-                   const char *origin, char *err, size_t errlen)
+static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, const char *origin,
+                   char *err, size_t errlen)
 {
     cfg_val_t nv;
     memset(&nv, 0, sizeof nv);
@@ -174,7 +172,6 @@ static int val_set(cfg_val_t *v, const config_spec_t *s, const char *text, confi
     }
     nv.text = strdup(text);
     nv.origin = strdup(origin);
-    nv.src = src;
     if (!nv.text || !nv.origin) {
         val_clear(&nv);
         config_err(err, errlen, "%s (from %s): out of memory", s->key, origin);
@@ -284,14 +281,14 @@ static bool ends_with_file(const char *key, size_t len)
 }
 
 /* One setting from one source. `key` as written in that source (dots, '-' or '_'). */
-static int apply(config_t *cfg, const char *key, const char *value, config_source_t src,
-                 const char *origin, char *err, size_t errlen)
+static int apply(config_t *cfg, const char *key, const char *value, const char *origin, char *err,
+                 size_t errlen)
 {
     size_t len = strlen(key);
     size_t idx;
     const config_spec_t *s = find_spec(cfg, key, len, &idx);
     if (s)
-        return val_set(&cfg->vals[idx], s, value, src, origin, err, errlen);
+        return val_set(&cfg->vals[idx], s, value, origin, err, errlen);
     bool is_file = ends_with_file(key, len);
     if (is_file && (s = find_spec(cfg, key, len - 5, &idx)) != NULL) {
         if (!(s->flags & CONFIG_F_SECRET)) {
@@ -304,7 +301,7 @@ static int apply(config_t *cfg, const char *key, const char *value, config_sourc
         char *content = read_secret_file(s->key, value, origin, err, errlen);
         if (!content)
             return -1;
-        int rc = val_set(&cfg->vals[idx], s, content, src, origin, err, errlen);
+        int rc = val_set(&cfg->vals[idx], s, content, origin, err, errlen);
         memset(content, 0, strlen(content));
         free(content);
         return rc;
@@ -342,7 +339,7 @@ struct file_apply {
 static int file_leaf(const char *key, const char *value, void *arg)
 {
     struct file_apply *fa = arg;
-    return apply(fa->cfg, key, value, CONFIG_SRC_FILE, fa->origin, fa->err, fa->errlen);
+    return apply(fa->cfg, key, value, fa->origin, fa->err, fa->errlen);
 }
 
 char *config_file_read(const char *path, size_t *len, char *err, size_t errlen)
@@ -406,7 +403,7 @@ static int load_env(config_t *cfg, char *const *envp, char *err, size_t errlen)
         const char *v = env_find(envp, name);
         if (v) {
             snprintf(origin, sizeof origin, "env %s", name);
-            if (val_set(&cfg->vals[i], s, v, CONFIG_SRC_ENV, origin, err, errlen))
+            if (val_set(&cfg->vals[i], s, v, origin, err, errlen))
                 return -1;
         }
         if (s->flags & CONFIG_F_SECRET) {
@@ -421,7 +418,7 @@ static int load_env(config_t *cfg, char *const *envp, char *err, size_t errlen)
                 snprintf(origin, sizeof origin, "env %s", name);
                 char fkey[CONFIG_KEY_MAX + 8];
                 snprintf(fkey, sizeof fkey, "%s_file", s->key);
-                if (apply(cfg, fkey, path, CONFIG_SRC_ENV, origin, err, errlen))
+                if (apply(cfg, fkey, path, origin, err, errlen))
                     return -1;
             }
         }
@@ -458,7 +455,7 @@ static int load_env(config_t *cfg, char *const *envp, char *err, size_t errlen)
         if (file)
             strcat(key, "_file");
         snprintf(origin, sizeof origin, "env %s", name);
-        if (apply(cfg, key, eq + 1, CONFIG_SRC_ENV, origin, err, errlen))
+        if (apply(cfg, key, eq + 1, origin, err, errlen))
             return -1;
     }
     return 0;
@@ -556,7 +553,7 @@ static int load_flags(config_t *cfg, int argc, char **argv, char *err, size_t er
                 return -1;
             }
         }
-        if (apply(cfg, key, value, CONFIG_SRC_FLAG, origin, err, errlen))
+        if (apply(cfg, key, value, origin, err, errlen))
             return -1;
     }
     return 0;
@@ -599,8 +596,7 @@ config_t *config_load_leaves(const config_spec_t *specs, size_t nspecs, int argc
                 config_err(err, errlen, "config: key %s declared twice", specs[i].key);
                 goto fail;
             }
-        if (specs[i].def && val_set(&cfg->vals[i], &specs[i], specs[i].def, CONFIG_SRC_DEFAULT,
-                                    "default", err, errlen))
+        if (specs[i].def && val_set(&cfg->vals[i], &specs[i], specs[i].def, "default", err, errlen))
             goto fail;
     }
     if (origin) {
@@ -707,83 +703,6 @@ int config_map_apply(const config_t *cfg, void *dst)
         }
     }
     return 0;
-}
-
-/* ---- getters ---- */
-
-static const cfg_val_t *get(const config_t *cfg, const char *key, int want, const char *fn)
-{
-    size_t idx;
-    const config_spec_t *s = cfg ? find_spec(cfg, key, strlen(key), &idx) : NULL;
-    if (!s) {
-        log_error("config: %s(\"%s\"): no such key declared (programming error)", fn, key);
-        abort();
-    }
-    if (want >= 0 && (int)s->type != want) {
-        log_error("config: %s(\"%s\"): the key is a %s (programming error)", fn, key,
-                  type_name(s->type));
-        abort();
-    }
-    return &cfg->vals[idx];
-}
-
-const char *config_get_str(const config_t *cfg, const char *key)
-{
-    return get(cfg, key, -1, __func__)->text;
-}
-
-int64_t config_get_int(const config_t *cfg, const char *key)
-{
-    const cfg_val_t *v = get(cfg, key, CONFIG_INT, __func__);
-    return v->text ? v->v.i : 0;
-}
-
-bool config_get_bool(const config_t *cfg, const char *key)
-{
-    const cfg_val_t *v = get(cfg, key, CONFIG_BOOL, __func__);
-    return v->text ? v->v.b : false;
-}
-
-double config_get_double(const config_t *cfg, const char *key)
-{
-    const cfg_val_t *v = get(cfg, key, CONFIG_DOUBLE, __func__);
-    return v->text ? v->v.d : 0.0;
-}
-
-int64_t config_get_duration_ms(const config_t *cfg, const char *key)
-{
-    const cfg_val_t *v = get(cfg, key, CONFIG_DURATION_MS, __func__);
-    return v->text ? v->v.i : 0;
-}
-
-uint64_t config_get_bytes(const config_t *cfg, const char *key)
-{
-    const cfg_val_t *v = get(cfg, key, CONFIG_BYTES, __func__);
-    return v->text ? v->v.u : 0;
-}
-
-const char *const *config_get_list(const config_t *cfg, const char *key, size_t *n)
-{
-    const cfg_val_t *v = get(cfg, key, CONFIG_LIST, __func__);
-    if (n)
-        *n = v->nitems;
-    return (const char *const *)v->items;
-}
-
-config_source_t config_source_of(const config_t *cfg, const char *key)
-{
-    return get(cfg, key, -1, __func__)->src;
-}
-
-const char *config_origin(const config_t *cfg, const char *key)
-{
-    const cfg_val_t *v = get(cfg, key, -1, __func__);
-    return v->origin ? v->origin : "unset";
-}
-
-bool config_is_set(const config_t *cfg, const char *key)
-{
-    return get(cfg, key, -1, __func__)->src > CONFIG_SRC_DEFAULT;
 }
 
 const config_kafka_prop_t *config_kafka_props(const config_t *cfg, size_t *n)

@@ -19,7 +19,8 @@
  * The typed config map: a spec row also says where its value lands in the daemon's settings
  * struct (CONFIG_AT) and, for numbers, the range it must be in; config_map_apply fills the
  * struct, so defaults are written once (in the row) and a daemon reads its settings from
- * its struct. config_get_* by key keeps working.
+ * its struct (the only way to read them). Where each value came from is what config_dump
+ * prints beside it (--check-config).
  *
  * Errors (unknown key, bad value, value out of range, unreadable file) fail config_load() with a
  * message naming the key, the source ("flag --x", "env NDD_X", "file /path") and the reason. */
@@ -71,14 +72,6 @@ typedef struct config_list {
     const char *const *items;
     size_t n;
 } config_list_t;
-
-typedef enum config_source {
-    CONFIG_SRC_UNSET = 0, /* no default and no source gave it */
-    CONFIG_SRC_DEFAULT,
-    CONFIG_SRC_FILE,
-    CONFIG_SRC_ENV,
-    CONFIG_SRC_FLAG,
-} config_source_t;
 
 /* One librdkafka property collected from kafka.* settings. */
 typedef struct config_kafka_prop {
@@ -139,29 +132,12 @@ int config_map_apply(const config_t *cfg, void *dst);
 /* The table of settings: key, type, default, environment name, help. */
 void config_print_help(const config_spec_t *specs, size_t nspecs, const char *program, FILE *out);
 
-/* Typed getters. Asking for a key that is not in the specs, or with the wrong type, is a
- * programming error: it is logged and the process aborts (caught by the first test run).
- * An unset value (no default, no source) reads as NULL / 0 / false / 0.0. */
-const char *config_get_str(const config_t *cfg, const char *key);
-int64_t config_get_int(const config_t *cfg, const char *key);
-bool config_get_bool(const config_t *cfg, const char *key);
-double config_get_double(const config_t *cfg, const char *key);
-int64_t config_get_duration_ms(const config_t *cfg, const char *key);
-uint64_t config_get_bytes(const config_t *cfg, const char *key);
-/* The items of a CONFIG_LIST (whitespace around items trimmed, empty items dropped). */
-const char *const *config_get_list(const config_t *cfg, const char *key, size_t *n);
-
-/* Where the value came from, and a human-readable origin ("flag --http.port",
- * "env NDD_HTTP_PORT", "file /etc/ndd.json", "default"). */
-config_source_t config_source_of(const config_t *cfg, const char *key);
-const char *config_origin(const config_t *cfg, const char *key);
-bool config_is_set(const config_t *cfg, const char *key); /* given by a source, not default */
-
 /* The librdkafka properties from kafka.* settings, after precedence (one entry per name). */
 const config_kafka_prop_t *config_kafka_props(const config_t *cfg, size_t *n);
 
-/* Every setting as "key = value  (origin)"; secrets and secret-looking kafka properties
- * (password, secret, private key, oauth config) print as "***". */
+/* Every setting as "key = value  (origin)", origin one of "default", "file /path",
+ * "env NDD_X", "flag --x" (the source that won), or "key = (unset)"; secrets and secret-looking
+ * kafka properties (password, secret, private key, oauth config) print as "***". */
 void config_dump(const config_t *cfg, FILE *out);
 
 /* Parsers used by config_load, exposed for reuse (e.g. REST validation). 0 or -1. */

@@ -1,4 +1,6 @@
-/* Configuration: precedence, every type, every error path, secrets, kafka pass-through. */
+/* Configuration: precedence, every type, every error path, secrets, kafka pass-through. Values
+ * are read as the daemons read them, from the settings struct config_map_apply fills, and
+ * where a value came from as --check-config shows it, from config_dump. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,16 +15,26 @@
 #include "config.h"
 #include "log.h"
 
+typedef struct settings {
+    int64_t port, backoff_ms;
+    const char *listen, *password, *name;
+    bool tls;
+    double ratio;
+    uint64_t max_buffer;
+    config_list_t topics;
+} settings_t;
+
+#define AT(f) CONFIG_AT(settings_t, f), 0, 0
 static const config_spec_t specs[] = {
-    {"http.port", CONFIG_INT, "9100", "metrics/API port", 0, 0, 0, 0},
-    {"http.listen", CONFIG_STRING, "127.0.0.1", "listen address", 0, 0, 0, 0},
-    {"tls.enabled", CONFIG_BOOL, "false", "serve TLS", 0, 0, 0, 0},
-    {"ratio", CONFIG_DOUBLE, "0.5", "a ratio", 0, 0, 0, 0},
-    {"feed.retry-backoff", CONFIG_DURATION_MS, "250ms", "retry backoff", 0, 0, 0, 0},
-    {"feed.max-buffer", CONFIG_BYTES, "1MiB", "buffer limit", 0, 0, 0, 0},
-    {"topics", CONFIG_LIST, "SCP,NRF", "NF topics", 0, 0, 0, 0},
-    {"db.password", CONFIG_STRING, NULL, "database password", CONFIG_F_SECRET, 0, 0, 0},
-    {"name", CONFIG_STRING, NULL, "instance name", 0, 0, 0, 0},
+    {"http.port", CONFIG_INT, "9100", "metrics/API port", 0, AT(port)},
+    {"http.listen", CONFIG_STRING, "127.0.0.1", "listen address", 0, AT(listen)},
+    {"tls.enabled", CONFIG_BOOL, "false", "serve TLS", 0, AT(tls)},
+    {"ratio", CONFIG_DOUBLE, "0.5", "a ratio", 0, AT(ratio)},
+    {"feed.retry-backoff", CONFIG_DURATION_MS, "250ms", "retry backoff", 0, AT(backoff_ms)},
+    {"feed.max-buffer", CONFIG_BYTES, "1MiB", "buffer limit", 0, AT(max_buffer)},
+    {"topics", CONFIG_LIST, "SCP,NRF", "NF topics", 0, AT(topics)},
+    {"db.password", CONFIG_STRING, NULL, "database password", CONFIG_F_SECRET, AT(password)},
+    {"name", CONFIG_STRING, NULL, "instance name", 0, AT(name)},
 };
 #define NSPECS (sizeof specs / sizeof specs[0])
 
@@ -58,12 +70,38 @@ static const char *write_file(const char *name, const char *content)
 
 static char *no_env[] = {NULL};
 
+/* The settings of the last successful load(), as a daemon sees them. */
+static settings_t S;
+
 static config_t *load(int argc, char **argv, char **envp, char *err)
 {
     config_t *c = config_load_env(specs, NSPECS, argc, argv, envp, err, 512);
     if (!c && getenv("NDD_TEST_VERBOSE"))
         fprintf(stderr, "config_load: %s\n", err);
+    memset(&S, 0x5a, sizeof S); /* every field must be written by config_map_apply */
+    if (c)
+        assert_int_equal(config_map_apply(c, &S), 0);
     return c;
+}
+
+/* Fails unless config_dump (what --check-config prints) has the line `line`. */
+static void assert_dump_has(const config_t *c, const char *line)
+{
+    char *dump = NULL;
+    size_t dlen = 0;
+    FILE *m = open_memstream(&dump, &dlen);
+    assert_non_null(m);
+    config_dump(c, m);
+    fclose(m);
+    char want[700];
+    snprintf(want, sizeof want, "%s\n", line);
+    bool found = strncmp(dump, want, strlen(want)) == 0;
+    snprintf(want, sizeof want, "\n%s\n", line);
+    found |= strstr(dump, want) != NULL;
+    if (!found)
+        fprintf(stderr, "config_dump has no line \"%s\":\n%s", line, dump);
+    free(dump);
+    assert_true(found);
 }
 
 static void test_defaults_apply_when_no_source_sets_a_key(void **state)
@@ -72,25 +110,25 @@ static void test_defaults_apply_when_no_source_sets_a_key(void **state)
     char *argv[] = {"ndd-test", NULL};
     config_t *c = load(1, argv, no_env, err);
     assert_non_null(c);
-    assert_int_equal(config_get_int(c, "http.port"), 9100);
-    assert_string_equal(config_get_str(c, "http.listen"), "127.0.0.1");
-    assert_false(config_get_bool(c, "tls.enabled"));
-    assert_true(config_get_double(c, "ratio") == 0.5);
-    assert_int_equal(config_get_duration_ms(c, "feed.retry-backoff"), 250);
-    assert_int_equal(config_get_bytes(c, "feed.max-buffer"), 1048576);
-    size_t n;
-    const char *const *t = config_get_list(c, "topics", &n);
-    assert_int_equal(n, 2);
-    assert_string_equal(t[0], "SCP");
-    assert_string_equal(t[1], "NRF");
-    assert_null(config_get_str(c, "name"));
-    assert_int_equal(config_source_of(c, "http.port"), CONFIG_SRC_DEFAULT);
-    assert_int_equal(config_source_of(c, "name"), CONFIG_SRC_UNSET);
-    assert_false(config_is_set(c, "http.port"));
+    assert_int_equal(S.port, 9100);
+    assert_string_equal(S.listen, "127.0.0.1");
+    assert_false(S.tls);
+    assert_true(S.ratio == 0.5);
+    assert_int_equal(S.backoff_ms, 250);
+    assert_int_equal(S.max_buffer, 1048576);
+    assert_int_equal(S.topics.n, 2);
+    assert_string_equal(S.topics.items[0], "SCP");
+    assert_string_equal(S.topics.items[1], "NRF");
+    assert_null(S.name);
+    assert_null(S.password);
+    /* --check-config tells a default from a value no source gave */
+    assert_dump_has(c, "http.port = 9100  (default)");
+    assert_dump_has(c, "topics = SCP,NRF  (default)");
+    assert_dump_has(c, "name = (unset)");
     config_free(c);
 }
 
-static void test_flag_beats_env_beats_file_beats_default(void **state)
+static void test_flag_beats_env_beats_file_beats_default_and_dump_names_the_winner(void **state)
 {
     const char *path = write_file("prec.json", "{\"http\":{\"port\":9001,\"listen\":\"0.0.0.0\"},"
                                                "\"ratio\":0.75,\"name\":\"from-file\"}");
@@ -101,16 +139,19 @@ static void test_flag_beats_env_beats_file_beats_default(void **state)
     char err[512];
     config_t *c = load(4, argv, env, err);
     assert_non_null(c);
-    assert_int_equal(config_get_int(c, "http.port"), 9003);
-    assert_string_equal(config_origin(c, "http.port"), "flag --http.port");
-    assert_string_equal(config_get_str(c, "http.listen"), "10.0.0.1");
-    assert_string_equal(config_origin(c, "http.listen"), "env NDD_HTTP_LISTEN");
-    assert_true(config_get_double(c, "ratio") == 0.75);
-    char want[600];
-    snprintf(want, sizeof want, "file %s", path);
-    assert_string_equal(config_origin(c, "ratio"), want);
-    assert_int_equal(config_source_of(c, "name"), CONFIG_SRC_FILE);
-    assert_int_equal(config_get_duration_ms(c, "feed.retry-backoff"), 250);
+    assert_int_equal(S.port, 9003);
+    assert_dump_has(c, "http.port = 9003  (flag --http.port)");
+    assert_string_equal(S.listen, "10.0.0.1");
+    assert_dump_has(c, "http.listen = 10.0.0.1  (env NDD_HTTP_LISTEN)");
+    assert_true(S.ratio == 0.75);
+    char want[700];
+    snprintf(want, sizeof want, "ratio = 0.75  (file %s)", path);
+    assert_dump_has(c, want);
+    assert_string_equal(S.name, "from-file");
+    snprintf(want, sizeof want, "name = from-file  (file %s)", path);
+    assert_dump_has(c, want);
+    assert_int_equal(S.backoff_ms, 250);
+    assert_dump_has(c, "feed.retry-backoff = 250ms  (default)");
     config_free(c);
 }
 
@@ -126,12 +167,12 @@ static void test_config_file_named_by_env_and_lists_from_json_arrays(void **stat
     char err[512];
     config_t *c = load(1, argv, env, err);
     assert_non_null(c);
-    size_t n;
-    const char *const *t = config_get_list(c, "topics", &n);
-    assert_int_equal(n, 3);
-    assert_string_equal(t[1], "BSF");
-    assert_true(config_get_bool(c, "tls.enabled"));
-    assert_int_equal(config_get_bytes(c, "feed.max-buffer"), 65536);
+    assert_int_equal(S.topics.n, 3);
+    assert_string_equal(S.topics.items[0], "SEPP");
+    assert_string_equal(S.topics.items[1], "BSF"); /* items trimmed */
+    assert_string_equal(S.topics.items[2], "PCF");
+    assert_true(S.tls);
+    assert_int_equal(S.max_buffer, 65536);
     config_free(c);
 }
 
@@ -143,19 +184,19 @@ static void test_flag_forms_equals_space_and_bare_bool(void **state)
     char err[512];
     config_t *c = load(8, argv, no_env, err);
     assert_non_null(c);
-    assert_true(config_get_bool(c, "tls.enabled"));
-    assert_string_equal(config_get_str(c, "name"), "a=b");
-    assert_int_equal(config_get_duration_ms(c, "feed.retry-backoff"), 2000);
-    size_t n;
-    config_get_list(c, "topics", &n);
-    assert_int_equal(n, 2); /* empty items dropped */
-    assert_true(config_get_double(c, "ratio") == 0.001);
+    assert_true(S.tls);
+    assert_string_equal(S.name, "a=b");
+    assert_int_equal(S.backoff_ms, 2000);
+    assert_int_equal(S.topics.n, 2); /* empty items dropped */
+    assert_string_equal(S.topics.items[0], "SCP");
+    assert_string_equal(S.topics.items[1], "NRF");
+    assert_true(S.ratio == 0.001);
     config_free(c);
     char *argv2[] = {"ndd-test", "--tls.enabled", "off", "--feed.max_buffer=2MB", NULL};
     c = load(4, argv2, no_env, err);
     assert_non_null(c);
-    assert_false(config_get_bool(c, "tls.enabled"));
-    assert_int_equal(config_get_bytes(c, "feed.max-buffer"), 2000000);
+    assert_false(S.tls);
+    assert_int_equal(S.max_buffer, 2000000);
     config_free(c);
 }
 
@@ -238,7 +279,7 @@ static void test_bad_config_files_fail_with_path_and_position(void **state)
 static void test_required_setting_missing_fails_naming_all_sources(void **state)
 {
     static const config_spec_t req[] = {
-        {"kafka-group", CONFIG_STRING, NULL, "group", CONFIG_F_REQUIRED, 0, 0, 0}};
+        {"kafka-group", CONFIG_STRING, NULL, "group", CONFIG_F_REQUIRED, AT(name)}};
     char err[512];
     char *argv[] = {"ndd-test", NULL};
     assert_null(config_load_env(req, 1, 1, argv, no_env, err, sizeof err));
@@ -247,7 +288,8 @@ static void test_required_setting_missing_fails_naming_all_sources(void **state)
     char *argv2[] = {"ndd-test", "--kafka-group=g1", NULL};
     config_t *c = config_load_env(req, 1, 2, argv2, no_env, err, sizeof err);
     assert_non_null(c);
-    assert_string_equal(config_get_str(c, "kafka-group"), "g1");
+    assert_int_equal(config_map_apply(c, &S), 0);
+    assert_string_equal(S.name, "g1");
     config_free(c);
 }
 
@@ -260,7 +302,7 @@ static void test_secret_read_from_file_trims_newline_and_is_never_dumped(void **
     char err[512];
     config_t *c = load(3, argv, no_env, err);
     assert_non_null(c);
-    assert_string_equal(config_get_str(c, "db.password"), "s3cr3t-value");
+    assert_string_equal(S.password, "s3cr3t-value");
     char *dump = NULL;
     size_t dlen = 0;
     FILE *m = open_memstream(&dump, &dlen);
@@ -271,6 +313,8 @@ static void test_secret_read_from_file_trims_newline_and_is_never_dumped(void **
     assert_non_null(strstr(dump, "db.password = ***"));
     assert_non_null(strstr(dump, "kafka.sasl.password = ***"));
     assert_non_null(strstr(dump, "http.port = 9100  (default)"));
+    snprintf(flag, sizeof flag, "db.password = ***  (flag --db.password-file)");
+    assert_non_null(strstr(dump, flag));
     free(dump);
     config_free(c);
     /* env _FILE form, and a secret's bad value is not echoed in the error */
@@ -280,7 +324,7 @@ static void test_secret_read_from_file_trims_newline_and_is_never_dumped(void **
     char *a0[] = {"ndd-test", NULL};
     c = load(1, a0, env, err);
     assert_non_null(c);
-    assert_string_equal(config_get_str(c, "db.password"), "s3cr3t-value");
+    assert_string_equal(S.password, "s3cr3t-value");
     config_free(c);
     char *both[] = {envf, "NDD_DB_PASSWORD=x", NULL};
     expect_error(1, a0, both, "both env", NULL);
@@ -328,13 +372,14 @@ static void test_kafka_properties_pass_through_from_every_source(void **state)
  * that setting and not also become a librdkafka property "group". */
 static void test_declared_kafka_prefixed_setting_is_not_a_property(void **state)
 {
-    static const config_spec_t ks[] = {{"kafka-group", CONFIG_STRING, NULL, "group", 0, 0, 0, 0}};
+    static const config_spec_t ks[] = {{"kafka-group", CONFIG_STRING, NULL, "group", 0, AT(name)}};
     char *env[] = {"NDD_KAFKA_GROUP=g1", "NDD_KAFKA_CLIENT_ID=c1", NULL};
     char *argv[] = {"ndd-test", NULL};
     char err[512];
     config_t *c = config_load_env(ks, 1, 1, argv, env, err, sizeof err);
     assert_non_null(c);
-    assert_string_equal(config_get_str(c, "kafka-group"), "g1");
+    assert_int_equal(config_map_apply(c, &S), 0);
+    assert_string_equal(S.name, "g1");
     size_t n;
     const config_kafka_prop_t *kp = config_kafka_props(c, &n);
     assert_int_equal(n, 1);
@@ -418,7 +463,7 @@ int main(void)
     log_setup("test_config", LOG_LEVEL_OFF, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_apply_when_no_source_sets_a_key),
-        cmocka_unit_test(test_flag_beats_env_beats_file_beats_default),
+        cmocka_unit_test(test_flag_beats_env_beats_file_beats_default_and_dump_names_the_winner),
         cmocka_unit_test(test_config_file_named_by_env_and_lists_from_json_arrays),
         cmocka_unit_test(test_flag_forms_equals_space_and_bare_bool),
         cmocka_unit_test(test_unknown_keys_fail_naming_key_and_source),
