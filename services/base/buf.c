@@ -1,12 +1,9 @@
 #include "buf.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <openssl/evp.h>
 
 int buf_init(buf_t *b, size_t initial, size_t max)
 {
@@ -210,41 +207,6 @@ int buf_append_base64(buf_t *b, const void *p, size_t n)
     }
     b->len += out;
     return 0;
-}
-
-/* OpenSSL's decoder under RFC 4648's rules. EVP_DecodeBlock takes only whole 4-character
- * groups, counts the padding's zero bytes in its result and skips blanks at both ends, so:
- * the alphabet is checked here (no blanks, '=' only at the end), the padding is taken off and
- * a short last group re-padded in a small buffer, and the real byte count is returned. */
-#define BUF_BASE64_DCHUNK ((size_t)4 << 20) /* a multiple of 4 */
-
-long buf_base64_decode(const char *s, size_t n, uint8_t *out, size_t cap)
-{
-    while (n > 0 && s[n - 1] == '=' && n % 4 != 1)
-        n--;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '+' && s[i] != '/')
-            return -1;
-    size_t tail = n % 4, whole = n - tail;
-    if (tail == 1 || whole / 4 * 3 + (tail ? tail - 1 : 0) > cap)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < whole;) {
-        size_t k = whole - i < BUF_BASE64_DCHUNK ? whole - i : BUF_BASE64_DCHUNK;
-        if (EVP_DecodeBlock(out + o, (const unsigned char *)s + i, (int)k) < 0)
-            return -1;
-        o += k / 4 * 3;
-        i += k;
-    }
-    if (tail) {
-        unsigned char group[4] = {'=', '=', '=', '='}, bytes[3];
-        memcpy(group, s + whole, tail);
-        if (EVP_DecodeBlock(bytes, group, 4) < 0)
-            return -1;
-        memcpy(out + o, bytes, tail - 1);
-        o += tail - 1;
-    }
-    return (long)o;
 }
 
 /* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */

@@ -41,10 +41,6 @@ size_t buf_format_u64(char *dst, uint64_t v);
 size_t buf_format_i64(char *dst, int64_t v);
 /* Standard base64 (RFC 4648, with padding). */
 int buf_append_base64(buf_t *b, const void *p, size_t n);
-/* Standard base64 s[0..n) decoded into out (cap bytes); the padding may be absent. Returns the
- * byte count, or -1 for a character outside the alphabet (blanks included), a length no
- * base64 text has, or more than cap bytes. */
-long buf_base64_decode(const char *s, size_t n, uint8_t *out, size_t cap);
 /* The bytes as the inside of a JSON string (quotes not added): escapes ", \, control
  * characters; invalid UTF-8 bytes become U+FFFD so the output is always valid JSON. */
 int buf_append_json_escaped(buf_t *b, const void *p, size_t n);

@@ -35,6 +35,12 @@ void vectors_free(vectors_record_t *v);
 int vectors_list(const char *dir, char ***paths, size_t *n);
 void vectors_list_free(char **paths, size_t n);
 
+/* Standard base64 s[0..n) decoded into out (cap bytes), as a vector's "value_base64" and a
+ * test reading the product's base64 output need it; the padding may be absent. Returns the
+ * byte count, or -1 for a character outside the alphabet (blanks included), a length no
+ * base64 text has, or more than cap bytes. */
+long vectors_base64_decode(const char *s, size_t n, uint8_t *out, size_t cap);
+
 /* NDD_SOURCE_DIR "/tests/vectors/" sub, e.g. vectors_dir("valid", buf, sizeof buf). */
 const char *vectors_dir(const char *sub, char *dst, size_t dstlen);
 

@@ -90,8 +90,8 @@ static void check_envelope(json_t *env, const codec_msg_t *m, const char *vname)
     } else if (benc) {
         assert_string_equal(json_string_value(benc), "base64");
         uint8_t *raw = malloc(m->body.len + 4);
-        long n = buf_base64_decode(json_string_value(body), json_string_length(body), raw,
-                                   m->body.len + 4);
+        long n = vectors_base64_decode(json_string_value(body), json_string_length(body), raw,
+                                       m->body.len + 4);
         assert_int_equal(n, (long)m->body.len);
         assert_memory_equal(raw, m->body.ptr, m->body.len);
         free(raw);
