@@ -120,7 +120,4 @@ int codec_format_origin(char *dst, size_t dstlen, const char *topic, int32_t par
  * of the original headers). origin may be NULL. Returns 0 or -1. */
 int codec_dlq_headers(rd_kafka_headers_t *hdrs, const codec_error_t *err, const char *origin);
 
-/* Field-by-field equality of two decoded copies (contents, not pointers). */
-bool codec_msg_equal(const codec_msg_t *a, const codec_msg_t *b);
-
 #endif
