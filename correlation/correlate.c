@@ -713,13 +713,6 @@ size_t correlate_drain_all(correlate_t *c, correlate_drain_t mode)
     return n;
 }
 
-size_t correlate_open(const correlate_t *c, int32_t partition)
-{
-    if (partition < 0 || (uint32_t)partition >= c->cfg.max_partitions || !c->parts[partition])
-        return 0;
-    return c->parts[partition]->open;
-}
-
 correlate_stats_t correlate_stats(const correlate_t *c)
 {
     return c->st;

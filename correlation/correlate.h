@@ -56,7 +56,6 @@ size_t correlate_drain_partition(correlate_t *c, int32_t partition, correlate_dr
 /* Drains every partition (shutdown). */
 size_t correlate_drain_all(correlate_t *c, correlate_drain_t mode);
 
-size_t correlate_open(const correlate_t *c, int32_t partition);
 correlate_stats_t correlate_stats(const correlate_t *c);
 
 /* ---- KPIs (Prometheus, services/base/metrics.h) ----

@@ -12,7 +12,9 @@
  *                   is none, replay an old ticket, which must be refused)
  * The engine runs with max_open 6 per partition and a 1 s timeout, so evictions, timeouts
  * and index deletions (backward shift) happen constantly. After every operation the open
- * counts and low-water offsets must equal the model's, and every emitted xDR must be the one
+ * count (correlate_stats) and each partition's low-water offset must equal the model's, a
+ * drain must report the partition's open count the model has (as must the hand-over drain of
+ * every partition at the end of the input), and every emitted xDR must be the one
  * the model expects (same id, partition, completion, seen copies, first offset, ticket or
  * not); held xDRs count in the low-water mark until acknowledged. */
 #include <stdbool.h>
@@ -219,6 +221,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (op == 6) {
             int p = b1 & 3;
             bool emit = b2 & 1;
+            size_t open_before = fz_open(p);
             for (;;) {
                 int old = fz_oldest(p);
                 if (old < 0)
@@ -228,7 +231,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 else
                     fz_model[p][old].open = false;
             }
-            correlate_drain_partition(c, p, emit ? CORRELATE_DRAIN_EMIT : CORRELATE_DRAIN_HANDOVER);
+            if (correlate_drain_partition(
+                    c, p, emit ? CORRELATE_DRAIN_EMIT : CORRELATE_DRAIN_HANDOVER) != open_before)
+                abort();
             for (int k = 0; k < FZ_MAX_HELD; k++) {
                 if (fz_held[p][k].used) {
                     fz_stale_ticket = fz_held[p][k].ticket;
@@ -252,9 +257,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fprintf(stderr, "engine emitted %zu xDRs, model expected %zu\n", fz_checked, fz_queued);
             abort();
         }
+        size_t open = 0;
+        for (int p = 0; p < FZ_PARTS; p++)
+            open += fz_open(p);
+        if (correlate_stats(c).open != open)
+            abort();
         for (int p = 0; p < FZ_PARTS; p++) {
-            if (correlate_open(c, p) != fz_open(p))
-                abort();
             int old = fz_oldest(p);
             int64_t lw = old < 0 ? -1 : fz_model[p][old].first_offset;
             for (int k = 0; k < FZ_MAX_HELD; k++)
@@ -267,6 +275,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
     }
+    /* A hand-over emits nothing: each partition's count is what the model has open. */
+    for (int p = 0; p < FZ_PARTS; p++)
+        if (correlate_drain_partition(c, p, CORRELATE_DRAIN_HANDOVER) != fz_open(p))
+            abort();
     correlate_free(c);
     return 0;
 }

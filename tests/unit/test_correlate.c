@@ -137,8 +137,8 @@ static void test_scp_four_copies_give_one_complete_xdr_with_latencies(void **sta
     assert_string_equal(g->s[XDR_S_CONSUMER_FQDN], "amf01.example.org");
     assert_string_equal(g->s[XDR_S_PRODUCER_FQDN], "udm01.example.org");
     assert_false(g->has[XDR_S_PRODUCER_ID]);
-    assert_int_equal(correlate_open(c, 0), 0);
     correlate_stats_t st = correlate_stats(c);
+    assert_int_equal(st.open, 0);
     assert_int_equal(st.emitted[XDR_COMPLETE], 1);
     assert_int_equal(st.copies, 4);
     correlate_free(c);
@@ -225,7 +225,7 @@ static void test_open_limit_emits_oldest_as_evicted(void **state)
     assert_int_equal(g_n, 1);
     assert_int_equal(g_got[0].x.completion, XDR_EVICTED);
     assert_string_equal(g_got[0].s[XDR_S_CORRELATION_ID], "a");
-    assert_int_equal(correlate_open(c, 0), 3);
+    assert_int_equal(correlate_stats(c).open, 3);
     assert_int_equal(correlate_low_water(c, 0), 2);
     /* Another partition has its own limit. */
     scp_copy(c, "a", CODEC_TRIGGER_RX_REQUEST, 1, 1, 0);
@@ -285,7 +285,8 @@ static void test_drain_emit_revokes_and_handover_counts(void **state)
     assert_int_equal(g_n, 2);
     assert_int_equal(g_got[0].x.completion, XDR_REVOKED);
     assert_string_equal(g_got[0].s[XDR_S_CORRELATION_ID], "x");
-    assert_int_equal(correlate_open(c, 3), 0);
+    assert_int_equal(correlate_stats(c).open, 1); /* z, on partition 4 */
+    assert_int_equal(correlate_stats(c).partitions, 1);
     assert_int_equal(correlate_low_water(c, 3), -1);
     assert_int_equal(correlate_drain_partition(c, 4, CORRELATE_DRAIN_HANDOVER), 1);
     assert_int_equal(g_n, 2);
@@ -398,7 +399,7 @@ static void test_many_interleaved_transactions_all_complete(void **state)
                      0);
             completed++;
             assert_int_equal(correlate_stats(c).emitted[XDR_COMPLETE], completed);
-            assert_int_equal(correlate_open(c, 0), (size_t)(i + 1) - completed);
+            assert_int_equal(correlate_stats(c).open, (size_t)(i + 1) - completed);
         }
     }
     assert_true(completed > N / 3);
@@ -482,7 +483,7 @@ static void test_held_xdr_keeps_low_water_until_acknowledged(void **state)
     assert_int_equal(g_n, 2);
     uint64_t tb = g_got[0].x.ticket, ta = g_got[1].x.ticket;
     assert_true(ta != 0 && tb != 0 && ta != tb);
-    assert_int_equal(correlate_open(c, 0), 0);
+    assert_int_equal(correlate_stats(c).open, 0);
     assert_int_equal(correlate_stats(c).held, 2);
     /* Both xDRs are in flight: nothing past offset 10 may be stored. */
     assert_int_equal(correlate_low_water(c, 0), 10);
@@ -502,7 +503,7 @@ static void test_held_xdr_keeps_low_water_until_acknowledged(void **state)
     add_copy(c, "C", "PCF", CODEC_TRIGGER_RX_REQUEST, TS0, "/x", NULL, NULL, 0, 20, 0);
     add_copy(c, "C", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 21, 0);
     add_copy(c, "C", "PCF", CODEC_TRIGGER_TX_RESPONSE, TS0, NULL, "200", NULL, 0, 22, 0);
-    assert_int_equal(correlate_open(c, 0), 1);
+    assert_int_equal(correlate_stats(c).open, 1);
     assert_int_equal(correlate_low_water(c, 0), 20);
     assert_int_equal(correlate_ack(c, 0, g_got[2].x.ticket), 0);
     assert_int_equal(correlate_low_water(c, 0), 22);
