@@ -769,11 +769,6 @@ int kafka_consumer_rebuild(kafka_consumer_t *c)
     return 0;
 }
 
-uint64_t kafka_consumer_rebuilds(const kafka_consumer_t *c)
-{
-    return c->rebuilds;
-}
-
 rd_kafka_resp_err_t kafka_consumer_fatal_error(kafka_consumer_t *c, char *errstr, size_t size)
 {
     return rd_kafka_fatal_error(c->rk, errstr, size);

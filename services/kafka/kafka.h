@@ -272,8 +272,6 @@ int kafka_consumer_assignment_size(kafka_consumer_t *c);
  * (a fenced member can do neither). At most one rebuild per KAFKA_REBUILD_INTERVAL_MS: 0, or -1
  * (too soon, or no new handle: logged) with the old one kept. */
 int kafka_consumer_rebuild(kafka_consumer_t *c);
-/* How many times the consumer was rebuilt (a generation: a change means new handles). */
-uint64_t kafka_consumer_rebuilds(const kafka_consumer_t *c);
 /* Non-zero when the consumer's current handle has a fatal error (errstr gets the reason). */
 rd_kafka_resp_err_t kafka_consumer_fatal_error(kafka_consumer_t *c, char *errstr, size_t size);
 /* Commits stored offsets, leaves the group (the revoke callback runs), destroys. */
