@@ -253,11 +253,6 @@ const char *httpd_req_path(const httpd_req_t *req)
     return req->path;
 }
 
-const char *httpd_req_subpath(const httpd_req_t *req)
-{
-    return req->subpath ? req->subpath : "";
-}
-
 const char *httpd_req_uri(const httpd_req_t *req)
 {
     return req->uri;
@@ -619,9 +614,6 @@ void httpd_dispatch(httpd_req_t *req)
         }
     }
     if (best) {
-        req->subpath = best->prefix ? req->path + best->plen : "";
-        if (*req->subpath == '/')
-            req->subpath++;
         best->fn(req, best->arg);
         if (!req->replied && !req->later) {
             log_error("httpd: %s %s: handler returned without a reply", req->method, req->path);

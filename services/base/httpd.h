@@ -113,8 +113,6 @@ int httpd_route(httpd_t *h, const char *method, const char *pattern, httpd_handl
 const char *httpd_req_method(const httpd_req_t *req); /* "GET", ... */
 /* The decoded path without the query ("/api/v1/feeds/f1"). */
 const char *httpd_req_path(const httpd_req_t *req);
-/* The path after the matched prefix pattern ("f1" for pattern "/api/v1/feeds*"), "" for exact. */
-const char *httpd_req_subpath(const httpd_req_t *req);
 /* The value of parameter name in the query string q ("a=1&b=x%20y", httpd_req_query_string;
  * NULL: none) percent-decoded ('+' a space) into out, cut to outlen - 1 bytes: 1 when name is
  * there ("" for a bare "name" or "name="), 0 when not. Names are compared decoded. */

@@ -78,8 +78,7 @@ struct httpd_req {
     httpd_conn_t *c;       /* HTTP/1.1 */
     h2server_stream_t *st; /* HTTP/2 */
     const char *method;
-    const char *path; /* decoded */
-    const char *subpath;
+    const char *path;  /* decoded */
     const char *uri;   /* the raw request target */
     const char *query; /* the raw query string, NULL without '?' */
     const h2server_field_t *fields;
