@@ -369,14 +369,6 @@ void config_topic_mark_applied(config_topic_t *ft)
     }
 }
 
-json_t *config_topic_get(const config_topic_t *ft, const char *kind, const char *id)
-{
-    char key[CONFIG_TOPIC_MAX_KEY + 2];
-    if (snprintf(key, sizeof(key), "%s/%s", kind, id) >= (int)sizeof(key))
-        return NULL;
-    return json_object_get(ft->state, key);
-}
-
 int config_topic_foreach(const config_topic_t *ft,
                          int (*cb)(void *arg, const char *kind, const char *id, json_t *record),
                          void *arg)
@@ -627,18 +619,6 @@ int config_topic_poll(config_topic_t *ft, int timeout_ms)
     }
     ft->in_poll = false;
     return n;
-}
-
-int config_topic_wait_loaded(config_topic_t *ft, int timeout_ms)
-{
-    int64_t deadline = mono_now_ms() + timeout_ms;
-    while (!ft->loaded) {
-        int64_t left = deadline - mono_now_ms();
-        if (left <= 0 || !ft->rk)
-            return ft->loaded ? 0 : -1;
-        config_topic_poll(ft, left < 100 ? (int)left : 100);
-    }
-    return 0;
 }
 
 /* ---- life cycle ----------------------------------------------------------------------- */

@@ -155,12 +155,7 @@ int config_topic_fd(const config_topic_t *ft);
 
 /* True once the initial load is complete (on_loaded has run). */
 bool config_topic_loaded(const config_topic_t *ft);
-/* Polls until the initial load is complete or timeout_ms passed: 0, or -1 on timeout (the
- * follower keeps going; the owner decides whether to wait longer or to start without). */
-int config_topic_wait_loaded(config_topic_t *ft, int timeout_ms);
 
-/* The record held for kind/id (borrowed; valid until the next poll), NULL when none. */
-json_t *config_topic_get(const config_topic_t *ft, const char *kind, const char *id);
 /* Every held record, in topic order. Stops early and returns non-zero when cb does. */
 int config_topic_foreach(const config_topic_t *ft,
                          int (*cb)(void *arg, const char *kind, const char *id, json_t *record),

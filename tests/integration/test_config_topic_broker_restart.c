@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "config_topic.h"
+#include "config_topic_testutil.h"
 #include "events.h"
 #include "kafka.h"
 #include "kafka_testutil.h"
@@ -126,7 +127,7 @@ static void test_follower_and_publisher_carry_on_after_the_broker_restarts(void 
     char err[256];
     config_topic_t *ft = config_topic_new(&co, err, sizeof(err));
     assert_non_null(ft);
-    assert_int_equal(config_topic_wait_loaded(ft, WAIT_MS), 0);
+    assert_int_equal(cttu_wait_loaded(ft, WAIT_MS), 0);
     assert_int_equal(seen.upserts, 1);
 
     events_opts_t eo = {.brokers = brokers,
@@ -160,7 +161,7 @@ static void test_follower_and_publisher_carry_on_after_the_broker_restarts(void 
             worst_us = us;
         config_topic_poll(ft, 20);
     }
-    assert_non_null(config_topic_get(ft, "feed", "a"));
+    assert_non_null(cttu_held(ft, "feed", "a"));
     uint64_t acked_before = events_stats(ev).heartbeats_acked;
     print_message("outage: slowest events_tick ~%lld us, follower keeps %zu key(s)\n",
                   (long long)worst_us, config_topic_stats(ft).keys);

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "config_topic.h"
+#include "config_topic_testutil.h"
 #include "kafka_testutil.h"
 #include "log.h"
 #include "metrics.h"
@@ -140,7 +141,7 @@ static void test_follower_loads_existing_state_then_follows_live_changes_in_orde
     seen_t seen = {0};
     config_topic_t *ft = follower_new(topic, &seen, reg);
     int64_t t0 = ktu_now_ms();
-    assert_int_equal(config_topic_wait_loaded(ft, WAIT_MS), 0);
+    assert_int_equal(cttu_wait_loaded(ft, WAIT_MS), 0);
     int64_t load_ms = ktu_now_ms() - t0;
     assert_true(seen.loaded);
     assert_int_equal(seen.loaded_keys, 2);
@@ -186,8 +187,8 @@ static void test_follower_loads_existing_state_then_follows_live_changes_in_orde
     /* Nothing more arrives (the unchanged republish and the source called nothing). */
     config_topic_poll(ft, 500);
     assert_int_equal(seen.n, 7);
-    assert_null(config_topic_get(ft, "feed", "a"));
-    assert_non_null(config_topic_get(ft, "feed", "d"));
+    assert_null(cttu_held(ft, "feed", "a"));
+    assert_non_null(cttu_held(ft, "feed", "d"));
 
     config_topic_free(ft);
     metrics_registry_free(reg);
@@ -202,7 +203,7 @@ static void test_follower_of_missing_topic_loads_empty_and_follows_it_once_creat
     metrics_registry_t *reg = metrics_registry_new();
     seen_t seen = {0};
     config_topic_t *ft = follower_new(topic, &seen, reg);
-    assert_int_equal(config_topic_wait_loaded(ft, WAIT_MS), 0);
+    assert_int_equal(cttu_wait_loaded(ft, WAIT_MS), 0);
     assert_int_equal(seen.n, 1);
     assert_int_equal(seen.loaded_keys, 0);
 

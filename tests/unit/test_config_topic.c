@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "buf.h"
 #include "config_topic.h"
+#include "config_topic_testutil.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -232,7 +233,7 @@ static void test_live_records_call_upsert_and_delete_with_the_previous_record(vo
     assert_string_equal(f->seen.lines[1], "U feed/a probe-1 -");
     assert_string_equal(f->seen.lines[2], "U feed/a probe-renamed probe-1");
     assert_string_equal(f->seen.lines[3], "D feed/a probe-renamed");
-    assert_null(config_topic_get(f->ft, "feed", "a"));
+    assert_null(cttu_held(f->ft, "feed", "a"));
     fixture_free(f);
 }
 
@@ -265,8 +266,8 @@ static void test_kinds_filter_skips_other_kinds_without_holding_them(void **stat
     config_topic_finish_load(f->ft);
     assert_int_equal(f->seen.n, 2);
     assert_string_equal(f->seen.lines[0], "U filter/f scp-only -");
-    assert_null(config_topic_get(f->ft, "source", "s"));
-    assert_non_null(config_topic_get(f->ft, "filter", "f"));
+    assert_null(cttu_held(f->ft, "source", "s"));
+    assert_non_null(cttu_held(f->ft, "filter", "f"));
     fixture_free(f);
 }
 
@@ -278,7 +279,7 @@ static void test_max_keys_skips_new_keys_but_updates_held_ones(void **state)
     assert_int_equal(put(f, "feed", "b", "b", 1), CONFIG_TOPIC_UPSERT);
     assert_int_equal(put(f, "feed", "c", "c", 1), CONFIG_TOPIC_MAX_KEYS);
     assert_int_equal(put(f, "feed", "a", "a2", 2), CONFIG_TOPIC_UPSERT);
-    assert_null(config_topic_get(f->ft, "feed", "c"));
+    assert_null(cttu_held(f->ft, "feed", "c"));
     /* A delete frees a slot for the next new key. */
     assert_int_equal(del(f, "feed", "b"), CONFIG_TOPIC_DELETE);
     assert_int_equal(put(f, "feed", "c", "c", 1), CONFIG_TOPIC_UPSERT);
@@ -303,7 +304,7 @@ static void test_oversized_or_invalid_record_keeps_the_previous_version(void **s
                      CONFIG_TOPIC_INVALID);
     assert_int_equal(config_topic_apply(f->ft, "nokey", 5, wrong, strlen(wrong), 0, 9),
                      CONFIG_TOPIC_INVALID);
-    json_t *held = config_topic_get(f->ft, "feed", "a");
+    json_t *held = cttu_held(f->ft, "feed", "a");
     assert_non_null(held);
     assert_string_equal(name_of(held), "probe-1");
     assert_int_equal(f->seen.n, 2); /* L 0, U feed/a */
