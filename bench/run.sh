@@ -45,7 +45,7 @@
 # the NF topics (ndd-nf-sim) and of MAIN (ndd-aggregation); empty = the client's default.
 # KAFKA_PROPS="K=V ..." adds librdkafka properties to every pipeline client (ndd-nf-sim and every
 # daemon), e.g. socket.nagle.disable=true.
-# Ports come from $NDD_BENCH_PORTS (default 26000-26999) through stack.sh free-ports.
+# Ports come from $NDD_BENCH_PORTS (default 22000-26999: each is held for 20 minutes, and a run takes about 60) through stack.sh free-ports.
 # Exit 0 when the run completed and lost = 0; 1 when something was lost or failed; 2 on usage.
 set -euo pipefail
 
@@ -62,7 +62,7 @@ NO_BASELINES=0
 QUIET=0
 REPORT_ONLY=0
 SETS=()
-PORT_RANGE=${NDD_BENCH_PORTS:-26000-26999}
+PORT_RANGE=${NDD_BENCH_PORTS:-22000-26999}
 
 usage() {
     sed -n '2,49p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
