@@ -5,12 +5,16 @@
 #
 #   bench/adapter/run.sh [--build DIR] [--bootstrap HOST:PORT] [--count N] [--transports LIST]
 #                        [--feeds F] [--delivery '"max_in_flight":128,"batch_max":16']
+#                        [--broker-pid PID]
 #
 # --feeds F runs F identical feeds (F consumer groups on the same topic, one sink) in one
 # process: delivered = F x N, and the peak RSS shows the per-feed memory. --delivery gives the
 # feeds' "delivery" members (default "max_in_flight":128). wall_s is from the adapter's start
 # (the backlog is produced before it) to the last acknowledgement: delivered / wall_s is the
-# backlog drain rate.
+# backlog drain rate. --broker-pid PID (the broker's java process, e.g. from
+# deploy/local/stack.sh's kafka/kafka.pid) adds the broker's CPU-seconds over the same window
+# (broker_cpu_s) and the copies per CPU-second of adapter and broker together: what each extra
+# feed costs where the broker serves the topic again. The broker must serve nothing else then.
 # Needs a Release build (cmake -DCMAKE_BUILD_TYPE=Release) with ndd-adapter, ndd-sink and
 # ndd-nf-sim, a broker (deploy/local/stack.sh start), h2load and openssl. Ports: free ones.
 # Prints one JSON line per transport and a summary table.
@@ -23,6 +27,7 @@ COUNT=200000
 TRANSPORTS="h2c,h2tls,tcp"
 FEEDS=1
 DELIVERY='"max_in_flight":128'
+BROKER_PID=
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -31,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --transports) TRANSPORTS=$2; shift 2 ;;
     --feeds) FEEDS=$2; shift 2 ;;
     --delivery) DELIVERY=$2; shift 2 ;;
+    --broker-pid) BROKER_PID=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -90,6 +96,7 @@ for t in "${TLIST[@]}"; do
     echo "{\"feeds\":[$items]}" >"$WORK/feeds-$t.json"
     want=$((COUNT * FEEDS))
     start=$(date +%s.%N)
+    bcpu0=$([[ -n $BROKER_PID ]] && cpu_s "$BROKER_PID" || echo 0)
     "$ADAPTER" --bootstrap "$BOOT" --feeds-file "$WORK/feeds-$t.json" --http.port $AM \
         --log.level warn ${ADAPTER_ARGS:-} >"$WORK/adapter-$t.log" 2>&1 &
     APID=$!
@@ -99,12 +106,14 @@ for t in "${TLIST[@]}"; do
     end=$(date +%s.%N)
     n=$(acked)
     cpu=$(cpu_s $APID)
+    bcpu=$([[ -n $BROKER_PID ]] && awk -v a="$bcpu0" -v b="$(cpu_s "$BROKER_PID")" 'BEGIN {printf "%.2f", b - a}' || echo null)
     rss=$(hwm_kib $APID)
     kill $APID
     wait $APID 2>/dev/null || true
     mps=$(awk -v n="$n" -v c="$cpu" 'BEGIN {printf "%.0f", (c > 0 ? n / c : 0)}')
     wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}')
-    line="{\"transport\":\"$t\",\"feeds\":$FEEDS,\"delivered\":$n,\"cpu_s\":$cpu,\"wall_s\":$wall,\"msgs_per_cpu_s\":$mps,\"peak_rss_kib\":$rss}"
+    with=$([[ -n $BROKER_PID ]] && awk -v n="$n" -v c="$cpu" -v b="$bcpu" 'BEGIN {printf "%.0f", (c + b > 0 ? n / (c + b) : 0)}' || echo null)
+    line="{\"transport\":\"$t\",\"feeds\":$FEEDS,\"delivered\":$n,\"cpu_s\":$cpu,\"wall_s\":$wall,\"msgs_per_cpu_s\":$mps,\"peak_rss_kib\":$rss,\"broker_cpu_s\":$bcpu,\"msgs_per_cpu_s_with_broker\":$with}"
     echo "$line"
     RESULTS+=("$line")
 done
