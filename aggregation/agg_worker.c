@@ -24,6 +24,7 @@
 
 #include "agg_filter.h"
 #include "buf.h"
+#include "clock.h"
 #include "codec.h"
 #include "filter.h"
 #include "frame.h"
@@ -41,11 +42,6 @@ static int64_t agg_now_ns(clockid_t clk)
     struct timespec ts;
     clock_gettime(clk, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t agg_now_ms(void)
-{
-    return agg_now_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 static agg_slot_t *agg_slot_get(agg_worker_t *w)
@@ -579,7 +575,7 @@ static bool agg_txn_ready(agg_worker_t *w)
 {
     if (!w->txn_rebuild && !w->txn_init)
         return true;
-    int64_t now = agg_now_ms();
+    int64_t now = mono_now_ms();
     if (now < w->txn_retry_ms)
         return false;
     w->txn_retry_ms = now + 1000;
@@ -603,14 +599,14 @@ static bool agg_txn_ready(agg_worker_t *w)
         return false;
     }
     w->txn_init = false;
-    w->txn_due_ms = agg_now_ms() + w->cfg.transaction_ms;
+    w->txn_due_ms = mono_now_ms() + w->cfg.transaction_ms;
     return true;
 }
 
 /* Every transaction_ms the open transaction is committed; a failed record aborts it at once. */
 static void agg_txn_tick(agg_worker_t *w)
 {
-    int64_t now = agg_now_ms();
+    int64_t now = mono_now_ms();
     if (!w->txn_failed && now < w->txn_due_ms)
         return;
     agg_txn_commit(w);
@@ -924,7 +920,7 @@ agg_worker_t *agg_worker_new(const agg_config_t *cfg, char *err, size_t errlen)
         .reload_ok = w->m.reload_ok,
         .reload_err = w->m.reload_err,
     };
-    if (agg_filter_file_load(&w->filter_file, agg_now_ms(), err, errlen))
+    if (agg_filter_file_load(&w->filter_file, mono_now_ms(), err, errlen))
         goto fail;
 
     if (agg_pair_open(w, err, errlen))
@@ -953,7 +949,7 @@ static void agg_kick_if_starved(agg_worker_t *w, size_t got, uint32_t room)
     }
     if (got > 0 || !w->backlog)
         return;
-    int64_t now = agg_now_ms();
+    int64_t now = mono_now_ms();
     if (!w->dry_since_ms) {
         w->dry_since_ms = now;
         return;
@@ -1042,7 +1038,7 @@ int agg_worker_run(agg_worker_t *w, volatile sig_atomic_t *stop, volatile sig_at
             agg_txn_tick(w);
         else
             agg_store_offsets(w);
-        agg_filter_file_poll(&w->filter_file, agg_now_ms(), reload);
+        agg_filter_file_poll(&w->filter_file, mono_now_ms(), reload);
         agg_process_fifo(w);
 
         uint32_t room = agg_backpressure(w);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "codec.h"
 #include "kafka_txn.h"
 #include "log.h"
@@ -131,11 +132,6 @@ static int64_t corr_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t corr_now_ms(void)
-{
-    return corr_now_us() / 1000;
 }
 
 /* ---- metrics ---- */
@@ -390,7 +386,7 @@ static int corr_produce(corr_worker_t *w, const char *topic, const void *key, si
         }
         if (r == KAFKA_PRODUCE_ERROR)
             return -1;
-        int64_t now = corr_now_ms();
+        int64_t now = mono_now_ms();
         if (!waited_since)
             waited_since = now;
         if (!warned && now - waited_since >= 5000) {
@@ -676,7 +672,7 @@ static bool corr_txn_ready(corr_worker_t *w)
 {
     if (!w->txn_rebuild && !w->txn_init)
         return true;
-    int64_t now = corr_now_ms();
+    int64_t now = mono_now_ms();
     if (now < w->txn_retry_ms)
         return false;
     w->txn_retry_ms = now + 1000;
@@ -696,7 +692,7 @@ static bool corr_txn_ready(corr_worker_t *w)
         return false;
     }
     w->txn_init = false;
-    w->txn_due_ms = corr_now_ms() + w->cfg.transaction_ms;
+    w->txn_due_ms = mono_now_ms() + w->cfg.transaction_ms;
     return true;
 }
 

@@ -14,6 +14,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "clock.h"
 #include "daemon-int.h"
 #include "daemon.h"
 #include "log.h"
@@ -185,9 +186,7 @@ void daemon_probe_stop(daemon_t *d)
 
 void daemon_poll_partitions(daemon_t *d, int (*count)(void *arg), void *arg)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now = mono_now_ms();
     if (now < d->partitions_next_ms)
         return;
     d->partitions_next_ms = now + 1000; /* rd_kafka_assignment is a round trip to its thread */

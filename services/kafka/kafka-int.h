@@ -8,8 +8,6 @@
 
 #include <librdkafka/rdkafka.h>
 
-/* Monotonic clock in milliseconds. */
-int64_t kafka_now_ms(void);
 /* rd_kafka_conf_set naming the property (never the value: it may be a secret) in errstr. */
 int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *errstr,
                    size_t errstr_size);

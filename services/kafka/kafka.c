@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "kafka-int.h"
 #include "log.h"
 
@@ -53,13 +54,6 @@ struct kafka_consumer {
      * tell it they are lost. */
     rd_kafka_topic_partition_list_t *owned;
 };
-
-int64_t kafka_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *errstr,
                    size_t errstr_size)
@@ -347,8 +341,8 @@ int kafka_producer_close(kafka_producer_t *p, int timeout_ms)
         rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         /* Purged records get their delivery callbacks on the next poll; serve them so every
          * owner learns the outcome of every record it handed over. */
-        int64_t deadline = kafka_now_ms() + 2000;
-        while (rd_kafka_outq_len(p->rk) > 0 && kafka_now_ms() < deadline)
+        int64_t deadline = mono_now_ms() + 2000;
+        while (rd_kafka_outq_len(p->rk) > 0 && mono_now_ms() < deadline)
             rd_kafka_poll(p->rk, 50);
     }
     kafka_producer_forget_topics(p);
@@ -397,10 +391,10 @@ int kafka_producer_rebuild(kafka_producer_t *p)
     if (!old)
         return -1;
     /* Every record handed over gets its callback (_PURGE_): none is left unaccounted. */
-    int64_t deadline = kafka_now_ms() + 2000;
+    int64_t deadline = mono_now_ms() + 2000;
     do
         rd_kafka_poll(old, 50);
-    while (rd_kafka_outq_len(old) > 0 && kafka_now_ms() < deadline);
+    while (rd_kafka_outq_len(old) > 0 && mono_now_ms() < deadline);
     rd_kafka_destroy(old);
     return 0;
 }
@@ -726,7 +720,7 @@ static void kafka_consumer_retire(rd_kafka_t *rk)
 
 int kafka_consumer_rebuild(kafka_consumer_t *c)
 {
-    int64_t now = kafka_now_ms();
+    int64_t now = mono_now_ms();
     if (c->rebuilt_ms && now - c->rebuilt_ms < KAFKA_REBUILD_INTERVAL_MS)
         return -1;
     c->rebuilt_ms = now;
@@ -1167,7 +1161,7 @@ kafka_gate_event_t kafka_gate_update(kafka_gate_t *g, kafka_consumer_t *c, bool 
         }
         return KAFKA_GATE_STEADY;
     }
-    int64_t now = kafka_now_ms();
+    int64_t now = mono_now_ms();
     if (!g->blocked_since_ms)
         g->blocked_since_ms = now;
     if (g->paused || now - g->blocked_since_ms < pause_after_ms || kafka_consumer_pause_all(c))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "kafka-int.h"
 #include "log.h"
 
@@ -145,14 +146,14 @@ static kafka_txn_rc_t kafka_txn_send_commit(rd_kafka_t *producer,
                                             size_t errlen)
 {
     if (g) {
-        int64_t left = deadline_ms - kafka_now_ms();
+        int64_t left = deadline_ms - mono_now_ms();
         rd_kafka_error_t *e =
             rd_kafka_send_offsets_to_transaction(producer, offsets, g, left > 0 ? (int)left : 1);
         if (e)
             return kafka_txn_fail(e, "send offsets", err, errlen);
     }
     atomic_store(stage, 1);
-    int64_t left = deadline_ms - kafka_now_ms();
+    int64_t left = deadline_ms - mono_now_ms();
     return kafka_txn_fail(rd_kafka_commit_transaction(producer, left > 0 ? (int)left : 1), "commit",
                           err, errlen);
 }
@@ -166,8 +167,8 @@ kafka_txn_rc_t kafka_txn_commit(rd_kafka_t *producer, rd_kafka_t *consumer,
     if (rc != KAFKA_TXN_OK)
         return rc;
     atomic_int stage = 0;
-    rc = kafka_txn_send_commit(producer, offsets, g, kafka_now_ms() + KAFKA_TXN_CALL_MS, &stage,
-                               err, errlen);
+    rc = kafka_txn_send_commit(producer, offsets, g, mono_now_ms() + KAFKA_TXN_CALL_MS, &stage, err,
+                               errlen);
     if (g)
         rd_kafka_consumer_group_metadata_destroy(g);
     return rc;
@@ -337,7 +338,7 @@ static bool kafka_txn_call_wait(kafka_txn_pair_t *t, kafka_txn_call_t *c, int *s
     int64_t until = c->deadline_ms + KAFKA_TXN_GRACE_MS;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t left = until - kafka_now_ms();
+    int64_t left = until - mono_now_ms();
     ts.tv_sec += left / 1000;
     ts.tv_nsec += (left % 1000) * 1000000;
     if (ts.tv_nsec >= 1000000000) {
@@ -391,7 +392,7 @@ static kafka_txn_rc_t kafka_txn_pair_flush(kafka_txn_pair_t *t, rd_kafka_t *prod
                                            int64_t deadline_ms, char *err, size_t errlen)
 {
     int64_t left;
-    while (rd_kafka_outq_len(producer) > 0 && (left = deadline_ms - kafka_now_ms()) > 0)
+    while (rd_kafka_outq_len(producer) > 0 && (left = deadline_ms - mono_now_ms()) > 0)
         rd_kafka_flush(producer, (int)(left < 100 ? left : 100));
     int n = rd_kafka_outq_len(producer);
     if (n == 0)
@@ -423,7 +424,7 @@ kafka_txn_rc_t kafka_txn_pair_commit(kafka_txn_pair_t *t, rd_kafka_t *producer,
                                      const rd_kafka_topic_partition_list_t *offsets, char *err,
                                      size_t errlen)
 {
-    int64_t t0 = kafka_now_ms(), deadline = t0 + t->call_ms;
+    int64_t t0 = mono_now_ms(), deadline = t0 + t->call_ms;
     pthread_mutex_lock(&t->mu);
     bool stuck = t->stuck && t->stuck->producer == producer, full = t->aside && t->aside2;
     pthread_mutex_unlock(&t->mu);
@@ -468,7 +469,7 @@ kafka_txn_rc_t kafka_txn_pair_commit(kafka_txn_pair_t *t, rd_kafka_t *producer,
         if (t->m_committed)
             metrics_counter_inc(t->m_committed);
         if (t->m_commit)
-            metrics_histogram_observe(t->m_commit, (double)(kafka_now_ms() - t0) / 1e3);
+            metrics_histogram_observe(t->m_commit, (double)(mono_now_ms() - t0) / 1e3);
     }
     return rc;
 }
